@@ -1,0 +1,132 @@
+"""`python -m gpt2viz {trace,names,params,shapes}`: the command-line contract of DESIGN.md.
+
+Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
+"""
+
+import argparse
+import json
+import sys
+
+from .config import PRESETS, get_config
+from .modes import Mode
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _common_model(p, weights=True):
+    p.add_argument("--model", default="gpt2", help=f"preset: {', '.join(PRESETS)} (default gpt2)")
+    if weights:
+        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout (instead of --model)")
+        p.add_argument("--seed", type=int, default=0, help="seed of the random weights and of dropout")
+        p.add_argument("--n-head", type=int, help="head count, where the weights file does not record it")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="gpt2viz", description="Record, count and shape every tensor GPT-2 computes.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    modes = [m.value for m in Mode]
+
+    p = sub.add_parser("trace", help="run a text and record every intermediate tensor")
+    p.add_argument("--text", required=True)
+    _common_model(p)
+    p.add_argument("--mode", default="full", choices=modes)
+    p.add_argument("--out", help="write every recorded tensor to this .safetensors file")
+    p.add_argument("--names", nargs="*", help="record only these names or glob patterns")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("names", help="list the recorded names of a mode, in execution order")
+    _common_model(p, weights=False)
+    p.add_argument("--mode", default="full", choices=modes)
+
+    p = sub.add_parser("params", help="the exact parameter accounting of every component")
+    _common_model(p, weights=False)
+    p.add_argument("--checkpoint", help="count from this safetensors header alone and reconcile")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("shapes", help="every recorded tensor's shape in a mode")
+    _common_model(p, weights=False)
+    p.add_argument("--mode", default="full", choices=modes)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--tokens", type=int, default=None, help="T (default 8; 1 in decode)")
+    p.add_argument("--past", type=int, default=None, help="P, cached positions (prefill/decode)")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+# ---------------------------------------------------------------------------- commands
+def cmd_trace(a) -> int:
+    from . import tokenizer
+    from .modes import run
+    from .weights import load_safetensors, random_model
+
+    if a.weights:
+        model = load_safetensors(a.weights, n_head=a.n_head).model
+    else:
+        model = random_model(get_config(a.model), a.seed)
+    ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
+    trace = run(model, ids, a.mode, names=a.names, seed=a.seed)
+    if a.out:
+        trace.save(a.out)
+    if a.json:
+        print(json.dumps({"model": trace.model, "mode": trace.mode, "token_ids": list(trace.token_ids),
+                          "tokens": list(trace.tokens), "P": trace.P, "L": trace.L,
+                          "tensors": {n: list(t.shape) for n, t in trace.tensors.items()}}))
+    else:
+        print(f"{trace.model} · {trace.mode} · {len(trace.token_ids)} tokens · P={trace.P} L={trace.L} · "
+              f"{len(trace.tensors)} tensors, {trace.nbytes / 2**20:,.1f} MiB"
+              + (f" → {a.out}" if a.out else ""))
+        for name, t in trace.tensors.items():
+            print(f"  {name:40s} {list(t.shape)}")
+    return 0
+
+
+def cmd_names(a) -> int:
+    from .modes import run
+    from .weights import random_model
+
+    cfg = get_config(a.model)
+    # the names do not depend on values: run the smallest config of the same depth
+    small = type(cfg)(cfg.name, n_layer=cfg.n_layer, n_head=1, n_embd=8, vocab_size=cfg.vocab_size)
+    for name in run(random_model(small), [0, 1, 2], a.mode).names:
+        print(name)
+    return 0
+
+
+def cmd_params(a) -> int:
+    from .params import accounting_report, format_accounting
+
+    report = accounting_report(a.model, checkpoint=a.checkpoint)
+    print(json.dumps(report, indent=1) if a.json else format_accounting(report))
+    return 0
+
+
+def cmd_shapes(a) -> int:
+    from .catalog import format_shapes, shapes_report
+
+    report = shapes_report(a.model, a.mode, B=a.batch, T=a.tokens, P=a.past)
+    print(json.dumps(report, indent=1) if a.json else format_shapes(report))
+    return 0
+
+
+COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes}
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+    except (ValueError, KeyError, OSError) as e:  # WeightsError and TextError are ValueErrors
+        print(f"gpt2viz: error: {e}", file=sys.stderr)
+    except MemoryError:
+        print("gpt2viz: error: out of memory: record fewer names (--names) or use a smaller model",
+              file=sys.stderr)
+    return 2

@@ -1,0 +1,174 @@
+"""GPT-2 in torch, instrumented: every intermediate passes through a named recording point.
+
+Parameter names are the checkpoint's (`wte`, `wpe`, `h.{i}.ln_1`, `h.{i}.attn.c_attn`, ...), and
+the projections keep Conv1D's `[in, out]` weight layout, so a Hugging Face state dict loads as it
+is, with no transposes. LayerNorm, attention and GELU are written out so that mu, sigma^2, the
+scores and the pattern are visible. References: openai/gpt-2 `src/model.py` (functional model),
+transformers `modeling_gpt2.py` (module names, eager attention). Shapes use B, T, P, L, d, nh, dh, V.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import GPT2Config
+from .record import Recorder
+
+
+# ---------------------------------------------------------------------------- dropout
+class Dropout:
+    """Seeded inverted dropout that records the keep-mask it drew (TRAINING only)."""
+
+    def __init__(self, p: float, seed: int):
+        self.p = p
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, rec: Recorder, name: str, x: torch.Tensor) -> torch.Tensor:
+        keep = rec(name, torch.rand(x.shape, generator=self.generator) >= self.p)  # bool, like x
+        return x * keep / (1.0 - self.p)
+
+
+def no_dropout(rec: Recorder, name: str, x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+# ---------------------------------------------------------------------------- layers
+class Conv1D(nn.Module):
+    """A linear layer stored as in the checkpoint: y = x W + b with W of shape [in, out]."""
+
+    def __init__(self, n_in: int, n_out: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n_in, n_out))
+        self.bias = nn.Parameter(torch.zeros(n_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight)  # [B*T, out]
+        return flat.view(*x.shape[:-1], self.weight.shape[1])  # [B, T, out]
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm over the last axis, written out so mean and variance can be recorded."""
+
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))  # gain g
+        self.bias = nn.Parameter(torch.zeros(d))  # bias b
+
+    def forward(self, x: torch.Tensor, rec: Recorder, prefix: str) -> torch.Tensor:
+        mean = rec(prefix + "mean", x.mean(-1, keepdim=True))  # [B, T, 1]
+        centered = x - mean  # [B, T, d]
+        var = rec(prefix + "var", (centered * centered).mean(-1, keepdim=True))  # [B, T, 1]
+        normalized = rec(prefix + "normalized", centered * torch.rsqrt(var + self.eps))  # [B, T, d]
+        return rec(prefix + "out", torch.addcmul(self.bias, normalized, self.weight))  # [B, T, d]
+
+
+def gelu_new(x: torch.Tensor) -> torch.Tensor:
+    """GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    return F.gelu(x, approximate="tanh")
+
+
+def causal_mask(T: int, L: int) -> torch.Tensor:
+    """True where query i (absolute position L - T + i) may not read key j: the lower-right mask."""
+    return torch.ones(T, L, dtype=torch.bool).triu_(L - T + 1)  # [T, L]
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: GPT2Config):
+        super().__init__()
+        self.n_head, self.d_head = cfg.n_head, cfg.d_head
+        self.c_attn = Conv1D(cfg.n_embd, 3 * cfg.n_embd)
+        self.c_proj = Conv1D(cfg.n_embd, cfg.n_embd)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)  # [B, nh, T, dh]
+
+    def forward(self, x, rec: Recorder, p: str, past, use_cache: bool, drop):
+        B, T, d = x.shape
+        qkv = rec(p + "qkv", self.c_attn(x))  # [B, T, 3d]
+        q, k, v = qkv.split(d, dim=2)  # each [B, T, d]
+        q = rec(p + "q", self.split_heads(q))  # [B, nh, T, dh]
+        k = rec(p + "k", self.split_heads(k))  # [B, nh, T, dh]
+        v = rec(p + "v", self.split_heads(v))  # [B, nh, T, dh]
+        if past is not None:
+            k = torch.cat([past[0], k], dim=2)  # [B, nh, L, dh], L = P + T
+            v = torch.cat([past[1], v], dim=2)  # [B, nh, L, dh]
+        if use_cache:
+            rec(p + "k_cache", k)
+            rec(p + "v_cache", v)
+        L = k.shape[2]
+        scores = rec(p + "scores", (q @ k.transpose(-1, -2)) * self.d_head**-0.5)  # [B, nh, T, L]
+        masked = scores.masked_fill(causal_mask(T, L), float("-inf"))  # [B, nh, T, L]
+        pattern = rec(p + "pattern", torch.softmax(masked, dim=-1))  # [B, nh, T, L]
+        pattern = drop(rec, p + "pattern_dropout_mask", pattern)
+        z = rec(p + "z", pattern @ v)  # [B, nh, T, dh]
+        merged = rec(p + "merged", z.transpose(1, 2).reshape(B, T, d))  # [B, T, d]
+        out = drop(rec, p + "out_dropout_mask", self.c_proj(merged))  # [B, T, d]
+        return rec(p + "out", out), ((k, v) if use_cache else None)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPT2Config):
+        super().__init__()
+        self.c_fc = Conv1D(cfg.n_embd, cfg.d_mlp)
+        self.c_proj = Conv1D(cfg.d_mlp, cfg.n_embd)
+
+    def forward(self, x, rec: Recorder, p: str, drop):
+        pre = rec(p + "pre", self.c_fc(x))  # [B, T, 4d]
+        post = rec(p + "post", gelu_new(pre))  # [B, T, 4d]
+        out = drop(rec, p + "out_dropout_mask", self.c_proj(post))  # [B, T, d]
+        return rec(p + "out", out)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPT2Config):
+        super().__init__()
+        self.ln_1 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
+        self.attn = Attention(cfg)
+        self.ln_2 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, rec: Recorder, p: str, past, use_cache: bool, drop):
+        x = rec(p + "resid_pre", x)  # x_n [B, T, d]
+        delta_attn, present = self.attn(self.ln_1(x, rec, p + "ln1."), rec, p + "attn.", past, use_cache, drop)
+        x = rec(p + "resid_mid", x + delta_attn)  # x'_n [B, T, d]
+        delta_mlp = self.mlp(self.ln_2(x, rec, p + "ln2."), rec, p + "mlp.", drop)
+        return rec(p + "resid_post", x + delta_mlp), present  # x_{n+1} [B, T, d]
+
+
+# ---------------------------------------------------------------------------- the model
+class GPT2(nn.Module):
+    """forward(ids, past) -> (logits, present), as in openai/gpt-2: a past of P cached positions
+    offsets the positions and extends the keys; the lower-right causal mask serves every mode."""
+
+    def __init__(self, cfg: GPT2Config):
+        super().__init__()
+        self.config = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.n_positions, cfg.n_embd)
+        self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
+        # lm_head is wte itself (tied): the logits are computed from self.wte.weight below.
+
+    def forward(self, ids: torch.Tensor, rec: Recorder | None = None, past=None, use_cache: bool = False,
+                drop=no_dropout, last_only: bool = False):
+        rec = rec if rec is not None else Recorder.off()
+        B, T = ids.shape
+        P = 0 if past is None else past[0][0].shape[2]
+        if P + T > self.config.n_positions:
+            raise ValueError(f"{P + T} positions exceed the context of {self.config.n_positions}")
+        tok = rec("embed.tok", self.wte(ids))  # [B, T, d]
+        pos = rec("embed.pos", self.wpe(torch.arange(P, P + T)))  # [T, d]
+        x = drop(rec, "embed.dropout_mask", rec("embed.out", tok + pos))  # [B, T, d]
+        presents = []
+        for i, block in enumerate(self.h):
+            x, present = block(x, rec, f"blocks.{i}.", None if past is None else past[i], use_cache, drop)
+            presents.append(present)
+        x = self.ln_f(x, rec, "ln_f.")  # [B, T, d]
+        if last_only:
+            x = x[:, -1:]  # [B, 1, d]
+        logits = rec("logits", F.linear(x, self.wte.weight))  # [B, T, V]
+        return logits, (presents if use_cache else None)

@@ -1,0 +1,121 @@
+"""The four execution modes, one attention code path (the lower-right causal mask):
+
+FULL      T tokens, no cache: the reference forward.
+TRAINING  T tokens, seeded dropout, next-token targets, mean and per-token loss, and a backward
+          pass recording d loss / d every parameter and d loss / d every block's residual stream.
+PREFILL   P prompt tokens: fills the KV cache [B, nh, P, dh] per layer; logits for the last position.
+DECODE    the text's last token against the cache of the P tokens before it (L = P + 1 keys).
+"""
+
+from enum import Enum
+
+import torch
+import torch.nn.functional as F
+
+from .model import GPT2, Dropout, no_dropout
+from .record import Recorder
+from .tokenizer import readable_tokens
+from .trace import Trace
+
+
+class Mode(str, Enum):
+    FULL = "full"
+    TRAINING = "training"
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+    @classmethod
+    def parse(cls, value) -> "Mode":
+        try:
+            return cls(str(value.value if isinstance(value, Mode) else value).lower())
+        except ValueError:
+            raise ValueError(f"unknown mode {value!r}; choose one of {', '.join(m.value for m in cls)}") from None
+
+
+def as_batch(ids) -> torch.Tensor:
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    ids = ids.unsqueeze(0) if ids.dim() == 1 else ids  # [B, T]
+    if ids.dim() != 2 or ids.shape[1] == 0:
+        raise ValueError(f"token ids must be [T] or [B, T] with T >= 1, got shape {list(ids.shape)}")
+    return ids
+
+
+def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True) -> Trace:
+    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all)."""
+    mode, ids = Mode.parse(mode), as_batch(ids)
+    if ids.shape[1] > model.config.n_positions:
+        raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
+    if mode is Mode.TRAINING:
+        return _training(model, ids, names, seed, grads)
+    rec = Recorder(names)
+    with torch.no_grad():
+        if mode is Mode.FULL:
+            model(ids, rec)
+            P, T = 0, ids.shape[1]
+        elif mode is Mode.PREFILL:
+            model(ids, rec, use_cache=True, last_only=True)
+            P, T = 0, ids.shape[1]
+        else:
+            P, T = ids.shape[1] - 1, 1
+            _, past = prefill(model, ids[:, :P])
+            model(ids[:, P:], rec, past=past, use_cache=True)
+    return _trace(model, mode, ids, P, T, rec)
+
+
+def prefill(model: GPT2, ids: torch.Tensor):
+    """(logits of the last position, KV cache) for ids [B, P], recording nothing; P may be 0."""
+    if ids.shape[1] == 0:
+        return None, None
+    logits, past = model(ids, use_cache=True, last_only=True)
+    return logits, past
+
+
+def generate(model: GPT2, ids, steps: int, *, names=None) -> list[Trace]:
+    """Greedy decoding, one DECODE trace per step. Step 0 decodes the text's last token against the
+    cache of the tokens before it; each trace's logits choose the token the next step reads."""
+    ids = as_batch(ids)
+    if ids.shape[0] != 1:
+        raise ValueError("generation runs one sequence at a time (B = 1)")
+    if ids.shape[1] + steps - 1 > model.config.n_positions:
+        raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
+    traces = []
+    with torch.no_grad():
+        _, past = prefill(model, ids[:, :-1])
+        for _ in range(steps):
+            rec = Recorder(names)
+            P = ids.shape[1] - 1
+            logits, past = model(ids[:, -1:], rec, past=past, use_cache=True)  # logits [1, 1, V]
+            traces.append(_trace(model, Mode.DECODE, ids, P, 1, rec))
+            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)  # [1, P + 2]
+    return traces
+
+
+def generated_ids(traces: list[Trace]) -> list[int]:
+    """The token each step chose: argmax of its logits."""
+    return [int(t["logits"][0, -1].argmax()) for t in traces]
+
+
+def _training(model: GPT2, ids: torch.Tensor, names, seed: int, grads: bool) -> Trace:
+    if ids.shape[1] < 2:
+        raise ValueError("training needs at least 2 tokens: each position predicts the next one")
+    n = model.config.n_layer
+    streams = [f"blocks.{i}.{s}" for i in range(n) for s in ("resid_pre", "resid_mid", "resid_post")]
+    rec = Recorder(names, keep_graph=streams if grads else ())
+    drop = Dropout(model.config.dropout, seed) if model.config.dropout > 0 else no_dropout
+    with torch.enable_grad():
+        logits, _ = model(ids, rec, drop=drop)  # [B, T, V]
+        per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+        per_token = rec("loss.per_token", per_token.view(ids.shape[0], -1))  # [B, T-1]
+        loss = rec("loss", per_token.mean())  # []
+        wrt = {name: p for name, p in model.named_parameters()} | {s: rec.live[s] for s in rec.live}
+        wrt = {name: t for name, t in wrt.items() if grads and rec.wants("grad." + name)}
+        if wrt:
+            for name, g in zip(wrt, torch.autograd.grad(loss, list(wrt.values()))):
+                rec("grad." + name, g)
+    return _trace(model, Mode.TRAINING, ids, 0, ids.shape[1], rec)
+
+
+def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
+    row = ids[0].tolist()
+    return Trace(mode=mode.value, model=model.config.name, token_ids=tuple(row),
+                 tokens=tuple(readable_tokens(row)), P=P, T=T, tensors=rec.tensors)

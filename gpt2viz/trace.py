@@ -1,0 +1,77 @@
+"""The immutable record of one run: mode, tokens, P and L, and the ordered `name -> tensor` map.
+
+Saved and loaded as safetensors: every tensor under its trace name, the rest in the metadata.
+"""
+
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+import torch
+from safetensors.numpy import save_file
+from safetensors import safe_open
+
+
+@dataclass(frozen=True)
+class Trace:
+    mode: str  # a Mode value: full, training, prefill, decode
+    model: str
+    token_ids: tuple[int, ...]  # the whole text (for decode: the P cached tokens and the new one)
+    tokens: tuple[str, ...]  # readable token strings, one per id
+    P: int  # positions already in the KV cache before this step
+    T: int  # positions this step computes
+    tensors: Mapping[str, torch.Tensor] = field(repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
+
+    @property
+    def L(self) -> int:
+        """Keys each query reads (the last query): P + T."""
+        return self.P + self.T
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.tensors)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise KeyError(f"{name!r} was not recorded in this {self.mode} trace") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tensors
+
+    def get(self, short: str, block: int | None = None) -> torch.Tensor:
+        """Look up `attn.z` in block 3 as get("attn.z", 3); top-level names without a block."""
+        return self[short if block is None else f"blocks.{block}.{short}"]
+
+    # ------------------------------------------------------------------ safetensors
+    def metadata(self) -> dict[str, str]:
+        return {"mode": self.mode, "model": self.model, "P": str(self.P), "T": str(self.T),
+                "token_ids": json.dumps(list(self.token_ids)), "tokens": json.dumps(list(self.tokens)),
+                "order": json.dumps(self.names), "format": "gpt2viz-trace"}
+
+    def save(self, path) -> None:
+        # numpy arrays, so views that share storage (q, k, v of one qkv) are written as they are
+        arrays = {name: np.ascontiguousarray(t.numpy()) for name, t in self.tensors.items()}
+        save_file(arrays, str(path), metadata=self.metadata())
+
+    @classmethod
+    def load(cls, path) -> "Trace":
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            if meta.get("format") != "gpt2viz-trace":
+                raise ValueError(f"{path} is not a gpt2viz trace file")
+            names = json.loads(meta["order"])
+            tensors = {name: f.get_tensor(name) for name in names}
+        return cls(mode=meta["mode"], model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
+                   tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
+                   tensors=tensors)

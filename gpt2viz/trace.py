@@ -14,6 +14,10 @@ from safetensors.numpy import save_file
 from safetensors import safe_open
 
 
+def _c_order(a: np.ndarray) -> np.ndarray:
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (ascontiguousarray makes 0-d 1-d)
+
+
 @dataclass(frozen=True)
 class Trace:
     mode: str  # a Mode value: full, training, prefill, decode
@@ -61,7 +65,7 @@ class Trace:
 
     def save(self, path) -> None:
         # numpy arrays, so views that share storage (q, k, v of one qkv) are written as they are
-        arrays = {name: np.ascontiguousarray(t.numpy()) for name, t in self.tensors.items()}
+        arrays = {name: _c_order(t.numpy()) for name, t in self.tensors.items()}
         save_file(arrays, str(path), metadata=self.metadata())
 
     @classmethod

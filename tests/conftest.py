@@ -1,0 +1,41 @@
+"""Shared fixtures: a tiny random model, and a small transformers GPT-2 with our model loaded from
+its own `save_pretrained` output (the Hugging Face layout), for parity tests."""
+
+import pytest
+import torch
+
+from gpt2viz.config import get_config
+from gpt2viz.weights import load_safetensors, random_model
+
+TEXT = "The quick brown fox jumps over the lazy dog, and the dog keeps sleeping."
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    return random_model(get_config("tiny"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def hf_dir(tmp_path_factory):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(1234)
+    cfg = GPT2Config(n_layer=3, n_head=4, n_embd=128, n_positions=256, attn_implementation="eager")
+    hf = GPT2LMHeadModel(cfg).eval()
+    path = tmp_path_factory.mktemp("hf")
+    hf.save_pretrained(path)
+    return hf, path
+
+
+@pytest.fixture(scope="session")
+def hf_pair(hf_dir):
+    """(transformers model, our model loaded from the same model.safetensors)."""
+    hf, path = hf_dir
+    return hf, load_safetensors(path / "model.safetensors").model
+
+
+@pytest.fixture(scope="session")
+def text_ids():
+    from gpt2viz.tokenizer import encode
+
+    return encode(TEXT)

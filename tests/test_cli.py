@@ -1,0 +1,54 @@
+"""The command line, driven as a user would: exit codes, one-line errors, the JSON contract."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from safetensors.numpy import load_file
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "gpt2viz", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_trace_json_contract(tmp_path):
+    out = tmp_path / "t.safetensors"
+    p = cli("trace", "--model", "tiny", "--text", "Hello world", "--mode", "decode", "--json", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert set(r) == {"model", "mode", "token_ids", "tokens", "P", "L", "tensors"}
+    assert (r["model"], r["mode"], r["token_ids"], r["P"], r["L"]) == ("tiny", "decode", [15496, 995], 1, 2)
+    assert r["tensors"]["blocks.0.attn.z"] == [1, 4, 1, 16]
+    saved = load_file(str(out))
+    assert set(saved) == set(r["tensors"])
+
+
+def test_names_lists_execution_order():
+    p = cli("names", "--model", "gpt2", "--mode", "prefill")
+    names = p.stdout.split()
+    assert names[:3] == ["embed.tok", "embed.pos", "embed.out"] and names[-1] == "logits"
+    assert "blocks.11.attn.k_cache" in names and len(names) == 3 + 12 * 25 + 5
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["trace", "--model", "tiny", "--text", ""], "empty"),
+    (["trace", "--model", "tiny", "--text", "a " * 1100], "at most 1,024"),
+    (["trace", "--model", "huge", "--text", "hi"], "unknown model"),
+    (["trace", "--model", "tiny", "--text", "hi", "--mode", "sideways"], "invalid choice"),
+    (["trace", "--weights", "/nonexistent/model.safetensors", "--text", "hi"], "no weights file"),
+    (["trace", "--model", "tiny", "--text", "hi", "--mode", "training"], "at least 2 tokens"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle):
+    p = cli(*args)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr
+
+
+def test_pickle_weights_refused(tmp_path):
+    bad = tmp_path / "pytorch_model.bin"
+    bad.write_bytes(b"PK\x03\x04 zip")
+    p = cli("trace", "--weights", str(bad), "--text", "hi")
+    assert p.returncode == 2 and "pickle" in p.stderr and len(p.stderr.strip().splitlines()) == 1

@@ -1,0 +1,112 @@
+"""The recording model: golden names per mode, and the invariants every trace must satisfy."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpt2viz.model import causal_mask
+from gpt2viz.modes import Mode, run
+
+GOLDEN = Path(__file__).parent / "golden"
+IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_golden_names_in_execution_order(tiny, mode):
+    want = (GOLDEN / f"names_tiny_{mode.value}.txt").read_text().split()
+    assert run(tiny, IDS, mode).names == want
+
+
+def test_names_filter_records_only_what_is_asked(tiny):
+    trace = run(tiny, IDS, "full", names=["blocks.*.attn.pattern", "logits"])
+    assert trace.names == ["blocks.0.attn.pattern", "blocks.1.attn.pattern", "logits"]
+
+
+def test_recording_keeps_references_not_copies(tiny):
+    trace = run(tiny, IDS, "full")
+    qkv, q = trace["blocks.0.attn.qkv"], trace["blocks.0.attn.q"]
+    assert q.untyped_storage().data_ptr() == qkv.untyped_storage().data_ptr()  # q is a view of qkv
+    # the output of one block is the input of the next: one tensor, two names
+    assert trace["blocks.0.resid_post"].data_ptr() == trace["blocks.1.resid_pre"].data_ptr()
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE])
+def test_residual_stream_adds_up(tiny, mode):
+    t = run(tiny, IDS, mode)
+    for i in range(tiny.config.n_layer):
+        g = lambda s: t.get(s, i)
+        torch.testing.assert_close(g("resid_mid"), g("resid_pre") + g("attn.out"), rtol=0, atol=0)
+        torch.testing.assert_close(g("resid_post"), g("resid_mid") + g("mlp.out"), rtol=0, atol=0)
+    torch.testing.assert_close(t["blocks.0.resid_pre"], t["embed.out"], rtol=0, atol=0)
+    torch.testing.assert_close(t["embed.out"], t["embed.tok"] + t["embed.pos"], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.DECODE])
+def test_pattern_is_causal_softmax(tiny, mode):
+    t = run(tiny, IDS, mode)
+    for i in range(tiny.config.n_layer):
+        pattern = t.get("attn.pattern", i)  # [B, nh, T, L]
+        T, L = pattern.shape[-2:]
+        assert (T, L) == (t.T, t.L)
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:-1]))
+        assert (pattern[..., causal_mask(T, L)] == 0).all()
+        assert (pattern[..., ~causal_mask(T, L)] > 0).all()
+        scores = t.get("attn.scores", i)
+        torch.testing.assert_close(pattern, torch.softmax(scores.masked_fill(causal_mask(T, L), -1e9), -1))
+
+
+def test_lower_right_mask():
+    assert causal_mask(3, 3).tolist() == [[False, True, True], [False, False, True], [False, False, False]]
+    assert causal_mask(1, 4).tolist() == [[False] * 4]  # decode reads every cached key
+    assert causal_mask(2, 4).tolist() == [[False, False, False, True], [False] * 4]
+
+
+def test_layernorm_records_its_statistics(tiny):
+    t = run(tiny, IDS, "full")
+    for prefix, x, params in [("blocks.1.ln1.", t["blocks.1.resid_pre"], tiny.h[1].ln_1),
+                              ("blocks.0.ln2.", t["blocks.0.resid_mid"], tiny.h[0].ln_2),
+                              ("ln_f.", t["blocks.1.resid_post"], tiny.ln_f)]:
+        mean, var = t[prefix + "mean"], t[prefix + "var"]
+        torch.testing.assert_close(mean, x.mean(-1, keepdim=True))
+        torch.testing.assert_close(var, x.var(-1, keepdim=True, unbiased=False))
+        normalized = t[prefix + "normalized"]
+        torch.testing.assert_close(normalized, (x - mean) / torch.sqrt(var + 1e-5))
+        torch.testing.assert_close(t[prefix + "out"], normalized * params.weight + params.bias)
+        torch.testing.assert_close(t[prefix + "out"], torch.nn.functional.layer_norm(
+            x, x.shape[-1:], params.weight, params.bias, 1e-5))
+
+
+def test_merge_is_heads_moved_and_joined(tiny):
+    t = run(tiny, IDS, "full")
+    z, merged = t["blocks.0.attn.z"], t["blocks.0.attn.merged"]  # [B, nh, T, dh], [B, T, d]
+    B, nh, T, dh = z.shape
+    assert torch.equal(merged, z.permute(0, 2, 1, 3).reshape(B, T, nh * dh))
+    assert torch.equal(merged[0, :, dh:2 * dh], z[0, 1])  # head 1 owns columns dh..2dh
+
+
+def test_qkv_splits_into_heads(tiny):
+    t = run(tiny, IDS, "full")
+    qkv, d, dh = t["blocks.0.attn.qkv"], tiny.config.n_embd, tiny.config.d_head
+    assert torch.equal(t["blocks.0.attn.k"][0, 2], qkv[0, :, d + 2 * dh: d + 3 * dh])
+    torch.testing.assert_close(t["blocks.0.attn.scores"], t["blocks.0.attn.q"] @ t["blocks.0.attn.k"].transpose(-1, -2) / dh**0.5)
+
+
+def test_mlp_is_gelu_tanh(tiny):
+    t = run(tiny, IDS, "full")
+    x = t["blocks.0.mlp.pre"]
+    manual = 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3)))
+    torch.testing.assert_close(t["blocks.0.mlp.post"], manual)
+
+
+def test_decode_positions_are_offset_by_P(tiny):
+    t = run(tiny, IDS, "decode")
+    assert (t.P, t.T, t.L) == (len(IDS) - 1, 1, len(IDS))
+    torch.testing.assert_close(t["embed.pos"], tiny.wpe.weight[len(IDS) - 1:len(IDS)])
+    assert t["blocks.0.attn.k_cache"].shape == (1, 4, len(IDS), 16)
+    assert t["blocks.0.attn.scores"].shape == (1, 4, 1, len(IDS))
+
+
+def test_context_limit_is_enforced(tiny):
+    with pytest.raises(ValueError, match="exceed"):
+        run(tiny, list(range(1025)), "full")

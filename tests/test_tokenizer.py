@@ -1,0 +1,39 @@
+"""GPT-2's BPE, built offline from GPT-2's own vocabulary files."""
+
+import pytest
+
+from gpt2viz import tokenizer as tok
+
+
+def test_hello_world():
+    assert tok.encode("Hello world") == [15496, 995]
+
+
+def test_known_ids():
+    assert tok.encode("<|endoftext|>") == [50256]
+    assert tok.encode(" the") == [262]
+    assert tok.encoding().n_vocab == 50257
+
+
+@pytest.mark.parametrize("text", ["naïve café, déjà vu", "emoji 🌍🎉 and 👩‍👩‍👧", "日本語のテキスト", "tabs\tand\nnewlines  "])
+def test_round_trip(text):
+    assert tok.decode(tok.encode(text)) == text
+
+
+def test_readable_pieces():
+    ids = tok.encode("Hi 🌍\n")
+    assert tok.readable_tokens(ids) == ["Hi", "␣<0xF0><0x9F>", "<0x8C>", "<0x8D>", "↵"]
+    assert tok.readable(tok.encode("\x07")[0]) == "<0x07>"
+
+
+def test_empty_and_whitespace_are_refused():
+    for text in ["", "   \n\t"]:
+        with pytest.raises(tok.TextError, match="empty"):
+            tok.encode(text)
+
+
+def test_over_long_text_is_refused_or_truncated():
+    text = "word " * 1999 + "word"
+    with pytest.raises(tok.TextError, match="2,000 tokens; the model reads at most 1,024"):
+        tok.encode(text, max_tokens=1024)
+    assert len(tok.encode(text, max_tokens=1024, truncate=True)) == 1024

@@ -1,0 +1,45 @@
+"""The immutable Trace: lookups, and the safetensors round trip."""
+
+import pytest
+import torch
+from safetensors.numpy import load_file
+
+from gpt2viz.modes import run
+from gpt2viz.trace import Trace
+
+IDS = [15496, 995, 11, 314]
+
+
+def test_lookup_by_full_name_and_block(tiny):
+    t = run(tiny, IDS, "full")
+    assert t.get("attn.z", 1) is t["blocks.1.attn.z"]
+    assert t.get("logits") is t["logits"]
+    with pytest.raises(KeyError, match="not recorded"):
+        t["blocks.9.attn.z"]
+
+
+def test_trace_is_immutable(tiny):
+    t = run(tiny, IDS, "full")
+    with pytest.raises(TypeError):
+        t.tensors["x"] = torch.zeros(1)
+    with pytest.raises(AttributeError):
+        t.P = 3
+
+
+@pytest.mark.parametrize("mode", ["training", "decode"])
+def test_save_load_round_trip(tiny, tmp_path, mode):
+    t = run(tiny, IDS, mode)
+    t.save(tmp_path / "t.safetensors")
+    back = Trace.load(tmp_path / "t.safetensors")
+    assert back.names == t.names  # execution order survives
+    assert (back.mode, back.model, back.token_ids, back.tokens, back.P, back.L) == \
+        (t.mode, t.model, t.token_ids, t.tokens, t.P, t.L)
+    for name in t.names:
+        assert torch.equal(back[name], t[name]), name
+    raw = load_file(str(tmp_path / "t.safetensors"))  # readable without gpt2viz
+    assert raw["logits"].shape == tuple(t["logits"].shape)
+
+
+def test_nbytes_counts_every_tensor(tiny):
+    t = run(tiny, IDS, "full", names=["logits", "blocks.0.attn.pattern"])
+    assert t.nbytes == (4 * 50257 + 4 * 4 * 4) * 4

@@ -67,7 +67,11 @@ def cmd_trace(a) -> int:
     from .weights import load_safetensors, random_model
 
     if a.weights:
-        model = load_safetensors(a.weights, n_head=a.n_head).model
+        loaded = load_safetensors(a.weights, n_head=a.n_head)
+        model = loaded.model
+        if loaded.n_head_source.startswith("assumed"):
+            print(f"gpt2viz: note: {a.weights} does not record its head count; assumed {model.config.n_head} "
+                  f"(head size {model.config.d_head}); pass --n-head to set it", file=sys.stderr)
     else:
         model = random_model(get_config(a.model), a.seed)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)

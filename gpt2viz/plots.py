@@ -1,0 +1,639 @@
+"""Plotly figure builders for the app: numpy arrays and labels in, `go.Figure` out.
+
+Every builder is a pure function. It takes arrays (anything `np.asarray` accepts, so CPU torch
+tensors too) with the batch axis already removed, checks the shapes and labels (raising a
+`ValueError` that names the argument, the expected shape and the shape it got), and returns a
+compact figure (height 200-450 px, small margins, short title, axis titles always set). It never
+imports streamlit or torch.
+
+Colours are chosen to work for colour-blind readers:
+- sequential "Viridis" (attention probabilities, 0 to 1 fixed), which is perceptually uniform and
+  readable under all three common colour-vision deficiencies and in greyscale;
+- diverging "PuOr" (ColorBrewer purple-orange; raw attention scores, centred on 0), one of
+  ColorBrewer's colour-blind-safe diverging schemes (orange = negative, purple = positive);
+- categorical colours from the Okabe-Ito palette (blue #0072B2, orange #E69F00, vermillion
+  #D55E00, sky blue #56B4E9), which stay distinct for protan, deutan and tritan readers;
+- masked attention cells are neutral grey, outside every colour scale.
+No Plotly template is set, so the app's theme applies (Streamlit installs its own template, light
+or dark); every colour that carries meaning is set explicitly.
+
+Tokens: a token can occur twice ("␣the" at 3 and at 9), and Plotly merges identical category
+labels, so per-position axes are labelled "3·␣the" (absolute position, middle dot, token) and
+horizontal bar charts use numeric axes with `ticktext`. Tokens are HTML-escaped, because Plotly
+renders <b>, <br> and entities in labels and tokens like "<br>" or "&amp;" exist. Long sequences
+(T up to 1024) stay usable: at most MAX_TICKS tick labels per axis, cell values written into
+heatmaps only up to ANNOTATE_MAX positions, and histograms binned in numpy, not in the browser.
+Axis titles, hover templates and masks follow the names in model.py: B, T, P, L, d, nh, V.
+"""
+
+import html
+import math
+import numbers
+from typing import Mapping, NamedTuple, Sequence
+
+import numpy as np
+import plotly.colors as pcolors
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+SEQUENTIAL = "Viridis"
+DIVERGING = "PuOr"
+BLUE, ORANGE, VERMILLION, SKY = "#0072B2", "#E69F00", "#D55E00", "#56B4E9"
+MASKED_GREY = "#d0d0d0"
+
+HEIGHT = 400  # default figure height in px
+MAX_TICKS = 32  # tick labels per axis before thinning
+ANNOTATE_MAX = 16  # write values into heatmap cells only when both axes are at most this long
+MAX_POINTS = 5_000  # sampled pre-activations drawn on the GELU curve
+MAX_LINES = 64  # residual_norms: one line per token up to this T, mean and min-max band above
+LEGEND_MAX = 10  # show a legend of token lines only up to this many lines
+MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
+KV_CELLS_MAX = 32  # kv_cache_diagram: per-position cells up to this many, one block above
+KV_BLOCK_WIDTH = 12  # display width (in cells) of a compressed block of positions
+
+
+# ---------------------------------------------------------------------------- validation
+def _numeric(a: np.ndarray, name: str) -> np.ndarray:
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
+    if a.size == 0:
+        raise ValueError(f"{name} is empty (shape {a.shape})")
+    a = a.astype(np.promote_types(a.dtype, np.float32), copy=False)  # float32 stays float32
+    bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+    if bad:
+        raise ValueError(f"{name} has {bad:,} non-finite values (NaN or ±inf)")
+    return a
+
+
+def _array(x, name: str, dims: str) -> np.ndarray:
+    """`x` as a finite float array with the axes named in `dims` ("T, L")."""
+    a = np.asarray(x)
+    n_dims = len(dims.split(", "))
+    if a.ndim != n_dims:
+        raise ValueError(f"{name} must be {n_dims}-D [{dims}], got shape {a.shape}")
+    return _numeric(a, name)
+
+
+def _values(x, name: str) -> np.ndarray:
+    """`x` of any shape, flattened to a finite float vector."""
+    return _numeric(np.asarray(x).ravel(), name)
+
+
+def _labels(labels, n: int, name: str, what: str) -> list[str]:
+    """`labels` as n strings; `what` says where n comes from ("pattern has T = 4 rows")."""
+    if isinstance(labels, str):
+        raise ValueError(f"{name} must be a list of strings, got one string {labels!r}")
+    labels = [str(label) for label in labels]
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} labels but {what}")
+    return labels
+
+
+def _integer(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _index(value, n: int, name: str) -> int:
+    """An index into n items; negative values count from the end, as in Python."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not -n <= value < n:
+        raise ValueError(f"{name} must be in [0, {n}) (or [-{n}, 0) from the end), got {value}")
+    return int(value) % n
+
+
+def _integers(values, name: str) -> list[int]:
+    """A non-empty list of non-negative integers (counts, byte sizes, lengths)."""
+    a = np.asarray(values)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D list of integers, got shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integers, got dtype {a.dtype}")
+    if (a < 0).any():
+        raise ValueError(f"{name} must be >= 0, got {int(a.min())} at index {int(a.argmin())}")
+    return [int(v) for v in a]
+
+
+def _unique(labels: list[str], name: str) -> list[str]:
+    seen = set()
+    for label in labels:
+        if label in seen:
+            raise ValueError(f"{name} must be unique, {label!r} appears more than once")
+        seen.add(label)
+    return labels
+
+
+# ---------------------------------------------------------------------------- labels and layout
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _position_labels(tokens: Sequence[str], start: int = 0) -> list[str]:
+    """Unique category labels "3·␣the": absolute position, middle dot, escaped token."""
+    return [f"{start + i}·{_escape(token)}" for i, token in enumerate(tokens)]
+
+
+def _thinned(labels: list, max_ticks: int = MAX_TICKS) -> list:
+    """Every k-th label, so that at most max_ticks remain."""
+    return labels[:: max(1, math.ceil(len(labels) / max_ticks))]
+
+
+def _category_axis(labels: list[str], title: str, max_ticks: int = MAX_TICKS, **extra) -> dict:
+    shown = _thinned(labels, max_ticks)
+    return dict(type="category", title=dict(text=title), tickmode="array", tickvals=shown,
+                ticktext=shown, tickfont=dict(size=10), automargin=True, **extra)
+
+
+def _index_axis(labels: list[str], title: str, **extra) -> dict:
+    """A numeric axis 0..n-1 labelled with `labels` (which may repeat)."""
+    return dict(title=dict(text=title), tickmode="array", tickvals=list(range(len(labels))),
+                ticktext=labels, automargin=True, **extra)
+
+
+def _axis(title: str, **extra) -> dict:
+    return dict(title=dict(text=title), automargin=True, **extra)
+
+
+def _clamp_height(px: float) -> int:
+    return int(min(450, max(200, px)))
+
+
+def _layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
+            **extra) -> go.Figure:
+    heading = dict(text=title, x=0.01, xanchor="left", font=dict(size=15))
+    if subtitle:
+        heading["subtitle"] = dict(text=subtitle, font=dict(size=11))
+    extra.setdefault("margin", dict(l=50, r=20, t=70 if subtitle else 45, b=40))
+    fig.update_layout(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
+    return fig
+
+
+def _human_bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+# ---------------------------------------------------------------------------- attention heatmaps
+_CELL = "query %{y}<br>key %{x}<br>"
+
+
+def _heatmap(z: np.ndarray, x: list[str], y: list[str], hovertemplate: str, **style) -> go.Heatmap:
+    # float32 halves the payload of a 1024 x 1024 map; NaN cells are gaps, drawn by another trace
+    return go.Heatmap(z=z.astype(np.float32), x=x, y=y, hoverongaps=False,
+                      hovertemplate=hovertemplate + "<extra></extra>", **style)
+
+
+def _split(z: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(z outside the mask, z inside the mask), NaN elsewhere: one trace each."""
+    return np.where(mask, np.nan, z), np.where(mask, z, np.nan)
+
+
+def _future_zeros(pattern: np.ndarray, query_offset: int) -> np.ndarray:
+    """Cells the causal mask removed: key j after query i's absolute position, and exactly 0."""
+    T, L = pattern.shape
+    future = np.arange(L)[None, :] > query_offset + np.arange(T)[:, None]  # [T, L]
+    return future & (pattern == 0)
+
+
+def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
+    """(query labels, key labels) after checking counts and that queries fall within the keys."""
+    query_offset = _integer(query_offset, "query_offset", 0)
+    if query_offset + T > L:
+        raise ValueError(f"query_offset + T must be <= L (query i sits at key position "
+                         f"query_offset + i): got {query_offset} + {T} > {L}")
+    queries = _labels(query_tokens, T, "query_tokens", f"the pattern has T = {T} query rows")
+    keys = _labels(key_tokens, L, "key_tokens", f"the pattern has L = {L} key columns")
+    return _position_labels(queries, query_offset), _position_labels(keys)
+
+
+def _pattern_traces(pattern: np.ndarray, ylabels, xlabels, query_offset: int, **colour) -> list:
+    """The probabilities, plus masked cells in grey with the hover "masked"."""
+    masked = _future_zeros(pattern, query_offset)
+    visible, hidden = _split(pattern, masked)
+    traces = [_heatmap(visible, xlabels, ylabels, _CELL + "attention %{z:.3f}", **colour)]
+    if masked.any():
+        grey = [[0, MASKED_GREY], [1, MASKED_GREY]]
+        traces.append(_heatmap(hidden, xlabels, ylabels, _CELL + "masked (a future position)",
+                               colorscale=grey, showscale=False))
+    return traces
+
+
+def _heatmap_layout(fig: go.Figure, title: str, ylabels: list[str], xlabels: list[str]) -> go.Figure:
+    return _layout(fig, title, height=_clamp_height(230 + 16 * len(ylabels)),
+                   xaxis=_category_axis(xlabels, "key"),
+                   yaxis=_category_axis(ylabels, "query", autorange="reversed"))
+
+
+def _annotate(trace: go.Heatmap, T: int, L: int) -> None:
+    if max(T, L) <= ANNOTATE_MAX:
+        trace.update(texttemplate="%{z:.2f}", textfont=dict(size=9))
+
+
+def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
+                      query_offset: int = 0) -> go.Figure:
+    """One head's attention pattern [T, L]: rows are queries (absolute positions query_offset + i),
+    columns keys 0..L-1, colour the probability on a fixed 0-1 scale. FULL: T = L, offset 0.
+    DECODE: T = 1, L = P + 1, query_offset = P. Masked cells are grey, hover "masked"."""
+    pattern = _array(pattern, "pattern", "T, L")
+    T, L = pattern.shape
+    ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
+    traces = _pattern_traces(pattern, ylabels, xlabels, query_offset, colorscale=SEQUENTIAL,
+                             zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=12))
+    _annotate(traces[0], T, L)
+    return _heatmap_layout(go.Figure(traces), title, ylabels, xlabels)
+
+
+def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str,
+               max_cols: int = 4, query_offset: int = 0) -> go.Figure:
+    """Small multiples of every head's pattern [nh, T, L] on one shared 0-1 colour scale.
+    Tick labels on the bottom row and left column only; hover carries the full labels.
+    At most MAX_GRID_CELLS cells: for long texts pass the last n queries,
+    patterns[:, -n:], tokens_q[-n:], with query_offset = T - n."""
+    patterns = _array(patterns, "patterns", "nh, T, L")
+    nh, T, L = patterns.shape
+    if patterns.size > MAX_GRID_CELLS:
+        raise ValueError(f"heads_grid would draw nh*T*L = {patterns.size:,} cells, more than "
+                         f"{MAX_GRID_CELLS:,}: pass fewer query rows (patterns[:, -n:], "
+                         f"tokens_q[-n:], query_offset=T - n)")
+    ylabels, xlabels = _attention_axes(T, L, tokens_q, tokens_k, query_offset)
+    cols = min(_integer(max_cols, "max_cols", 1), nh)
+    rows = math.ceil(nh / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(nh)],
+                        shared_xaxes="all", shared_yaxes="all", horizontal_spacing=0.03,
+                        vertical_spacing=min(0.08, 0.3 / rows))
+    for h in range(nh):
+        for trace in _pattern_traces(patterns[h], ylabels, xlabels, query_offset, coloraxis="coloraxis"):
+            fig.add_trace(trace, row=h // cols + 1, col=h % cols + 1)
+    _grid_axes(fig, nh, cols, ylabels, xlabels)
+    row_px = min(170, 70 + 12 * T)
+    return _layout(fig, title, height=80 + rows * row_px, margin=dict(l=50, r=20, t=70, b=40),
+                   coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                                  colorbar=dict(title=dict(text="p"), thickness=12)))
+
+
+def _grid_axes(fig: go.Figure, nh: int, cols: int, ylabels: list[str], xlabels: list[str]) -> None:
+    """Category axes everywhere; labels and titles on the bottom of each column and the left."""
+    for h in range(nh):
+        row, col = h // cols + 1, h % cols + 1
+        bottom, left = h + cols >= nh, col == 1
+        fig.update_xaxes(_category_axis(xlabels, "key" if bottom else "", max_ticks=8),
+                         showticklabels=bottom, row=row, col=col)
+        fig.update_yaxes(_category_axis(ylabels, "query" if left else "", max_ticks=8),
+                         showticklabels=left, autorange="reversed", row=row, col=col)
+
+
+def scores_heatmap(scores, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
+                   query_offset: int = 0, mask=None) -> go.Figure:
+    """Raw scores q·k/sqrt(dh) [T, L] before the mask, on a diverging scale centred on 0.
+    `mask` [T, L] bool (True = removed, e.g. model.causal_mask(T, L)) dims those cells to 30%
+    opacity; the colour range is set by the cells the mask keeps."""
+    scores = _array(scores, "scores", "T, L")
+    T, L = scores.shape
+    ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
+    mask = np.zeros((T, L), dtype=bool) if mask is None else _mask(mask, scores.shape)
+    kept, dimmed = _split(scores, mask)
+    kept_cells = scores[~mask] if (~mask).any() else scores
+    bound = float(np.abs(kept_cells).max()) or 1.0  # symmetric around 0; 1 if all scores are 0
+    traces = [_heatmap(kept, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis")]
+    if mask.any():
+        traces.append(_heatmap(dimmed, xlabels, ylabels, _CELL + "score %{z:.3f}<br>masked: "
+                               "set to −∞ before the softmax", coloraxis="coloraxis", opacity=0.3))
+    _annotate(traces[0], T, L)
+    fig = _heatmap_layout(go.Figure(traces), title, ylabels, xlabels)
+    return fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
+                                            colorbar=dict(title=dict(text="score"), thickness=12)))
+
+
+def _mask(mask, shape: tuple[int, int]) -> np.ndarray:
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise ValueError(f"mask must be boolean (True = masked), got dtype {mask.dtype}")
+    if mask.shape != shape:
+        raise ValueError(f"mask must have the scores' shape {shape}, got {mask.shape}")
+    return mask
+
+
+# ---------------------------------------------------------------------------- distributions
+def histogram(values, title: str, x_title: str, bins: int = 80) -> go.Figure:
+    """Histogram of all entries of `values` (any shape), binned in numpy so that a [T, V] logits
+    tensor costs `bins` bars, not T*V points. Mean and std in the subtitle, a dashed line at the mean."""
+    v = _values(values, "values")
+    counts, edges = np.histogram(v, bins=_integer(bins, "bins", 1))
+    bars = go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges),
+                  customdata=np.stack([edges[:-1], edges[1:]], axis=1), marker=dict(color=BLUE, line_width=0),
+                  hovertemplate="[%{customdata[0]:.4g}, %{customdata[1]:.4g})<br>count %{y:,}<extra></extra>")
+    mean, std = float(v.mean(dtype=np.float64)), float(v.std(dtype=np.float64))
+    fig = go.Figure(bars).add_vline(x=mean, line=dict(color=VERMILLION, dash="dash", width=1.5))
+    return _layout(fig, title, subtitle=f"n = {v.size:,} · mean {mean:.4g} · std {std:.4g}",
+                   bargap=0, xaxis=_axis(x_title), yaxis=_axis("count"))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))  # numpy has no erf
+
+
+def _sample(v: np.ndarray, n: int = MAX_POINTS) -> np.ndarray:
+    """At most n entries of v, drawn with a fixed seed (the same input always gives the same dots)."""
+    if v.size <= n:
+        return v
+    return v[np.sort(np.random.default_rng(0).choice(v.size, size=n, replace=False))]
+
+
+def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0, 5.0)) -> go.Figure:
+    """GPT-2's tanh GELU over x_range, the exact (erf) GELU dashed, and a deterministic sample of
+    at most MAX_POINTS of this input's pre-activations placed on the tanh curve."""
+    v = _values(pre_activations, "pre_activations")
+    lo, hi = _range(x_range)
+    grid = np.linspace(lo, hi, 401)
+    sample = _sample(v)
+    shown = sample[(sample >= lo) & (sample <= hi)]
+    outside = int(((v < lo) | (v > hi)).sum())
+    fig = go.Figure([  # the dots first, so that both curves stay visible on top of them
+        go.Scatter(x=shown, y=_gelu_tanh(shown), mode="markers", name="this input",
+                   marker=dict(color=ORANGE, size=5, opacity=0.3),
+                   hovertemplate="pre-activation %{x:.3f}<br>GELU %{y:.3f}<extra></extra>"),
+        go.Scatter(x=grid, y=_gelu_tanh(grid), mode="lines", name="tanh GELU (GPT-2)",
+                   line=dict(color=BLUE, width=2), hovertemplate="x = %{x:.3f}<br>GELU %{y:.4f}<extra></extra>"),
+        go.Scatter(x=grid, y=_gelu_erf(grid), mode="lines", name="exact GELU (erf)",
+                   line=dict(color="black", width=1.5, dash="dash"),
+                   hovertemplate="x = %{x:.3f}<br>erf GELU %{y:.4f}<extra></extra>"),
+    ])
+    subtitle = f"{sample.size:,} of {v.size:,} pre-activations sampled"
+    if outside:
+        subtitle += f" · {outside / v.size:.1%} lie outside [{lo:g}, {hi:g}]"
+    return _layout(fig, title, subtitle=subtitle, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1,
+                                                              xanchor="right"),
+                   xaxis=_axis("pre-activation x", range=[lo, hi]), yaxis=_axis("GELU(x)"))
+
+
+def _range(x_range) -> tuple[float, float]:
+    message = f"x_range must be two finite numbers (lo, hi) with lo < hi, got {x_range!r}"
+    try:
+        lo, hi = (float(v) for v in x_range)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(message)
+    return lo, hi
+
+
+# ---------------------------------------------------------------------------- per position
+def _positions(tokens, T: int, source: str, offset: int = 0) -> list[str]:
+    tokens = _labels(tokens, T, "tokens", f"{source} has T = {T} positions")
+    return _position_labels(tokens, _integer(offset, "offset", 0))
+
+
+def position_norms(x, tokens: Sequence[str], title: str, offset: int = 0) -> go.Figure:
+    """The L2 norm of each position's vector in x [T, d], one bar per position
+    (positions offset..offset+T-1; pass offset=P for a DECODE step)."""
+    x = _array(x, "x", "T, d")
+    labels = _positions(tokens, x.shape[0], "x", offset)
+    bars = go.Bar(x=labels, y=np.linalg.norm(x, axis=1), marker_color=BLUE,
+                  hovertemplate="position·token %{x}<br>‖x‖₂ = %{y:.3f}<extra></extra>")
+    return _layout(go.Figure(bars), title, xaxis=_category_axis(labels, "position·token"),
+                   yaxis=_axis("L2 norm ‖x‖₂"))
+
+
+def _depth_series(norms, labels) -> tuple[list[str], np.ndarray]:
+    """(unique depth labels, values [n_points, T]) from an array with labels, or a dict."""
+    if isinstance(norms, Mapping):
+        if labels is not None and list(labels) != list(norms):
+            raise ValueError("pass labels=None with a dict of norms (its keys are the labels), "
+                             f"got labels {list(labels)!r} for keys {list(norms)!r}")
+        rows = [_array(v, f"norms[{k!r}]", "T") for k, v in norms.items()]
+        if len({len(r) for r in rows}) > 1:
+            raise ValueError(f"every norms entry must have the same T, got lengths {[len(r) for r in rows]}")
+        values, labels = np.stack(rows), list(norms)
+    else:
+        values = _array(norms, "norms", "n_points, T")
+        if labels is None:
+            raise ValueError("labels are required when norms is an array [n_points, T]")
+    labels = _labels(labels, len(values), "labels", f"norms has n_points = {len(values)} rows")
+    return _unique([_escape(label) for label in labels], "labels"), values
+
+
+def residual_norms(norms, labels: Sequence[str] | None, tokens: Sequence[str], title: str,
+                   offset: int = 0, max_lines: int = MAX_LINES) -> go.Figure:
+    """The residual stream's norm across depth. `norms` is [n_points, T] with `labels` naming the
+    points ("embed", "block 0 mid", ...), or a dict label -> [T] with labels=None. Up to max_lines
+    positions: one line per token coloured by position (Viridis); beyond: mean line and min-max band."""
+    depth, values = _depth_series(norms, labels)
+    positions = _positions(tokens, values.shape[1], "norms", offset)
+    if values.shape[1] <= _integer(max_lines, "max_lines", 1):
+        traces = _token_lines(values, depth, positions)
+    else:
+        traces = _summary_band(values, depth, positions)
+    return _layout(go.Figure(traces), title, showlegend=len(traces) <= LEGEND_MAX,
+                   xaxis=_category_axis(depth, "depth"), yaxis=_axis("L2 norm ‖x‖₂"))
+
+
+def _token_lines(values: np.ndarray, depth: list[str], positions: list[str]) -> list[go.Scatter]:
+    colours = pcolors.sample_colorscale(SEQUENTIAL, np.linspace(0, 1, len(positions)))
+    return [go.Scatter(x=depth, y=values[:, j], name=label, mode="lines+markers",
+                       line=dict(color=colours[j], width=1.5), marker=dict(size=4),
+                       hovertemplate="%{x}<br>‖x‖₂ = %{y:.2f}<extra>%{fullData.name}</extra>")
+            for j, label in enumerate(positions)]
+
+
+def _summary_band(values: np.ndarray, depth: list[str], positions: list[str]) -> list[go.Scatter]:
+    where = np.array(positions, dtype=object)
+    band = dict(mode="lines", line=dict(width=0.5, color=SKY), showlegend=False)
+    return [
+        go.Scatter(x=depth, y=values.max(axis=1), customdata=where[values.argmax(axis=1)], **band,
+                   name="max", hovertemplate="%{x}<br>max %{y:.2f} at %{customdata}<extra></extra>"),
+        go.Scatter(x=depth, y=values.min(axis=1), customdata=where[values.argmin(axis=1)], **band,
+                   name="min", fill="tonexty", fillcolor="rgba(86, 180, 233, 0.3)",
+                   hovertemplate="%{x}<br>min %{y:.2f} at %{customdata}<extra></extra>"),
+        go.Scatter(x=depth, y=values.mean(axis=1), mode="lines+markers", name=f"mean of {len(positions)}",
+                   line=dict(color=BLUE, width=2), hovertemplate="%{x}<br>mean %{y:.2f}<extra></extra>"),
+    ]
+
+
+def top_neurons(post, tokens: Sequence[str], k: int = 10, position: int | None = None,
+                title: str = "", offset: int = 0) -> go.Figure:
+    """The k MLP neurons of post [T, 4d] with the largest activation: the mean over positions
+    (position=None) or at one position (an index into T; negative counts from the end)."""
+    post = _array(post, "post", "T, 4d")
+    T, n = post.shape
+    labels = _positions(tokens, T, "post", offset)
+    k = _integer(k, "k", 1)
+    if k > n:
+        raise ValueError(f"k must be <= the {n} neurons of post, got {k}")
+    if position is None:
+        score, where = post.mean(axis=0), f"mean over {T} positions"
+    else:
+        p = _index(position, T, "position")
+        score, where = post[p], f"at {labels[p]}"
+    top = np.argsort(-score, kind="stable")[:k]
+    bars = go.Bar(x=[f"#{i}" for i in top], y=score[top], marker_color=BLUE,
+                  customdata=[[int(i), where] for i in top],
+                  hovertemplate="neuron %{customdata[0]}<br>%{customdata[1]}<br>activation %{y:.3f}<extra></extra>")
+    return _layout(go.Figure(bars), title or f"Top {k} neurons", subtitle=where,
+                   xaxis=_axis("neuron", type="category"), yaxis=_axis("activation (GELU output)"))
+
+
+def loss_per_token(per_token, tokens: Sequence[str], title: str) -> go.Figure:
+    """Cross-entropy per prediction [T-1]: bar t sits at target position t+1, labelled with the
+    target token; hover "predicting TOKEN from …context". Mean and perplexity in the subtitle."""
+    loss = _array(per_token, "per_token", "T-1")
+    n = loss.size
+    tokens = _labels(tokens, n + 1, "tokens", f"per_token has T-1 = {n} losses, so T = {n + 1}")
+    targets = _position_labels(tokens)[1:]
+    bars = go.Bar(x=targets, y=loss, marker_color=BLUE, customdata=[_context(tokens, t) for t in range(n)],
+                  hovertemplate="predicting %{x}<br>from %{customdata}<br>loss %{y:.3f} nats<extra></extra>")
+    mean = float(loss.mean(dtype=np.float64))
+    fig = go.Figure(bars).add_hline(y=mean, line=dict(color=VERMILLION, dash="dash", width=1.5))
+    return _layout(fig, title, subtitle=f"mean {mean:.3f} nats · perplexity {math.exp(min(mean, 700)):.4g}",
+                   xaxis=_category_axis(targets, "target position·token"), yaxis=_axis("cross-entropy (nats)"))
+
+
+def _context(tokens: list[str], last: int, width: int = 4) -> str:
+    """The context ending at position `last`: its last `width` tokens, "…" if there are more."""
+    start = max(0, last + 1 - width)
+    span = "position 0" if last == 0 else f"positions 0–{last}"
+    return ("…" if start else "") + _escape("".join(tokens[start:last + 1])) + f" ({span})"
+
+
+# ---------------------------------------------------------------------------- bar charts
+_HBAR_PX = 30  # height per horizontal bar
+def _hbars(values, labels: list[str], text: list[str], customdata: list, hovertemplate: str,
+           colours) -> go.Bar:
+    """Horizontal bars on a numeric y axis 0..n-1 (labelled by the caller), first bar on top."""
+    return go.Bar(x=values, y=list(range(len(labels))), orientation="h", marker_color=colours,
+                  text=text, textposition="outside", cliponaxis=False, customdata=customdata,
+                  hovertemplate=hovertemplate + "<extra></extra>")
+
+
+def _hbar_xaxis(values, title: str) -> dict:
+    """A value axis from 0 with room for the bar labels drawn outside the bars."""
+    lo, hi = min(0.0, float(np.min(values))), max(0.0, float(np.max(values)))
+    pad = 0.2 * ((hi - lo) or 1.0)
+    return _axis(title, range=[lo - pad if lo < 0 else lo, hi + pad if hi > 0 else hi])
+
+
+def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "probability",
+                highlight: int | None = None) -> go.Figure:
+    """The top-k next tokens as horizontal bars in the order given (the first on top); `highlight`
+    (an index into values, e.g. the sampled token) is drawn in vermillion, the rest in blue."""
+    values = _array(values, "values", "k")
+    k = values.size
+    labels = [_escape(s) for s in _labels(labels, k, "labels", f"values has k = {k} entries")]
+    chosen = None if highlight is None else _index(highlight, k, "highlight")
+    colours = [VERMILLION if i == chosen else BLUE for i in range(k)]
+    notes = ["<br>(chosen)" if i == chosen else "" for i in range(k)]
+    bars = _hbars(values, labels, [f"{v:.3g}" for v in values], [list(z) for z in zip(labels, notes)],
+                  "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
+    return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (k + 3)),
+                   xaxis=_hbar_xaxis(values, x_title),
+                   yaxis=_index_axis(labels, "next token", autorange="reversed"))
+
+
+def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) -> go.Figure:
+    """Parameter counts per component as horizontal bars, exact with thousands separators."""
+    counts = _integers(counts, "counts")
+    labels = [_escape(s) for s in _labels(labels, len(counts), "labels", f"counts has {len(counts)} entries")]
+    total = sum(counts)
+    shares = [f"{c / total:.1%}" if total else "0%" for c in counts]
+    bars = _hbars(counts, labels, [f"{c:,}" for c in counts], [list(z) for z in zip(labels, shares)],
+                  "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
+    return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (len(counts) + 4)),
+                   subtitle=f"total {total:,}", xaxis=_hbar_xaxis(counts, "parameters"),
+                   yaxis=_index_axis(labels, "component", autorange="reversed"))
+
+
+# ---------------------------------------------------------------------------- KV cache
+class _Segment(NamedTuple):
+    cached: bool
+    lo: int  # first position
+    hi: int  # one past the last position
+    x0: float  # where it is drawn (display units: one cell = 1)
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def width(self) -> float:
+        return float(self.size if self.size <= KV_CELLS_MAX else KV_BLOCK_WIDTH)
+
+    @property
+    def label(self) -> str:
+        return str(self.lo) if self.size == 1 else f"{self.lo}–{self.hi - 1}"
+
+
+def _cache_segments(P: int, T: int) -> list[_Segment]:
+    """Positions 0..P-1 (cached) and P..P+T-1 (new), one cell each, or one compressed block for a
+    part longer than KV_CELLS_MAX, laid out left to right in display units."""
+    parts = [(True, 0, P), (False, P, P + T)]
+    segments, x = [], 0.0
+    for cached, lo, hi in parts:
+        pieces = [(lo, hi)] if hi - lo > KV_CELLS_MAX else [(i, i + 1) for i in range(lo, hi)]
+        for a, b in pieces:
+            segments.append(_Segment(cached, a, b, x))
+            x += segments[-1].width
+    return segments
+
+
+def _kv_trace(segments: list[_Segment], n_layer: int, cached: bool) -> go.Bar:
+    mine = [s for s in segments if s.cached == cached]
+    what = "read from the cache (K, V stored by earlier steps)" if cached else "computed now (K, V appended)"
+    rows = [(layer, s) for layer in range(n_layer) for s in mine]
+    return go.Bar(y=[layer for layer, _ in rows], x=[s.width for _, s in rows], base=[s.x0 for _, s in rows],
+                  orientation="h", width=0.8, name="read from cache" if cached else "computed now",
+                  marker=dict(color=SKY if cached else VERMILLION, line=dict(color="white", width=1)),
+                  text=[s.label if s.size > 1 else "" for _, s in rows], textposition="inside",
+                  insidetextanchor="middle", customdata=[s.label for _, s in rows],
+                  hovertemplate="layer %{y}<br>position %{customdata}<br>" + what + "<extra></extra>")
+
+
+def kv_cache_diagram(P: int, T: int, n_layer: int, title: str) -> go.Figure:
+    """A schematic of one step's keys and values per layer: P cached positions read from the cache
+    and T new positions computed now. Parts longer than KV_CELLS_MAX are drawn as one labelled
+    block (not to scale), so P = 1000 with T = 1 stays readable."""
+    P, T = _integer(P, "P", 0), _integer(T, "T", 1)
+    n_layer = _integer(n_layer, "n_layer", 1)
+    segments = _cache_segments(P, T)
+    traces = [_kv_trace(segments, n_layer, cached) for cached in (True, False)
+              if any(s.cached == cached for s in segments)]
+    to_scale = all(s.width == s.size for s in segments)
+    ticks = _thinned(segments)
+    layers = list(range(n_layer))
+    return _layout(go.Figure(traces), title, height=_clamp_height(110 + 16 * n_layer), barmode="overlay",
+                   uniformtext=dict(minsize=8, mode="hide"),
+                   legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                   xaxis=_axis("position" if to_scale else "position (blocks not to scale)",
+                               tickmode="array", tickvals=[s.x0 + s.width / 2 for s in ticks],
+                               ticktext=[s.label for s in ticks], showgrid=False),
+                   yaxis=_axis("layer", tickmode="array", tickvals=_thinned(layers, 16),
+                               autorange="reversed", showgrid=False))
+
+
+def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str) -> go.Figure:
+    """Per decode step: L, the positions each query reads (line, left axis), and the KV cache
+    size in bytes (bars, right axis)."""
+    L = _integers(steps, "steps")
+    size = _integers(bytes_per_step, "bytes_per_step")
+    if len(L) != len(size):
+        raise ValueError(f"steps has {len(L)} entries but bytes_per_step has {len(size)}")
+    x = list(range(1, len(L) + 1))
+    fig = go.Figure([
+        go.Bar(x=x, y=size, yaxis="y2", name="KV cache size", marker=dict(color=SKY, opacity=0.6),
+               customdata=[_human_bytes(b) for b in size],
+               hovertemplate="step %{x}<br>KV cache %{y:,} bytes (%{customdata})<extra></extra>"),
+        go.Scatter(x=x, y=L, name="L (positions read)", mode="lines+markers", line=dict(color=BLUE),
+                   hovertemplate="step %{x}<br>L = %{y:,} positions<extra></extra>"),
+    ])
+    return _layout(fig, title, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                   xaxis=_axis("decode step"), yaxis=_axis("L (positions)", rangemode="tozero"),
+                   yaxis2=_axis("KV cache size", overlaying="y", side="right", tickmode="auto",
+                                tickformat="~s", ticksuffix="B", rangemode="tozero", showgrid=False))

@@ -1,0 +1,389 @@
+"""Figure builders: the attributes that carry meaning (trace types, z shapes, axis titles, tick and
+hover labels, colour ranges, highlight colours) and the ValueErrors for bad input. No snapshots."""
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gpt2viz import plots
+
+TOKENS = ["The", "␣cat", "␣saw", "␣the", "␣the", "<br>"]  # a repeat, and one that looks like HTML
+T = len(TOKENS)
+
+
+def causal_pattern(T: int, L: int, seed: int = 0) -> np.ndarray:
+    """Softmax rows with the lower-right causal mask: exact zeros on future keys."""
+    scores = np.random.default_rng(seed).normal(size=(T, L))
+    scores[np.arange(L)[None, :] > (L - T) + np.arange(T)[:, None]] = -np.inf
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def colorscale(name: str):
+    return go.Heatmap(colorscale=name).colorscale
+
+
+def titles(fig: go.Figure) -> tuple[str, str]:
+    return fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+
+
+def test_module_imports_neither_streamlit_nor_torch():
+    tree = ast.parse(Path(plots.__file__).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"streamlit", "torch"}
+
+
+# ---------------------------------------------------------------------------- attention
+def test_attention_heatmap_full():
+    fig = plots.attention_heatmap(causal_pattern(T, T), TOKENS, TOKENS, "head 0")
+    probs, masked = fig.data
+    assert (probs.type, masked.type) == ("heatmap", "heatmap")
+    assert probs.z.shape == (T, T) and (probs.zmin, probs.zmax) == (0, 1)
+    assert probs.colorscale == colorscale(plots.SEQUENTIAL)
+    assert titles(fig) == ("key", "query") and fig.layout.yaxis.autorange == "reversed"
+    # repeated tokens stay apart: position·token, HTML escaped
+    assert list(probs.x) == ["0·The", "1·␣cat", "2·␣saw", "3·␣the", "4·␣the", "5·&lt;br&gt;"]
+    assert list(probs.y) == list(probs.x) and len(set(probs.x)) == T
+    assert all(part in probs.hovertemplate for part in ("%{x}", "%{y}", "%{z:.3f}"))
+    assert probs.texttemplate == "%{z:.2f}"  # short: values written in the cells
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    assert np.array_equal(np.isnan(probs.z), future) and np.array_equal(~np.isnan(masked.z), future)
+    assert "masked" in masked.hovertemplate and masked.showscale is False
+    assert masked.colorscale[0][1] == plots.MASKED_GREY
+
+
+def test_attention_heatmap_decode_row_sits_at_position_P():
+    P = 5
+    fig = plots.attention_heatmap(causal_pattern(1, P + 1), ["␣dog"], TOKENS, "decode", query_offset=P)
+    assert len(fig.data) == 1  # a decode query reads every key: nothing masked
+    assert fig.data[0].z.shape == (1, P + 1) and list(fig.data[0].y) == ["5·␣dog"]
+
+
+def test_attention_heatmap_long_sequence_is_thinned_and_unannotated():
+    n = 300
+    tokens = ["␣the"] * n
+    fig = plots.attention_heatmap(causal_pattern(n, n), tokens, tokens, "long")
+    assert fig.data[0].texttemplate is None
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert 1 < len(axis.tickvals) <= plots.MAX_TICKS and set(axis.tickvals) <= set(fig.data[0].x)
+    assert fig.layout.height <= 450
+
+
+def test_attention_heatmap_only_masks_exact_zeros_in_the_future():
+    pattern = np.full((3, 3), 1 / 3)  # not causal: no cell is masked
+    assert len(plots.attention_heatmap(pattern, ["a"] * 3, ["a"] * 3, "t").data) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    ((np.ones(3), ["a"], ["a"]), r"pattern must be 2-D \[T, L\], got shape \(3,\)"),
+    ((np.ones((2, 3)), ["a"], ["a"] * 3), "query_tokens has 1 labels but the pattern has T = 2 query rows"),
+    ((np.ones((2, 3)), ["a"] * 2, ["a"] * 2), "key_tokens has 2 labels but the pattern has L = 3 key columns"),
+    ((np.full((2, 2), np.nan), ["a"] * 2, ["a"] * 2), "pattern has 4 non-finite values"),
+    ((np.ones((2, 2)), "ab", ["a"] * 2), "query_tokens must be a list of strings"),
+    ((np.ones((2, 2), dtype=bool), ["a"] * 2, ["a"] * 2), "pattern must be numeric"),
+    ((np.ones((0, 2)), [], ["a"] * 2), "pattern is empty"),
+])
+def test_attention_heatmap_rejects(args, message):
+    with pytest.raises(ValueError, match=message):
+        plots.attention_heatmap(*args, "t")
+
+
+@pytest.mark.parametrize("offset, message", [(2, r"got 2 \+ 2 > 3"), (-1, "query_offset must be >= 0"),
+                                             (0.5, "query_offset must be an integer")])
+def test_attention_heatmap_rejects_query_offset(offset, message):
+    with pytest.raises(ValueError, match=message):
+        plots.attention_heatmap(np.ones((2, 3)), ["a"] * 2, ["a"] * 3, "t", query_offset=offset)
+
+
+def test_heads_grid_shares_one_colour_scale():
+    nh = 5
+    fig = plots.heads_grid(np.stack([causal_pattern(T, T, seed=h) for h in range(nh)]), TOKENS, TOKENS,
+                           "block 0", max_cols=2)
+    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(nh)]
+    probs = [t for t in fig.data if t.coloraxis == "coloraxis"]
+    assert len(probs) == nh and all(t.z.shape == (T, T) for t in probs)
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+    assert fig.layout.coloraxis.colorscale == colorscale(plots.SEQUENTIAL)
+    # 3 rows x 2 cols, head 4 alone in the last row: bottom of column 1 is head 4, of column 2 head 3
+    assert fig.layout.xaxis5.title.text == "key" and fig.layout.xaxis4.title.text == "key"
+    assert fig.layout.xaxis4.showticklabels and not fig.layout.xaxis3.showticklabels
+    assert fig.layout.yaxis3.title.text == "query" and not fig.layout.yaxis2.showticklabels
+    assert "%{y}" in probs[0].hovertemplate and "%{x}" in probs[0].hovertemplate
+
+
+def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
+    with pytest.raises(ValueError, match=r"patterns must be 3-D \[nh, T, L\], got shape \(6, 6\)"):
+        plots.heads_grid(causal_pattern(T, T), TOKENS, TOKENS, "t")
+    monkeypatch.setattr(plots, "MAX_GRID_CELLS", 100)
+    with pytest.raises(ValueError, match=r"nh\*T\*L = 144 cells.*query_offset=T - n"):
+        plots.heads_grid(np.ones((4, 6, 6)), TOKENS, TOKENS, "t")
+
+
+def test_scores_heatmap_diverging_and_dims_the_mask():
+    scores = np.random.default_rng(0).normal(size=(T, T))
+    mask = np.triu(np.ones((T, T), dtype=bool), k=1)
+    scores[0, -1] = 100.0  # a huge masked score must not set the colour range
+    fig = plots.scores_heatmap(scores, TOKENS, TOKENS, "scores", mask=mask)
+    kept, dimmed = fig.data
+    assert kept.z.shape == (T, T) and np.array_equal(np.isnan(kept.z), mask)
+    axis = fig.layout.coloraxis
+    assert axis.colorscale == colorscale(plots.DIVERGING) and axis.cmin == -axis.cmax
+    assert axis.cmax == pytest.approx(np.abs(scores[~mask]).max(), rel=1e-6)
+    assert dimmed.opacity == 0.3 and "masked" in dimmed.hovertemplate and "%{z:.3f}" in dimmed.hovertemplate
+    assert len(plots.scores_heatmap(scores, TOKENS, TOKENS, "no mask").data) == 1
+
+
+@pytest.mark.parametrize("mask, message", [(np.ones((T, T)), "mask must be boolean"),
+                                           (np.ones((2, 2), dtype=bool), r"mask must have the scores' shape")])
+def test_scores_heatmap_rejects_bad_masks(mask, message):
+    with pytest.raises(ValueError, match=message):
+        plots.scores_heatmap(np.zeros((T, T)), TOKENS, TOKENS, "t", mask=mask)
+
+
+# ---------------------------------------------------------------------------- distributions
+def test_histogram_bins_in_numpy_and_reports_mean_and_std():
+    values = np.random.default_rng(0).normal(2.0, 3.0, size=(40, 50)).astype(np.float32)
+    fig = plots.histogram(values, "mlp.pre", "value", bins=20)
+    bars = fig.data[0]
+    assert bars.type == "bar" and len(bars.x) == 20 and bars.y.sum() == values.size
+    assert titles(fig) == ("value", "count")
+    subtitle = fig.layout.title.subtitle.text
+    assert f"mean {values.mean(dtype=np.float64):.4g}" in subtitle
+    assert f"std {values.std(dtype=np.float64):.4g}" in subtitle
+    assert fig.layout.shapes[0].x0 == pytest.approx(values.mean(), rel=1e-5)  # the dashed mean line
+    assert "count %{y:,}" in bars.hovertemplate
+
+
+@pytest.mark.parametrize("values, bins, message", [([], 10, "values is empty"), ([1.0, np.inf], 10, "1 non-finite"),
+                                                   ([1.0, 2.0], 0, "bins must be >= 1")])
+def test_histogram_rejects(values, bins, message):
+    with pytest.raises(ValueError, match=message):
+        plots.histogram(values, "t", "x", bins=bins)
+
+
+def test_gelu_curve_draws_both_gelus_and_a_deterministic_sample():
+    pre = np.random.default_rng(0).normal(size=(8, 1000)) * 3
+    fig = plots.gelu_curve(pre, "GELU", x_range=(-4, 4))
+    sample, tanh, erf = fig.data
+    grid = torch.tensor(tanh.x)
+    assert np.allclose(tanh.y, F.gelu(grid, approximate="tanh").numpy(), atol=1e-6)
+    assert np.allclose(erf.y, F.gelu(grid).numpy(), atol=1e-6) and erf.line.dash == "dash"
+    assert sample.mode == "markers" and len(sample.x) <= plots.MAX_POINTS
+    assert ((sample.x >= -4) & (sample.x <= 4)).all()
+    assert np.allclose(sample.y, F.gelu(torch.tensor(sample.x), approximate="tanh").numpy(), atol=1e-6)
+    assert np.array_equal(plots.gelu_curve(pre, "again", x_range=(-4, 4)).data[0].x, sample.x)
+    assert list(fig.layout.xaxis.range) == [-4, 4] and titles(fig) == ("pre-activation x", "GELU(x)")
+    assert "5,000 of 8,000" in fig.layout.title.subtitle.text and "outside [-4, 4]" in fig.layout.title.subtitle.text
+
+
+@pytest.mark.parametrize("x_range", [(1, 1), (0, np.inf), (1,), "ab"])
+def test_gelu_curve_rejects_bad_ranges(x_range):
+    with pytest.raises(ValueError, match="x_range must be two finite numbers"):
+        plots.gelu_curve([0.0], "t", x_range=x_range)
+
+
+# ---------------------------------------------------------------------------- per position
+def test_position_norms():
+    x = np.random.default_rng(0).normal(size=(T, 16))
+    fig = plots.position_norms(x, TOKENS, "norms", offset=3)
+    bars = fig.data[0]
+    assert bars.type == "bar" and np.allclose(bars.y, np.linalg.norm(x, axis=1))
+    assert bars.x[0] == "3·The" and "%{x}" in bars.hovertemplate and "%{y:.3f}" in bars.hovertemplate
+    assert titles(fig) == ("position·token", "L2 norm ‖x‖₂")
+    with pytest.raises(ValueError, match=r"x must be 2-D \[T, d\], got shape \(1, 6, 16\)"):
+        plots.position_norms(x[None], TOKENS, "t")
+    with pytest.raises(ValueError, match="tokens has 5 labels but x has T = 6 positions"):
+        plots.position_norms(x, TOKENS[:5], "t")
+
+
+DEPTH = ["embed", "block 0 mid", "block 0 out"]
+
+
+def test_residual_norms_one_line_per_token():
+    norms = np.arange(len(DEPTH) * T, dtype=float).reshape(len(DEPTH), T)
+    fig = plots.residual_norms(norms, DEPTH, TOKENS, "resid")
+    assert [t.name for t in fig.data] == [f"{i}·{tok}" for i, tok in enumerate(TOKENS[:5])] + ["5·&lt;br&gt;"]
+    assert list(fig.data[2].y) == list(norms[:, 2]) and list(fig.data[0].x) == DEPTH
+    assert len({t.line.color for t in fig.data}) == T  # coloured by position
+    assert "%{fullData.name}" in fig.data[0].hovertemplate and "%{y:.2f}" in fig.data[0].hovertemplate
+    assert titles(fig) == ("depth", "L2 norm ‖x‖₂") and fig.layout.showlegend is True
+    as_dict = plots.residual_norms(dict(zip(DEPTH, norms)), None, TOKENS, "resid")
+    assert [list(t.y) for t in as_dict.data] == [list(t.y) for t in fig.data]
+
+
+def test_residual_norms_long_text_shows_mean_and_min_max_band():
+    norms = np.random.default_rng(0).random((len(DEPTH), 100))
+    tokens = [f"t{i}" for i in range(100)]
+    upper, lower, mean = plots.residual_norms(norms, DEPTH, tokens, "resid").data
+    assert np.allclose(upper.y, norms.max(axis=1)) and np.allclose(lower.y, norms.min(axis=1))
+    assert lower.fill == "tonexty" and np.allclose(mean.y, norms.mean(axis=1))
+    j = int(norms[0].argmax())
+    assert upper.customdata[0] == f"{j}·t{j}" and "%{customdata}" in upper.hovertemplate
+
+
+@pytest.mark.parametrize("norms, labels, message", [
+    (np.ones((3, T)), None, "labels are required"),
+    (np.ones((3, T)), DEPTH[:2], "labels has 2 labels but norms has n_points = 3 rows"),
+    (np.ones((3, T)), ["a", "b", "a"], "labels must be unique, 'a' appears more than once"),
+    ({"a": np.ones(T)}, ["b"], "pass labels=None with a dict"),
+    ({"a": np.ones(T), "b": np.ones(T - 1)}, None, "every norms entry must have the same T"),
+    (np.ones((3, T - 1)), DEPTH, "tokens has 6 labels but norms has T = 5 positions"),
+])
+def test_residual_norms_rejects(norms, labels, message):
+    with pytest.raises(ValueError, match=message):
+        plots.residual_norms(norms, labels, TOKENS, "t")
+
+
+def test_top_neurons_overall_and_at_a_position():
+    post = np.random.default_rng(0).normal(size=(T, 64))
+    fig = plots.top_neurons(post, TOKENS, k=5)
+    bars = fig.data[0]
+    best = np.argsort(-post.mean(axis=0))[:5]
+    assert list(bars.x) == [f"#{i}" for i in best] and np.allclose(bars.y, post.mean(axis=0)[best])
+    assert [row[0] for row in bars.customdata] == list(best)
+    assert "neuron %{customdata[0]}" in bars.hovertemplate and "%{y:.3f}" in bars.hovertemplate
+    assert titles(fig) == ("neuron", "activation (GELU output)") and fig.layout.title.text == "Top 5 neurons"
+    at = plots.top_neurons(post, TOKENS, k=3, position=-1, title="last").data[0]
+    assert list(at.x) == [f"#{i}" for i in np.argsort(-post[-1])[:3]]
+    assert at.customdata[0][1] == "at 5·&lt;br&gt;"
+
+
+@pytest.mark.parametrize("k, position, message", [(65, None, "k must be <= the 64 neurons"),
+                                                  (0, None, "k must be >= 1"),
+                                                  (3, 6, r"position must be in \[0, 6\)")])
+def test_top_neurons_rejects(k, position, message):
+    with pytest.raises(ValueError, match=message):
+        plots.top_neurons(np.ones((T, 64)), TOKENS, k=k, position=position)
+
+
+def test_loss_per_token_labels_targets_and_contexts():
+    loss = np.linspace(1.0, 5.0, T - 1)
+    fig = plots.loss_per_token(loss, TOKENS, "loss")
+    bars = fig.data[0]
+    assert list(bars.x) == ["1·␣cat", "2·␣saw", "3·␣the", "4·␣the", "5·&lt;br&gt;"]
+    assert bars.customdata[0] == "The (position 0)"
+    assert bars.customdata[4] == "…␣cat␣saw␣the␣the (positions 0–4)"  # the last 4 tokens before position 5
+    assert "predicting %{x}" in bars.hovertemplate and "from %{customdata}" in bars.hovertemplate
+    assert f"perplexity {math.exp(loss.mean()):.4g}" in fig.layout.title.subtitle.text
+    assert titles(fig) == ("target position·token", "cross-entropy (nats)")
+    with pytest.raises(ValueError, match="tokens has 6 labels but per_token has T-1 = 3 losses, so T = 4"):
+        plots.loss_per_token(loss[:3], TOKENS, "t")
+
+
+# ---------------------------------------------------------------------------- bar charts
+def test_topk_tokens_keeps_repeats_and_highlights_the_chosen_bar():
+    labels = ["␣mat", "␣floor", "␣mat"]
+    fig = plots.topk_tokens([0.5, 0.3, 0.1], labels, "next", highlight=1)
+    bars = fig.data[0]
+    assert bars.orientation == "h" and list(bars.x) == [0.5, 0.3, 0.1]
+    assert list(fig.layout.yaxis.ticktext) == labels and fig.layout.yaxis.autorange == "reversed"
+    colours = list(bars.marker.color)
+    assert colours[1] != colours[0] == colours[2]
+    assert bars.customdata[1][1] == "<br>(chosen)" and "%{customdata[0]}" in bars.hovertemplate
+    assert titles(fig) == ("probability", "next token")
+    assert fig.layout.xaxis.range[1] > 0.5  # room for the value written after the longest bar
+    logits = plots.topk_tokens([-1.0, -2.0], ["a", "b"], "logits", x_title="logit")
+    assert fig.layout.xaxis.range[0] == 0 and logits.layout.xaxis.range[0] < -2.0
+
+
+@pytest.mark.parametrize("labels, highlight, message", [(["a"], None, "labels has 1 labels but values has k = 2"),
+                                                        (["a", "b"], 2, r"highlight must be in \[0, 2\)")])
+def test_topk_tokens_rejects(labels, highlight, message):
+    with pytest.raises(ValueError, match=message):
+        plots.topk_tokens([0.6, 0.4], labels, "t", highlight=highlight)
+
+
+def test_param_breakdown_writes_exact_counts():
+    fig = plots.param_breakdown(["wte", "wpe", "ln_f"], [38_597_376, 786_432, 1_536], "params")
+    bars = fig.data[0]
+    assert list(bars.text) == ["38,597,376", "786,432", "1,536"] and list(bars.x) == [38_597_376, 786_432, 1_536]
+    assert fig.layout.title.subtitle.text == "total 39,385,344"
+    assert list(fig.layout.yaxis.ticktext) == ["wte", "wpe", "ln_f"]
+    assert "%{text} parameters" in bars.hovertemplate and titles(fig) == ("parameters", "component")
+
+
+@pytest.mark.parametrize("counts, message", [([1.5, 2], "counts must be integers"), ([1, -2], "counts must be >= 0"),
+                                             ([1], "labels has 2 labels but counts has 1 entries"),
+                                             ([], "counts must be a non-empty 1-D list")])
+def test_param_breakdown_rejects(counts, message):
+    with pytest.raises(ValueError, match=message):
+        plots.param_breakdown(["a", "b"], counts, "t")
+
+
+# ---------------------------------------------------------------------------- KV cache
+def test_kv_cache_diagram_compresses_a_long_cache():
+    fig = plots.kv_cache_diagram(P=1000, T=1, n_layer=12, title="decode")
+    cached, new = fig.data
+    assert (cached.name, new.name) == ("read from cache", "computed now")
+    assert list(cached.y) == list(range(12)) and list(new.y) == list(range(12))  # one block per layer
+    assert cached.marker.color != new.marker.color and cached.text[0] == "0–999"
+    assert list(fig.layout.xaxis.ticktext) == ["0–999", "1000"]
+    assert new.x[0] / (cached.x[0] + new.x[0]) > 0.05  # the new position stays visible
+    assert titles(fig) == ("position (blocks not to scale)", "layer")
+    assert "position %{customdata}" in cached.hovertemplate and "read from the cache" in cached.hovertemplate
+
+
+def test_kv_cache_diagram_small_and_empty_cache():
+    fig = plots.kv_cache_diagram(P=4, T=2, n_layer=3, title="prefill")
+    cached, new = fig.data
+    assert len(cached.y) == 4 * 3 and len(new.y) == 2 * 3  # one cell per position and layer
+    assert list(fig.layout.xaxis.ticktext) == ["0", "1", "2", "3", "4", "5"]
+    assert fig.layout.xaxis.title.text == "position"
+    (only,) = plots.kv_cache_diagram(P=0, T=5, n_layer=2, title="full").data
+    assert only.name == "computed now"
+
+
+@pytest.mark.parametrize("P, T, n_layer, message", [(-1, 1, 2, "P must be >= 0"), (3, 0, 2, "T must be >= 1"),
+                                                    (3, 1, 1.5, "n_layer must be an integer")])
+def test_kv_cache_diagram_rejects(P, T, n_layer, message):
+    with pytest.raises(ValueError, match=message):
+        plots.kv_cache_diagram(P, T, n_layer, "t")
+
+
+def test_cache_growth_two_axes():
+    fig = plots.cache_growth([5, 6, 7], [1_000, 2_000, 3_000_000], "growth")
+    size, L = fig.data
+    assert size.type == "bar" and size.yaxis == "y2" and list(size.y) == [1_000, 2_000, 3_000_000]
+    assert L.type == "scatter" and list(L.y) == [5, 6, 7] and list(L.x) == [1, 2, 3]
+    assert list(size.customdata) == ["1.00 kB", "2.00 kB", "3.00 MB"] and "%{y:,} bytes" in size.hovertemplate
+    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.title.text == "KV cache size"
+    assert titles(fig) == ("decode step", "L (positions)")
+
+
+@pytest.mark.parametrize("steps, sizes, message", [([1, 2], [1], "steps has 2 entries but bytes_per_step has 1"),
+                                                   ([1.0], [1], "steps must be integers"),
+                                                   ([1], [-1], "bytes_per_step must be >= 0")])
+def test_cache_growth_rejects(steps, sizes, message):
+    with pytest.raises(ValueError, match=message):
+        plots.cache_growth(steps, sizes, "t")
+
+
+# ---------------------------------------------------------------------------- every builder
+def test_every_figure_is_compact_with_titled_axes():
+    pattern = causal_pattern(T, T)
+    figures = [
+        plots.attention_heatmap(pattern, TOKENS, TOKENS, "a"),
+        plots.scores_heatmap(pattern, TOKENS, TOKENS, "s"),
+        plots.histogram(pattern, "h", "p"),
+        plots.gelu_curve(pattern, "g"),
+        plots.position_norms(pattern, TOKENS, "n"),
+        plots.residual_norms(pattern[:3], DEPTH, TOKENS, "r"),
+        plots.top_neurons(pattern, TOKENS, k=2),
+        plots.loss_per_token(pattern[0, :-1], TOKENS, "l"),
+        plots.topk_tokens([0.5], ["a"], "k"),
+        plots.param_breakdown(["a"], [1], "p"),
+        plots.kv_cache_diagram(3, 1, 2, "kv"),
+        plots.cache_growth([1], [1], "c"),
+    ]
+    for fig in figures:
+        assert 200 <= fig.layout.height <= 450 and fig.layout.title.text
+        assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+        assert fig.layout.margin.l <= 60 and fig.layout.margin.r <= 30

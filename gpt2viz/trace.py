@@ -10,7 +10,7 @@ from typing import Mapping
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
+from safetensors.numpy import save as save_bytes, save_file
 from safetensors import safe_open
 
 
@@ -63,10 +63,17 @@ class Trace:
                 "token_ids": json.dumps(list(self.token_ids)), "tokens": json.dumps(list(self.tokens)),
                 "order": json.dumps(self.names), "format": "gpt2viz-trace"}
 
-    def save(self, path) -> None:
+    def _arrays(self, names) -> dict[str, np.ndarray]:
         # numpy arrays, so views that share storage (q, k, v of one qkv) are written as they are
-        arrays = {name: _c_order(t.numpy()) for name, t in self.tensors.items()}
-        save_file(arrays, str(path), metadata=self.metadata())
+        return {name: _c_order(self[name].numpy()) for name in names}
+
+    def save(self, path) -> None:
+        save_file(self._arrays(self.names), str(path), metadata=self.metadata())
+
+    def to_bytes(self, names=None) -> bytes:
+        """The safetensors bytes of `names` (default: all), loadable with Trace.load."""
+        names = self.names if names is None else [n for n in self.names if n in set(names)]
+        return save_bytes(self._arrays(names), metadata=self.metadata() | {"order": json.dumps(names)})
 
     @classmethod
     def load(cls, path) -> "Trace":

@@ -1,0 +1,10 @@
+"""gpt2viz: the frame. Page config, the shared controls (bound to the URL), then the pages."""
+
+import streamlit as st
+
+from gpt2viz.ui.pages import pages
+from gpt2viz.ui.state import controls
+
+st.set_page_config(page_title="gpt2viz · GPT-2, opened up", page_icon="🔬", layout="wide")
+st.session_state["view"] = controls()
+st.navigation(pages()).run()

@@ -1,0 +1,200 @@
+"""The anatomy every component page shares (DESIGN.md, "Page anatomy"): breadcrumb and children,
+title and badge, description, equation, shapes per mode, parameters, explanation, intermediate
+states, code, sources. Pages call `component_page` with the sections only they have."""
+
+import inspect
+from typing import Callable
+
+import streamlit as st
+
+from .. import model as gpt2_model
+from ..catalog import Catalogue, Component, catalogue, concrete, dims, run_dims
+from ..modes import Mode
+from ..trace import Trace
+from .cache import get_trace
+from .state import MODE_LABELS, View
+
+# which page hosts which component (breadcrumb and "open inside" links)
+HOME = {"model": "overview", "embed": "tokens", "embed.tok": "tokens", "embed.pos": "tokens",
+        "block": "block", "block.ln1": "layernorm", "block.ln2": "layernorm", "ln_f": "output",
+        "block.attn": "attention", "block.attn.qkv": "attention", "block.attn.heads": "attention",
+        "block.attn.merge": "merge", "block.mlp": "mlp", "block.mlp.fc": "mlp", "block.mlp.gelu": "mlp",
+        "block.mlp.proj": "mlp", "unembed": "output"}
+
+# this project's own code that computes each component
+OUR_CODE = {"embed": [gpt2_model.GPT2.forward], "embed.tok": [gpt2_model.GPT2.forward],
+            "embed.pos": [gpt2_model.GPT2.forward], "block": [gpt2_model.Block.forward],
+            "block.ln1": [gpt2_model.LayerNorm.forward], "block.ln2": [gpt2_model.LayerNorm.forward],
+            "ln_f": [gpt2_model.LayerNorm.forward], "block.attn": [gpt2_model.Attention.forward],
+            "block.attn.qkv": [gpt2_model.Conv1D.forward, gpt2_model.Attention.split_heads],
+            "block.attn.heads": [gpt2_model.Attention.forward, gpt2_model.causal_mask],
+            "block.attn.merge": [gpt2_model.Attention.forward], "block.mlp": [gpt2_model.MLP.forward],
+            "block.mlp.fc": [gpt2_model.Conv1D.forward], "block.mlp.gelu": [gpt2_model.gelu_new],
+            "block.mlp.proj": [gpt2_model.Conv1D.forward], "unembed": [gpt2_model.GPT2.forward],
+            "model": [gpt2_model.GPT2.forward]}
+
+PAPERS = {
+    "gpt2": "Radford et al. (2019), *Language Models are Unsupervised Multitask Learners* — the GPT-2 paper.",
+    "transformer": "Vaswani et al. (2017), *Attention Is All You Need* — scaled dot-product and multi-head attention.",
+    "layernorm": "Ba, Kiros and Hinton (2016), *Layer Normalization*.",
+    "gelu": "Hendrycks and Gimpel (2016), *Gaussian Error Linear Units (GELUs)* — including the tanh approximation.",
+    "dropout": "Srivastava et al. (2014), *Dropout: A Simple Way to Prevent Neural Networks from Overfitting*.",
+}
+PAPERS_OF = {"block.ln1": ["layernorm"], "block.ln2": ["layernorm"], "ln_f": ["layernorm"],
+             "block.attn": ["transformer"], "block.attn.heads": ["transformer"], "block.attn.qkv": ["transformer"],
+             "block.attn.merge": ["transformer"], "block.mlp.gelu": ["gelu"], "block.mlp": ["gelu"]}
+
+
+def cat_of(view: View) -> Catalogue:
+    return catalogue(view.config)
+
+
+def run_values(view: View, mode: Mode) -> dict[str, int]:
+    """B, T, P, L (and model symbols) of this text in `mode`."""
+    n = max(len(view.ids), 2 if mode is Mode.TRAINING else 1)
+    run = run_dims(view.config, mode, 1, T=None if mode is Mode.DECODE else n,
+                   P=n - 1 if mode is Mode.DECODE else None)
+    return dims(view.config, run["B"], run["T"], run["P"], run["L"])
+
+
+def view_trace(view: View) -> Trace | None:
+    """The cached trace of this view; None, with a clear message, when there is nothing to run."""
+    if view.text_error:
+        st.warning(view.text_error, icon="✏️")
+        return None
+    if view.cut:
+        st.info(f"The text was cut to the model's context of {view.config.n_positions:,} tokens: "
+                f"{view.cut:,} tokens at the end are not shown.", icon="✂️")
+    with st.spinner(f"Running {view.config.name} on {len(view.ids):,} tokens ({view.mode.value})…"):
+        return get_trace(view.weights, view.ids, view.mode, view.weights.key[-1] if view.weights.random else 0)
+
+
+def random_note(view: View) -> None:
+    if view.weights.random:
+        st.caption("🎲 Random, untrained weights: shapes and counts are GPT-2's exactly; the values only "
+                   "show what the computation does, not what trained GPT-2 would compute.")
+
+
+# ---------------------------------------------------------------------------- sections
+def header(c: Component, cat: Catalogue) -> None:
+    crumbs = cat.ancestors(c.id)
+    st.caption(" › ".join(a.title for a in crumbs))
+    st.title(c.title)
+    st.badge("learned" if c.per_instance else "parameter-free", color="blue" if c.per_instance else "gray")
+    st.markdown(c.description)
+    st.latex(c.equation)
+    if c.children:
+        st.markdown("**Open inside:** " + " · ".join(f"[{ch.title}](/{HOME[ch.id]})" for ch in c.children))
+
+
+def shapes(c: Component, view: View) -> None:
+    st.subheader("Shapes in each mode")
+    labels = [MODE_LABELS[m] for m in Mode]
+    tabs = st.tabs(labels, default=MODE_LABELS[view.mode])
+    for tab, mode in zip(tabs, Mode):
+        with tab:
+            values = run_values(view, mode)
+            rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
+                     "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
+                    for s in c.shapes.get(mode.value, ())]
+            st.caption(f"B = {values['B']}, T = {values['T']}, P = {values['P']}, L = {values['L']}"
+                       + (" (L = P + 1: the new token reads every cached key and its own)" if mode is Mode.DECODE else ""))
+            if rows:
+                st.dataframe(rows, hide_index=True, width="stretch")
+            else:
+                st.caption("No tensors of this component are recorded in this mode.")
+
+
+def parameters(c: Component, view: View) -> None:
+    st.subheader("Parameters")
+    if not c.per_instance:
+        st.markdown(c.weights_note or "This component owns no weights.")
+        return
+    rows = [{"component": r.name, "formula": r.symbolic, "calculation": r.calculation,
+             "parameters": f"{r.parameters:,}", "checkpoint tensors": ", ".join(r.tensors)} for r in c.rows]
+    st.dataframe(rows, hide_index=True, width="stretch")
+    if c.instances > 1:
+        st.markdown(f"**{c.per_instance:,}** per block × {c.instances} blocks = **{c.total:,}** parameters")
+    else:
+        st.markdown(f"**{c.total:,}** parameters")
+    if c.weights_note:
+        st.caption(c.weights_note)
+
+
+def code(c: Component) -> None:
+    st.subheader("Code")
+    for fn in OUR_CODE.get(c.id, []):
+        lines, start = inspect.getsourcelines(fn)
+        with st.expander(f"gpt2viz/model.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
+            st.code("".join(lines), language="python", line_numbers=True)
+    for r in c.references:
+        if r.permalink is None:
+            st.markdown(f"- **{r.repo}** `{r.path}`: {r.what} *(no such code there)*")
+            continue
+        lines = f"L{r.start}" + (f"–L{r.end}" if r.end != r.start else "")
+        flag = " *(covering range: the pinned revision is ambiguous by a line or two)*" if "AMBIGUOUS" in r.status else ""
+        st.markdown(f"- [{r.repo} `{r.path.split('/')[-1]}` {lines}]({r.permalink}): {r.what}{flag}")
+
+
+def sources(c: Component) -> None:
+    st.subheader("Sources")
+    for key in ["gpt2"] + PAPERS_OF.get(c.id, []):
+        st.markdown(f"- {PAPERS[key]}")
+
+
+def export(trace: Trace, names: list[str], label: str) -> None:
+    """A download of the tensors behind this view, as safetensors."""
+    present = [n for n in names if n in trace]
+    if not present:
+        return
+    data = trace.to_bytes(present)
+    st.download_button(f"⬇ {label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
+                       mime="application/octet-stream", key=f"export-{label}")
+
+
+def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None) -> None:
+    """Render the page of component `cid`; `states` draws its intermediate states from the trace."""
+    cat = cat_of(view)
+    c = cat[cid]
+    header(c, cat)
+    shapes(c, view)
+    parameters(c, view)
+    st.subheader("What it does")
+    st.markdown(c.explanation)
+    if states is not None:
+        st.subheader(f"Intermediate states · {MODE_LABELS[view.mode]}")
+        random_note(view)
+        trace = view_trace(view)
+        if trace is not None:
+            states(view, trace)
+    code(c)
+    sources(c)
+
+
+# ---------------------------------------------------------------------------- helpers for pages
+def view_state() -> View:
+    return st.session_state["view"]
+
+
+def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
+    """(query tokens, key tokens, offset of the first query) of a trace: in decode the one new
+    token queries all P + 1 keys; elsewhere the T tokens query themselves."""
+    keys = list(trace.tokens[: trace.L])
+    return keys[trace.P: trace.P + trace.T], keys, trace.P
+
+
+def child_summaries(cid: str, view: View) -> None:
+    """Equation, shapes and parameters of each child, for pages that host several components."""
+    cat = cat_of(view)
+    for ch in cat[cid].children:
+        with st.expander(f"{ch.title} — {ch.per_instance:,} parameters per block" if ch.per_instance
+                         else f"{ch.title} — parameter-free"):
+            st.markdown(ch.description)
+            st.latex(ch.equation)
+            shapes(ch, view)
+            parameters(ch, view)
+            st.markdown(ch.explanation)
+
+
+def plot(fig) -> None:
+    st.plotly_chart(fig, width="stretch", config={"displaylogo": False})

@@ -1,0 +1,85 @@
+"""Process-wide caches: models once per weights source, traces in a bounded LRU by bytes.
+
+Everything cached is treated as immutable and shared between sessions; keys carry everything
+that determines the value (weights identity, token ids, mode, seed).
+"""
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from ..config import get_config
+from ..model import GPT2
+from ..modes import Mode, run
+from ..trace import Trace
+from ..trace_cache import DEFAULT_BUDGET, TraceCache
+from ..weights import find_hf_checkpoints, load_safetensors, random_model
+
+BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
+
+
+@dataclass(frozen=True, eq=False)
+class Weights:
+    model: GPT2
+    key: tuple  # identity of the weights, part of every trace key
+    label: str  # what the sidebar says is in use
+    random: bool
+    notes: tuple[str, ...] = ()
+
+
+@st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")
+def random_weights(model: str, seed: int) -> Weights:
+    return Weights(random_model(get_config(model), seed), ("random", model, seed),
+                   f"random {model} weights (seed {seed}), not trained", True)
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the checkpoint…")
+def file_weights(path: str, mtime_ns: int, size: int) -> Weights:
+    loaded = load_safetensors(path)
+    notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
+                                   if loaded.n_head_source.startswith("assumed") else ())
+    return Weights(loaded.model, ("file", path, mtime_ns, size),
+                   f"{loaded.model.config.name} from {Path(path).name}", False, notes)
+
+
+def path_weights(path: str) -> Weights:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ValueError(f"no weights file at {path}")
+    stat = p.stat()
+    return file_weights(str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@st.cache_resource(max_entries=2, show_spinner="Checking the uploaded weights…")
+def _upload_weights(digest: str, _data: bytes, name: str) -> Weights:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "model.safetensors"
+        path.write_bytes(_data)
+        loaded = load_safetensors(path)
+    return Weights(loaded.model, ("upload", digest), f"{loaded.model.config.name} from upload {name}", False,
+                   tuple(loaded.notes))
+
+
+def upload_weights(uploaded) -> Weights:
+    data = uploaded.getvalue()
+    return _upload_weights(hashlib.sha256(data).hexdigest(), data, uploaded.name)
+
+
+@st.cache_resource(ttl=60)
+def cached_checkpoints():
+    return find_hf_checkpoints()
+
+
+@st.cache_resource
+def trace_cache() -> TraceCache:
+    mb = os.environ.get(BUDGET_ENV)
+    return TraceCache(int(mb) * 2**20 if mb and mb.isdigit() and int(mb) > 0 else DEFAULT_BUDGET)
+
+
+def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int) -> Trace:
+    key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None)
+    return trace_cache().get_or_compute(key, lambda: run(weights.model, list(ids), mode, seed=seed))

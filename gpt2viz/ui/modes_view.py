@@ -1,0 +1,45 @@
+"""Data for the modes page: the text in every mode, shapes side by side, cache growth."""
+
+from .. import costs
+from ..catalog import concrete, dims, recorded, run_dims, symbolic
+from ..config import GPT2Config
+from ..modes import Mode
+from .anatomy import run_values
+from .state import MODE_LABELS, View
+
+
+def mode_summary(view: View) -> list[dict]:
+    cfg, rows = view.config, []
+    for mode in Mode:
+        v = run_values(view, mode)
+        flops = costs.flops_summary(cfg, mode.value, v["B"], v["T"], v["L"])
+        rows.append({"mode": MODE_LABELS[mode], "T (computed)": v["T"], "P (cached before)": v["P"],
+                     "L (keys read)": v["L"], "logits": str([v["B"], 1 if mode is Mode.PREFILL else v["T"], v["V"]]),
+                     "forward FLOPs": f"{flops['forward']['value']:,}",
+                     "KV cache after": f"{costs.kv_cache_bytes(cfg, 1, v['L']).value:,} B"
+                     if mode in (Mode.PREFILL, Mode.DECODE) else "none"})
+    return rows
+
+
+def mode_shapes_table(view: View) -> list[dict]:
+    """One row per recorded name of block 0 (and the top-level ones), one column per mode."""
+    cfg = view.config
+    table: dict[str, dict] = {}
+    for mode in Mode:
+        v = run_values(view, mode)
+        for name, axes, _ in recorded(cfg, mode.value):
+            if name.startswith(("blocks.", "grad.")) and not name.startswith(("blocks.0.", "grad.blocks.0.")):
+                continue
+            if name.startswith("grad.h.") or name.startswith("grad.wte") or name.startswith("grad.wpe") \
+                    or name.startswith("grad.ln_f"):
+                continue
+            row = table.setdefault(name, {"tensor": name, "symbolic": symbolic(axes)})
+            row[MODE_LABELS[mode]] = str(concrete(axes, v))
+    return [{k: row.get(k, "—") for k in ["tensor", "symbolic"] + [MODE_LABELS[m] for m in Mode]}
+            for row in table.values()]
+
+
+def cache_steps(cfg: GPT2Config, n: int) -> tuple[list[int], list[int]]:
+    """L and fp32 cache bytes after each decode step over an n-token text (step 1 reads 1 key)."""
+    Ls = list(range(1, n + 1))
+    return Ls, [costs.kv_cache_bytes(cfg, 1, L).value for L in Ls]

@@ -1,0 +1,145 @@
+"""The shared controls, declared once in app.py and bound to the URL so a view is a link.
+
+A URL may carry any value; Streamlit ignores values a widget cannot take (a block past the last,
+an unknown mode), and `url_fallbacks` says which ones were ignored so the page can say so.
+"""
+
+import os
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import streamlit as st
+
+from ..config import PRESETS, get_config
+from ..modes import Mode
+from ..tokenizer import TextError, encode
+from .cache import Weights, cached_checkpoints, path_weights, random_weights, upload_weights
+
+DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
+MAX_TEXT_CHARS = 20_000
+MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFILL: "Prefill",
+               Mode.DECODE: "Decode (KV cache)"}
+SOURCES = {"random": "Random (seeded)", "hf-cache": "Hugging Face cache", "path": "Local file", "upload": "Upload"}
+ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
+
+
+@dataclass(frozen=True)
+class View:
+    """Everything the sidebar decides; pages read it, never the widgets."""
+    text: str
+    ids: tuple[int, ...]  # the text's tokens, cut to the context
+    cut: int  # tokens cut from the end of an over-long text
+    text_error: str | None  # why there is nothing to run (empty text), else None
+    weights: Weights
+    mode: Mode
+    block: int
+    head: int
+
+    @property
+    def config(self):
+        return self.weights.model.config
+
+
+def sources_enabled() -> list[str]:
+    allowed = ["random", "hf-cache", "upload"]
+    if os.environ.get(ALLOW_LOCAL_PATH) == "1":
+        allowed.insert(2, "path")
+    return allowed
+
+
+def _raw_url() -> dict[str, str]:
+    try:
+        return {k: st.query_params.get(k) for k in st.query_params}
+    except Exception:  # reading the URL must never break the frame
+        return {}
+
+
+def controls() -> View:
+    """Declare the sidebar widgets (call once per run, from app.py) and return the View."""
+    raw = _raw_url()
+    sb = st.sidebar
+    text = sb.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=110, key="text",
+                        bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
+    weights = _weights(sb)
+    cfg = weights.model.config
+    sb.caption(("🎲 " if weights.random else "📦 ") + weights.label)
+    for note in weights.notes:
+        sb.caption(note)
+    # bound widgets put their shown option in the URL, so options are shown as their URL values
+    mode = Mode(sb.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
+                             help="full: the whole text at once · training: dropout, loss, gradients · "
+                                  "prefill: fill the KV cache · decode: the last token against the cache"))
+    block = int(sb.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
+    head = int(sb.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    ids, cut, error = _tokens(text, cfg.n_positions, mode)
+    view = View(text, ids, cut, error, weights, mode, block, head)
+    # the URL is cleaned after the first run; keep saying what was ignored until the view changes
+    signature = (mode, block, head, weights.key)
+    notes = url_fallbacks(raw, view)
+    if notes:
+        st.session_state["_url_notes"] = (notes, signature)
+    kept, kept_for = st.session_state.get("_url_notes", ((), None))
+    for note in kept if kept_for == signature else ():
+        sb.warning(note, icon="🔗")
+    return view
+
+
+def _weights(sb) -> Weights:
+    """The weights the sidebar selects; on a bad file, say why and fall back to random gpt2."""
+    source = sb.radio(Weights, sources_enabled(), format_func=SOURCES.get, key="weights",
+                      bind="query-params", horizontal=True)
+    if source == "random":
+        model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",
+                             help="tiny is a 2-block test model with GPT-2's vocabulary")
+        seed = int(sb.number_input("Seed", 0, 2**31 - 1, 0, key="seed", bind="query-params"))
+        return random_weights(model, seed)
+    try:
+        if source == "hf-cache":
+            path = _cached_checkpoint_picker(sb)
+            if path:
+                return path_weights(path)
+        elif source == "path":
+            path = sb.text_input("Path to model.safetensors", key="path")
+            if path:
+                return path_weights(path)
+        else:
+            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload")
+            if upload is not None:
+                return upload_weights(upload)
+    except ValueError as e:
+        sb.error(str(e))
+    sb.caption("Using random gpt2 weights until a checkpoint is chosen.")
+    return random_weights("gpt2", 0)
+
+
+def _tokens(text: str, n_positions: int, mode: Mode) -> tuple[tuple[int, ...], int, str | None]:
+    try:
+        ids = encode(text)
+    except TextError as e:
+        return (), 0, str(e)
+    if mode is Mode.TRAINING and len(ids) < 2:
+        return tuple(ids), 0, "training needs at least 2 tokens: each position predicts the next one"
+    return tuple(ids[:n_positions]), max(0, len(ids) - n_positions), None
+
+
+def _cached_checkpoint_picker(sb) -> str | None:
+    found = cached_checkpoints()
+    if not found:
+        sb.info("No GPT-2 checkpoint in the Hugging Face cache. Put a model.safetensors there "
+                "(see the README), or choose Random.")
+        return None
+    names = {c.name: c.path for c in found}
+    return names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
+
+
+def url_fallbacks(raw: dict[str, str], view: View) -> list[str]:
+    """One note per URL value that the controls could not take."""
+    shown = {"mode": view.mode.value, "block": str(view.block), "head": str(view.head)}
+    if view.weights.random:
+        shown |= {"model": view.weights.key[1], "seed": str(view.weights.key[2])}
+    notes = []
+    for key, value in raw.items():
+        if key in shown and value is not None and value != shown[key]:
+            notes.append(f"The link asked for {key}={value[:40]!r}, which is not available here; "
+                         f"showing {key}={shown[key]}.")
+    return notes

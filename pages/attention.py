@@ -1,0 +1,31 @@
+"""Attention: Q, K, V per head, the scores, the causal mask, the softmax pattern, per-head outputs."""
+
+import streamlit as st
+
+from gpt2viz import plots
+from gpt2viz.model import causal_mask
+from gpt2viz.ui.anatomy import axis_tokens, child_summaries, component_page, export, plot, view_state
+
+
+def states(view, trace):
+    b, h = view.block, view.head
+    q, k, offset = axis_tokens(trace)
+    T, L = trace.T, trace.L
+    pattern = trace.get("attn.pattern", b)[0]  # [nh, T, L]
+    if view.mode.value == "decode":
+        st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
+                    f"{trace.P} from the cache and its own.")
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.scores_heatmap(trace.get("attn.scores", b)[0, h], q, k, f"Scores q·k/√dh · block {b} head {h}",
+                                  query_offset=offset, mask=causal_mask(T, L)))
+    with cols[1]:
+        plot(plots.attention_heatmap(pattern[h], q, k, f"Pattern softmax · block {b} head {h}", query_offset=offset))
+    plot(plots.heads_grid(pattern, q, k, f"Every head of block {b}", query_offset=offset))
+    plot(plots.position_norms(trace.get("attn.z", b)[0, h], q, f"‖per-head output z‖ · head {h}", offset=offset))
+    export(trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
+
+
+view = view_state()
+component_page("block.attn", view, states)
+child_summaries("block.attn", view)

@@ -1,0 +1,22 @@
+"""Merge and project: heads side by side, then W_O back into the residual stream."""
+
+import streamlit as st
+
+from gpt2viz import plots
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+
+
+def states(view, trace):
+    b = view.block
+    q, _, offset = axis_tokens(trace)
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.position_norms(trace.get("attn.merged", b)[0], q, f"‖merged heads‖ · block {b}", offset=offset))
+    with cols[1]:
+        plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
+    plot(plots.histogram(trace.get("attn.out", b), f"Values of Δattn · block {b}", "value"))
+    export(trace, [f"blocks.{b}.attn.{s}" for s in ("z", "merged", "out")], f"block{b}-merge")
+
+
+view = view_state()
+component_page("block.attn.merge", view, states)

@@ -1,0 +1,34 @@
+"""Parameter accounting: every size, every component, the arithmetic; checkpoint cross-check."""
+
+import streamlit as st
+
+from gpt2viz import plots
+from gpt2viz.config import PRESETS
+from gpt2viz.ui.anatomy import plot, view_state
+from gpt2viz.ui.params_view import accounting_csv, checkpoint_check, component_rows, report_for, totals_table
+
+view = view_state()
+st.title("Parameter accounting")
+st.markdown("Every count is computed from the config (closed form), checked against a model's parameters "
+            "and, for a checkpoint, against its safetensors header alone. The tied output matrix adds 0.")
+st.subheader("Every size")
+st.dataframe(totals_table(), hide_index=True, width="stretch")
+names = list(PRESETS)
+current = view.config.name if view.config.name in PRESETS else "gpt2"
+size = st.selectbox("Size", names, index=names.index(current), key="params_size")
+report = report_for(size)
+st.subheader(f"{size}: {report['total']:,} parameters")
+st.markdown(f"`{report['formula']['symbolic']}`  \n= {report['formula']['calculation']} = **{report['total']:,}**")
+st.dataframe(component_rows(report), hide_index=True, width="stretch", height=520)
+leaves = [c for c in report["components"] if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
+plot(plots.param_breakdown([c["title"] + (f" ×{c['instances']}" if c["instances"] > 1 else "") for c in leaves],
+                           [c["total"] for c in leaves], f"{size}: where the parameters are"))
+st.download_button("⬇ Accounting table (CSV)", accounting_csv(report), file_name=f"{size}-parameters.csv",
+                   mime="text/csv")
+st.subheader("Other totals you will meet")
+for row in report["other_totals"]:
+    value = f"**{row['value']:,}**" if row["value"] is not None else ""
+    calc = f": {row['calculation']} = {value}" if row["calculation"] else ""
+    st.markdown(f"- **{row['label']}**{calc}  \n  {row['explanation']}")
+st.subheader("Checkpoint cross-check")
+checkpoint_check(view)

@@ -1,0 +1,27 @@
+"""Tokens and embeddings: the text as GPT-2's tokens, and the vectors wte and wpe give them."""
+
+import streamlit as st
+
+from gpt2viz import plots
+from gpt2viz.tokenizer import token_bytes
+from gpt2viz.ui.anatomy import axis_tokens, child_summaries, component_page, export, plot, view_state
+
+
+def states(view, trace):
+    st.markdown(f"**{len(view.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
+                "character that BPE split across tokens.")
+    st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
+                  for i, (t, s) in enumerate(zip(view.ids, trace.tokens))], hide_index=True, height=220)
+    q, _, offset = axis_tokens(trace)
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
+    with cols[1]:
+        plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
+    plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
+    export(trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
+
+
+view = view_state()
+component_page("embed", view, states)
+child_summaries("embed", view)

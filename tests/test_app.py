@@ -1,0 +1,93 @@
+"""The app through Streamlit's AppTest: every page in every mode on the tiny model, controls that
+change what is shown, and bad input that gives a message instead of a traceback."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.modes import Mode
+from gpt2viz.ui.pages import PAGE_TABLE
+
+# the plots each page draws (at least), and a piece of text it must show
+EXPECT = {"overview": (2, "GPT-2"), "tokens": (3, "Embeddings"), "block": (3, "Transformer block"),
+          "layernorm": (4, "LayerNorm 1"), "attention": (4, "Causal self-attention"),
+          "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
+          "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting")}
+
+
+def first_run(**params) -> AppTest:
+    """app.py as a browser's first visit runs it: the sidebar from the URL, then the default page."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in {"model": "tiny", **params}.items():
+        at.query_params[key] = str(value)
+    return at.run()
+
+
+def open_page(file: str, **params) -> AppTest:
+    at = first_run(**params)
+    at.switch_page(f"pages/{file}")
+    return at.run()
+
+
+def titles(at) -> list[str]:
+    return [t.value for t in at.title]
+
+
+def charts(at) -> list:
+    return at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("mode", [m.value for m in Mode])
+@pytest.mark.parametrize("file,url", [(f, u) for f, _, u, _ in PAGE_TABLE])
+def test_every_page_in_every_mode(file, url, mode):
+    at = open_page(file, mode=mode)
+    assert not at.exception, at.exception[0].value
+    n_plots, title = EXPECT[url]
+    assert title in titles(at)
+    assert len(charts(at)) >= n_plots
+
+
+def test_sidebar_says_which_weights_are_in_use():
+    at = first_run()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "random tiny weights (seed 0)" in captions and "not trained" in captions
+
+
+def test_changing_block_changes_the_plots():
+    def heads_title(block):
+        at = open_page("attention.py", block=block)
+        return [c.proto.spec for c in charts(at)]
+    assert heads_title(0) != heads_title(1)
+
+
+def test_changing_mode_changes_what_is_shown():
+    def shown(mode):
+        at = open_page("attention.py", mode=mode)
+        return [s.value for s in at.subheader], [c.proto.spec for c in charts(at)]
+    (full_heads, full_plots), (decode_heads, decode_plots) = shown("full"), shown("decode")
+    assert "Intermediate states · Full sequence" in full_heads
+    assert "Intermediate states · Decode (KV cache)" in decode_heads
+    assert full_plots != decode_plots
+
+
+def test_out_of_range_url_values_fall_back_and_say_so():
+    at = first_run(block=99, head=-3, mode="sideways")
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.sidebar.warning)
+    assert "block='99'" in warnings and "head='-3'" in warnings and "mode='sideways'" in warnings
+
+
+@pytest.mark.parametrize("text,needle", [("   ", "empty"), ("Hi", None)])
+def test_text_edge_cases(text, needle):
+    at = open_page("attention.py", text=text, mode="training")
+    assert not at.exception
+    shown = " ".join(w.value for w in at.warning)
+    if needle:
+        assert needle in shown
+    else:  # one token cannot be trained on: said, not crashed
+        assert "at least 2 tokens" in shown
+
+
+def test_over_long_text_is_cut_and_says_how_much():
+    at = open_page("tokens.py", text="word " * 1100)
+    assert not at.exception
+    assert any("77 tokens at the end" in i.value for i in at.info)

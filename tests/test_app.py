@@ -24,7 +24,7 @@ def first_run(**params) -> AppTest:
 
 def open_page(file: str, **params) -> AppTest:
     at = first_run(**params)
-    at.switch_page(f"pages/{file}")
+    at.switch_page(f"views/{file}")
     return at.run()
 
 

@@ -60,18 +60,18 @@ def run_values(view: View, mode: Mode) -> dict[str, int]:
 def view_trace(view: View) -> Trace | None:
     """The cached trace of this view; None, with a clear message, when there is nothing to run."""
     if view.text_error:
-        st.warning(view.text_error, icon="✏️")
+        st.warning(view.text_error, icon=":material/edit:")
         return None
     if view.cut:
         st.info(f"The text was cut to the model's context of {view.config.n_positions:,} tokens: "
-                f"{view.cut:,} tokens at the end are not shown.", icon="✂️")
+                f"{view.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
     with st.spinner(f"Running {view.config.name} on {len(view.ids):,} tokens ({view.mode.value})…"):
         return get_trace(view.weights, view.ids, view.mode, view.weights.key[-1] if view.weights.random else 0)
 
 
 def random_note(view: View) -> None:
     if view.weights.random:
-        st.caption("🎲 Random, untrained weights: shapes and counts are GPT-2's exactly; the values only "
+        st.caption(":material/casino: Random, untrained weights: shapes and counts are GPT-2's exactly; the values only "
                    "show what the computation does, not what trained GPT-2 would compute.")
 
 
@@ -148,8 +148,8 @@ def export(trace: Trace, names: list[str], label: str) -> None:
     if not present:
         return
     data = trace.to_bytes(present)
-    st.download_button(f"⬇ {label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
-                       mime="application/octet-stream", key=f"export-{label}")
+    st.download_button(f"{label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
+                       mime="application/octet-stream", key=f"export-{label}", icon=":material/download:")
 
 
 def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None) -> None:

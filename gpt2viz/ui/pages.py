@@ -1,23 +1,24 @@
-"""The page registry: every page explicit (st.navigation turns off pages/ discovery)."""
+"""The page registry: every page explicit. The folder is views/, not pages/: Streamlit treats a pages/
+folder beside the entry script as an old-style multipage app and would run those files without app.py."""
 
 from pathlib import Path
 
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parents[2] / "pages"
+ROOT = Path(__file__).resolve().parents[2] / "views"
 
-# (file in pages/, title, url path, icon)
+# (file in views/, title, url path, icon)
 PAGE_TABLE = [
-    ("overview.py", "Overview", "overview", "🗺️"),
-    ("tokens.py", "Tokens and embeddings", "tokens", "🔤"),
-    ("block.py", "Transformer block", "block", "🧱"),
-    ("layernorm.py", "LayerNorm", "layernorm", "📏"),
-    ("attention.py", "Attention", "attention", "👀"),
-    ("merge.py", "Merge and project", "merge", "🔀"),
-    ("mlp.py", "MLP", "mlp", "🧮"),
-    ("output.py", "Output", "output", "🎯"),
-    ("modes.py", "Modes and KV cache", "modes", "🗂️"),
-    ("params.py", "Parameter accounting", "params", "🔢"),
+    ("overview.py", "Overview", "overview", ":material/map:"),
+    ("tokens.py", "Tokens and embeddings", "tokens", ":material/abc:"),
+    ("block.py", "Transformer block", "block", ":material/view_agenda:"),
+    ("layernorm.py", "LayerNorm", "layernorm", ":material/straighten:"),
+    ("attention.py", "Attention", "attention", ":material/visibility:"),
+    ("merge.py", "Merge and project", "merge", ":material/merge:"),
+    ("mlp.py", "MLP", "mlp", ":material/hub:"),
+    ("output.py", "Output", "output", ":material/target:"),
+    ("modes.py", "Modes and KV cache", "modes", ":material/memory:"),
+    ("params.py", "Parameter accounting", "params", ":material/calculate:"),
 ]
 
 

@@ -62,7 +62,7 @@ def controls() -> View:
                         bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     weights = _weights(sb)
     cfg = weights.model.config
-    sb.caption(("🎲 " if weights.random else "📦 ") + weights.label)
+    sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)
     for note in weights.notes:
         sb.caption(note)
     # bound widgets put their shown option in the URL, so options are shown as their URL values
@@ -80,14 +80,14 @@ def controls() -> View:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))
     for note in kept if kept_for == signature else ():
-        sb.warning(note, icon="🔗")
+        sb.warning(note, icon=":material/link:")
     return view
 
 
 def _weights(sb) -> Weights:
     """The weights the sidebar selects; on a bad file, say why and fall back to random gpt2."""
-    source = sb.radio(Weights, sources_enabled(), format_func=SOURCES.get, key="weights",
-                      bind="query-params", horizontal=True)
+    source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
+                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
     if source == "random":
         model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",
                              help="tiny is a 2-block test model with GPT-2's vocabulary")

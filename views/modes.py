@@ -15,7 +15,7 @@ st.markdown(
     "reads a prompt once and keeps every layer's keys and values (the KV cache). **Decode** then feeds one "
     "new token, which reads the P cached positions and its own: L = P + 1 keys, so no earlier work is redone.")
 if view.text_error:
-    st.warning(view.text_error, icon="✏️")
+    st.warning(view.text_error, icon=":material/edit:")
     st.stop()
 
 st.subheader("This text in each mode")

@@ -21,7 +21,7 @@ st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on
             "Click a part of the model to open it.")
 for row in diagram_rows(cat_of(view), run_values(view, view.mode)):
     cols = st.columns([3, 3, 2])
-    cols[0].page_link(f"pages/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
+    cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
     cols[1].markdown(f"`{row['shape']}`")
     cols[2].markdown(row["params"])
 component_page("model", view, states)

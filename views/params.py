@@ -23,8 +23,8 @@ st.dataframe(component_rows(report), hide_index=True, width="stretch", height=52
 leaves = [c for c in report["components"] if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
 plot(plots.param_breakdown([c["title"] + (f" ×{c['instances']}" if c["instances"] > 1 else "") for c in leaves],
                            [c["total"] for c in leaves], f"{size}: where the parameters are"))
-st.download_button("⬇ Accounting table (CSV)", accounting_csv(report), file_name=f"{size}-parameters.csv",
-                   mime="text/csv")
+st.download_button("Accounting table (CSV)", accounting_csv(report), file_name=f"{size}-parameters.csv",
+                   mime="text/csv", icon=":material/download:")
 st.subheader("Other totals you will meet")
 for row in report["other_totals"]:
     value = f"**{row['value']:,}**" if row["value"] is not None else ""

@@ -4,15 +4,14 @@ Every recorded name, in every mode, for tiny and gpt2 and several (B, T, P): the
 equals the recorded tensor's shape, in the recorded order; the trace's bytes equal the cost model's.
 """
 
-import ast
 import json
-import operator
 import re
 from pathlib import Path
 
 import pytest
 import torch
 
+from arith import evaluate
 from gpt2viz import catalog, costs
 from gpt2viz.catalog import catalogue, recorded_names, references, run_dims, shapes_report
 from gpt2viz.config import GPT2Config, get_config
@@ -23,20 +22,7 @@ REQUIRED_IDS = ("embed.tok", "embed.pos", "block", "block.ln1", "block.attn", "b
                 "block.attn.merge", "block.ln2", "block.mlp", "block.mlp.fc", "block.mlp.gelu", "block.mlp.proj",
                 "ln_f", "unembed")
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "reference_lines.json"
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
-
-def evaluate(text: str):
-    """Evaluate "768 × 3,072 + 3,072" safely: numbers, + − × / and parentheses only."""
-    def ev(node):
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        raise ValueError(f"not plain arithmetic: {text!r}")
-    return ev(ast.parse(text.replace("×", "*").replace("−", "-").replace(",", ""), mode="eval"))
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,15 @@ Hand-computed for gpt2 (d = 768, V = 50,257, n_ctx = 1,024, 12 blocks):
 Big sizes are built on the meta device; their headers are written as sparse files (no data bytes).
 """
 
-import ast
 import json
 import math
-import operator
 import struct
 
 import pytest
 import torch
 from safetensors.torch import save_file
 
+from arith import evaluate
 from gpt2viz import params
 from gpt2viz.catalog import catalogue
 from gpt2viz.config import PRESETS, GPT2Config, get_config
@@ -26,20 +25,7 @@ from gpt2viz.weights import expected_shapes, random_model, save_safetensors
 
 TOTALS = {"gpt2": 124_439_808, "gpt2-medium": 354_823_168, "gpt2-large": 774_030_080, "gpt2-xl": 1_557_611_200}
 MINI = GPT2Config("mini", n_layer=2, n_head=2, n_embd=8, vocab_size=11, n_positions=16)
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
 
-
-def evaluate(text: str) -> int:
-    """Evaluate "768 × 3,072 + 3,072" safely: integers, + − × and parentheses only."""
-    def ev(node):
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        raise ValueError(f"not plain arithmetic: {text!r}")
-    return ev(ast.parse(text.replace("×", "*").replace("−", "-").replace(",", ""), mode="eval"))
 
 
 def write_header_only(path, shapes: dict, metadata: dict | None = None, dtype: str = "F32") -> None:

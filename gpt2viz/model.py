@@ -7,7 +7,6 @@ scores and the pattern are visible. References: openai/gpt-2 `src/model.py` (fun
 transformers `modeling_gpt2.py` (module names, eager attention). Shapes use B, T, P, L, d, nh, dh, V.
 """
 
-import math
 
 import torch
 import torch.nn.functional as F

@@ -1,7 +1,7 @@
 """Data for the modes page: the text in every mode, shapes side by side, cache growth."""
 
 from .. import costs
-from ..catalog import concrete, dims, recorded, run_dims, symbolic
+from ..catalog import concrete, recorded, symbolic
 from ..config import GPT2Config
 from ..modes import Mode
 from .anatomy import run_values
@@ -13,8 +13,9 @@ def mode_summary(view: View) -> list[dict]:
     for mode in Mode:
         v = run_values(view, mode)
         flops = costs.flops_summary(cfg, mode.value, v["B"], v["T"], v["L"])
-        rows.append({"mode": MODE_LABELS[mode], "T (computed)": v["T"], "P (cached before)": v["P"],
-                     "L (keys read)": v["L"], "logits": str([v["B"], 1 if mode is Mode.PREFILL else v["T"], v["V"]]),
+        cached_before = 0 if mode is Mode.PREFILL else v["P"]  # prefill's P names the prompt it caches
+        rows.append({"mode": MODE_LABELS[mode], "T (positions computed)": v["T"],
+                     "cached before the step": cached_before, "L (keys read)": v["L"], "logits": str([v["B"], 1 if mode is Mode.PREFILL else v["T"], v["V"]]),
                      "forward FLOPs": f"{flops['forward']['value']:,}",
                      "KV cache after": f"{costs.kv_cache_bytes(cfg, 1, v['L']).value:,} B"
                      if mode in (Mode.PREFILL, Mode.DECODE) else "none"})

@@ -6,11 +6,10 @@ an unknown mode), and `url_fallbacks` says which ones were ignored so the page c
 
 import os
 from dataclasses import dataclass
-from urllib.parse import quote
 
 import streamlit as st
 
-from ..config import PRESETS, get_config
+from ..config import PRESETS
 from ..modes import Mode
 from ..tokenizer import TextError, encode
 from .cache import Weights, cached_checkpoints, path_weights, random_weights, upload_weights

@@ -91,3 +91,38 @@ def test_over_long_text_is_cut_and_says_how_much():
     at = open_page("tokens.py", text="word " * 1100)
     assert not at.exception
     assert any("77 tokens at the end" in i.value for i in at.info)
+
+
+def test_weights_from_the_hugging_face_cache(tmp_path, monkeypatch, tiny):
+    from gpt2viz.ui.cache import cached_checkpoints
+    from gpt2viz.weights import save_safetensors
+
+    snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    save_safetensors(tiny, snap / "model.safetensors")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    cached_checkpoints.clear()
+    at = first_run(weights="hf-cache")
+    assert not at.exception
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "tiny from model.safetensors" in captions and "random" not in captions.split("·")[0]
+    cached_checkpoints.clear()
+
+
+def test_local_path_source_is_off_unless_enabled(monkeypatch):
+    monkeypatch.delenv("GPT2VIZ_ALLOW_LOCAL_PATH", raising=False)
+    at = first_run(weights="path")
+    assert "path" not in at.sidebar.radio[0].options
+    assert any("weights='path'" in w.value for w in at.sidebar.warning)
+
+
+def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPT2VIZ_ALLOW_LOCAL_PATH", "1")
+    bad = tmp_path / "model.safetensors"
+    bad.write_bytes(b"\x00\x01 not a safetensors file")
+    at = first_run(weights="path")
+    at.sidebar.text_input(key="path").input(str(bad)).run()
+    assert not at.exception
+    errors = [e.value for e in at.sidebar.error]
+    assert len(errors) == 1 and "model.safetensors" in errors[0] and "\n" not in errors[0]
+    assert any("Using random gpt2 weights" in c.value for c in at.sidebar.caption)

@@ -30,6 +30,7 @@ class View:
     cut: int  # tokens cut from the end of an over-long text
     text_error: str | None  # why there is nothing to run (empty text), else None
     weights: Weights
+    source: str  # the weights source chosen: a key of SOURCES
     mode: Mode
     block: int
     head: int
@@ -59,7 +60,9 @@ def controls() -> View:
     sb = st.sidebar
     text = sb.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=110, key="text",
                         bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
-    weights = _weights(sb)
+    source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
+                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
+    weights = _weights(sb, source)
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)
     for note in weights.notes:
@@ -71,7 +74,7 @@ def controls() -> View:
     block = int(sb.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
     head = int(sb.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
-    view = View(text, ids, cut, error, weights, mode, block, head)
+    view = View(text, ids, cut, error, weights, source, mode, block, head)
     # the URL is cleaned after the first run; keep saying what was ignored until the view changes
     signature = (mode, block, head, weights.key)
     notes = url_fallbacks(raw, view)
@@ -83,10 +86,8 @@ def controls() -> View:
     return view
 
 
-def _weights(sb) -> Weights:
-    """The weights the sidebar selects; on a bad file, say why and fall back to random gpt2."""
-    source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
-                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
+def _weights(sb, source: str) -> Weights:
+    """The weights of `source`; on a bad file, say why and fall back to random gpt2."""
     if source == "random":
         model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",
                              help="tiny is a 2-block test model with GPT-2's vocabulary")
@@ -133,7 +134,7 @@ def _cached_checkpoint_picker(sb) -> str | None:
 
 def url_fallbacks(raw: dict[str, str], view: View) -> list[str]:
     """One note per URL value that the controls could not take."""
-    shown = {"mode": view.mode.value, "block": str(view.block), "head": str(view.head)}
+    shown = {"mode": view.mode.value, "block": str(view.block), "head": str(view.head), "weights": view.source}
     if view.weights.random:
         shown |= {"model": view.weights.key[1], "seed": str(view.weights.key[2])}
     notes = []

@@ -8,6 +8,7 @@ DECODE    the text's last token against the cache of the P tokens before it (L =
 """
 
 from enum import Enum
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -70,29 +71,37 @@ def prefill(model: GPT2, ids: torch.Tensor):
     return logits, past
 
 
-def generate(model: GPT2, ids, steps: int, *, names=None) -> list[Trace]:
-    """Greedy decoding, one DECODE trace per step. Step 0 decodes the text's last token against the
-    cache of the tokens before it; each trace's logits choose the token the next step reads."""
+class Generation(NamedTuple):
+    traces: list[Trace]  # one DECODE trace per step
+    ids: list[int]  # the token each step chose
+
+
+def greedy(logits: torch.Tensor) -> int:
+    return int(logits.argmax())
+
+
+def generate(model: GPT2, ids, steps: int, *, names=None,
+             choose: Callable[[torch.Tensor], int] = greedy) -> Generation:
+    """Decode `steps` tokens, one DECODE trace per step. Step 0 decodes the text's last token against
+    the cache of the tokens before it; `choose` turns each step's logits [V] into the next token."""
     ids = as_batch(ids)
     if ids.shape[0] != 1:
         raise ValueError("generation runs one sequence at a time (B = 1)")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
     if ids.shape[1] + steps - 1 > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
-    traces = []
+    traces, chosen = [], []
     with torch.no_grad():
         _, past = prefill(model, ids[:, :-1])
         for _ in range(steps):
-            rec = Recorder(names)
+            rec = Recorder(names if names is None else [*names, "logits"])
             P = ids.shape[1] - 1
             logits, past = model(ids[:, -1:], rec, past=past, use_cache=True)  # logits [1, 1, V]
             traces.append(_trace(model, Mode.DECODE, ids, P, 1, rec))
-            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)  # [1, P + 2]
-    return traces
-
-
-def generated_ids(traces: list[Trace]) -> list[int]:
-    """The token each step chose: argmax of its logits."""
-    return [int(t["logits"][0, -1].argmax()) for t in traces]
+            chosen.append(choose(logits[0, -1]))
+            ids = torch.cat([ids, torch.tensor([[chosen[-1]]])], dim=1)  # [1, P + 2]
+    return Generation(traces, chosen)
 
 
 def _training(model: GPT2, ids: torch.Tensor, names, seed: int, grads: bool) -> Trace:

@@ -5,7 +5,7 @@ import dataclasses
 
 import torch
 
-from gpt2viz.modes import Mode, generate, generated_ids, prefill, run
+from gpt2viz.modes import Mode, generate, prefill, run
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 
@@ -57,7 +57,9 @@ def test_greedy_generation_matches_generate(hf_pair, text_ids):
     with torch.no_grad():
         ref = hf.generate(ids, max_new_tokens=10, do_sample=False, attention_mask=torch.ones_like(ids),
                           pad_token_id=50256)
-    ours_ids = generated_ids(generate(ours, ids, 10, names=["logits"]))
+    gen = generate(ours, ids, 10, names=["logits"])
+    ours_ids = gen.ids
+    assert [t.P for t in gen.traces] == list(range(5, 15))  # the cache grows by one each step
     assert ours_ids == ref[0, 6:].tolist()
 
 

@@ -1,0 +1,185 @@
+"""Exercises generated from the catalogue: "predict the shape" and "compute the parameter count",
+each with its answer and the worked arithmetic, and a handout (Markdown) for a teacher.
+
+An exercise has a stable id that encodes everything that determines it, so a set of exercises is
+reproducible from a seed and shareable as a list of ids.
+"""
+
+import random
+import re
+from dataclasses import dataclass
+
+from .catalog import AXIS_NAMES, axis_value, catalogue, concrete, dims, recorded, run_dims, symbolic
+from .config import PRESETS, get_config
+from .modes import Mode
+
+SHAPE_NAMES = ("embed.tok", "embed.pos", "attn.qkv", "attn.q", "attn.k_cache", "attn.scores", "attn.pattern",
+               "attn.z", "attn.merged", "attn.out", "mlp.pre", "mlp.post", "logits", "ln1.mean")
+PARAM_COMPONENTS = ("embed.tok", "embed.pos", "block.ln1", "block.attn.qkv", "block.attn.merge", "block.attn",
+                    "block.mlp.fc", "block.mlp.proj", "block.mlp", "block", "ln_f", "unembed", "model")
+MODEL_AXES = {"d": "the width n_embd", "nh": "the number of heads", "dh": "the head size d / nh",
+              "V": "the vocabulary size", "n_ctx": "the context length"}
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    kind: str  # "shape" or "params"
+    question: str  # Markdown
+    answer: tuple[int, ...]  # a shape, or a one-element count
+    worked: str  # Markdown: the arithmetic
+
+    @property
+    def answer_text(self) -> str:
+        return f"[{', '.join(map(str, self.answer))}]" if self.kind == "shape" else f"{self.answer[0]:,}"
+
+
+# ---------------------------------------------------------------------------- shapes
+def shape_exercise(model: str, mode: str, short: str, B: int = 1, T: int | None = None, P: int | None = None,
+                   block: int = 0) -> Exercise:
+    cfg = get_config(model)
+    mode = Mode.parse(mode).value
+    run = run_dims(cfg, mode, B, T, P)
+    name = short if not _per_block(short) else f"blocks.{block}.{short}"
+    axes = {n: a for n, a, _ in recorded(cfg, mode)}.get(name)
+    if axes is None:
+        raise ValueError(f"{name} is not recorded in {mode} mode")
+    values = dims(cfg, run["B"], run["T"], run["P"], run["L"])
+    answer = tuple(concrete(axes, values))
+    setting = {"full": f"reads a text of T = {run['T']} tokens at once",
+               "training": f"trains on a text of T = {run['T']} tokens",
+               "prefill": f"prefills a prompt of P = {run['P']} tokens",
+               "decode": f"decodes one new token after P = {run['P']} cached positions"}[mode]
+    question = (f"**{model}** ({cfg.n_layer} blocks, d = {cfg.n_embd}, nh = {cfg.n_head}) {setting}, "
+                f"batch B = {run['B']}. What is the shape of `{name}`?")
+    steps = [f"`{name}` is {symbolic(axes)}."] + [f"- {_explain(a, values, mode)}" for a in axes]
+    steps.append(f"So the shape is **[{', '.join(map(str, answer))}]**.")
+    ident = f"shape:{model}:{mode}:{short}:B{run['B']}:T{run['T']}:P{run['P']}:b{block}"
+    return Exercise(ident, "shape", question, answer, "\n".join(steps))
+
+
+def _per_block(short: str) -> bool:
+    return short.startswith(("attn.", "mlp.", "ln1.", "ln2.", "resid_"))
+
+
+def _explain(axis: str, values: dict, mode: str) -> str:
+    value = axis_value(axis, values)
+    m = re.match(r"^(\d*)([A-Za-z_]*)(?:-(\d+))?$", axis)
+    coef, sym, minus = m.groups()
+    if not sym:
+        return f"{value}: prefill computes the logits of the last position only"
+    meaning = MODEL_AXES.get(sym) or AXIS_NAMES.get(sym, sym)
+    base = f"{sym} = {values[sym]:,} ({meaning})" if not coef and not minus else f"{sym} = {values[sym]:,}"
+    if sym == "L":
+        base += f"; L = P + T = {values['P']} + {values['T']}" if mode != "prefill" else "; L = P, the prompt"
+    if sym == "dh":
+        base = f"dh = d / nh = {values['d']:,} / {values['nh']} = {values['dh']}"
+    if coef or minus:
+        return f"{axis} with {base}: {value:,}"
+    return base
+
+
+# ---------------------------------------------------------------------------- parameter counts
+def params_exercise(model: str, component: str) -> Exercise:
+    cat = catalogue(model)
+    c = cat[component]
+    lines, terms = [], []
+    for leaf in [x for x in _leaves(c) if x.rows]:
+        times = leaf.instances // c.instances  # the model counts each block component n_layer times
+        for r in leaf.rows:
+            if not r.parameters:
+                lines.append(f"- {leaf.title}: 0 ({leaf.weights_note or 'no tensor of its own'})")
+                continue
+            lines.append(f"- {leaf.title}, {r.name}: {r.symbolic} = {r.calculation} = {r.parameters:,}"
+                         + (f"; × {times} blocks: {r.parameters:,} × {times} = {r.parameters * times:,}"
+                            if times > 1 else ""))
+            terms.append(r.parameters * times)
+    per = c.per_instance
+    assert sum(terms) == per, f"{component}: rows sum to {sum(terms)}, not {per}"
+    if not terms:
+        lines = [f"- {c.weights_note or 'It owns no weights.'} So: 0."]
+    elif len(terms) > 1:
+        lines.append(f"- Sum: {' + '.join(f'{t:,}' for t in terms)} = {per:,}")
+    if c.instances > 1 and per:
+        lines.append(f"- Across all {c.instances} blocks: {per:,} × {c.instances} = {c.total:,}")
+    scope = " in one block" if c.instances > 1 else " in total" if component == "model" else ""
+    question = f"How many parameters does **{c.title}** of **{model}** have{scope}?"
+    return Exercise(f"params:{model}:{component}", "params", question, (per,), "\n".join(lines))
+
+
+def _leaves(c):
+    return [c] if not c.children else [x for ch in c.children for x in _leaves(ch)]
+
+
+# ---------------------------------------------------------------------------- sets, answers, handouts
+def from_id(ident: str) -> Exercise:
+    parts = ident.split(":")
+    try:
+        if parts[0] == "params" and len(parts) == 3:
+            return params_exercise(parts[1], parts[2])
+        if parts[0] == "shape" and len(parts) == 8:
+            _, model, mode, short, B, T, P, b = parts
+            return shape_exercise(model, mode, short, int(B[1:]), int(T[1:]), int(P[1:]) if mode in
+                                  ("prefill", "decode") else None, int(b[1:]))
+    except (KeyError, ValueError, IndexError) as e:
+        raise ValueError(f"not an exercise id: {ident!r} ({e})") from None
+    raise ValueError(f"not an exercise id: {ident!r}")
+
+
+def exercise_set(seed: int, n: int = 6, models=("gpt2", "gpt2-medium", "distilgpt2")) -> list[Exercise]:
+    """n exercises, alternating shapes and counts, the same for the same seed."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        model = rng.choice(models)
+        if i % 2:
+            out.append(params_exercise(model, rng.choice(PARAM_COMPONENTS)))
+            continue
+        mode = rng.choice([m.value for m in Mode])
+        short = rng.choice([s for s in SHAPE_NAMES if not (s == "attn.k_cache" and mode in ("full", "training"))])
+        T = rng.choice([5, 16, 64, 256]) if mode != "decode" else None
+        P = rng.choice([10, 100, 1000]) if mode == "decode" else None
+        block = rng.randrange(get_config(model).n_layer)
+        out.append(shape_exercise(model, mode, short, rng.choice([1, 1, 2, 8]), T, P, block))
+    return out
+
+
+def parse_answer(text: str) -> tuple[int, ...]:
+    """Read "[1, 12, 1, 64]", "1 × 12 × 1 × 64" style shapes or "2,362,368" counts."""
+    cleaned = text.strip().strip("[]()")
+    if not cleaned:
+        raise ValueError("type an answer first")
+    parts = re.split(r"\s*[;x×]\s*|\s*,\s+|\s+", cleaned) if re.search(r"[\[\];x×]|,\s", text) else [cleaned]
+    try:
+        return tuple(int(p.replace(",", "").replace("_", "")) for p in parts if p)
+    except ValueError:
+        raise ValueError(f"could not read {text[:40]!r} as whole numbers") from None
+
+
+def check(ex: Exercise, text: str) -> tuple[bool, str]:
+    try:
+        given = parse_answer(text)
+    except ValueError as e:
+        return False, str(e)
+    if given == ex.answer:
+        return True, f"Correct: {ex.answer_text}."
+    return False, f"Not quite: you gave {_fmt(given, ex)}, the answer is {ex.answer_text}."
+
+
+def _fmt(given, ex) -> str:
+    return f"[{', '.join(map(str, given))}]" if ex.kind == "shape" else ", ".join(f"{g:,}" for g in given)
+
+
+def handout(exercises: list[Exercise], answers: bool = True, title: str = "GPT-2 exercises") -> str:
+    """The set as Markdown: the questions, then (for an answer key) every answer with its working."""
+    lines = [f"# {title}", "", "Shapes use the reference layout: heads before positions, [B, nh, T, dh].", ""]
+    for i, ex in enumerate(exercises, 1):
+        lines += [f"## {i}. {'Predict the shape' if ex.kind == 'shape' else 'Count the parameters'}", "",
+                  ex.question, ""]
+        if answers:
+            lines += [f"**Answer:** {ex.answer_text}", "", ex.worked, ""]
+    return "\n".join(lines)
+
+
+def valid_models() -> list[str]:
+    return [m for m in PRESETS if m != "tiny"]

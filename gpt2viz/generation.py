@@ -1,0 +1,41 @@
+"""Choosing the next token: greedy, or sampled with temperature and top-k from a seeded generator.
+
+The distribution shown is the one sampled from: softmax(logits / temperature) restricted to the
+k most likely tokens and renormalised (temperature 0 means greedy).
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+def distribution(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
+    """The probabilities [V] a sampler draws from for logits [V]."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be 0 or more, got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top-k must be at least 1, got {top_k}")
+    if temperature == 0:
+        return torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).float()  # [V]
+    scaled = logits.float() / temperature  # [V]
+    if top_k is not None and top_k < scaled.shape[-1]:
+        cutoff = scaled.topk(top_k).values[-1]
+        scaled = scaled.masked_fill(scaled < cutoff, float("-inf"))
+    return torch.softmax(scaled, dim=-1)  # [V]
+
+
+@dataclass
+class Sampler:
+    """A `choose` for modes.generate: the same seed gives the same tokens."""
+    temperature: float = 1.0
+    top_k: int | None = None
+    seed: int = 0
+    _generator: torch.Generator = field(init=False, repr=False)
+
+    def __post_init__(self):
+        distribution(torch.zeros(2), self.temperature, self.top_k)  # validate now, not mid-generation
+        self._generator = torch.Generator().manual_seed(self.seed)
+
+    def __call__(self, logits: torch.Tensor) -> int:
+        probs = distribution(logits, self.temperature, self.top_k)
+        return int(torch.multinomial(probs, 1, generator=self._generator))

@@ -1,0 +1,78 @@
+"""Reading the residual stream: the logit lens and the stream's decomposition into its updates.
+
+Logit lens: the prediction the stream would give if the model stopped at a block, read as
+ln_f(x) W_Eᵀ, with ln_f's mean and variance recomputed from x at that depth (its gain and bias are
+the final ones). At the last depth it is exactly the model's logits.
+
+Decomposition: the stream entering block b is the embedding plus every earlier update,
+x_b = x₀ + Σ_{i<b} (Δattn_i + Δmlp_i); in training, x₀ is the embedding after dropout.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from .model import GPT2
+from .trace import Trace
+
+
+def depth_points(trace: Trace) -> list[tuple[str, str]]:
+    """(label, trace name) of every residual stream point in depth order, ending after the last block."""
+    n = sum(1 for name in trace.names if name.startswith("blocks.") and name.endswith(".resid_pre"))
+    points = [(f"block {i} in", f"blocks.{i}.resid_pre") for i in range(n)]
+    return points + [(f"block {n - 1} out", f"blocks.{n - 1}.resid_post")]
+
+
+def final_layernorm(model: GPT2, x: torch.Tensor) -> torch.Tensor:
+    """ln_f applied to x [..., d] with statistics computed from x itself."""
+    ln = model.ln_f
+    mean = x.mean(-1, keepdim=True)  # [..., 1]
+    var = (x - mean).pow(2).mean(-1, keepdim=True)  # [..., 1]
+    return (x - mean) * torch.rsqrt(var + ln.eps) * ln.weight + ln.bias  # [..., d]
+
+
+@dataclass(frozen=True)
+class LensRow:
+    label: str
+    top_ids: list[int]  # the k most likely next tokens at this depth
+    top_probs: list[float]
+    final_rank: int  # rank at this depth of the model's final top token (0 = top)
+    final_prob: float  # probability at this depth of the model's final top token
+
+
+@torch.no_grad()
+def logit_lens(model: GPT2, trace: Trace, position: int = -1, k: int = 5) -> list[LensRow]:
+    """The next-token prediction read from every depth at one position of the trace."""
+    final = int(trace["logits"][0, -1 if trace.mode == "prefill" else position].argmax())
+    rows = []
+    for label, name in depth_points(trace):
+        x = trace[name][0, position]  # [d]
+        logits = final_layernorm(model, x) @ model.wte.weight.T  # [V]
+        probs = torch.softmax(logits, -1)  # [V]
+        top = probs.topk(k)
+        rank = int((probs > probs[final]).sum())
+        rows.append(LensRow(label, top.indices.tolist(), top.values.tolist(), rank, float(probs[final])))
+    return rows
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    labels: list[str]  # "embed", "attn 0", "mlp 0", ...
+    parts: torch.Tensor  # [n_parts, T, d]
+    recorded: torch.Tensor  # [T, d], the stream entering the block
+    max_abs_error: float  # |Σ parts − recorded|, float rounding only
+
+
+def decompose(trace: Trace, block: int) -> Decomposition:
+    """The stream entering `block` (resid_pre; pass n_layer for the output of the last block)
+    as the embedding plus each earlier Δattn and Δmlp."""
+    n = len(depth_points(trace)) - 1
+    if not 0 <= block <= n:
+        raise ValueError(f"block must be between 0 and {n}, got {block}")
+    labels, parts = ["embed"], [trace["blocks.0.resid_pre"][0]]  # x₀ as it entered block 0
+    for i in range(block):
+        labels += [f"attn {i}", f"mlp {i}"]
+        parts += [trace.get("attn.out", i)[0], trace.get("mlp.out", i)[0]]
+    recorded = trace[f"blocks.{block}.resid_pre" if block < n else f"blocks.{n - 1}.resid_post"][0]
+    stacked = torch.stack(parts)  # [1 + 2·block, T, d]
+    return Decomposition(labels, stacked, recorded, float((stacked.sum(0) - recorded).abs().max()))

@@ -1,0 +1,143 @@
+"""Classroom logic: sampling, the logit lens, the residual decomposition, and the exercises,
+each checked against an independent computation."""
+
+import pytest
+import torch
+
+from arith import evaluate
+from gpt2viz import exercises as ex
+from gpt2viz.config import get_config
+from gpt2viz.generation import Sampler, distribution
+from gpt2viz.lens import decompose, depth_points, logit_lens
+from gpt2viz.modes import Mode, generate, run
+from gpt2viz.params import count_model, meta_model
+
+IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
+
+
+# ---------------------------------------------------------------------------- generation
+def test_sampling_with_a_seed_is_reproducible(tiny):
+    a = generate(tiny, IDS, 6, names=(), choose=Sampler(temperature=1.5, top_k=50, seed=11)).ids
+    b = generate(tiny, IDS, 6, names=(), choose=Sampler(temperature=1.5, top_k=50, seed=11)).ids
+    c = generate(tiny, IDS, 6, names=(), choose=Sampler(temperature=1.5, top_k=50, seed=12)).ids
+    assert a == b and a != c
+
+
+def test_temperature_zero_is_greedy(tiny):
+    assert generate(tiny, IDS, 4, choose=Sampler(temperature=0)).ids == generate(tiny, IDS, 4).ids
+
+
+def test_top_k_keeps_only_k_tokens():
+    logits = torch.tensor([0.0, 3.0, 1.0, 2.0, -1.0])
+    p = distribution(logits, 1.0, 2)
+    assert (p > 0).tolist() == [False, True, False, True, False]
+    torch.testing.assert_close(p[[1, 3]], torch.softmax(torch.tensor([3.0, 2.0]), -1))
+    with pytest.raises(ValueError, match="temperature"):
+        distribution(logits, -1, None)
+
+
+def test_generation_traces_grow_the_cache(tiny):
+    gen = generate(tiny, IDS, 3)
+    assert [(t.P, t.L) for t in gen.traces] == [(7, 8), (8, 9), (9, 10)]
+    assert gen.traces[2]["blocks.1.attn.k_cache"].shape == (1, 4, 10, 16)
+    assert gen.traces[1].token_ids[-1] == gen.ids[0]  # step 1 reads what step 0 chose
+
+
+# ---------------------------------------------------------------------------- lens and decomposition
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.DECODE])
+def test_logit_lens_at_the_last_depth_is_the_model(tiny, mode):
+    t = run(tiny, IDS, mode)
+    rows = logit_lens(tiny, t)
+    assert [r.label for r in rows] == ["block 0 in", "block 1 in", "block 1 out"]
+    probs = torch.softmax(t["logits"][0, -1], -1)
+    torch.testing.assert_close(torch.tensor(rows[-1].top_probs), probs.topk(5).values)
+    assert rows[-1].final_rank == 0
+
+
+def test_lens_recomputes_layernorm_statistics(tiny):
+    t = run(tiny, IDS, Mode.FULL)
+    x = t["blocks.1.resid_pre"][0, -1]
+    expected = torch.nn.functional.layer_norm(x, (64,), tiny.ln_f.weight, tiny.ln_f.bias, 1e-5) @ tiny.wte.weight.T
+    row = logit_lens(tiny, t)[1]
+    assert row.top_ids == torch.softmax(expected, -1).topk(5).indices.tolist()
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.TRAINING, Mode.DECODE])
+def test_decomposition_sums_to_the_stream(tiny, mode):
+    t = run(tiny, IDS, mode, grads=False) if mode is Mode.TRAINING else run(tiny, IDS, mode)
+    for block in range(3):
+        d = decompose(t, block)
+        assert len(d.labels) == 1 + 2 * block
+        torch.testing.assert_close(d.parts.sum(0), d.recorded, rtol=0, atol=1e-5)
+        assert d.max_abs_error < 1e-5
+    with pytest.raises(ValueError, match="between 0 and 2"):
+        decompose(t, 3)
+    assert depth_points(t)[-1] == ("block 1 out", "blocks.1.resid_post")
+
+
+# ---------------------------------------------------------------------------- exercises
+def test_shape_answers_match_a_real_run(tiny):
+    """tiny's shapes come from the catalogue; the run records the real tensors."""
+    for mode, T, P in [("full", 6, None), ("training", 6, None), ("prefill", 6, None), ("decode", None, 5)]:
+        n = T or P + 1
+        trace = run(tiny, IDS[:n], mode)
+        for short in ex.SHAPE_NAMES:
+            name = short if not short.startswith(("attn.", "mlp.", "ln1.")) else f"blocks.1.{short}"
+            if name not in trace:
+                continue
+            e = ex.shape_exercise("tiny", mode, short, 1, T, P, block=1)
+            assert e.answer == tuple(trace[name].shape), (mode, short)
+
+
+def test_param_answers_match_the_model_and_their_arithmetic():
+    for model in ("gpt2", "gpt2-xl", "distilgpt2"):
+        counts = count_model(meta_model(get_config(model)))
+        for cid in ex.PARAM_COMPONENTS:
+            e = ex.params_exercise(model, cid)
+            n_layer = get_config(model).n_layer
+            want = counts[cid] // (n_layer if cid.startswith("block") else 1) if cid in counts else None
+            if want is not None:
+                assert e.answer == (want,), (model, cid)
+            for statement in e.worked.replace("\n", ";").split(";"):  # every "a = b = c" is true arithmetic
+                pieces = [p.strip() for p in statement.rsplit(":", 1)[-1].split("=")]
+                numeric = [p for p in pieces if p and all(ch in "0123456789,×+ −" for ch in p)]
+                assert len({evaluate(p) for p in numeric}) <= 1, statement
+                if len(pieces) > 1:
+                    assert numeric, statement  # the arithmetic itself is there
+
+
+def test_model_total_exercise():
+    e = ex.params_exercise("gpt2", "model")
+    assert e.answer == (124_439_808,) and "= 124,439,808" in e.worked
+
+
+def test_sets_are_reproducible_and_ids_round_trip():
+    a, b = ex.exercise_set(5, 8), ex.exercise_set(5, 8)
+    assert [e.id for e in a] == [e.id for e in b]
+    assert [e.id for e in ex.exercise_set(6, 8)] != [e.id for e in a]
+    for e in a:
+        assert ex.from_id(e.id) == e
+    with pytest.raises(ValueError, match="not an exercise id"):
+        ex.from_id("shape:gpt2:sideways:attn.z:B1:T1:P0:b0")
+
+
+@pytest.mark.parametrize("text,ok", [("[1, 12, 1, 1001]", True), ("1 × 12 × 1 × 1001", True),
+                                     ("1,12,1,1001", False), ("[1, 12, 1, 1000]", False), ("", False),
+                                     ("twelve", False)])
+def test_checking_shape_answers(text, ok):
+    e = ex.shape_exercise("gpt2", "decode", "attn.scores", 1, None, 1000)
+    assert ex.check(e, text)[0] is ok
+
+
+def test_checking_count_answers():
+    e = ex.params_exercise("gpt2", "block.mlp")
+    assert ex.check(e, "4,722,432")[0] and ex.check(e, "4722432")[0]
+    ok, message = ex.check(e, "4,722,000")
+    assert not ok and "4,722,432" in message
+
+
+def test_handout_has_questions_and_optional_answers():
+    exs = ex.exercise_set(1, 4)
+    key, sheet = ex.handout(exs), ex.handout(exs, answers=False)
+    assert key.count("**Answer:**") == 4 and "**Answer:**" not in sheet
+    assert all(e.question in sheet for e in exs)

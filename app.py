@@ -3,8 +3,10 @@
 import streamlit as st
 
 from gpt2viz.ui.pages import pages
-from gpt2viz.ui.state import controls
+from gpt2viz.ui.state import controls, sidebar_footer
 
 st.set_page_config(page_title="gpt2viz · GPT-2, opened up", page_icon="🔬", layout="wide")
 st.session_state["view"] = controls()
-st.navigation(pages()).run()
+page = st.navigation(pages())
+sidebar_footer()
+page.run()

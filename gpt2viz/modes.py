@@ -128,3 +128,10 @@ def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Reco
     row = ids[0].tolist()
     return Trace(mode=mode.value, model=model.config.name, token_ids=tuple(row),
                  tokens=tuple(readable_tokens(row)), P=P, T=T, tensors=rec.tensors)
+
+
+def decode_vs_full(model: GPT2, ids) -> float:
+    """Largest |DECODE logits − FULL last-position logits| on `ids`: rounding only, if the cache is right."""
+    full = run(model, ids, Mode.FULL, names=["logits"])["logits"][:, -1]  # [B, V]
+    decode = run(model, ids, Mode.DECODE, names=["logits"])["logits"][:, -1]  # [B, V]
+    return float((full - decode).abs().max())

@@ -637,3 +637,28 @@ def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str
                    xaxis=_axis("decode step"), yaxis=_axis("L (positions)", rangemode="tozero"),
                    yaxis2=_axis("KV cache size", overlaying="y", side="right", tickmode="auto",
                                 tickformat="~s", ticksuffix="B", rangemode="tozero", showgrid=False))
+
+
+# ---------------------------------------------------------------------------- matrices and depth
+def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, value_title: str,
+                   x_title: str = "block", y_title: str = "") -> go.Figure:
+    """A small labelled matrix [rows, cols] on the sequential scale, e.g. gradient norms per
+    component (rows) and block (columns); hover names the row, the column and the value."""
+    z = _array(z, "z", "rows, cols")
+    rows = _labels(row_labels, z.shape[0], "row_labels", f"z has {z.shape[0]} rows")
+    cols = _labels(col_labels, z.shape[1], "col_labels", f"z has {z.shape[1]} columns")
+    rows, cols = [_escape(r) for r in rows], [_escape(c) for c in cols]
+    trace = _heatmap(z, cols, rows, "%{y} · %{x}<br>" + value_title + " %{z:.3g}", colorscale=SEQUENTIAL,
+                     colorbar=dict(title=dict(text=value_title)))
+    fig = go.Figure(trace)
+    return _layout(fig, title, height=_clamp_height(150 + 28 * len(rows)),
+                   xaxis=_category_axis(cols, x_title), yaxis=_category_axis(rows, y_title, autorange="reversed"))
+
+
+def depth_bars(values, labels: Sequence[str], title: str, y_title: str) -> go.Figure:
+    """One bar per depth point or part (labels in order), e.g. the norm of each residual update."""
+    v = _values(values, "values")
+    names = [_escape(s) for s in _labels(labels, v.size, "labels", f"values has {v.size} entries")]
+    fig = go.Figure(go.Bar(x=list(range(v.size)), y=v, marker_color=BLUE, customdata=names,
+                           hovertemplate="%{customdata}<br>" + y_title + " %{y:.4g}<extra></extra>"))
+    return _layout(fig, title, xaxis=_index_axis(names, ""), yaxis=_axis(y_title))

@@ -11,7 +11,10 @@ from gpt2viz.ui.pages import PAGE_TABLE
 EXPECT = {"overview": (2, "GPT-2"), "tokens": (3, "Embeddings"), "block": (3, "Transformer block"),
           "layernorm": (4, "LayerNorm 1"), "attention": (4, "Causal self-attention"),
           "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
-          "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting")}
+          "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting"),
+          "generation": (2, "Generation, step by step"), "training": (3, "Training internals"),
+          "lens": (1, "Logit lens and residual decomposition"), "exercises": (0, "Exercises"),
+          "glossary": (0, "Glossary"), "about": (0, "About gpt2viz")}
 
 
 def first_run(**params) -> AppTest:
@@ -126,3 +129,40 @@ def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
     errors = [e.value for e in at.sidebar.error]
     assert len(errors) == 1 and "model.safetensors" in errors[0] and "\n" not in errors[0]
     assert any("Using random gpt2 weights" in c.value for c in at.sidebar.caption)
+
+
+def test_exercise_is_checked_on_submit_with_the_worked_answer():
+    from gpt2viz import exercises as ex
+
+    at = open_page("exercises.py", set=3, questions=2)
+    first = ex.exercise_set(3, 2)[0]
+    at.text_input(key=f"answer-{first.id}").input(first.answer_text)
+    at.button[0].click().run()
+    assert any("Correct" in s.value for s in at.success)
+    at.text_input(key=f"answer-{first.id}").input("[1, 2, 3]" if first.kind == "shape" else "7")
+    at.button[0].click().run()
+    assert any("Not quite" in e.value and first.answer_text in e.value for e in at.error)
+    assert any(first.worked.splitlines()[0] in m.value for m in at.markdown)
+
+
+def test_teacher_view_offers_the_handouts():
+    at = open_page("exercises.py", set=3, questions=4, teacher="true")
+    assert not at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Answer key (Markdown)", "Worksheet without answers (Markdown)"]
+
+
+def test_generation_is_reproducible_from_the_url():
+    def continuation(**params):
+        at = open_page("generation.py", steps=5, **params)
+        assert not at.exception
+        return [m.value for m in at.markdown if m.value.startswith("**Continuation:**")]
+    sampled = continuation(temperature=1.2, top_k=40, gen_seed=7)
+    assert sampled == continuation(temperature=1.2, top_k=40, gen_seed=7)
+    assert sampled != continuation(temperature=1.2, top_k=40, gen_seed=8)
+
+
+def test_about_checks_decode_against_full_live():
+    at = open_page("about.py")
+    text = " ".join(m.value for m in at.markdown)
+    assert "agree" in text and "DISAGREE" not in text

@@ -14,7 +14,8 @@ import streamlit as st
 
 from ..config import get_config
 from ..model import GPT2
-from ..modes import Mode, run
+from ..generation import Sampler
+from ..modes import Generation, Mode, decode_vs_full, generate, greedy, run
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
 from ..weights import find_hf_checkpoints, load_safetensors, random_model
@@ -83,3 +84,25 @@ def trace_cache() -> TraceCache:
 def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int) -> Trace:
     key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None)
     return trace_cache().get_or_compute(key, lambda: run(weights.model, list(ids), mode, seed=seed))
+
+
+@st.cache_resource(max_entries=8, show_spinner="Generating step by step…")
+def _generation(weights_key: tuple, _weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
+                top_k: int | None, seed: int) -> Generation:
+    choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
+    return generate(_weights.model, list(ids), steps, choose=choose)
+
+
+def get_generation(weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
+                   top_k: int | None, seed: int) -> Generation:
+    """Cached by everything that determines it; the weights by their identity."""
+    return _generation(weights.key, weights, ids, steps, temperature, top_k, seed)
+
+
+@st.cache_resource(max_entries=16)
+def _decode_vs_full(weights_key: tuple, _weights: Weights, ids: tuple[int, ...]) -> float:
+    return decode_vs_full(_weights.model, list(ids))
+
+
+def decode_check(weights: Weights, ids: tuple[int, ...]) -> float:
+    return _decode_vs_full(weights.key, weights, ids)

@@ -19,6 +19,12 @@ PAGE_TABLE = [
     ("output.py", "Output", "output", ":material/target:"),
     ("modes.py", "Modes and KV cache", "modes", ":material/memory:"),
     ("params.py", "Parameter accounting", "params", ":material/calculate:"),
+    ("generation.py", "Generation, step by step", "generation", ":material/play_arrow:"),
+    ("training.py", "Training internals", "training", ":material/school:"),
+    ("lens.py", "Logit lens", "lens", ":material/search:"),
+    ("exercises.py", "Exercises", "exercises", ":material/quiz:"),
+    ("glossary.py", "Glossary", "glossary", ":material/menu_book:"),
+    ("about.py", "About", "about", ":material/info:"),
 ]
 
 

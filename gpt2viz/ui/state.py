@@ -86,6 +86,11 @@ def controls() -> View:
     return view
 
 
+def sidebar_footer() -> None:
+    """Below the controls (after st.navigation, which page links need): the way to the glossary."""
+    st.sidebar.page_link("views/glossary.py", label="Glossary: B, T, P, L, d, nh, dh, V…", icon=":material/menu_book:")
+
+
 def _weights(sb, source: str) -> Weights:
     """The weights of `source`; on a bad file, say why and fall back to random gpt2."""
     if source == "random":

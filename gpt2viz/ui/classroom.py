@@ -1,0 +1,86 @@
+"""Data for the classroom pages: generation steps, training internals, the logit lens table."""
+
+import math
+
+import torch
+
+from .. import costs
+from ..config import GPT2Config
+from ..generation import distribution
+from ..lens import LensRow
+from ..modes import Generation
+from ..tokenizer import readable
+from ..trace import Trace
+
+GRAD_PARTS = [("ln_1", "ln_1"), ("attn.c_attn", "W_QKV"), ("attn.c_proj", "W_O"), ("ln_2", "ln_2"),
+              ("mlp.c_fc", "W_fc"), ("mlp.c_proj", "W_proj")]
+DROPOUT_SITES = [("attn.pattern_dropout_mask", "attention pattern"), ("attn.out_dropout_mask", "Δattn"),
+                 ("mlp.out_dropout_mask", "Δmlp")]
+
+
+def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k: int | None) -> list[dict]:
+    rows = []
+    for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):
+        probs = distribution(trace["logits"][0, -1], temperature, top_k)  # [V]
+        rows.append({"step": i, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
+                     "KV cache (fp32)": f"{costs.kv_cache_bytes(cfg, 1, trace.L).value:,} B",
+                     "chosen": readable(chosen), "p(chosen)": f"{float(probs[chosen]):.4f}"})
+    return rows
+
+
+def cache_series(gen: Generation, cfg: GPT2Config) -> tuple[list[int], list[int]]:
+    """L and the fp32 KV-cache bytes at each step."""
+    Ls = [t.L for t in gen.traces]
+    return Ls, [costs.kv_cache_bytes(cfg, 1, L).value for L in Ls]
+
+
+def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):
+    """(probabilities, labels, index of the chosen token or None) of the k most likely tokens."""
+    probs = distribution(trace["logits"][0, -1], temperature, top_k)  # [V]
+    top = probs.topk(k)
+    ids = top.indices.tolist()
+    return top.values.tolist(), [readable(i) for i in ids], (ids.index(chosen) if chosen in ids else None)
+
+
+def loss_summary(trace: Trace) -> dict[str, str]:
+    loss = float(trace["loss"])
+    return {"Mean loss": f"{loss:.4f}", "Perplexity e^loss": f"{math.exp(loss):,.1f}",
+            "Predictions": f"{trace['loss.per_token'].shape[-1]}"}
+
+
+def gradient_norms(trace: Trace, n_layer: int) -> torch.Tensor:
+    """‖∂loss/∂W‖ for each block component (rows, GRAD_PARTS order) and block (columns)."""
+    return torch.tensor([[float(trace[f"grad.h.{i}.{part}.weight"].norm()) for i in range(n_layer)]
+                         for part, _ in GRAD_PARTS])  # [6, n_layer]
+
+
+def stream_gradient_norms(trace: Trace, n_layer: int) -> list[float]:
+    return [float(trace[f"grad.blocks.{i}.resid_pre"].norm()) for i in range(n_layer)]
+
+
+def dropout_rows(trace: Trace, n_layer: int, p: float) -> list[dict]:
+    rows = []
+    if "embed.dropout_mask" in trace:
+        rows.append(_dropout_row("embeddings", "—", trace["embed.dropout_mask"], p))
+    for i in range(n_layer):
+        for short, site in DROPOUT_SITES:
+            rows.append(_dropout_row(site, i, trace.get(short, i), p))
+    return rows
+
+
+def _dropout_row(site: str, block, mask: torch.Tensor, p: float) -> dict:
+    dropped = 1 - mask.float().mean().item()
+    return {"site": site, "block": block, "shape": str(list(mask.shape)), "values": f"{mask.numel():,}",
+            "dropped": f"{dropped:.2%}", "expected": f"{p:.0%}"}
+
+
+def lens_rows(rows: list[LensRow]) -> list[dict]:
+    return [{"depth": r.label, "top token": readable(r.top_ids[0]), "p(top)": f"{r.top_probs[0]:.4f}",
+             "next four": " · ".join(readable(i) for i in r.top_ids[1:]),
+             "final prediction's rank": r.final_rank, "p(final prediction)": f"{r.final_prob:.4f}"}
+            for r in rows]
+
+
+def part_norms(d) -> list[float]:
+    """The L2 norm of each part of a decomposition at the last position."""
+    return d.parts[:, -1].norm(dim=-1).tolist()

@@ -1,0 +1,42 @@
+"""About: what gpt2viz checks live and what its test suite proves against transformers."""
+
+import streamlit as st
+
+from gpt2viz.ui.anatomy import view_state
+from gpt2viz.ui.cache import decode_check
+
+view = view_state()
+st.title("About gpt2viz")
+st.markdown("gpt2viz runs its own GPT-2, written so that every intermediate tensor can be recorded, and holds it "
+            "to the reference implementation number by number.")
+st.subheader("Checked live on your text")
+if view.text_error:
+    st.warning(view.text_error, icon=":material/edit:")
+else:
+    diff = decode_check(view.weights, view.ids)
+    verdict = ":material/check_circle: agree" if diff < 1e-4 else ":material/error: DISAGREE"
+    st.markdown(f"Decoding the last token against the KV cache of the {len(view.ids) - 1} before it, and running "
+                f"the full sequence without a cache, give last-position logits that {verdict}: the largest "
+                f"difference over all {view.config.vocab_size:,} logits is **{diff:.2e}** "
+                f"({view.weights.label}).")
+st.subheader("What the test suite proves")
+st.markdown("""
+Against `transformers.GPT2LMHeadModel` (eager attention) on the same random weights, loaded from the
+`model.safetensors` that transformers itself wrote (3 blocks, 4 heads, width 128):
+
+| what | tolerance |
+|---|---|
+| logits, every block's input hidden state, the final LayerNorm output | max abs 1e-4 (rel 1e-4) |
+| every attention pattern | max abs 1e-4 |
+| the KV cache of every layer against `past_key_values` | max abs 1e-4 |
+| the training loss with labels (dropout off) | max abs 1e-4 |
+| 10 greedy generated tokens against `generate` | identical ids |
+| DECODE logits against FULL's last position; a PREFILL + DECODE chain against FULL at every step | max abs 1e-4 |
+
+And on their own: the residual stream adds up exactly (`resid_mid = resid_pre + attn.out`, `resid_post =
+resid_mid + mlp.out`, to the bit); patterns are causal softmaxes (rows sum to 1, zeros above the
+diagonal); LayerNorm's recorded μ, σ², normalized and out agree with `torch.nn.functional.layer_norm`;
+the recorded gradients equal torch's own `.backward()`; every parameter count is computed three ways
+(closed form, a model's parameters, a checkpoint header) that agree for every size, and every
+calculation shown evaluates to its count; every recorded shape equals the catalogue's in every mode.
+""")

@@ -1,0 +1,45 @@
+"""Generation, step by step: one decode step per new token, the cache growing, the choice made."""
+
+import streamlit as st
+
+from gpt2viz import plots
+from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, view_state
+from gpt2viz.ui.cache import get_generation
+from gpt2viz.ui.classroom import cache_series, generation_rows, step_choices
+
+view = view_state()
+st.title("Generation, step by step")
+st.markdown("Each step is one **decode**: the newest token reads the KV cache of every earlier position "
+            "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "
+            "input of the next step, and its keys and values join the cache.")
+if view.text_error:
+    st.warning(view.text_error, icon=":material/edit:")
+    st.stop()
+cols = st.columns(4)
+steps = int(cols[0].number_input("Steps", 1, 32, 8, key="steps", bind="query-params"))
+temperature = float(cols[1].number_input("Temperature (0 = greedy)", 0.0, 5.0, 0.0, 0.1, key="temperature",
+                                         bind="query-params"))
+top_k = int(cols[2].number_input("Top-k (0 = all)", 0, 50257, 0, key="top_k", bind="query-params")) or None
+seed = int(cols[3].number_input("Sampling seed", 0, 2**31 - 1, 0, key="gen_seed", bind="query-params"))
+room = view.config.n_positions - len(view.ids) + 1
+if steps > room:
+    st.info(f"The context has room for {room} more tokens; generating {room}.")
+    steps = room
+gen = get_generation(view.weights, view.ids, steps, temperature, top_k, seed)
+random_note(view)
+rows = generation_rows(gen, view.config, temperature, top_k)
+st.dataframe(rows, hide_index=True, width="stretch")
+st.markdown("**Continuation:** " + " ".join(f"`{row['chosen']}`" for row in rows))
+plot(plots.cache_growth(*cache_series(gen, view.config), "KV cache: keys read (L) and bytes per step"))
+step = int(st.slider("Step", 0, len(gen.traces) - 1, 0, key="step", bind="query-params")) if len(gen.traces) > 1 else 0
+trace, chosen = gen.traces[step], gen.ids[step]
+q, k, offset = axis_tokens(trace)
+cols = st.columns(2)
+with cols[0]:
+    plot(plots.attention_heatmap(trace.get("attn.pattern", view.block)[0, view.head], q, k,
+                                 f"Step {step}: the new token's attention · block {view.block} head {view.head}",
+                                 query_offset=offset))
+with cols[1]:
+    probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
+    plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, chosen token highlighted",
+                           highlight=chosen_at))

@@ -1,0 +1,36 @@
+"""Training internals: dropout that fired, the loss at every position, gradients per component."""
+
+import streamlit as st
+
+from gpt2viz import plots
+from gpt2viz.modes import Mode
+from gpt2viz.ui.anatomy import plot, random_note, view_state
+from gpt2viz.ui.cache import get_trace
+from gpt2viz.ui.classroom import GRAD_PARTS, dropout_rows, gradient_norms, loss_summary, stream_gradient_norms
+
+view = view_state()
+cfg = view.config
+st.title("Training internals")
+st.markdown(
+    "Training reads the **whole text at once**: every position predicts the next token in the same forward "
+    "pass, because the causal mask already hides the future from each position, so one pass gives T − 1 "
+    "predictions and one loss. Generation cannot do that: the next token does not exist until it is chosen, "
+    "so **decode** reads one token at a time and keeps the cache. Training also switches dropout on "
+    f"(p = {cfg.dropout}) and runs backward to get a gradient for every weight.")
+if view.text_error or len(view.ids) < 2:
+    st.warning(view.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
+    st.stop()
+seed = view.weights.key[-1] if view.weights.random else 0
+trace = get_trace(view.weights, view.ids, Mode.TRAINING, seed)
+random_note(view)
+cols = st.columns(3)
+for col, (label, value) in zip(cols, loss_summary(trace).items()):
+    col.metric(label, value)
+plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position: which tokens surprised the model"))
+st.subheader("Dropout that fired")
+st.dataframe(dropout_rows(trace, cfg.n_layer, cfg.dropout), hide_index=True, width="stretch", height=260)
+st.subheader("Gradients")
+plot(plots.matrix_heatmap(gradient_norms(trace, cfg.n_layer), [label for _, label in GRAD_PARTS],
+                          [str(i) for i in range(cfg.n_layer)], "‖∂loss/∂W‖ per component and block", "norm"))
+plot(plots.depth_bars(stream_gradient_norms(trace, cfg.n_layer), [f"block {i} in" for i in range(cfg.n_layer)],
+                      "‖∂loss/∂xₙ‖: the gradient reaching each block's input", "norm"))

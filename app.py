@@ -7,6 +7,6 @@ from gpt2viz.ui.state import controls, sidebar_footer
 
 st.set_page_config(page_title="gpt2viz · GPT-2, opened up", page_icon="🔬", layout="wide")
 st.session_state["view"] = controls()
-page = st.navigation(pages())
+page = st.navigation(pages(), expanded=True)
 sidebar_footer()
 page.run()

@@ -19,7 +19,7 @@ if trace is None:
     st.stop()
 random_note(view)
 st.caption(f"Position: the last one ({trace.tokens[-1]!r}).")
-st.dataframe(lens_rows(logit_lens(view.weights.model, trace)), hide_index=True, width="stretch")
+st.dataframe(lens_rows(logit_lens(view.weights.model, trace)), hide_index=True, width="stretch", height="content")
 st.subheader(f"The stream entering block {view.block}, taken apart")
 st.latex(r"x_b = x_0 + \sum_{i<b} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
 d = decompose(trace, view.block)

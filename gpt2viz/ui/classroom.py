@@ -35,11 +35,13 @@ def cache_series(gen: Generation, cfg: GPT2Config) -> tuple[list[int], list[int]
 
 
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):
-    """(probabilities, labels, index of the chosen token or None) of the k most likely tokens."""
+    """(probabilities, labels, index of the chosen token) of the k most likely tokens, and of the
+    chosen one when sampling picked a token outside them."""
     probs = distribution(trace["logits"][0, -1], temperature, top_k)  # [V]
-    top = probs.topk(k)
-    ids = top.indices.tolist()
-    return top.values.tolist(), [readable(i) for i in ids], (ids.index(chosen) if chosen in ids else None)
+    ids = probs.topk(k).indices.tolist()
+    if chosen not in ids:  # a sampled token from further down: show it too, last
+        ids.append(chosen)
+    return probs[ids].tolist(), [readable(i) for i in ids], ids.index(chosen)
 
 
 def loss_summary(trace: Trace) -> dict[str, str]:

@@ -29,6 +29,9 @@ PAGE_TABLE = [
 
 
 
-def pages() -> list:
-    return [st.Page(ROOT / file, title=title, url_path=url, icon=icon, default=(url == "overview"))
-            for file, title, url, icon in PAGE_TABLE]
+SECTIONS = {"The model": PAGE_TABLE[:10], "Classroom": PAGE_TABLE[10:14], "Reference": PAGE_TABLE[14:]}
+
+
+def pages() -> dict[str, list]:
+    return {section: [st.Page(ROOT / file, title=title, url_path=url, icon=icon, default=(url == "overview"))
+                      for file, title, url, icon in table] for section, table in SECTIONS.items()}

@@ -164,9 +164,10 @@ def _clamp_height(px: float) -> int:
 
 def _layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
             **extra) -> go.Figure:
-    heading = dict(text=title, x=0.01, xanchor="left", font=dict(size=15))
+    # titles may carry tokens ("<br>" is one): plotly would render them as markup
+    heading = dict(text=_escape(title), x=0.01, xanchor="left", font=dict(size=15))
     if subtitle:
-        heading["subtitle"] = dict(text=subtitle, font=dict(size=11))
+        heading["subtitle"] = dict(text=_escape(subtitle), font=dict(size=11))
     extra.setdefault("margin", dict(l=50, r=20, t=70 if subtitle else 45, b=40))
     fig.update_layout(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
     return fig

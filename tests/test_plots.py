@@ -387,3 +387,17 @@ def test_every_figure_is_compact_with_titled_axes():
         assert 200 <= fig.layout.height <= 450 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         assert fig.layout.margin.l <= 60 and fig.layout.margin.r <= 30
+
+
+def test_titles_show_markup_in_tokens_as_text():
+    fig = plots.topk_tokens([0.5, 0.2], ["<b>", "x"], "Next token after '<br>'")
+    assert fig.layout.title.text == "Next token after '&lt;br&gt;'"
+
+
+def test_matrix_heatmap_and_depth_bars():
+    fig = plots.matrix_heatmap(np.ones((2, 3)), ["W_QKV", "W_O"], ["0", "1", "2"], "grads", "norm")
+    assert fig.data[0].z.shape == (2, 3) and "norm" in fig.data[0].hovertemplate
+    with pytest.raises(ValueError, match="row_labels"):
+        plots.matrix_heatmap(np.ones((2, 3)), ["a"], ["0", "1", "2"], "t", "v")
+    fig = plots.depth_bars([1.0, 2.0], ["embed", "attn 0"], "parts", "L2 norm")
+    assert list(fig.layout.xaxis.ticktext) == ["embed", "attn 0"]

@@ -6,6 +6,7 @@ from gpt2viz import plots
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, view_state
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import cache_series, generation_rows, step_choices
+from gpt2viz.ui.text import code_span
 
 view = view_state()
 st.title("Generation, step by step")
@@ -29,7 +30,7 @@ gen = get_generation(view.weights, view.ids, steps, temperature, top_k, seed)
 random_note(view)
 rows = generation_rows(gen, view.config, temperature, top_k)
 st.dataframe(rows, hide_index=True, width="stretch")
-st.markdown("**Continuation:** " + " ".join(f"`{row['chosen']}`" for row in rows))
+st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
 plot(plots.cache_growth(*cache_series(gen, view.config), "KV cache: keys read (L) and bytes per step"))
 step = int(st.slider("Step", 0, len(gen.traces) - 1, 0, key="step", bind="query-params")) if len(gen.traces) > 1 else 0
 trace, chosen = gen.traces[step], gen.ids[step]

@@ -6,6 +6,7 @@ from gpt2viz import plots
 from gpt2viz.lens import decompose, logit_lens
 from gpt2viz.ui.anatomy import plot, random_note, view_state, view_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
+from gpt2viz.ui.text import code_span
 
 view = view_state()
 st.title("Logit lens and residual decomposition")
@@ -18,7 +19,7 @@ trace = view_trace(view)
 if trace is None:
     st.stop()
 random_note(view)
-st.caption(f"Position: the last one ({trace.tokens[-1]!r}).")
+st.caption(f"Position: the last one, {code_span(trace.tokens[-1])}.")
 st.dataframe(lens_rows(logit_lens(view.weights.model, trace)), hide_index=True, width="stretch", height="content")
 st.subheader(f"The stream entering block {view.block}, taken apart")
 st.latex(r"x_b = x_0 + \sum_{i<b} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")

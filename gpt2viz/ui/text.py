@@ -1,0 +1,11 @@
+"""Putting user-derived text (tokens) into Markdown safely: as code spans, never as markup."""
+
+import re
+
+
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span that shows it literally, backticks included."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

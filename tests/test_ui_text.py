@@ -1,0 +1,12 @@
+"""Tokens in Markdown are code spans: markup in them is shown, not rendered."""
+
+import pytest
+
+from gpt2viz.ui.text import code_span
+
+
+@pytest.mark.parametrize("token,expected", [("␣the", "`␣the`"), ("a`b", "``a`b``"), ("`", "`` ` ``"),
+                                            ("![x](http://example.invalid/i.png)", "`![x](http://example.invalid/i.png)`"),
+                                            ("<script>", "`<script>`")])
+def test_code_span(token, expected):
+    assert code_span(token) == expected

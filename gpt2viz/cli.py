@@ -57,6 +57,8 @@ def build_parser() -> Parser:
     p.add_argument("--tokens", type=int, default=None, help="T (default 8; 1 in decode)")
     p.add_argument("--past", type=int, default=None, help="P, cached positions (prefill/decode)")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
+    p.add_argument("name", nargs="?", default="gpt2", help="gpt2 (default), gpt2-medium, gpt2-large, gpt2-xl, distilgpt2")
     return parser
 
 
@@ -119,7 +121,15 @@ def cmd_shapes(a) -> int:
     return 0
 
 
-COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes}
+def cmd_download(a) -> int:
+    from .download import download
+
+    print(download(a.name))
+    return 0
+
+
+COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
+            "download": cmd_download}
 
 
 def main(argv=None) -> int:

@@ -52,3 +52,19 @@ def test_pickle_weights_refused(tmp_path):
     bad.write_bytes(b"PK\x03\x04 zip")
     p = cli("trace", "--weights", str(bad), "--text", "hi")
     assert p.returncode == 2 and "pickle" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_download_without_network_is_one_line(tmp_path):
+    """The hub endpoint points at a closed port on this machine: no traffic leaves it."""
+    import os
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9", HF_HOME=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "gpt2viz", "download", "gpt2"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "cannot reach 127.0.0.1:9" in p.stderr
+    assert not any(tmp_path.rglob("model.safetensors"))
+
+
+def test_download_of_an_unknown_name():
+    p = cli("download", "gpt5")
+    assert p.returncode == 2 and "no published checkpoint called 'gpt5'" in p.stderr

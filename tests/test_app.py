@@ -166,3 +166,20 @@ def test_about_checks_decode_against_full_live():
     at = open_page("about.py")
     text = " ".join(m.value for m in at.markdown)
     assert "agree" in text and "DISAGREE" not in text
+
+
+def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypatch):
+    from gpt2viz.ui.cache import trace_cache
+
+    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "8")  # a full trace (60 MB of logits alone) would not fit
+    trace_cache.clear()
+    try:
+        at = open_page("attention.py", text="word " * 300, block=1)
+        assert not at.exception
+        assert any("Recording only what this page shows" in c.value for c in at.caption)
+        assert len(charts(at)) >= 4
+        cache = trace_cache()
+        assert cache.budget == 8 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget
+        assert all(n.startswith("blocks.1.attn.") for t in cache._items.values() for n in t.names)
+    finally:
+        trace_cache.clear()

@@ -27,5 +27,5 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.attn", view, states)
+component_page("block.attn", view, states, needs=[f"blocks.{view.block}.attn.*"])
 child_summaries("block.attn", view)

@@ -22,4 +22,5 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block", view, states)
+component_page("block", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", f"blocks.{view.block}.attn.out",
+                                               f"blocks.{view.block}.mlp.out"])

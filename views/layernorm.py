@@ -26,4 +26,4 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.ln1", view, states)
+component_page("block.ln1", view, states, needs=[f"blocks.{view.block}.ln*", "ln_f.*"])

@@ -15,7 +15,7 @@ st.markdown(
     "stopped there: apply the final LayerNorm, with its mean and variance **recomputed from the stream at that "
     "depth** (its gain and bias are the final ones), then multiply by the token table. At the last depth this "
     "is exactly the model's output.")
-trace = view_trace(view)
+trace = view_trace(view, needs=["blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "logits"])
 if trace is None:
     st.stop()
 random_note(view)

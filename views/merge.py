@@ -19,4 +19,4 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.attn.merge", view, states)
+component_page("block.attn.merge", view, states, needs=[f"blocks.{view.block}.attn.*"])

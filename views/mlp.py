@@ -20,5 +20,5 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.mlp", view, states)
+component_page("block.mlp", view, states, needs=[f"blocks.{view.block}.mlp.*"])
 child_summaries("block.mlp", view)

@@ -19,4 +19,4 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("unembed", view, states)
+component_page("unembed", view, states, needs=["ln_f.*", "logits", "loss*"])

@@ -24,4 +24,4 @@ for row in diagram_rows(cat_of(view), run_values(view, view.mode)):
     cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
     cols[1].markdown(f"`{row['shape']}`")
     cols[2].markdown(row["params"])
-component_page("model", view, states)
+component_page("model", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"])

@@ -23,5 +23,5 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("embed", view, states)
+component_page("embed", view, states, needs=["embed.*"])
 child_summaries("embed", view)

@@ -11,7 +11,7 @@ from .. import model as gpt2_model
 from ..catalog import Catalogue, Component, catalogue, concrete, dims, run_dims
 from ..modes import Mode
 from ..trace import Trace
-from .cache import get_trace
+from .cache import full_trace_bytes, get_trace, records_everything
 from .state import MODE_LABELS, View
 
 # which page hosts which component (breadcrumb and "open inside" links)
@@ -57,16 +57,22 @@ def run_values(view: View, mode: Mode) -> dict[str, int]:
     return dims(view.config, run["B"], run["T"], run["P"], run["L"])
 
 
-def view_trace(view: View) -> Trace | None:
-    """The cached trace of this view; None, with a clear message, when there is nothing to run."""
+def view_trace(view: View, needs: list[str] | None = None) -> Trace | None:
+    """The cached trace of this view; None, with a clear message, when there is nothing to run.
+    `needs`: the names (globs) the page shows, recorded alone when a full trace would not fit."""
     if view.text_error:
         st.warning(view.text_error, icon=":material/edit:")
         return None
     if view.cut:
         st.info(f"The text was cut to the model's context of {view.config.n_positions:,} tokens: "
                 f"{view.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+    if needs is not None and not records_everything(view.weights, len(view.ids), view.mode):
+        full = full_trace_bytes(view.weights, len(view.ids), view.mode)
+        st.caption(f":material/memory: Recording only what this page shows: every tensor of this run would take "
+                   f"{full / 2**30:.1f} GiB.")
+    seed = view.weights.key[-1] if view.weights.random else 0
     with st.spinner(f"Running {view.config.name} on {len(view.ids):,} tokens ({view.mode.value})…"):
-        return get_trace(view.weights, view.ids, view.mode, view.weights.key[-1] if view.weights.random else 0)
+        return get_trace(view.weights, view.ids, view.mode, seed, None if needs is None else tuple(needs))
 
 
 def random_note(view: View) -> None:
@@ -152,8 +158,10 @@ def export(trace: Trace, names: list[str], label: str) -> None:
                        mime="application/octet-stream", key=f"export-{label}", icon=":material/download:")
 
 
-def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None) -> None:
-    """Render the page of component `cid`; `states` draws its intermediate states from the trace."""
+def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None,
+                   needs: list[str] | None = None) -> None:
+    """Render the page of component `cid`; `states` draws its intermediate states from the trace,
+    which holds at least the names `needs` lists."""
     cat = cat_of(view)
     c = cat[cid]
     header(c, cat)
@@ -164,7 +172,7 @@ def component_page(cid: str, view: View, states: Callable[[View, Trace], None] |
     if states is not None:
         st.subheader(f"Intermediate states · {MODE_LABELS[view.mode]}")
         random_note(view)
-        trace = view_trace(view)
+        trace = view_trace(view, needs)
         if trace is not None:
             states(view, trace)
     code(c)

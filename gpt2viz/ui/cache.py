@@ -12,6 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from .. import costs
+from ..catalog import concrete, dims, recorded, run_dims
 from ..config import get_config
 from ..model import GPT2
 from ..generation import Sampler
@@ -81,9 +83,28 @@ def trace_cache() -> TraceCache:
     return TraceCache(int(mb) * 2**20 if mb and mb.isdigit() and int(mb) > 0 else DEFAULT_BUDGET)
 
 
-def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int) -> Trace:
-    key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None)
-    return trace_cache().get_or_compute(key, lambda: run(weights.model, list(ids), mode, seed=seed))
+FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget
+
+
+def full_trace_bytes(weights: Weights, n_tokens: int, mode: Mode) -> int:
+    """What recording every tensor of this run would take (float32 values, bool masks)."""
+    cfg = weights.model.config
+    run_ = run_dims(cfg, mode, 1, T=None if mode is Mode.DECODE else n_tokens,
+                    P=n_tokens - 1 if mode is Mode.DECODE else None)
+    values = dims(cfg, run_["B"], run_["T"], run_["P"], run_["L"])
+    return costs.trace_bytes([(concrete(axes, values), dtype) for _, axes, dtype in recorded(cfg, mode)]).value
+
+
+def records_everything(weights: Weights, n_tokens: int, mode: Mode) -> bool:
+    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= trace_cache().budget
+
+
+def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None) -> Trace:
+    """The trace of this run, shared by every page while a full recording fits the budget; beyond
+    that (long texts on big models), only `needs` (names or globs) is recorded, per page."""
+    names = None if needs is None or records_everything(weights, len(ids), mode) else tuple(needs)
+    key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None, names)
+    return trace_cache().get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Generating step by step…")

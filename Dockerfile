@@ -1,0 +1,22 @@
+# gpt2viz as a container: the app on port 8501, as a non-root user, with a health check.
+# Build:  docker build -t gpt2viz .
+#         (torch from PyPI is a CUDA build of several GB; pass --build-arg TORCH_INDEX=<PyTorch's CPU
+#          wheel index URL> for the CPU build)
+# Run:    docker run -p 8501:8501 -v ~/.cache/huggingface:/home/app/.cache/huggingface:ro gpt2viz
+FROM python:3.11-slim
+
+ARG TORCH_INDEX=""
+ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+RUN useradd --create-home --uid 1000 app
+WORKDIR /home/app/gpt2viz
+COPY requirements.txt .
+RUN if [ -n "$TORCH_INDEX" ]; then pip install --index-url "$TORCH_INDEX" torch==2.13.0; fi \
+ && pip install -r requirements.txt
+COPY --chown=app:app . .
+
+USER app
+EXPOSE 8501
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
+CMD ["python", "-m", "streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0", "--server.headless=true"]

@@ -183,3 +183,11 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
         assert all(n.startswith("blocks.1.attn.") for t in cache._items.values() for n in t.names)
     finally:
         trace_cache.clear()
+
+
+@pytest.mark.parametrize("value", ["1e309", "-5", "nan", "seven"])
+def test_numbers_in_links_that_the_widget_cannot_take(value):
+    at = first_run(seed=value)
+    assert not at.exception
+    assert any("seed=" in w.value and "showing seed=0" in w.value for w in at.sidebar.warning)
+    assert "random tiny weights (seed 0)" in " ".join(c.value for c in at.sidebar.caption)

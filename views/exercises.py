@@ -4,14 +4,14 @@ A teacher view turns the same set into a handout with or without the answer key.
 import streamlit as st
 
 from gpt2viz import exercises as ex
+from gpt2viz.ui.state import number
 
 st.title("Exercises")
 st.markdown("Questions generated from the catalogue, for every size and mode. Shapes use the reference layout "
             "(heads before positions). Type a shape as `[1, 12, 1, 64]` and a count as `4,722,432`.")
 cols = st.columns(3)
-seed = int(cols[0].number_input("Set", 0, 10_000, 0, key="set", bind="query-params",
-                                help="the same set number gives the same questions: share the link"))
-n = int(cols[1].number_input("Questions", 1, 20, 6, key="questions", bind="query-params"))
+seed = number(cols[0], "Set", 0, 10_000, 0, key="set", help="the same set number gives the same questions: share the link")
+n = number(cols[1], "Questions", 1, 20, 6, key="questions")
 teacher = cols[2].toggle("Teacher view", key="teacher", bind="query-params")
 exercise_set = ex.exercise_set(seed, n)
 if teacher:

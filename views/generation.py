@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, view_state
 from gpt2viz.ui.cache import get_generation
+from gpt2viz.ui.state import number
 from gpt2viz.ui.classroom import cache_series, generation_rows, step_choices
 from gpt2viz.ui.text import code_span
 
@@ -17,11 +18,10 @@ if view.text_error:
     st.warning(view.text_error, icon=":material/edit:")
     st.stop()
 cols = st.columns(4)
-steps = int(cols[0].number_input("Steps", 1, 32, 8, key="steps", bind="query-params"))
-temperature = float(cols[1].number_input("Temperature (0 = greedy)", 0.0, 5.0, 0.0, 0.1, key="temperature",
-                                         bind="query-params"))
-top_k = int(cols[2].number_input("Top-k (0 = all)", 0, 50257, 0, key="top_k", bind="query-params")) or None
-seed = int(cols[3].number_input("Sampling seed", 0, 2**31 - 1, 0, key="gen_seed", bind="query-params"))
+steps = number(cols[0], "Steps", 1, 32, 8, key="steps")
+temperature = number(cols[1], "Temperature (0 = greedy)", 0.0, 5.0, 0.0, key="temperature", step=0.1)
+top_k = number(cols[2], "Top-k (0 = all)", 0, 50257, 0, key="top_k") or None
+seed = number(cols[3], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
 room = view.config.n_positions - len(view.ids) + 1
 if steps > room:
     st.info(f"The context has room for {room} more tokens; generating {room}.")

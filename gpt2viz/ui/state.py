@@ -86,6 +86,16 @@ def controls() -> View:
     return view
 
 
+def number(container, label: str, lo, hi, default, key: str, **kw):
+    """A URL-bound number input. Integer inputs are declared as floats shown with "%d": Streamlit
+    1.67's integer input raises OverflowError on a link such as ?seed=1e309 (int(inf)), while its
+    float input replaces a non-finite or out-of-range link value by the default."""
+    if isinstance(default, int):
+        kw = {"step": 1.0, "format": "%d", **kw}
+    value = container.number_input(label, float(lo), float(hi), float(default), key=key, bind="query-params", **kw)
+    return type(default)(value)
+
+
 def sidebar_footer() -> None:
     """Below the controls (after st.navigation, which page links need): the way to the glossary."""
     st.sidebar.page_link("views/glossary.py", label="Glossary: B, T, P, L, d, nh, dh, V…", icon=":material/menu_book:")
@@ -96,7 +106,7 @@ def _weights(sb, source: str) -> Weights:
     if source == "random":
         model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",
                              help="tiny is a 2-block test model with GPT-2's vocabulary")
-        seed = int(sb.number_input("Seed", 0, 2**31 - 1, 0, key="seed", bind="query-params"))
+        seed = number(sb, "Seed", 0, 2**31 - 1, 0, key="seed")
         return random_weights(model, seed)
     try:
         if source == "hf-cache":

@@ -398,11 +398,17 @@ def position_norms(x, tokens: Sequence[str], title: str, offset: int = 0) -> go.
     """The L2 norm of each position's vector in x [T, d], one bar per position
     (positions offset..offset+T-1; pass offset=P for a DECODE step)."""
     x = _array(x, "x", "T, d")
-    labels = _positions(tokens, x.shape[0], "x", offset)
-    bars = go.Bar(x=labels, y=np.linalg.norm(x, axis=1), marker_color=BLUE,
-                  hovertemplate="position·token %{x}<br>‖x‖₂ = %{y:.3f}<extra></extra>")
-    return _layout(go.Figure(bars), title, xaxis=_category_axis(labels, "position·token"),
-                   yaxis=_axis("L2 norm ‖x‖₂"))
+    _positions(tokens, x.shape[0], "x", offset)  # errors name x, the caller's argument
+    return position_values(np.linalg.norm(x, axis=1), tokens, title, "L2 norm ‖x‖₂", offset)
+
+
+def position_values(values, tokens: Sequence[str], title: str, y_title: str, offset: int = 0) -> go.Figure:
+    """One value per position [T] (a LayerNorm's μ or σ², a norm), one bar per position."""
+    v = _array(values, "values", "T")
+    labels = _positions(tokens, v.shape[0], "values", offset)
+    bars = go.Bar(x=labels, y=v, marker_color=BLUE,
+                  hovertemplate="position·token %{x}<br>" + _escape(y_title) + " = %{y:.4g}<extra></extra>")
+    return _layout(go.Figure(bars), title, xaxis=_category_axis(labels, "position·token"), yaxis=_axis(y_title))
 
 
 def _depth_series(norms, labels) -> tuple[list[str], np.ndarray]:

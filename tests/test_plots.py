@@ -196,7 +196,7 @@ def test_position_norms():
     fig = plots.position_norms(x, TOKENS, "norms", offset=3)
     bars = fig.data[0]
     assert bars.type == "bar" and np.allclose(bars.y, np.linalg.norm(x, axis=1))
-    assert bars.x[0] == "3·The" and "%{x}" in bars.hovertemplate and "%{y:.3f}" in bars.hovertemplate
+    assert bars.x[0] == "3·The" and "%{x}" in bars.hovertemplate and "%{y:.4g}" in bars.hovertemplate
     assert titles(fig) == ("position·token", "L2 norm ‖x‖₂")
     with pytest.raises(ValueError, match=r"x must be 2-D \[T, d\], got shape \(1, 6, 16\)"):
         plots.position_norms(x[None], TOKENS, "t")

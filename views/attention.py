@@ -4,7 +4,10 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.model import causal_mask
-from gpt2viz.ui.anatomy import axis_tokens, child_summaries, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+
+
+GRID_QUERIES = 32
 
 
 def states(view, trace):
@@ -21,11 +24,12 @@ def states(view, trace):
                                   query_offset=offset, mask=causal_mask(T, L)))
     with cols[1]:
         plot(plots.attention_heatmap(pattern[h], q, k, f"Pattern softmax · block {b} head {h}", query_offset=offset))
-    plot(plots.heads_grid(pattern, q, k, f"Every head of block {b}", query_offset=offset))
+    n = min(T, GRID_QUERIES)  # the grid draws nh maps: keep it to the last queries on long texts
+    plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
+                          + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
     plot(plots.position_norms(trace.get("attn.z", b)[0, h], q, f"‖per-head output z‖ · head {h}", offset=offset))
     export(trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
 
 
 view = view_state()
-component_page("block.attn", view, states, needs=[f"blocks.{view.block}.attn.*"])
-child_summaries("block.attn", view)
+component_page("block.attn", view, states, needs=[f"blocks.{view.block}.attn.*"], children=True)

@@ -9,14 +9,15 @@ from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_s
 def states(view, trace):
     b = view.block
     q, _, offset = axis_tokens(trace)
+    st.caption("LayerNorm 2 and the final LayerNorm compute the same function with their own g and b.")
     which = st.radio("LayerNorm", ["ln1", "ln2", "ln_f"], horizontal=True,
                      format_func={"ln1": f"ln_1 of block {b}", "ln2": f"ln_2 of block {b}", "ln_f": "final ln_f"}.get)
     prefix = "ln_f." if which == "ln_f" else f"blocks.{b}.{which}."
     cols = st.columns(2)
     with cols[0]:
-        plot(plots.position_norms(trace[prefix + "mean"][0], q, "μ per position (shown as |μ|)", offset=offset))
+        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
     with cols[1]:
-        plot(plots.position_norms(trace[prefix + "var"][0], q, "σ² per position", offset=offset))
+        plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²", offset=offset))
     cols = st.columns(2)
     with cols[0]:
         plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, child_summaries, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
 
 
 def states(view, trace):
@@ -20,5 +20,4 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.mlp", view, states, needs=[f"blocks.{view.block}.mlp.*"])
-child_summaries("block.mlp", view)
+component_page("block.mlp", view, states, needs=[f"blocks.{view.block}.mlp.*"], children=True)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.tokenizer import token_bytes
-from gpt2viz.ui.anatomy import axis_tokens, child_summaries, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
 
 
 def states(view, trace):
@@ -23,5 +23,4 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("embed", view, states, needs=["embed.*"])
-child_summaries("embed", view)
+component_page("embed", view, states, needs=["embed.*"], children=True)

@@ -11,6 +11,7 @@ from .. import model as gpt2_model
 from ..catalog import Catalogue, Component, catalogue, concrete, dims, run_dims
 from ..modes import Mode
 from ..trace import Trace
+from .pages import href
 from .cache import full_trace_bytes, get_trace, records_everything
 from .state import MODE_LABELS, View
 
@@ -90,7 +91,7 @@ def header(c: Component, cat: Catalogue) -> None:
     st.markdown(c.description)
     st.latex(c.equation)
     if c.children:
-        st.markdown("**Open inside:** " + " · ".join(f"[{ch.title}](/{HOME[ch.id]})" for ch in c.children))
+        st.markdown("**Open inside:** " + " · ".join(f"[{ch.title}]({href(HOME[ch.id])})" for ch in c.children))
 
 
 def shapes(c: Component, view: View) -> None:
@@ -106,7 +107,7 @@ def shapes(c: Component, view: View) -> None:
             st.caption(f"B = {values['B']}, T = {values['T']}, P = {values['P']}, L = {values['L']}"
                        + (" (L = P + 1: the new token reads every cached key and its own)" if mode is Mode.DECODE else ""))
             if rows:
-                st.dataframe(rows, hide_index=True, width="stretch")
+                st.table(rows)
             else:
                 st.caption("No tensors of this component are recorded in this mode.")
 
@@ -118,7 +119,7 @@ def parameters(c: Component, view: View) -> None:
         return
     rows = [{"component": r.name, "formula": r.symbolic, "calculation": r.calculation,
              "parameters": f"{r.parameters:,}", "checkpoint tensors": ", ".join(r.tensors)} for r in c.rows]
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.table(rows)
     if c.instances > 1:
         st.markdown(f"**{c.per_instance:,}** per block × {c.instances} blocks = **{c.total:,}** parameters")
     else:
@@ -159,7 +160,7 @@ def export(trace: Trace, names: list[str], label: str) -> None:
 
 
 def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None,
-                   needs: list[str] | None = None) -> None:
+                   needs: list[str] | None = None, children: bool = False) -> None:
     """Render the page of component `cid`; `states` draws its intermediate states from the trace,
     which holds at least the names `needs` lists."""
     cat = cat_of(view)
@@ -175,6 +176,8 @@ def component_page(cid: str, view: View, states: Callable[[View, Trace], None] |
         trace = view_trace(view, needs)
         if trace is not None:
             states(view, trace)
+    if children:
+        child_summaries(cid, view)
     code(c)
     sources(c)
 
@@ -192,14 +195,14 @@ def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
 
 
 def child_summaries(cid: str, view: View) -> None:
-    """Equation, shapes and parameters of each child, for pages that host several components."""
+    """The parts inside: equation, parameters and explanation of each child."""
     cat = cat_of(view)
+    st.subheader("Inside")
     for ch in cat[cid].children:
-        with st.expander(f"{ch.title} — {ch.per_instance:,} parameters per block" if ch.per_instance
-                         else f"{ch.title} — parameter-free"):
+        per = f"{ch.per_instance:,} parameters" + (" per block" if ch.instances > 1 else "")
+        with st.expander(f"{ch.title} — {per if ch.per_instance else 'parameter-free'}"):
             st.markdown(ch.description)
             st.latex(ch.equation)
-            shapes(ch, view)
             parameters(ch, view)
             st.markdown(ch.explanation)
 

@@ -29,9 +29,17 @@ PAGE_TABLE = [
 
 
 
+DEFAULT = "overview"
+
+
+def href(url: str) -> str:
+    """The address of a page: Streamlit serves the default page at the root only."""
+    return "/" if url == DEFAULT else "/" + url
+
+
 SECTIONS = {"The model": PAGE_TABLE[:10], "Classroom": PAGE_TABLE[10:14], "Reference": PAGE_TABLE[14:]}
 
 
 def pages() -> dict[str, list]:
-    return {section: [st.Page(ROOT / file, title=title, url_path=url, icon=icon, default=(url == "overview"))
+    return {section: [st.Page(ROOT / file, title=title, url_path=url, icon=icon, default=(url == DEFAULT))
                       for file, title, url, icon in table] for section, table in SECTIONS.items()}

@@ -1,0 +1,340 @@
+"""How fast the app is in a real browser: cold start, and views changed in a warm app.
+
+Headless Debian chromium (playwright, never `playwright install`) drives `streamlit run app.py`.
+A view counts as rendered when the script is idle, nothing is stale, every Plotly chart is drawn
+and the expected block/head shows in a chart title (tests/streamlit_server.py, `wait_rendered`).
+
+(a) Cold start: from launching `python -m streamlit run app.py` to the first page rendered, with
+    random gpt2 weights and the default text (URL `/?model=gpt2`), in a fresh browser context (no
+    HTTP cache). Split into launch → /_stcore/health and health → rendered. Target ≤ 10 s.
+(b) Warm: the app has served the view before (the trace is cached); the text has T = 256 tokens
+    (and, for comparison, the default text). Two ways to change the view:
+      goto     page.goto of the new URL (a reload: new Streamlit session, JavaScript from cache)
+      session  what a user does: the Block or Head slider (keyboard, one step) or a sidebar page
+               link, in the same session
+    Target ≤ 0.5 s. The in-page split: action → script run starts, run (server script and
+    streamed elements), run end → all charts drawn (Plotly); "-" where runs were too fast for the
+    page to show the state `running`.
+(b') Every page of PAGE_TABLE by goto, warm, T = 256: which page costs what.
+Baselines, measured in the same run: a trivial Streamlit script written to a temporary directory
+(a slider bound to the URL and a title), without and with 4 small Plotly charts. Ratios are ours
+over the trivial baseline of the same kind. Medians over rounds; in each round every case of a
+table runs once, in an order that rotates, so that machine noise hits every case alike.
+
+Usage:  .venv/bin/python benchmarks/bench_app.py [--quick]
+"""
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # streamlit_server: a gpt2viz-independent helper
+
+from streamlit_server import (  # noqa: E402
+    EXCEPTION, StreamlitServer, chromium_path, launch_chromium, new_context, run_times, wait_rendered)
+
+from gpt2viz.tokenizer import encode  # noqa: E402
+from gpt2viz.ui.pages import PAGE_TABLE  # noqa: E402
+
+COLD_TARGET_S, WARM_TARGET_S = 10.0, 0.5
+TOKENS = 256
+PAGES = [url for _, _, url, _ in PAGE_TABLE]
+TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
+CYCLE = ["attention", "mlp", "block", "layernorm", "merge", "tokens", "output"]  # page changes in (b)
+N_BLOCK = N_HEAD = 12  # gpt2
+
+TRIVIAL = '''import streamlit as st
+
+block = st.sidebar.slider("Block", 0, 11, 0, key="block", bind="query-params")
+st.title(f"Trivial · block {block}")
+st.write("A baseline: Streamlit and the browser, nothing of gpt2viz.")
+n = int(st.query_params.get("charts", 0))
+if n:
+    import plotly.graph_objects as go
+    for i in range(n):
+        st.plotly_chart(go.Figure(go.Bar(y=[1, 3, 2]), layout_title_text=f"chart {i} · block {block}"))
+'''
+
+
+# ---------------------------------------------------------------------------- measurements
+class Sample:
+    """One timed view change: wall seconds, and the in-page split in seconds (None if unknown);
+    or, if it failed, `error` and no times."""
+
+    def __init__(self, wall=None, to_run=None, run=None, draw=None, error: str | None = None):
+        self.wall, self.to_run, self.run, self.draw, self.error = wall, to_run, run, draw, error
+
+
+def attempt(fn, *args) -> Sample:
+    """fn(*args), or a failed Sample: one view that breaks must not lose a long benchmark."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 (reported in the tables)
+        return Sample(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+
+
+def _split(page, t_action_ms: float, t_settled_ms: float) -> tuple:
+    start, end = run_times(page)
+    if start is None or end is None or start < t_action_ms or end < start:
+        return None, None, None
+    return (start - t_action_ms) / 1e3, (end - start) / 1e3, (t_settled_ms - end) / 1e3
+
+
+def _check(page, what: str) -> None:
+    errors = page.locator(EXCEPTION).all_inner_texts()
+    if errors:
+        raise RuntimeError(f"{what}: exception on the page: {errors[0][:500]}")
+
+
+def timed_goto(page, url: str, min_charts: int, must_see: str | None) -> Sample:
+    t0 = time.perf_counter()
+    page.goto(url)
+    settled = wait_rendered(page, min_charts, must_see=must_see)
+    wall = time.perf_counter() - t0
+    _check(page, url.split("?")[0])
+    return Sample(wall, *_split(page, 0.0, settled))  # performance.now() counts from navigation start
+
+
+def timed_action(page, action, min_charts: int, must_see: str | None, what: str) -> Sample:
+    """An action in the same session; without `must_see`, wait for the h1 to change (a page link)."""
+    h1 = None if must_see else page.locator("h1").first.text_content()
+    t_action = page.evaluate("performance.now()")
+    t0 = time.perf_counter()
+    action()
+    settled = wait_rendered(page, min_charts, must_see=must_see, not_h1=h1)
+    wall = time.perf_counter() - t0
+    _check(page, what)
+    return Sample(wall, *_split(page, t_action, settled))
+
+
+def press_slider(page, label: str, key: str):
+    return lambda: (page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider").focus(),
+                    page.keyboard.press(key))
+
+
+def click_page_link(page, url: str):
+    return lambda: page.get_by_test_id("stSidebarNavLink").filter(has_text=TITLES[url]).click()
+
+
+def cold_start(browser, script: Path, cwd: Path, path: str, min_charts: int) -> tuple[float, float]:
+    """(launch → health, launch → rendered) in seconds, for a new server and a new browser context."""
+    context = new_context(browser)
+    page = context.new_page()
+    t0 = time.perf_counter()
+    server = StreamlitServer(script, cwd)
+    try:
+        health = server.wait_healthy(timeout=120)
+        page.goto(server.base + path)
+        wait_rendered(page, min_charts, timeout_ms=120_000)
+        total = time.perf_counter() - t0
+        _check(page, f"cold start of {script.name}")
+    finally:
+        context.close()
+        server.stop()
+    return health, total
+
+
+def long_text(n_tokens: int) -> str:
+    """An English text of at most n_tokens GPT-2 tokens (whole words, as close as they allow)."""
+    words = ("The model reads every token once, writes a residual stream, and each block adds what its "
+             "attention and its MLP computed from a normalised copy of that stream. ").split()
+    text = ""
+    for i in range(10 * n_tokens):
+        candidate = (text + " " + words[i % len(words)]).strip()
+        if len(encode(candidate)) > n_tokens:
+            break
+        text = candidate
+    return text
+
+
+# ---------------------------------------------------------------------------- rounds
+def run_rounds(cases: dict, rounds: int, warmup: int = 1) -> dict[str, list[Sample]]:
+    """Each case is a callable(i) -> Sample; round r runs every case once, order rotated by r."""
+    names = list(cases)
+    samples = {n: [] for n in names}
+    for r in range(warmup + rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for n in order:
+            s = attempt(cases[n], r)
+            if r >= warmup:
+                samples[n].append(s)
+    return samples
+
+
+def med(samples: list[Sample], field: str) -> float | None:
+    """Median over the samples that have the field (a run too fast to show `running` has no split,
+    a failed one has nothing); None when fewer than half have it."""
+    values = [getattr(s, field) for s in samples if getattr(s, field) is not None]
+    return statistics.median(values) if values and 2 * len(values) >= len(samples) else None
+
+
+def errors(named: dict[str, list[Sample]]) -> list[str]:
+    return [f"  {name}: {sum(1 for s in ss if s.error)} of {len(ss)} failed, e.g. {next(s.error for s in ss if s.error)}"
+            for name, ss in named.items() if any(s.error for s in ss)]
+
+
+def fmt(x: float | None, unit: str = "s") -> str:
+    return "-" if x is None else (f"{x:.2f} {unit}" if unit == "s" else f"{x:.1f}×")
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
+
+
+# ---------------------------------------------------------------------------- the benchmark
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    args = ap.parse_args()
+    cold_reps, warm_rounds, page_reps = (1, 3, 1) if args.quick else (3, 5, 2)
+    if chromium_path() is None:
+        sys.exit("no chromium (/usr/bin/chromium or `chromium` on PATH)")
+    from playwright.sync_api import sync_playwright
+    import streamlit
+
+    text256 = long_text(TOKENS)
+    T = len(encode(text256))
+    print(f"gpt2viz app benchmark · streamlit {streamlit.__version__} · {chromium_path()} · "
+          f"{'quick' if args.quick else 'full'} run")
+    print(f"(a) {cold_reps} cold starts each; (b) {warm_rounds} rounds after 1 warm-up round; long text T = {T}")
+
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        trivial = Path(tmp) / "trivial.py"
+        trivial.write_text(TRIVIAL)
+        browser = launch_chromium(p)
+
+        # (a) cold starts, alternating app and baselines
+        cold = {"app": [], "trivial": [], "trivial4": []}
+        for _ in range(cold_reps):
+            cold["trivial"].append(cold_start(browser, trivial, tmp, "/", 0))
+            cold["trivial4"].append(cold_start(browser, trivial, tmp, "/?charts=4", 4))
+            cold["app"].append(cold_start(browser, Path("app.py"), ROOT, "/?model=gpt2", 2))
+
+        # (b) warm: one server each, one tab per case
+        with StreamlitServer("app.py", ROOT) as app, StreamlitServer(trivial, tmp) as base:
+            app.wait_healthy(120)
+            base.wait_healthy(60)
+            context = new_context(browser)
+            warm, per_page = measure_warm(context, app.base, base.base, text256, warm_rounds, page_reps)
+            context.close()
+        browser.close()
+
+    report(cold, warm, per_page, T)
+
+
+def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_reps: int):
+    texts = {"T=256": quote(text256), "default": None}
+    q = lambda t: f"?model=gpt2&text={texts[t]}" if texts[t] else "?model=gpt2"
+    tabs: dict[str, object] = {}
+
+    def tab(name: str, url: str, min_charts: int):
+        if name not in tabs:
+            tabs[name] = context.new_page()
+            tabs[name].goto(url)
+            wait_rendered(tabs[name], min_charts, timeout_ms=120_000)
+        tabs[name].bring_to_front()
+        return tabs[name]
+
+    cases = {}
+    for t in texts:
+        # goto: a new URL each time (the view was served before: warm-up round and the cycle)
+        cases[f"goto block · {t}"] = lambda r, t=t: timed_goto(
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", 4), f"{app}/attention{q(t)}&block={r % N_BLOCK}", 4,
+            f"block {r % N_BLOCK} head 0")
+        cases[f"goto head · {t}"] = lambda r, t=t: timed_goto(
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", 4), f"{app}/attention{q(t)}&head={r % N_HEAD}", 4,
+            f"block 0 head {r % N_HEAD}")
+        cases[f"goto page · {t}"] = lambda r, t=t: timed_goto(
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", 4), f"{app}/{CYCLE[r % len(CYCLE)]}{q(t)}", 1, None)
+        # session: the slider one step right on even rounds, back left on odd ones; page links in a cycle
+        cases[f"session Block slider · {t}"] = lambda r, t=t: slider_step(
+            tab(f"block-{t}", f"{app}/attention{q(t)}", 4), "Block", r, "block {} head 0")
+        cases[f"session Head slider · {t}"] = lambda r, t=t: slider_step(
+            tab(f"head-{t}", f"{app}/attention{q(t)}", 4), "Head", r, "block 0 head {}")
+        cases[f"session page link · {t}"] = lambda r, t=t: timed_action(
+            tab(f"nav-{t}", f"{app}/{CYCLE[-1]}{q(t)}", 1),
+            click_page_link(tabs[f"nav-{t}"], CYCLE[r % len(CYCLE)]), 1, None, "page link")
+    for charts in (0, 4):
+        suffix = f"&charts={charts}" if charts else ""
+        label = "trivial" if charts == 0 else "trivial + 4 charts"
+        cases[f"goto · {label}"] = lambda r, s=suffix, c=charts: timed_goto(
+            tab(f"base-goto{c}", f"{base}/?block=0{s}", c), f"{base}/?block={r % N_BLOCK}{s}", c,
+            f"block {r % N_BLOCK}")
+        cases[f"session slider · {label}"] = lambda r, s=suffix, c=charts: slider_step(
+            tab(f"base-slider{c}", f"{base}/?block=0{s}", c), "Block", r, "block {}", c)
+    warm = run_rounds(cases, rounds)
+
+    # every page once per repetition, warm, by goto, at T = 256 (which page costs what)
+    page = tab("pages", f"{app}/attention{q('T=256')}", 4)
+    per_page = {url: [] for url in PAGES}
+    for r in range(1 + page_reps):
+        for url in PAGES:
+            s = attempt(timed_goto, page, f"{app}/{url}{q('T=256')}", 0, None)
+            if r:
+                per_page[url].append(s)
+    return warm, per_page
+
+
+def slider_step(page, label: str, r: int, title: str, min_charts: int = 4) -> Sample:
+    """One keyboard step of a slider: right on even rounds (0 → 1), left on odd ones (1 → 0)."""
+    key, value = ("ArrowRight", 1) if r % 2 == 0 else ("ArrowLeft", 0)
+    return timed_action(page, press_slider(page, label, key), min_charts, title.format(value), f"{label} slider")
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def report(cold, warm, per_page, T) -> None:
+    print("\n(a) Cold start: launch `streamlit run` → first page rendered (median)")
+    base_total = statistics.median(t for _, t in cold["trivial"])
+    rows = []
+    for key, label in (("app", "app.py, /?model=gpt2 (random gpt2, default text)"),
+                       ("trivial", "baseline: trivial script"), ("trivial4", "baseline: trivial + 4 charts")):
+        health = statistics.median(h for h, _ in cold[key])
+        total = statistics.median(t for _, t in cold[key])
+        rows.append([label, fmt(health), fmt(total - health), fmt(total), fmt(total / base_total, "x"),
+                     ("yes" if total <= COLD_TARGET_S else "NO") if key == "app" else ""])
+    print(table(rows, ["case", "to health", "health→drawn", "total", "÷ trivial", f"≤ {COLD_TARGET_S:.0f} s"]))
+    print("all cold totals (s): " + "; ".join(f"{k}: " + ", ".join(f"{t:.2f}" for _, t in v) for k, v in cold.items()))
+
+    print(f"\n(b) Warm view changes (median of {len(next(iter(warm.values())))} rounds; split in-page: "
+          "action→run start, run, run end→charts drawn)")
+    base_goto = med(warm["goto · trivial"], "wall")
+    base_session = med(warm["session slider · trivial"], "wall")
+    rows = []
+    for name, samples in warm.items():
+        wall = med(samples, "wall")
+        ok = [x.wall for x in samples if x.wall is not None]
+        rows.append([name, fmt(wall), fmt(med(samples, "to_run")), fmt(med(samples, "run")),
+                     fmt(med(samples, "draw")), fmt(ratio(wall, base_goto if name.startswith("goto") else base_session), "x"),
+                     "" if "trivial" in name else "-" if wall is None else "yes" if wall <= WARM_TARGET_S else "NO",
+                     f"{min(ok):.2f}–{max(ok):.2f}" if ok else "-"])
+    print(table(rows, ["case", "total", "→run", "run", "draw", "÷ trivial", f"≤ {WARM_TARGET_S} s", "range"]))
+    print(f"(÷ trivial: goto rows over 'goto · trivial' = {fmt(base_goto)}, session rows over "
+          f"'session slider · trivial' = {fmt(base_session)}; T = {T} tokens for the T=256 rows)")
+
+    print(f"\n(b') Each page by goto, warm, T = {T} (median of {len(next(iter(per_page.values())))})")
+    rows = [[url, fmt(med(ss, "wall")), fmt(med(ss, "to_run")), fmt(med(ss, "run")), fmt(med(ss, "draw")),
+             fmt(ratio(med(ss, "wall"), base_goto), "x")] for url, ss in per_page.items()]
+    print(table(rows, ["page", "total", "→run", "run", "draw", "÷ trivial goto"]))
+    failed = errors(warm) + errors(per_page)
+    if failed:
+        print("\nfailures (excluded from the medians):\n" + "\n".join(failed))
+    timed = {u: med(ss, "wall") for u, ss in per_page.items() if med(ss, "wall") is not None}
+    if timed:
+        worst = max(timed, key=timed.get)
+        print(f"\nslowest page by goto: {worst} {fmt(timed[worst])}; "
+              f"session Block slider T=256: {fmt(med(warm['session Block slider · T=256'], 'wall'))}")
+
+
+if __name__ == "__main__":
+    main()

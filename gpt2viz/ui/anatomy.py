@@ -134,19 +134,21 @@ def code(c: Component) -> None:
         lines, start = inspect.getsourcelines(fn)
         with st.expander(f"gpt2viz/model.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
             st.code("".join(lines), language="python", line_numbers=True)
-    for r in c.references:
-        if r.permalink is None:
-            st.markdown(f"- **{r.repo}** `{r.path}`: {r.what} *(no such code there)*")
-            continue
-        lines = f"L{r.start}" + (f"–L{r.end}" if r.end != r.start else "")
-        flag = " *(covering range: the pinned revision is ambiguous by a line or two)*" if "AMBIGUOUS" in r.status else ""
-        st.markdown(f"- [{r.repo} `{r.path.split('/')[-1]}` {lines}]({r.permalink}): {r.what}{flag}")
+    st.markdown("\n".join(reference_line(r) for r in c.references))
+
+
+def reference_line(r) -> str:
+    """One Markdown bullet: a pinned permalink and our own description of what is there."""
+    if r.permalink is None:
+        return f"- **{r.repo}** `{r.path}`: {r.what} *(no such code there)*"
+    lines = f"L{r.start}" + (f"–L{r.end}" if r.end != r.start else "")
+    flag = " *(covering range: the pinned revision is ambiguous by a line or two)*" if "AMBIGUOUS" in r.status else ""
+    return f"- [{r.repo} `{r.path.split('/')[-1]}` {lines}]({r.permalink}): {r.what}{flag}"
 
 
 def sources(c: Component) -> None:
     st.subheader("Sources")
-    for key in ["gpt2"] + PAPERS_OF.get(c.id, []):
-        st.markdown(f"- {PAPERS[key]}")
+    st.markdown("\n".join(f"- {PAPERS[key]}" for key in ["gpt2"] + PAPERS_OF.get(c.id, [])))
 
 
 def export(trace: Trace, names: list[str], label: str) -> None:

@@ -87,11 +87,11 @@ def controls() -> View:
 
 
 def number(container, label: str, lo, hi, default, key: str, **kw):
-    """A URL-bound number input. Integer inputs are declared as floats shown with "%d": Streamlit
+    """A URL-bound number input. Integer inputs are declared as floats shown with "%.0f": Streamlit
     1.67's integer input raises OverflowError on a link such as ?seed=1e309 (int(inf)), while its
     float input replaces a non-finite or out-of-range link value by the default."""
     if isinstance(default, int):
-        kw = {"step": 1.0, "format": "%d", **kw}
+        kw = {"step": 1.0, "format": "%.0f", **kw}
     value = container.number_input(label, float(lo), float(hi), float(default), key=key, bind="query-params", **kw)
     return type(default)(value)
 

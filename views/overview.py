@@ -3,7 +3,7 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import HOME, cat_of, component_page, plot, run_values, view_state
+from gpt2viz.ui.anatomy import HOME, axis_tokens, cat_of, component_page, plot, run_values, view_state
 from gpt2viz.ui.overview import diagram_rows, residual_norm_series, top_next_tokens
 
 view = view_state()
@@ -11,17 +11,21 @@ view = view_state()
 
 def states(view, trace):
     labels, norms = residual_norm_series(trace)
-    q, _, offset = (list(trace.tokens[trace.P:]), None, trace.P)
+    q, _, offset = axis_tokens(trace)
     plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
     probs, tokens = top_next_tokens(trace, k=10)
     plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
 
 
-st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
-            "Click a part of the model to open it.")
-for row in diagram_rows(cat_of(view), run_values(view, view.mode)):
-    cols = st.columns([3, 3, 2])
-    cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
-    cols[1].markdown(f"`{row['shape']}`")
-    cols[2].markdown(row["params"])
-component_page("model", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"])
+def diagram(view):
+    st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
+                "Click a part of the model to open it; the shapes are this text's, in this mode.")
+    for row in diagram_rows(cat_of(view), run_values(view, view.mode)):
+        cols = st.columns([3, 3, 2])
+        cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
+        cols[1].markdown(f"`{row['shape']}`")
+        cols[2].markdown(row["params"])
+
+
+component_page("model", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"],
+               lead=diagram)

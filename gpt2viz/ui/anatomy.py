@@ -162,12 +162,15 @@ def export(trace: Trace, names: list[str], label: str) -> None:
 
 
 def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None,
-                   needs: list[str] | None = None, children: bool = False) -> None:
+                   needs: list[str] | None = None, children: bool = False,
+                   lead: Callable[[View], None] | None = None) -> None:
     """Render the page of component `cid`; `states` draws its intermediate states from the trace,
-    which holds at least the names `needs` lists."""
+    which holds at least the names `needs` lists; `lead` draws what the page puts first after the header."""
     cat = cat_of(view)
     c = cat[cid]
     header(c, cat)
+    if lead is not None:
+        lead(view)
     shapes(c, view)
     parameters(c, view)
     st.subheader("What it does")

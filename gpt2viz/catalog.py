@@ -607,8 +607,8 @@ def catalogue(model: str | GPT2Config = "gpt2") -> Catalogue:
 def run_dims(cfg: GPT2Config, mode, B: int = 1, T: int | None = None, P: int | None = None) -> dict[str, int]:
     """B, T, P, L of a run, with the defaults and checks of `gpt2viz shapes`.
 
-    FULL/TRAINING: T tokens (default 8), no cache, L = T. PREFILL: a prompt of T = P tokens (default 8;
-    give either), L = P. DECODE: one new token (T = 1) after P cached ones (default 7), L = P + 1."""
+    FULL/TRAINING: T tokens (default 8), no cache, L = T. PREFILL: a prompt of T tokens (default 8) into
+    an empty cache (P = 0), which then holds L = T positions. DECODE: one new token (T = 1) after P cached ones (default 7), L = P + 1."""
     mode = Mode.parse(mode)
     if B < 1:
         raise ValueError(f"batch B must be at least 1, got {B}")
@@ -624,11 +624,10 @@ def run_dims(cfg: GPT2Config, mode, B: int = 1, T: int | None = None, P: int | N
             raise ValueError("training needs T >= 2 tokens: each position predicts the next one")
         L = T
     elif mode is Mode.PREFILL:
-        if T is not None and P is not None and T != P:
-            raise ValueError(f"in prefill the prompt is both T and P; got T={T} and P={P}")
-        T = P = T if T is not None else (P if P is not None else 8)
-        if T < 1:
-            raise ValueError("prefill needs a prompt of at least 1 token")
+        if P:
+            raise ValueError(f"prefill starts from an empty cache (P = 0) and computes the whole prompt: "
+                             f"give its length as T (--tokens), not P={P}")
+        T, P = (8 if T is None else T), 0
         L = T
     else:
         if T not in (None, 1):

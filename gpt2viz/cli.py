@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from safetensors import SafetensorError
+
 from .config import PRESETS, get_config
 from .modes import Mode
 
@@ -140,6 +142,8 @@ def main(argv=None) -> int:
         print(str(e), file=sys.stderr)
     except (ValueError, KeyError, OSError) as e:  # WeightsError and TextError are ValueErrors
         print(f"gpt2viz: error: {e}", file=sys.stderr)
+    except SafetensorError as e:  # e.g. --out in a folder that does not exist
+        print(f"gpt2viz: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
     except MemoryError:
         print("gpt2viz: error: out of memory: record fewer names (--names) or use a smaller model",
               file=sys.stderr)

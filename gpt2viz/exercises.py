@@ -48,11 +48,11 @@ def shape_exercise(model: str, mode: str, short: str, B: int = 1, T: int | None 
     answer = tuple(concrete(axes, values))
     setting = {"full": f"reads a text of T = {run['T']} tokens at once",
                "training": f"trains on a text of T = {run['T']} tokens",
-               "prefill": f"prefills a prompt of P = {run['P']} tokens",
+               "prefill": f"prefills an empty KV cache with a prompt of T = {run['T']} tokens",
                "decode": f"decodes one new token after P = {run['P']} cached positions"}[mode]
     question = (f"**{model}** ({cfg.n_layer} blocks, d = {cfg.n_embd}, nh = {cfg.n_head}) {setting}, "
                 f"batch B = {run['B']}. What is the shape of `{name}`?")
-    steps = [f"`{name}` is {symbolic(axes)}."] + [f"- {_explain(a, values, mode)}" for a in axes]
+    steps = [f"`{name}` is {symbolic(axes)}."] + [f"- {_explain(a, values, short)}" for a in axes]
     steps.append(f"So the shape is **[{', '.join(map(str, answer))}]**.")
     ident = f"shape:{model}:{mode}:{short}:B{run['B']}:T{run['T']}:P{run['P']}:b{block}"
     return Exercise(ident, "shape", question, answer, "\n".join(steps))
@@ -62,16 +62,17 @@ def _per_block(short: str) -> bool:
     return short.startswith(("attn.", "mlp.", "ln1.", "ln2.", "resid_"))
 
 
-def _explain(axis: str, values: dict, mode: str) -> str:
+def _explain(axis: str, values: dict, short: str) -> str:
     value = axis_value(axis, values)
     m = re.match(r"^(\d*)([A-Za-z_]*)(?:-(\d+))?$", axis)
     coef, sym, minus = m.groups()
     if not sym:
-        return f"{value}: prefill computes the logits of the last position only"
+        return (f"{value}: prefill computes the logits of the last position only" if short == "logits"
+                else f"{value}: one value (μ or σ²) per position")
     meaning = MODEL_AXES.get(sym) or AXIS_NAMES.get(sym, sym)
     base = f"{sym} = {values[sym]:,} ({meaning})" if not coef and not minus else f"{sym} = {values[sym]:,}"
     if sym == "L":
-        base += f"; L = P + T = {values['P']} + {values['T']}" if mode != "prefill" else "; L = P, the prompt"
+        base += f"; L = P + T = {values['P']} + {values['T']}"
     if sym == "dh":
         base = f"dh = d / nh = {values['d']:,} / {values['nh']} = {values['dh']}"
     if coef or minus:
@@ -127,21 +128,28 @@ def from_id(ident: str) -> Exercise:
 
 
 def exercise_set(seed: int, n: int = 6, models=("gpt2", "gpt2-medium", "distilgpt2")) -> list[Exercise]:
-    """n exercises, alternating shapes and counts, the same for the same seed."""
+    """n different exercises, alternating shapes and counts, the same for the same seed."""
     rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        model = rng.choice(models)
-        if i % 2:
-            out.append(params_exercise(model, rng.choice(PARAM_COMPONENTS)))
-            continue
-        mode = rng.choice([m.value for m in Mode])
-        short = rng.choice([s for s in SHAPE_NAMES if not (s == "attn.k_cache" and mode in ("full", "training"))])
-        T = rng.choice([5, 16, 64, 256]) if mode != "decode" else None
-        P = rng.choice([10, 100, 1000]) if mode == "decode" else None
-        block = rng.randrange(get_config(model).n_layer)
-        out.append(shape_exercise(model, mode, short, rng.choice([1, 1, 2, 8]), T, P, block))
+    out: list[Exercise] = []
+    for _ in range(50 * n):
+        if len(out) == n:
+            break
+        e = _draw(rng, len(out) % 2 == 1, models)
+        if all(e.id != o.id for o in out):
+            out.append(e)
     return out
+
+
+def _draw(rng: random.Random, count: bool, models) -> Exercise:
+    model = rng.choice(models)
+    if count:
+        return params_exercise(model, rng.choice(PARAM_COMPONENTS))
+    mode = rng.choice([m.value for m in Mode])
+    short = rng.choice([s for s in SHAPE_NAMES if not (s == "attn.k_cache" and mode in ("full", "training"))])
+    T = rng.choice([5, 16, 64, 256]) if mode != "decode" else None
+    P = rng.choice([10, 100, 1000]) if mode == "decode" else None
+    block = rng.randrange(get_config(model).n_layer)
+    return shape_exercise(model, mode, short, rng.choice([1, 1, 2, 8]), T, P, block)
 
 
 def parse_answer(text: str) -> tuple[int, ...]:
@@ -149,7 +157,10 @@ def parse_answer(text: str) -> tuple[int, ...]:
     cleaned = text.strip().strip("[]()")
     if not cleaned:
         raise ValueError("type an answer first")
-    parts = re.split(r"\s*[;x×]\s*|\s*,\s+|\s+", cleaned) if re.search(r"[\[\];x×]|,\s", text) else [cleaned]
+    if re.fullmatch(r"\d{1,3}(,\d{3})+|\d+", cleaned):  # one count: 4,722,432 or 4722432
+        parts = [cleaned]
+    else:  # a shape: [1, 12, 1, 64], [1,12,1,64], 1 × 12 × 1 × 64, 1 12 1 64
+        parts = re.split(r"[\s,;x×]+", cleaned)
     try:
         return tuple(int(p.replace(",", "").replace("_", "")) for p in parts if p)
     except ValueError:

@@ -17,7 +17,7 @@ def distribution(logits: torch.Tensor, temperature: float, top_k: int | None) ->
         raise ValueError(f"top-k must be at least 1, got {top_k}")
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).float()  # [V]
-    scaled = logits.float() / temperature  # [V]
+    scaled = (logits.float() - logits.max()) / temperature  # [V], max 0: no overflow at tiny temperatures
     if top_k is not None and top_k < scaled.shape[-1]:
         cutoff = scaled.topk(top_k).values[-1]
         scaled = scaled.masked_fill(scaled < cutoff, float("-inf"))

@@ -3,7 +3,7 @@
 SYMBOLS = [
     ("B", "batch", "how many texts run side by side; the app runs one (B = 1)"),
     ("T", "positions computed", "tokens this step computes: the whole text in full and training, the prompt in prefill, 1 in decode"),
-    ("P", "cached positions", "tokens already in the KV cache before a decode step (in prefill, the prompt that fills it)"),
+    ("P", "cached positions", "tokens already in the KV cache before this step: P = 0 in full, training and prefill (which fills the cache), the text before the new token in decode"),
     ("L", "keys read", "positions each query may attend to in this step: L = P + T (the lower-right causal mask)"),
     ("d", "width, n_embd", "the size of every residual-stream vector: 768 for gpt2, 1,600 for gpt2-xl"),
     ("nh", "heads, n_head", "attention heads per block: 12 for gpt2"),

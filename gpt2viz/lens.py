@@ -43,6 +43,8 @@ class LensRow:
 @torch.no_grad()
 def logit_lens(model: GPT2, trace: Trace, position: int = -1, k: int = 5) -> list[LensRow]:
     """The next-token prediction read from every depth at one position of the trace."""
+    if trace.mode == "prefill" and position not in (-1, trace.T - 1):
+        raise ValueError("a prefill trace has logits for its last position only")
     final = int(trace["logits"][0, -1 if trace.mode == "prefill" else position].argmax())
     rows = []
     for label, name in depth_points(trace):

@@ -29,7 +29,8 @@ class TraceCache:
             return sum(t.nbytes for t in self._items.values())
 
     def __len__(self) -> int:
-        return len(self._items)
+        with self._lock:
+            return len(self._items)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Trace]) -> Trace:
         """The cached trace for `key`, or compute it once (concurrent askers of one key wait for
@@ -45,12 +46,15 @@ class TraceCache:
                 if key in self._items:
                     self.hits += 1
                     return self._items[key]
-            trace = compute()
+            try:
+                trace = compute()
+            finally:  # a failed computation leaves no lock behind
+                with self._lock:
+                    self._key_locks.pop(key, None)
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
                 self._evict()
-                self._key_locks.pop(key, None)
         return trace
 
     def _evict(self) -> None:

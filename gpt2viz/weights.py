@@ -85,6 +85,8 @@ def read_header(path) -> Header:
     if not isinstance(header, dict):
         raise WeightsError(f"{path.name} is not a safetensors file: its header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict):
+        raise WeightsError(f"{path.name}: its __metadata__ is not a JSON object")
     data_size = size - 8 - n
     entries = {}
     for key, e in header.items():
@@ -92,11 +94,15 @@ def read_header(path) -> Header:
     return Header(str(path), entries, {str(k): str(v) for k, v in dict(metadata).items()}, size)
 
 
+def _ints(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
 def _entry(file: str, key: str, e, data_size: int) -> HeaderEntry:
-    try:
-        dtype, shape, (start, end) = e["dtype"], tuple(int(s) for s in e["shape"]), e["data_offsets"]
-    except (TypeError, KeyError, ValueError):
-        raise WeightsError(f"{file}: tensor {key!r} has a malformed header entry") from None
+    if not (isinstance(e, dict) and isinstance(e.get("dtype"), str) and _ints(e.get("shape"))
+            and _ints(e.get("data_offsets")) and len(e["data_offsets"]) == 2):
+        raise WeightsError(f"{file}: tensor {key!r} has a malformed header entry")
+    dtype, shape, (start, end) = e["dtype"], tuple(e["shape"]), e["data_offsets"]
     if dtype not in DTYPE_BYTES:
         raise WeightsError(f"{file}: tensor {key!r} has unknown dtype {dtype!r}")
     if any(s < 0 for s in shape) or not (0 <= start <= end):
@@ -157,13 +163,18 @@ def infer_config(shapes: dict[str, tuple], n_head: int | None = None, name: str 
     if not layers:
         raise WeightsError("no transformer blocks (h.0.*) in the checkpoint")
     n_layer = max(layers) + 1
+    if layers != set(range(n_layer)):  # also keeps a forged h.99999999 from building a huge model
+        gap = min(set(range(n_layer)) - layers)
+        raise WeightsError(f"missing block h.{gap}.*: the blocks must be numbered 0 to {n_layer - 1}")
     n_head = n_head or fallback_n_head(d)
     if d % n_head:
         raise WeightsError(f"width {d} is not divisible by {n_head} heads")
-    for preset in PRESETS.values():
-        if (preset.n_layer, preset.n_head, preset.n_embd, preset.vocab_size, preset.n_positions) == \
-                (n_layer, n_head, d, V, n_pos):
-            name = preset.name if name == "checkpoint" else name
+    sizes = (n_layer, n_head, d, V, n_pos)
+    matching = [p.name for p in PRESETS.values() if (p.n_layer, p.n_head, p.n_embd, p.vocab_size, p.n_positions) == sizes]
+    if name in PRESETS and name not in matching:  # a file's own label is believed only if its shapes agree
+        name = "checkpoint"
+    if name == "checkpoint" and matching:
+        name = matching[0]
     return GPT2Config(name, n_layer=n_layer, n_head=n_head, n_embd=d, vocab_size=V, n_positions=n_pos)
 
 

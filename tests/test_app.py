@@ -76,7 +76,7 @@ def test_out_of_range_url_values_fall_back_and_say_so():
     at = first_run(block=99, head=-3, mode="sideways")
     assert not at.exception
     warnings = " ".join(w.value for w in at.sidebar.warning)
-    assert "block='99'" in warnings and "head='-3'" in warnings and "mode='sideways'" in warnings
+    assert "block=`'99'`" in warnings and "head=`'-3'`" in warnings and "mode=`'sideways'`" in warnings
 
 
 @pytest.mark.parametrize("text,needle", [("   ", "empty"), ("Hi", None)])
@@ -116,7 +116,7 @@ def test_local_path_source_is_off_unless_enabled(monkeypatch):
     monkeypatch.delenv("GPT2VIZ_ALLOW_LOCAL_PATH", raising=False)
     at = first_run(weights="path")
     assert "path" not in at.sidebar.radio[0].options
-    assert any("weights='path'" in w.value for w in at.sidebar.warning)
+    assert any("weights=`'path'`" in w.value for w in at.sidebar.warning)
 
 
 def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
@@ -127,7 +127,7 @@ def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
     at.sidebar.text_input(key="path").input(str(bad)).run()
     assert not at.exception
     errors = [e.value for e in at.sidebar.error]
-    assert len(errors) == 1 and "model.safetensors" in errors[0] and "\n" not in errors[0]
+    assert len(errors) == 1 and r"model\.safetensors is not a safetensors file" in errors[0] and "\n" not in errors[0]
     assert any("Using random gpt2 weights" in c.value for c in at.sidebar.caption)
 
 
@@ -189,5 +189,5 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
 def test_numbers_in_links_that_the_widget_cannot_take(value):
     at = first_run(seed=value)
     assert not at.exception
-    assert any("seed=" in w.value and "showing seed=0" in w.value for w in at.sidebar.warning)
+    assert any("seed=" in w.value and "showing seed=`0`" in w.value for w in at.sidebar.warning)
     assert "random tiny weights (seed 0)" in " ".join(c.value for c in at.sidebar.caption)

@@ -37,8 +37,8 @@ def ids_for(mode: str, B: int, T: int, P: int, V: int) -> torch.Tensor:
 
 CASES = [  # (model, mode, B, T, P): T and P as the report will see them
     ("tiny", "full", 1, 1, 0), ("tiny", "full", 2, 5, 0), ("tiny", "training", 2, 4, 0),
-    ("tiny", "prefill", 3, 6, 6), ("tiny", "decode", 2, 1, 5), ("tiny", "decode", 1, 1, 0),
-    ("gpt2", "full", 1, 3, 0), ("gpt2", "training", 1, 2, 0), ("gpt2", "prefill", 2, 3, 3),
+    ("tiny", "prefill", 3, 6, 0), ("tiny", "decode", 2, 1, 5), ("tiny", "decode", 1, 1, 0),
+    ("gpt2", "full", 1, 3, 0), ("gpt2", "training", 1, 2, 0), ("gpt2", "prefill", 2, 3, 0),
     ("gpt2", "decode", 1, 1, 4),
 ]
 
@@ -49,7 +49,7 @@ def test_every_recorded_shape_matches_the_catalogue(models, name, mode, B, T, P)
     model = models[name]
     trace = run(model, ids_for(mode, B, T, P, model.config.vocab_size), mode)
     report = shapes_report(name, mode, B=B, T=None if mode == "decode" else T, P=P if mode == "decode" else None)
-    assert (report["B"], report["T"], report["P"], report["L"]) == (B, T, P, trace.L)
+    assert (report["B"], report["T"], report["P"], report["L"]) == (B, trace.T, trace.P, trace.L) == (B, T, P, P + T)
     assert [t["name"] for t in report["tensors"]] == trace.names  # same names, same order
     for t in report["tensors"]:
         assert t["shape"] == list(trace[t["name"]].shape), t["name"]
@@ -82,8 +82,8 @@ def test_defaults_per_mode():
     cfg = get_config("gpt2")
     assert run_dims(cfg, "full") == {"B": 1, "T": 8, "P": 0, "L": 8}
     assert run_dims(cfg, "training") == {"B": 1, "T": 8, "P": 0, "L": 8}
-    assert run_dims(cfg, "prefill") == {"B": 1, "T": 8, "P": 8, "L": 8}
-    assert run_dims(cfg, "prefill", P=5) == {"B": 1, "T": 5, "P": 5, "L": 5}
+    assert run_dims(cfg, "prefill") == {"B": 1, "T": 8, "P": 0, "L": 8}
+    assert run_dims(cfg, "prefill", T=5) == {"B": 1, "T": 5, "P": 0, "L": 5}
     assert run_dims(cfg, "decode") == {"B": 1, "T": 1, "P": 7, "L": 8}
     shapes = {t["name"]: t for t in shapes_report("gpt2", "prefill", B=2)["tensors"]}
     assert shapes["logits"]["shape"] == [2, 1, 50257] and shapes["logits"]["symbolic"] == "[B, 1, V]"
@@ -99,7 +99,7 @@ def test_defaults_per_mode():
     ("decode", {"T": 2}, "T must be 1"),
     ("decode", {"P": 1024}, "1,025 positions exceed gpt2's context of 1,024"),
     ("full", {"T": 1025}, "exceed"),
-    ("prefill", {"T": 3, "P": 4}, "both T and P"),
+    ("prefill", {"T": 3, "P": 4}, "prefill starts from an empty cache (P = 0)"),
     ("training", {"T": 1}, "training needs T >= 2"),
 ])
 def test_bad_runs_are_refused_in_one_line(mode, kw, message):

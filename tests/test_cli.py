@@ -68,3 +68,8 @@ def test_download_without_network_is_one_line(tmp_path):
 def test_download_of_an_unknown_name():
     p = cli("download", "gpt5")
     assert p.returncode == 2 and "no published checkpoint called 'gpt5'" in p.stderr
+
+
+def test_unwritable_out_path_is_one_line(tmp_path):
+    p = cli("trace", "--model", "tiny", "--text", "hi", "--out", str(tmp_path / "missing" / "t.safetensors"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

@@ -57,3 +57,15 @@ def test_concurrent_askers_share_one_computation():
 def test_budget_must_be_positive():
     with pytest.raises(ValueError):
         TraceCache(0)
+
+
+def test_a_failed_computation_is_not_cached_and_leaves_no_lock():
+    cache = TraceCache(10_000)
+
+    def boom():
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        cache.get_or_compute("k", boom)
+    assert len(cache) == 0 and not cache._key_locks
+    assert cache.get_or_compute("k", lambda: make(40)).nbytes == 40

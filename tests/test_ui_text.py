@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpt2viz.ui.text import code_span
+from gpt2viz.ui.text import code_span, plain
 
 
 @pytest.mark.parametrize("token,expected", [("␣the", "`␣the`"), ("a`b", "``a`b``"), ("`", "`` ` ``"),
@@ -10,3 +10,8 @@ from gpt2viz.ui.text import code_span
                                             ("<script>", "`<script>`")])
 def test_code_span(token, expected):
     assert code_span(token) == expected
+
+
+def test_plain_escapes_links_and_images():
+    assert plain("![x](http://t.invalid/a.png)") == r"\!\[x\]\(http\://t\.invalid/a\.png\)"
+    assert plain("tensor 'h.0.attn'") == r"tensor 'h\.0\.attn'"

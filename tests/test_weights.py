@@ -190,3 +190,36 @@ def test_hugging_face_cache_discovery(tiny, tmp_path):
     assert [c.name for c in found] == ["gpt2-medium", "gpt2"]
     assert found[1].path.endswith("models--openai-community--gpt2/snapshots/abc/model.safetensors")
     assert find_hf_checkpoints({"HF_HUB_CACHE": str(hub)}) == found
+
+
+@pytest.mark.parametrize("entry", [{"dtype": ["F32"], "shape": [2], "data_offsets": [0, 8]},
+                                   {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 8]},
+                                   {"dtype": "F32", "shape": [2], "data_offsets": ["0", "8"]},
+                                   {"dtype": "F32", "shape": [2], "data_offsets": {"a": 1}},
+                                   "not an object"])
+def test_malformed_header_entries_are_refused(tmp_path, entry):
+    header = json.dumps({"wte.weight": entry}).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    assert "malformed header entry" in _error(path)
+
+
+def test_metadata_that_is_not_an_object_is_refused(tmp_path):
+    header = json.dumps({"__metadata__": 5}).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    assert "__metadata__" in _error(path)
+
+
+def test_a_forged_block_number_builds_nothing(tiny, tmp_path):
+    sd = _hf_layout(tiny, "", buffers=False)
+    sd["h.99999999.ln_1.weight"] = torch.ones(64)
+    assert "missing block h.2" in _error(_write(tmp_path, sd), n_head=4)
+
+
+def test_a_files_own_label_is_believed_only_when_the_shapes_agree(tiny, tmp_path):
+    path = tmp_path / "model.safetensors"
+    save_safetensors(tiny, path, extra_metadata={"model": "gpt2-xl"})
+    assert load_safetensors(path).model.config.name == "tiny"  # named by its shapes instead
+    save_safetensors(tiny, path, extra_metadata={"model": "my-tiny"})
+    assert load_safetensors(path).model.config.name == "my-tiny"

@@ -20,6 +20,8 @@ if view.text_error:
 cols = st.columns(4)
 steps = number(cols[0], "Steps", 1, 32, 8, key="steps")
 temperature = number(cols[1], "Temperature (0 = greedy)", 0.0, 5.0, 0.0, key="temperature", step=0.1)
+st.caption("Greedy (temperature 0) takes the most likely token; the chart then shows the model's probabilities. "
+           "Sampling draws from softmax(logits / temperature), kept to the top-k.")
 top_k = number(cols[2], "Top-k (0 = all)", 0, 50257, 0, key="top_k") or None
 seed = number(cols[3], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
 room = view.config.n_positions - len(view.ids) + 1

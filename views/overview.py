@@ -20,7 +20,7 @@ def states(view, trace):
 def diagram(view):
     st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
                 "Click a part of the model to open it; the shapes are this text's, in this mode.")
-    for row in diagram_rows(cat_of(view), run_values(view, view.mode)):
+    for row in diagram_rows(cat_of(view), run_values(view, view.mode), view.mode.value):
         cols = st.columns([3, 3, 2])
         cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
         cols[1].markdown(f"`{row['shape']}`")

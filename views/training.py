@@ -6,7 +6,7 @@ from gpt2viz import plots
 from gpt2viz.modes import Mode
 from gpt2viz.ui.anatomy import plot, random_note, view_state
 from gpt2viz.ui.cache import get_trace
-from gpt2viz.ui.classroom import GRAD_PARTS, dropout_rows, gradient_norms, loss_summary, stream_gradient_norms
+from gpt2viz.ui.classroom import GRAD_PARTS, TRAINING_NEEDS, dropout_rows, gradient_norms, loss_summary, stream_gradient_norms
 
 view = view_state()
 cfg = view.config
@@ -20,8 +20,7 @@ st.markdown(
 if view.text_error or len(view.ids) < 2:
     st.warning(view.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
-seed = view.weights.key[-1] if view.weights.random else 0
-trace = get_trace(view.weights, view.ids, Mode.TRAINING, seed)
+trace = get_trace(view.weights, view.ids, Mode.TRAINING, view.weights.seed, needs=TRAINING_NEEDS)
 random_note(view)
 cols = st.columns(3)
 for col, (label, value) in zip(cols, loss_summary(trace).items()):

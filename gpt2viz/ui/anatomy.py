@@ -71,7 +71,7 @@ def view_trace(view: View, needs: list[str] | None = None) -> Trace | None:
         full = full_trace_bytes(view.weights, len(view.ids), view.mode)
         st.caption(f":material/memory: Recording only what this page shows: every tensor of this run would take "
                    f"{full / 2**30:.1f} GiB.")
-    seed = view.weights.key[-1] if view.weights.random else 0
+    seed = view.weights.seed
     with st.spinner(f"Running {view.config.name} on {len(view.ids):,} tokens ({view.mode.value})…"):
         return get_trace(view.weights, view.ids, view.mode, seed, None if needs is None else tuple(needs))
 
@@ -87,7 +87,7 @@ def header(c: Component, cat: Catalogue) -> None:
     crumbs = cat.ancestors(c.id)
     st.caption(" › ".join(a.title for a in crumbs))
     st.title(c.title)
-    st.badge("learned" if c.per_instance else "parameter-free", color="blue" if c.per_instance else "gray")
+    st.badge("learned" if c.learned else "parameter-free", color="blue" if c.learned else "gray")
     st.markdown(c.description)
     st.latex(c.equation)
     if c.children:

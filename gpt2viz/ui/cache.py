@@ -32,12 +32,15 @@ class Weights:
     label: str  # what the sidebar says is in use
     random: bool
     notes: tuple[str, ...] = ()
+    model_name: str = ""  # the preset, for random weights
+    seed: int = 0  # of random weights; also the dropout seed in training
+    path: str | None = None  # of file weights
 
 
 @st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")
 def random_weights(model: str, seed: int) -> Weights:
     return Weights(random_model(get_config(model), seed), ("random", model, seed),
-                   f"random {model} weights (seed {seed}), not trained", True)
+                   f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the checkpoint…")
@@ -46,7 +49,7 @@ def file_weights(path: str, mtime_ns: int, size: int) -> Weights:
     notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
                                    if loaded.n_head_source.startswith("assumed") else ())
     return Weights(loaded.model, ("file", path, mtime_ns, size),
-                   f"{loaded.model.config.name} from {Path(path).name}", False, notes)
+                   f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
 
 
 def path_weights(path: str) -> Weights:
@@ -63,7 +66,7 @@ def _upload_weights(digest: str, _data: bytes, name: str) -> Weights:
         path = Path(d) / "model.safetensors"
         path.write_bytes(_data)
         loaded = load_safetensors(path)
-    return Weights(loaded.model, ("upload", digest), f"{loaded.model.config.name} from upload {name}", False,
+    return Weights(loaded.model, ("upload", digest), f"{loaded.model.config.name} from an upload", False,
                    tuple(loaded.notes))
 
 
@@ -107,16 +110,22 @@ def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, nee
     return trace_cache().get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed))
 
 
+GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")
+
+
 @st.cache_resource(max_entries=8, show_spinner="Generating step by step…")
 def _generation(weights_key: tuple, _weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
                 top_k: int | None, seed: int) -> Generation:
     choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
-    return generate(_weights.model, list(ids), steps, choose=choose)
+    return generate(_weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES)
 
 
 def get_generation(weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
                    top_k: int | None, seed: int) -> Generation:
-    """Cached by everything that determines it; the weights by their identity."""
+    """Cached by everything that determines it (greedy ignores top-k and seed); the weights by
+    their identity. Each step records only what the page shows."""
+    if temperature <= 0:
+        temperature, top_k, seed = 0.0, None, 0
     return _generation(weights.key, weights, ids, steps, temperature, top_k, seed)
 
 

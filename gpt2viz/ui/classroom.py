@@ -12,6 +12,7 @@ from ..modes import Generation
 from ..tokenizer import readable
 from ..trace import Trace
 
+TRAINING_NEEDS = ("loss*", "*dropout_mask", "grad.h.*.weight", "grad.blocks.*.resid_pre")
 GRAD_PARTS = [("ln_1", "ln_1"), ("attn.c_attn", "W_QKV"), ("attn.c_proj", "W_O"), ("ln_2", "ln_2"),
               ("mlp.c_fc", "W_fc"), ("mlp.c_proj", "W_proj")]
 DROPOUT_SITES = [("attn.pattern_dropout_mask", "attention pattern"), ("attn.out_dropout_mask", "Δattn"),
@@ -21,11 +22,18 @@ DROPOUT_SITES = [("attn.pattern_dropout_mask", "attention pattern"), ("attn.out_
 def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k: int | None) -> list[dict]:
     rows = []
     for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):
-        probs = distribution(trace["logits"][0, -1], temperature, top_k)  # [V]
+        probs = shown_distribution(trace, temperature, top_k)  # [V]
         rows.append({"step": i, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
                      "KV cache (fp32)": f"{costs.kv_cache_bytes(cfg, 1, trace.L).value:,} B",
                      "chosen": readable(chosen), "p(chosen)": f"{float(probs[chosen]):.4f}"})
     return rows
+
+
+def shown_distribution(trace: Trace, temperature: float, top_k: int | None) -> torch.Tensor:
+    """What the page shows as probabilities [V]: the distribution sampled from, or, for greedy
+    decoding (temperature 0, a one-hot choice), the model's own softmax."""
+    logits = trace["logits"][0, -1]  # [V]
+    return distribution(logits, temperature if temperature > 0 else 1.0, top_k if temperature > 0 else None)
 
 
 def cache_series(gen: Generation, cfg: GPT2Config) -> tuple[list[int], list[int]]:
@@ -37,7 +45,7 @@ def cache_series(gen: Generation, cfg: GPT2Config) -> tuple[list[int], list[int]
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):
     """(probabilities, labels, index of the chosen token) of the k most likely tokens, and of the
     chosen one when sampling picked a token outside them."""
-    probs = distribution(trace["logits"][0, -1], temperature, top_k)  # [V]
+    probs = shown_distribution(trace, temperature, top_k)  # [V]
     ids = probs.topk(k).indices.tolist()
     if chosen not in ids:  # a sampled token from further down: show it too, last
         ids.append(chosen)
@@ -66,11 +74,11 @@ def dropout_rows(trace: Trace, n_layer: int, p: float) -> list[dict]:
         rows.append(_dropout_row("embeddings", "—", trace["embed.dropout_mask"], p))
     for i in range(n_layer):
         for short, site in DROPOUT_SITES:
-            rows.append(_dropout_row(site, i, trace.get(short, i), p))
+            rows.append(_dropout_row(site, str(i), trace.get(short, i), p))
     return rows
 
 
-def _dropout_row(site: str, block, mask: torch.Tensor, p: float) -> dict:
+def _dropout_row(site: str, block: str, mask: torch.Tensor, p: float) -> dict:
     dropped = 1 - mask.float().mean().item()
     return {"site": site, "block": block, "shape": str(list(mask.shape)), "values": f"{mask.numel():,}",
             "dropped": f"{dropped:.2%}", "expected": f"{p:.0%}"}

@@ -9,11 +9,11 @@ from ..trace import Trace
 DIAGRAM = ["embed.tok", "embed.pos", "block.ln1", "block.attn", "block.ln2", "block.mlp", "ln_f", "unembed"]
 
 
-def diagram_rows(cat: Catalogue, values: dict) -> list[dict]:
+def diagram_rows(cat: Catalogue, values: dict, mode: str) -> list[dict]:
     rows = []
     for cid in DIAGRAM:
         c = cat[cid]
-        out = c.shapes.get("full", ())
+        out = c.shapes.get(mode, ())
         outs = [s for s in out if s.role == "out" and s.dtype != "bool"]
         shape = outs[-1] if outs else None
         name = f"{'×' + str(c.instances) + ' ' if c.instances > 1 else ''}{c.title}"

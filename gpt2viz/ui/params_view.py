@@ -10,7 +10,8 @@ from ..params import accounting_report
 
 
 @st.cache_data(max_entries=8)
-def report_for(size: str, checkpoint: str | None = None) -> dict:
+def report_for(size: str, checkpoint: str | None = None, weights_key: tuple | None = None) -> dict:
+    """The accounting report; `weights_key` (path, mtime, size) makes a replaced file a new entry."""
     return accounting_report(size, checkpoint=checkpoint)
 
 
@@ -48,12 +49,12 @@ def accounting_csv(report: dict) -> str:
 
 def checkpoint_check(view) -> None:
     key = view.weights.key
-    if key[0] != "file":
+    if view.weights.path is None:
         st.markdown("Load a checkpoint (Hugging Face cache or a local file) in the sidebar to count its "
                     "tensors from the header alone and reconcile them with the model, tensor by tensor. "
                     "The command line does the same: `python -m gpt2viz params --checkpoint model.safetensors`.")
         return
-    report = report_for(view.config.name if view.config.name in PRESETS else "gpt2", key[1])
+    report = report_for(view.config.name if view.config.name in PRESETS else "gpt2", view.weights.path, key)
     ck = report["checkpoint"]
     verdict = "✅ matches" if ck["matches"] else "❌ does not match"
     st.markdown(f"`{ck['path']}`: **{ck['total']:,}** parameters in the header, {ck['expected_total']:,} expected "

@@ -12,6 +12,7 @@ import streamlit as st
 from ..config import PRESETS
 from ..modes import Mode
 from ..tokenizer import TextError, encode
+from .text import code_span, plain
 from .cache import Weights, cached_checkpoints, path_weights, random_weights, upload_weights
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
@@ -121,8 +122,10 @@ def _weights(sb, source: str) -> Weights:
             upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload")
             if upload is not None:
                 return upload_weights(upload)
-    except ValueError as e:
-        sb.error(str(e))
+    except ValueError as e:  # WeightsError: the message names the file or key at fault
+        sb.error(plain(str(e)))
+    except Exception as e:  # whatever else a hostile file provokes: said, never a traceback
+        sb.error(f"Could not use these weights: {type(e).__name__}")
     sb.caption("Using random gpt2 weights until a checkpoint is chosen.")
     return random_weights("gpt2", 0)
 
@@ -151,10 +154,10 @@ def url_fallbacks(raw: dict[str, str], view: View) -> list[str]:
     """One note per URL value that the controls could not take."""
     shown = {"mode": view.mode.value, "block": str(view.block), "head": str(view.head), "weights": view.source}
     if view.weights.random:
-        shown |= {"model": view.weights.key[1], "seed": str(view.weights.key[2])}
+        shown |= {"model": view.weights.model_name, "seed": str(view.weights.seed)}
     notes = []
     for key, value in raw.items():
         if key in shown and value is not None and value != shown[key]:
-            notes.append(f"The link asked for {key}={value[:40]!r}, which is not available here; "
-                         f"showing {key}={shown[key]}.")
+            notes.append(f"The link asked for {key}={code_span(repr(value[:40]))}, which is not available here; "
+                         f"showing {key}={code_span(shown[key])}.")
     return notes

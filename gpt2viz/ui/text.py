@@ -3,6 +3,15 @@
 import re
 
 
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def plain(text: str) -> str:
+    """`text` with every Markdown-significant character escaped: shown as typed, never as a link,
+    an image or markup."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
 def code_span(text: str) -> str:
     """`text` as a Markdown code span that shows it literally, backticks included."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)

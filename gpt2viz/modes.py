@@ -3,7 +3,8 @@
 FULL      T tokens, no cache: the reference forward.
 TRAINING  T tokens, seeded dropout, next-token targets, mean and per-token loss, and a backward
           pass recording d loss / d every parameter and d loss / d every block's residual stream.
-PREFILL   P prompt tokens: fills the KV cache [B, nh, P, dh] per layer; logits for the last position.
+PREFILL   a prompt of T tokens into an empty cache (P = 0): leaves the KV cache [B, nh, T, dh] per
+          layer; logits for the last position only.
 DECODE    the text's last token against the cache of the P tokens before it (L = P + 1 keys).
 """
 

@@ -68,6 +68,17 @@ def chromium_path() -> str | None:
     return None
 
 
+def require_chromium() -> None:
+    """Skip the calling test without chromium, except where GPT2VIZ_REQUIRE_BROWSER=1 (CI): fail."""
+    if chromium_path() is None:
+        import pytest
+
+        message = "no chromium (/usr/bin/chromium or `chromium` on PATH)"
+        if os.environ.get("GPT2VIZ_REQUIRE_BROWSER") == "1":
+            pytest.fail(message + ", and GPT2VIZ_REQUIRE_BROWSER=1")
+        pytest.skip(message)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,7 +9,6 @@ Needs Debian's chromium (/usr/bin/chromium, or `chromium` on PATH); without it t
 skipped, unless GPT2VIZ_REQUIRE_BROWSER=1, which turns the skip into a failure.
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import (  # noqa: E402
-    CHART, EXCEPTION, StreamlitServer, chromium_path, launch_chromium, new_context, wait_rendered)
+    CHART, EXCEPTION, StreamlitServer, launch_chromium, require_chromium, new_context, wait_rendered)
 
 from gpt2viz.catalog import catalogue  # noqa: E402
 from gpt2viz.config import get_config  # noqa: E402
@@ -44,11 +43,7 @@ def h1_ok(url: str, h1: str) -> bool:
 
 @pytest.fixture(scope="module")
 def context():
-    if chromium_path() is None:
-        message = "no chromium (/usr/bin/chromium or `chromium` on PATH)"
-        if os.environ.get("GPT2VIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + ", and GPT2VIZ_REQUIRE_BROWSER=1")
-        pytest.skip(message)
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

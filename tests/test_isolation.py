@@ -12,7 +12,6 @@ Needs Debian's chromium (/usr/bin/chromium, or `chromium` on PATH); without it t
 skipped, unless GPT2VIZ_REQUIRE_BROWSER=1, which turns the skip into a failure.
 """
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import (  # noqa: E402
-    EXCEPTION, StreamlitServer, chromium_path, launch_chromium, new_context, wait_rendered)
+    EXCEPTION, StreamlitServer, launch_chromium, require_chromium, new_context, wait_rendered)
 
 from gpt2viz.tokenizer import encode, readable_tokens  # noqa: E402
 
@@ -91,11 +90,7 @@ def check_own(snap: dict, session: str, page_name: str) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    if chromium_path() is None:
-        message = "no chromium (/usr/bin/chromium or `chromium` on PATH)"
-        if os.environ.get("GPT2VIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + ", and GPT2VIZ_REQUIRE_BROWSER=1")
-        pytest.skip(message)
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

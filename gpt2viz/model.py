@@ -74,6 +74,15 @@ def causal_mask(T: int, L: int) -> torch.Tensor:
     return torch.ones(T, L, dtype=torch.bool).triu_(L - T + 1)  # [T, L]
 
 
+def causal_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the keys with masked keys at -inf, in one new buffer: the masked copy is
+    normalised in place (not under autograd, which cannot differentiate `out=`)."""
+    masked = torch.where(mask, float("-inf"), scores)  # [B, nh, T, L]
+    if torch.is_grad_enabled():
+        return torch.softmax(masked, dim=-1)
+    return torch.softmax(masked, dim=-1, out=masked)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: GPT2Config):
         super().__init__()
@@ -99,9 +108,10 @@ class Attention(nn.Module):
             rec(p + "k_cache", k)
             rec(p + "v_cache", v)
         L = k.shape[2]
-        scores = rec(p + "scores", (q @ k.transpose(-1, -2)) * self.d_head**-0.5)  # [B, nh, T, L]
-        masked = scores.masked_fill(causal_mask(T, L), float("-inf"))  # [B, nh, T, L]
-        pattern = rec(p + "pattern", torch.softmax(masked, dim=-1))  # [B, nh, T, L]
+        # two [B, nh, T, L] buffers per layer and no temporaries: the scale goes in place into the
+        # fresh matmul output, the softmax into the masked copy
+        scores = rec(p + "scores", (q @ k.transpose(-1, -2)).mul_(self.d_head**-0.5))  # [B, nh, T, L]
+        pattern = rec(p + "pattern", causal_softmax(scores, causal_mask(T, L)))  # [B, nh, T, L]
         pattern = drop(rec, p + "pattern_dropout_mask", pattern)
         z = rec(p + "z", pattern @ v)  # [B, nh, T, dh]
         merged = rec(p + "merged", z.transpose(1, 2).reshape(B, T, d))  # [B, T, d]

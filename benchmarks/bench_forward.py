@@ -13,11 +13,15 @@ For T = 64, 256 and 1024 tokens, in one process, with torch.no_grad():
 The transformers models get our weights: our state_dict keys are the `transformer.*` keys without
 the prefix; lm_head is tied to wte. Their logits are checked against ours before timing.
 
-Timing: warm-up runs, then rounds in which each case runs once, in an order that rotates every
-round, so that machine noise hits every case alike; the median of the rounds is reported, and
-every ratio divides two medians measured in this same run (no absolute-time thresholds).
-Memory: the peak resident-set increase of one run of a case, each in a fresh subprocess (see
-`peak_rss_increase`).
+Timing: torch.set_num_threads fixed (default 2) and printed; time.perf_counter around one call,
+its result released outside the timed region. Warm-up rounds, then rounds in which every case
+runs once, in an order that rotates each round. Reported: median and minimum per case, and ratios
+taken within each round (case / baseline, seconds apart) and then the median over rounds, so that
+a load that comes and goes cancels out; on an idle machine that equals the ratio of the medians.
+All ratios are against a baseline measured in this same run; no absolute-time thresholds.
+Memory: the peak resident-set increase of one run of a case, each case in a fresh subprocess
+(see `peak_rss_increase`; Linux only).
+Noise: the CPU that other processes used meanwhile is reported (see `OtherLoad`).
 
 DECODE: one token against a KV cache of P = 1000 positions, everything recorded (the prefill is
 done once, untimed), against a FULL pass over the 1001 tokens recording nothing.
@@ -332,11 +336,8 @@ def main() -> None:
     print_targets(rows)
     print(load.report())
     print(f"runtime: {time.perf_counter() - started:.0f} s ({timed:.0f} s timing, then memory subprocesses)")
-    print(f"ratio_full_vs_transformers T=1024: {rows_ratio(rows, 1024):.2f}")
-
-
-def rows_ratio(rows: list[dict], T: int) -> float:
-    return next(r["vs_sdpa"] for r in rows if r["T"] == T and r["key"] == "full")
+    full_1024 = next(r for r in rows if r["T"] == 1024 and r["key"] == "full")
+    print(f"ratio_full_vs_transformers T=1024: {full_1024['vs_sdpa']:.2f}")
 
 
 if __name__ == "__main__":

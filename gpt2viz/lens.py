@@ -16,9 +16,14 @@ from .model import GPT2
 from .trace import Trace
 
 
+def n_blocks(trace: Trace) -> int:
+    """How many blocks recorded their input stream."""
+    return sum(1 for name in trace.names if name.startswith("blocks.") and name.endswith(".resid_pre"))
+
+
 def depth_points(trace: Trace) -> list[tuple[str, str]]:
     """(label, trace name) of every residual stream point in depth order, ending after the last block."""
-    n = sum(1 for name in trace.names if name.startswith("blocks.") and name.endswith(".resid_pre"))
+    n = n_blocks(trace)
     points = [(f"block {i} in", f"blocks.{i}.resid_pre") for i in range(n)]
     return points + [(f"block {n - 1} out", f"blocks.{n - 1}.resid_post")]
 

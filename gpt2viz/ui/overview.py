@@ -3,6 +3,7 @@
 import torch
 
 from ..catalog import Catalogue, concrete
+from ..lens import n_blocks
 from ..tokenizer import readable
 from ..trace import Trace
 
@@ -25,7 +26,7 @@ def diagram_rows(cat: Catalogue, values: dict, mode: str) -> list[dict]:
 
 def residual_norm_series(trace: Trace) -> tuple[list[str], torch.Tensor]:
     """The L2 norm of the residual stream at each depth, [n_points, T]."""
-    n = sum(1 for name in trace.names if name.startswith("blocks.") and name.endswith(".resid_pre"))
+    n = n_blocks(trace)
     labels, rows = [], []
     for i in range(n):
         for point, short in (("in", "resid_pre"), ("mid", "resid_mid")):

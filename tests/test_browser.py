@@ -166,3 +166,29 @@ def test_deep_link_on_fresh_server(server):
     KeyError on session_state["view"]), until app.py had run once in the server process."""
     assert server.first_view["exceptions"] == [], "first request to a fresh server, straight to /attention"
     assert h1_ok("attention", server.first_view["h1"][0])
+
+
+@pytest.mark.parametrize("mode", ["full", "decode"])
+def test_export_downloads_the_tensors_of_the_view(context, base, mode):
+    """The export button writes its file only when clicked: what arrives is the view's tensors,
+    exactly as a direct run records them."""
+    from safetensors.numpy import load
+
+    from gpt2viz.modes import Mode, run
+    from gpt2viz.tokenizer import encode
+    from gpt2viz.ui.state import DEFAULT_TEXT
+    from gpt2viz.weights import random_model
+
+    page = open_view(context, base, f"attention?model=tiny&block=1&mode={mode}", MIN_CHARTS["attention"])
+    try:
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="block1-attention").click()
+        tensors = load(Path(download.value.path()).read_bytes())
+        assert exceptions(page) == []
+    finally:
+        page.close()
+    trace = run(random_model(get_config("tiny"), 0), encode(DEFAULT_TEXT), Mode(mode))
+    names = [f"blocks.1.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")]
+    assert sorted(tensors) == sorted(names)
+    for name in names:
+        assert (tensors[name] == trace[name].numpy()).all(), name

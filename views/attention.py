@@ -28,7 +28,7 @@ def states(view, trace):
     plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
                           + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
     plot(plots.position_norms(trace.get("attn.z", b)[0, h], q, f"‖per-head output z‖ · head {h}", offset=offset))
-    export(trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
+    export(view, trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
 
 
 view = view_state()

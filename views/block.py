@@ -18,7 +18,7 @@ def states(view, trace):
     with cols[1]:
         plot(plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
     names = [f"blocks.{b}.{s}" for s in ("resid_pre", "attn.out", "resid_mid", "mlp.out", "resid_post")]
-    export(trace, names, f"block{b}-residual")
+    export(view, trace, names, f"block{b}-residual")
 
 
 view = view_state()

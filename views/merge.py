@@ -15,7 +15,7 @@ def states(view, trace):
     with cols[1]:
         plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
     plot(plots.histogram(trace.get("attn.out", b), f"Values of Δattn · block {b}", "value"))
-    export(trace, [f"blocks.{b}.attn.{s}" for s in ("z", "merged", "out")], f"block{b}-merge")
+    export(view, trace, [f"blocks.{b}.attn.{s}" for s in ("z", "merged", "out")], f"block{b}-merge")
 
 
 view = view_state()

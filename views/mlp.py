@@ -16,7 +16,7 @@ def states(view, trace):
                                offset=offset))
     with cols[1]:
         plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"))
-    export(trace, [f"blocks.{b}.mlp.{s}" for s in ("pre", "post", "out")], f"block{b}-mlp")
+    export(view, trace, [f"blocks.{b}.mlp.{s}" for s in ("pre", "post", "out")], f"block{b}-mlp")
 
 
 view = view_state()

@@ -15,7 +15,7 @@ def states(view, trace):
         st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
         plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
     plot(plots.histogram(trace["logits"][0, -1], "Logits of the last position", "logit"))
-    export(trace, ["ln_f.out", "logits"] + (["loss.per_token", "loss"] if "loss" in trace else []), "output")
+    export(view, trace, ["ln_f.out", "logits"] + (["loss.per_token", "loss"] if "loss" in trace else []), "output")
 
 
 view = view_state()

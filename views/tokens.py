@@ -19,7 +19,7 @@ def states(view, trace):
     with cols[1]:
         plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
     plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
-    export(trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
+    export(view, trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
 
 
 view = view_state()

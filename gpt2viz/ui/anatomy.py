@@ -12,7 +12,7 @@ from ..catalog import Catalogue, Component, catalogue, concrete, dims, run_dims
 from ..modes import Mode
 from ..trace import Trace
 from .pages import href
-from .cache import full_trace_bytes, get_trace, records_everything
+from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
 from .state import MODE_LABELS, View
 
 # which page hosts which component (breadcrumb and "open inside" links)
@@ -151,14 +151,22 @@ def sources(c: Component) -> None:
     st.markdown("\n".join(f"- {PAPERS[key]}" for key in ["gpt2"] + PAPERS_OF.get(c.id, [])))
 
 
-def export(trace: Trace, names: list[str], label: str) -> None:
-    """A download of the tensors behind this view, as safetensors."""
+def export(view: View, trace: Trace, names: list[str], label: str) -> None:
+    """A download of the tensors behind this view, as safetensors. The file is written only when
+    the button is clicked: given bytes, Streamlit would keep them per session and the browser would
+    fetch them again on every rerun (48 MB for the logits of 256 tokens). The click fetches the
+    trace again from the cache (or records these names anew), so no session pins a trace."""
     present = [n for n in names if n in trace]
     if not present:
         return
-    data = trace.to_bytes(present)
+    weights, ids, mode, cache = view.weights, view.ids, view.mode, trace_cache()
+
+    def data() -> bytes:
+        return get_trace(weights, ids, mode, weights.seed, tuple(present), cache=cache).to_bytes(present)
+
     st.download_button(f"{label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
-                       mime="application/octet-stream", key=f"export-{label}", icon=":material/download:")
+                       mime="application/octet-stream", key=f"export-{label}", icon=":material/download:",
+                       on_click="ignore")
 
 
 def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None,

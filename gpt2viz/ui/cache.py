@@ -98,16 +98,19 @@ def full_trace_bytes(weights: Weights, n_tokens: int, mode: Mode) -> int:
     return costs.trace_bytes([(concrete(axes, values), dtype) for _, axes, dtype in recorded(cfg, mode)]).value
 
 
-def records_everything(weights: Weights, n_tokens: int, mode: Mode) -> bool:
-    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= trace_cache().budget
+def records_everything(weights: Weights, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
+    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= (cache or trace_cache()).budget
 
 
-def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None) -> Trace:
+def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
+              cache: TraceCache | None = None) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
-    that (long texts on big models), only `needs` (names or globs) is recorded, per page."""
-    names = None if needs is None or records_everything(weights, len(ids), mode) else tuple(needs)
+    that (long texts on big models), only `needs` (names or globs) is recorded, per page.
+    `cache`: the trace cache, for callers outside a script run (a deferred download)."""
+    cache = cache or trace_cache()
+    names = None if needs is None or records_everything(weights, len(ids), mode, cache) else tuple(needs)
     key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None, names)
-    return trace_cache().get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed))
+    return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed))
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

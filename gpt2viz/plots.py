@@ -34,7 +34,6 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 import plotly.colors as pcolors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 SEQUENTIAL = "Viridis"
 DIVERGING = "PuOr"
@@ -44,8 +43,8 @@ MASKED_GREY = "#d0d0d0"
 HEIGHT = 400  # default figure height in px
 MAX_TICKS = 32  # tick labels per axis before thinning
 ANNOTATE_MAX = 16  # write values into heatmap cells only when both axes are at most this long
-MAX_POINTS = 5_000  # sampled pre-activations drawn on the GELU curve
-MAX_LINES = 64  # residual_norms: one line per token up to this T, mean and min-max band above
+PERCENTILES = 99  # dots on the GELU curve: this input's 1st ... 99th percentiles
+MAX_LINES = 16  # residual_norms: one line per token up to this T, mean and min-max band above
 LEGEND_MAX = 10  # show a legend of token lines only up to this many lines
 MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
 KV_CELLS_MAX = 32  # kv_cache_diagram: per-position cells up to this many, one block above
@@ -181,18 +180,15 @@ def _human_bytes(n: int) -> str:
 
 
 # ---------------------------------------------------------------------------- attention heatmaps
+# One heatmap trace per map, every cell's true value in it; masked cells are covered by a shape
+# (one SVG path of row runs), which costs the browser a fraction of a second trace of T x L cells.
 _CELL = "query %{y}<br>key %{x}<br>"
+MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
 
 
 def _heatmap(z: np.ndarray, x: list[str], y: list[str], hovertemplate: str, **style) -> go.Heatmap:
-    # float32 halves the payload of a 1024 x 1024 map; NaN cells are gaps, drawn by another trace
-    return go.Heatmap(z=z.astype(np.float32), x=x, y=y, hoverongaps=False,
-                      hovertemplate=hovertemplate + "<extra></extra>", **style)
-
-
-def _split(z: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(z outside the mask, z inside the mask), NaN elsewhere: one trace each."""
-    return np.where(mask, np.nan, z), np.where(mask, z, np.nan)
+    # float32 halves the payload of a 1024 x 1024 map
+    return go.Heatmap(z=z.astype(np.float32), x=x, y=y, hovertemplate=hovertemplate + "<extra></extra>", **style)
 
 
 def _future_zeros(pattern: np.ndarray, query_offset: int) -> np.ndarray:
@@ -200,6 +196,23 @@ def _future_zeros(pattern: np.ndarray, query_offset: int) -> np.ndarray:
     T, L = pattern.shape
     future = np.arange(L)[None, :] > query_offset + np.arange(T)[:, None]  # [T, L]
     return future & (pattern == 0)
+
+
+def mask_path(mask: np.ndarray, row_offset: int = 0) -> str:
+    """An SVG path covering the True cells of mask [T, L] in cell-index coordinates (cell (i, j)
+    spans x j-0.5..j+0.5, y i-0.5..i+0.5), one rectangle per run of True cells in a row; rows are
+    shifted down by row_offset. Empty when nothing is masked."""
+    parts = []
+    for i, row in enumerate(np.asarray(mask, dtype=bool)):
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], row.view(np.int8), [0]))))  # run starts, ends
+        y0, y1 = i + row_offset - 0.5, i + row_offset + 0.5
+        parts += [f"M{a - 0.5},{y0}H{b - 0.5}V{y1}H{a - 0.5}Z" for a, b in zip(edges[::2], edges[1::2])]
+    return "".join(parts)
+
+
+def _cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dict]:
+    """The shape covering masked cells (none when the path is empty)."""
+    return [dict(type="path", path=path, xref=xref, yref=yref, line_width=0, layer="above", **style)] if path else []
 
 
 def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
@@ -213,20 +226,9 @@ def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> t
     return _position_labels(queries, query_offset), _position_labels(keys)
 
 
-def _pattern_traces(pattern: np.ndarray, ylabels, xlabels, query_offset: int, **colour) -> list:
-    """The probabilities, plus masked cells in grey with the hover "masked"."""
-    masked = _future_zeros(pattern, query_offset)
-    visible, hidden = _split(pattern, masked)
-    traces = [_heatmap(visible, xlabels, ylabels, _CELL + "attention %{z:.3f}", **colour)]
-    if masked.any():
-        grey = [[0, MASKED_GREY], [1, MASKED_GREY]]
-        traces.append(_heatmap(hidden, xlabels, ylabels, _CELL + "masked (a future position)",
-                               colorscale=grey, showscale=False))
-    return traces
-
-
-def _heatmap_layout(fig: go.Figure, title: str, ylabels: list[str], xlabels: list[str]) -> go.Figure:
-    return _layout(fig, title, height=_clamp_height(230 + 16 * len(ylabels)),
+def _heatmap_layout(fig: go.Figure, title: str, ylabels: list[str], xlabels: list[str],
+                    subtitle: str | None = None) -> go.Figure:
+    return _layout(fig, title, height=_clamp_height(230 + 16 * len(ylabels)), subtitle=subtitle,
                    xaxis=_category_axis(xlabels, "key"),
                    yaxis=_category_axis(ylabels, "query", autorange="reversed"))
 
@@ -236,26 +238,33 @@ def _annotate(trace: go.Heatmap, T: int, L: int) -> None:
         trace.update(texttemplate="%{z:.2f}", textfont=dict(size=9))
 
 
+MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
+
+
 def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
                       query_offset: int = 0) -> go.Figure:
     """One head's attention pattern [T, L]: rows are queries (absolute positions query_offset + i),
     columns keys 0..L-1, colour the probability on a fixed 0-1 scale. FULL: T = L, offset 0.
-    DECODE: T = 1, L = P + 1, query_offset = P. Masked cells are grey, hover "masked"."""
+    DECODE: T = 1, L = P + 1, query_offset = P. Masked cells (future keys, exactly 0) are covered
+    in grey; their hover still says 0."""
     pattern = _array(pattern, "pattern", "T, L")
     T, L = pattern.shape
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
-    traces = _pattern_traces(pattern, ylabels, xlabels, query_offset, colorscale=SEQUENTIAL,
-                             zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=12))
-    _annotate(traces[0], T, L)
-    return _heatmap_layout(go.Figure(traces), title, ylabels, xlabels)
+    probs = _heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", colorscale=SEQUENTIAL,
+                     zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=12))
+    _annotate(probs, T, L)
+    cover = _cover(mask_path(_future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
+    fig = go.Figure(probs, layout=dict(shapes=cover))
+    return _heatmap_layout(fig, title, ylabels, xlabels, subtitle=MASKED_NOTE if cover else None)
 
 
 def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str,
                max_cols: int = 4, query_offset: int = 0) -> go.Figure:
-    """Small multiples of every head's pattern [nh, T, L] on one shared 0-1 colour scale.
-    Tick labels on the bottom row and left column only; hover carries the full labels.
-    At most MAX_GRID_CELLS cells: for long texts pass the last n queries,
-    patterns[:, -n:], tokens_q[-n:], with query_offset = T - n."""
+    """Every head's pattern [nh, T, L] on one shared 0-1 colour scale: up to max_cols columns, each
+    one heatmap of its heads stacked (head h in column h // rows), separated by white lines; the
+    y axis names the heads, hover names head, query, key and probability. At most MAX_GRID_CELLS
+    cells: for long texts pass the last n queries, patterns[:, -n:], tokens_q[-n:], with
+    query_offset = T - n."""
     patterns = _array(patterns, "patterns", "nh, T, L")
     nh, T, L = patterns.shape
     if patterns.size > MAX_GRID_CELLS:
@@ -264,52 +273,55 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
                          f"tokens_q[-n:], query_offset=T - n)")
     ylabels, xlabels = _attention_axes(T, L, tokens_q, tokens_k, query_offset)
     cols = min(_integer(max_cols, "max_cols", 1), nh)
-    rows = math.ceil(nh / cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(nh)],
-                        shared_xaxes="all", shared_yaxes="all", horizontal_spacing=0.03,
-                        vertical_spacing=min(0.08, 0.3 / rows))
-    for h in range(nh):
-        for trace in _pattern_traces(patterns[h], ylabels, xlabels, query_offset, coloraxis="coloraxis"):
-            fig.add_trace(trace, row=h // cols + 1, col=h % cols + 1)
-    _grid_axes(fig, nh, cols, ylabels, xlabels)
+    rows = math.ceil(nh / cols)  # heads per column
+    cols = math.ceil(nh / rows)
+    masked = [_future_zeros(p, query_offset) for p in patterns]
+    data, layout = [], dict(shapes=[], annotations=[])
+    gap = 0.04
+    for c in range(cols):
+        heads = range(c * rows, min(nh, (c + 1) * rows))
+        s = "" if c == 0 else str(c + 1)
+        y = [f"head {h} · {label}" for h in heads for label in ylabels]
+        data.append(_heatmap(patterns[heads.start: heads.stop].reshape(-1, L), xlabels, y,
+                             "%{y}<br>key %{x}<br>attention %{z:.3f}", coloraxis="coloraxis",
+                             xaxis=f"x{s}", yaxis=f"y{s}"))
+        middle = [y[r * T + T // 2] for r in range(len(heads))]
+        layout[f"xaxis{s}"] = dict(_category_axis(xlabels, "key", max_ticks=8), anchor=f"y{s}",
+                                   domain=[c / cols + (gap if c else 0), (c + 1) / cols])
+        layout[f"yaxis{s}"] = dict(type="category", tickmode="array", tickvals=middle,
+                                   ticktext=[f"head {h}" for h in heads], tickfont=dict(size=10),
+                                   anchor=f"x{s}", range=[rows * T - 0.5, -0.5], automargin=True)
+        path = "".join(mask_path(masked[h], r * T) for r, h in enumerate(heads))
+        layout["shapes"] += _cover(path, f"x{s}", f"y{s}", fillcolor=MASKED_GREY)
+        layout["shapes"] += [dict(type="line", xref=f"x{s} domain", yref=f"y{s}", x0=0, x1=1, y0=r * T - 0.5,
+                                  y1=r * T - 0.5, line=dict(color="white", width=3)) for r in range(1, len(heads))]
+    fig = go.Figure(data, layout=layout)
     row_px = min(170, 70 + 12 * T)
     return _layout(fig, title, height=80 + rows * row_px, margin=dict(l=50, r=20, t=70, b=40),
+                   subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
                    coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
                                   colorbar=dict(title=dict(text="p"), thickness=12)))
-
-
-def _grid_axes(fig: go.Figure, nh: int, cols: int, ylabels: list[str], xlabels: list[str]) -> None:
-    """Category axes everywhere; labels and titles on the bottom of each column and the left."""
-    for h in range(nh):
-        row, col = h // cols + 1, h % cols + 1
-        bottom, left = h + cols >= nh, col == 1
-        fig.update_xaxes(_category_axis(xlabels, "key" if bottom else "", max_ticks=8),
-                         showticklabels=bottom, row=row, col=col)
-        fig.update_yaxes(_category_axis(ylabels, "query" if left else "", max_ticks=8),
-                         showticklabels=left, autorange="reversed", row=row, col=col)
 
 
 def scores_heatmap(scores, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
                    query_offset: int = 0, mask=None) -> go.Figure:
     """Raw scores q·k/sqrt(dh) [T, L] before the mask, on a diverging scale centred on 0.
-    `mask` [T, L] bool (True = removed, e.g. model.causal_mask(T, L)) dims those cells to 30%
-    opacity; the colour range is set by the cells the mask keeps."""
+    `mask` [T, L] bool (True = removed, e.g. model.causal_mask(T, L)) veils those cells in white
+    (their hover keeps the score); the colour range is set by the cells the mask keeps."""
     scores = _array(scores, "scores", "T, L")
     T, L = scores.shape
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
     mask = np.zeros((T, L), dtype=bool) if mask is None else _mask(mask, scores.shape)
-    kept, dimmed = _split(scores, mask)
     kept_cells = scores[~mask] if (~mask).any() else scores
     bound = float(np.abs(kept_cells).max()) or 1.0  # symmetric around 0; 1 if all scores are 0
-    traces = [_heatmap(kept, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis")]
-    if mask.any():
-        traces.append(_heatmap(dimmed, xlabels, ylabels, _CELL + "score %{z:.3f}<br>masked: "
-                               "set to −∞ before the softmax", coloraxis="coloraxis", opacity=0.3))
-    _annotate(traces[0], T, L)
-    fig = _heatmap_layout(go.Figure(traces), title, ylabels, xlabels)
+    trace = _heatmap(scores, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis")
+    _annotate(trace, T, L)
+    cover = _cover(mask_path(mask), **MASK_VEIL)
+    fig = go.Figure(trace, layout=dict(shapes=cover))
+    note = "veiled: masked, set to −∞ before the softmax" if cover else None
+    fig = _heatmap_layout(fig, title, ylabels, xlabels, subtitle=note)
     return fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
                                             colorbar=dict(title=dict(text="score"), thickness=12)))
-
 
 def _mask(mask, shape: tuple[int, int]) -> np.ndarray:
     mask = np.asarray(mask)
@@ -343,38 +355,43 @@ def _gelu_erf(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))  # numpy has no erf
 
 
-def _sample(v: np.ndarray, n: int = MAX_POINTS) -> np.ndarray:
-    """At most n entries of v, drawn with a fixed seed (the same input always gives the same dots)."""
-    if v.size <= n:
-        return v
-    return v[np.sort(np.random.default_rng(0).choice(v.size, size=n, replace=False))]
-
-
-def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0, 5.0)) -> go.Figure:
-    """GPT-2's tanh GELU over x_range, the exact (erf) GELU dashed, and a deterministic sample of
-    at most MAX_POINTS of this input's pre-activations placed on the tanh curve."""
+def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0, 5.0),
+               bins: int = 80) -> go.Figure:
+    """GPT-2's tanh GELU over x_range, the exact (erf) GELU dashed, and this input's pre-activations:
+    all of them binned (bars on a right-hand axis: the share in each bin) and PERCENTILES dots on
+    the tanh curve at the 1st, 2nd, ... 99th percentile (light: a few hundred SVG elements, where a
+    sample of thousands of dots took the browser most of a second)."""
     v = _values(pre_activations, "pre_activations")
     lo, hi = _range(x_range)
     grid = np.linspace(lo, hi, 401)
-    sample = _sample(v)
-    shown = sample[(sample >= lo) & (sample <= hi)]
-    outside = int(((v < lo) | (v > hi)).sum())
-    fig = go.Figure([  # the dots first, so that both curves stay visible on top of them
-        go.Scatter(x=shown, y=_gelu_tanh(shown), mode="markers", name="this input",
-                   marker=dict(color=ORANGE, size=5, opacity=0.3),
-                   hovertemplate="pre-activation %{x:.3f}<br>GELU %{y:.3f}<extra></extra>"),
+    counts, edges = np.histogram(v, bins=_integer(bins, "bins", 1), range=(lo, hi))
+    share = counts / v.size
+    pct = np.arange(1, PERCENTILES + 1) * (100 / (PERCENTILES + 1))
+    q = np.percentile(v, pct)
+    inside = (q >= lo) & (q <= hi)
+    fig = go.Figure([
+        go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=share, width=np.diff(edges), yaxis="y2", name="share of this input",
+               marker=dict(color=SKY, opacity=0.45, line_width=0), customdata=np.stack([edges[:-1], edges[1:], counts], 1),
+               hovertemplate="[%{customdata[0]:.3g}, %{customdata[1]:.3g}): %{customdata[2]:,} pre-activations "
+                             "(%{y:.2%})<extra></extra>"),
         go.Scatter(x=grid, y=_gelu_tanh(grid), mode="lines", name="tanh GELU (GPT-2)",
                    line=dict(color=BLUE, width=2), hovertemplate="x = %{x:.3f}<br>GELU %{y:.4f}<extra></extra>"),
         go.Scatter(x=grid, y=_gelu_erf(grid), mode="lines", name="exact GELU (erf)",
                    line=dict(color="black", width=1.5, dash="dash"),
                    hovertemplate="x = %{x:.3f}<br>erf GELU %{y:.4f}<extra></extra>"),
+        go.Scatter(x=q[inside], y=_gelu_tanh(q[inside]), customdata=pct[inside], mode="markers",
+                   name="percentiles of this input", marker=dict(color=ORANGE, size=6, line=dict(width=0.5, color="white")),
+                   hovertemplate="percentile %{customdata:.0f}<br>pre-activation %{x:.3f}<br>GELU %{y:.3f}<extra></extra>"),
     ])
-    subtitle = f"{sample.size:,} of {v.size:,} pre-activations sampled"
+    outside = int(v.size - counts.sum())
+    subtitle = f"{v.size:,} pre-activations · {float((v < 0).mean()):.1%} negative"
     if outside:
-        subtitle += f" · {outside / v.size:.1%} lie outside [{lo:g}, {hi:g}]"
-    return _layout(fig, title, subtitle=subtitle, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1,
-                                                              xanchor="right"),
-                   xaxis=_axis("pre-activation x", range=[lo, hi]), yaxis=_axis("GELU(x)"))
+        subtitle += f" · {outside / v.size:.1%} outside [{lo:g}, {hi:g}]"
+    return _layout(fig, title, subtitle=subtitle, bargap=0,
+                   legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                   xaxis=_axis("pre-activation x", range=[lo, hi]), yaxis=_axis("GELU(x)"),
+                   yaxis2=_axis("share of pre-activations", overlaying="y", side="right", showgrid=False,
+                                tickformat=".0%", rangemode="tozero"))
 
 
 def _range(x_range) -> tuple[float, float]:

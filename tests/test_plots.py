@@ -42,28 +42,50 @@ def test_module_imports_neither_streamlit_nor_torch():
 
 
 # ---------------------------------------------------------------------------- attention
+def covered_cells(shape: dict, T: int, L: int, row_offset: int = 0) -> np.ndarray:
+    """The cells [T, L] whose centres a path shape of axis-aligned rectangles covers."""
+    import re
+    covered = np.zeros((T, L), dtype=bool)
+    for x0, y0, x1, y1 in re.findall(r"M([-\d.]+),([-\d.]+)H([-\d.]+)V([-\d.]+)H[-\d.]+Z", shape.path):
+        rows = np.arange(T) + row_offset
+        cols = np.arange(L)
+        covered |= (((rows > float(y0)) & (rows < float(y1)))[:, None]
+                    & ((cols > min(float(x0), float(x1))) & (cols < max(float(x0), float(x1))))[None, :])
+    return covered
+
+
 def test_attention_heatmap_full():
-    fig = plots.attention_heatmap(causal_pattern(T, T), TOKENS, TOKENS, "head 0")
-    probs, masked = fig.data
-    assert (probs.type, masked.type) == ("heatmap", "heatmap")
-    assert probs.z.shape == (T, T) and (probs.zmin, probs.zmax) == (0, 1)
-    assert probs.colorscale == colorscale(plots.SEQUENTIAL)
+    pattern = causal_pattern(T, T)
+    fig = plots.attention_heatmap(pattern, TOKENS, TOKENS, "head 0")
+    (probs,) = fig.data
+    assert probs.type == "heatmap" and np.array_equal(probs.z, pattern.astype(np.float32))  # every true value
+    assert (probs.zmin, probs.zmax) == (0, 1) and probs.colorscale == colorscale(plots.SEQUENTIAL)
     assert titles(fig) == ("key", "query") and fig.layout.yaxis.autorange == "reversed"
     # repeated tokens stay apart: position·token, HTML escaped
     assert list(probs.x) == ["0·The", "1·␣cat", "2·␣saw", "3·␣the", "4·␣the", "5·&lt;br&gt;"]
     assert list(probs.y) == list(probs.x) and len(set(probs.x)) == T
     assert all(part in probs.hovertemplate for part in ("%{x}", "%{y}", "%{z:.3f}"))
     assert probs.texttemplate == "%{z:.2f}"  # short: values written in the cells
+    (cover,) = fig.layout.shapes  # the future keys, covered in grey
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
-    assert np.array_equal(np.isnan(probs.z), future) and np.array_equal(~np.isnan(masked.z), future)
-    assert "masked" in masked.hovertemplate and masked.showscale is False
-    assert masked.colorscale[0][1] == plots.MASKED_GREY
+    assert np.array_equal(covered_cells(cover, T, T), future)
+    assert cover.fillcolor == plots.MASKED_GREY and cover.layer == "above"
+    assert "masked" in fig.layout.title.subtitle.text
+
+
+def test_mask_path_covers_exactly_the_masked_cells():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        mask = rng.random((7, 9)) < 0.4
+        path = plots.mask_path(mask, row_offset=3)
+        assert np.array_equal(covered_cells(go.layout.Shape(type="path", path=path), 7, 9, row_offset=3), mask)
+    assert plots.mask_path(np.zeros((3, 3), dtype=bool)) == ""
 
 
 def test_attention_heatmap_decode_row_sits_at_position_P():
     P = 5
     fig = plots.attention_heatmap(causal_pattern(1, P + 1), ["␣dog"], TOKENS, "decode", query_offset=P)
-    assert len(fig.data) == 1  # a decode query reads every key: nothing masked
+    assert len(fig.data) == 1 and not fig.layout.shapes  # a decode query reads every key: nothing masked
     assert fig.data[0].z.shape == (1, P + 1) and list(fig.data[0].y) == ["5·␣dog"]
 
 
@@ -79,7 +101,7 @@ def test_attention_heatmap_long_sequence_is_thinned_and_unannotated():
 
 def test_attention_heatmap_only_masks_exact_zeros_in_the_future():
     pattern = np.full((3, 3), 1 / 3)  # not causal: no cell is masked
-    assert len(plots.attention_heatmap(pattern, ["a"] * 3, ["a"] * 3, "t").data) == 1
+    assert not plots.attention_heatmap(pattern, ["a"] * 3, ["a"] * 3, "t").layout.shapes
 
 
 @pytest.mark.parametrize("args, message", [
@@ -103,20 +125,26 @@ def test_attention_heatmap_rejects_query_offset(offset, message):
         plots.attention_heatmap(np.ones((2, 3)), ["a"] * 2, ["a"] * 3, "t", query_offset=offset)
 
 
-def test_heads_grid_shares_one_colour_scale():
+def test_heads_grid_stacks_heads_in_columns_on_one_colour_scale():
     nh = 5
-    fig = plots.heads_grid(np.stack([causal_pattern(T, T, seed=h) for h in range(nh)]), TOKENS, TOKENS,
-                           "block 0", max_cols=2)
-    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(nh)]
-    probs = [t for t in fig.data if t.coloraxis == "coloraxis"]
-    assert len(probs) == nh and all(t.z.shape == (T, T) for t in probs)
+    patterns = np.stack([causal_pattern(T, T, seed=h) for h in range(nh)])
+    fig = plots.heads_grid(patterns, TOKENS, TOKENS, "block 0", max_cols=2)
+    left, right = fig.data  # 3 heads per column: 0-2 on the left, 3-4 on the right
+    f32 = patterns.astype(np.float32)
+    assert np.array_equal(left.z, f32[:3].reshape(3 * T, T)) and np.array_equal(right.z, f32[3:].reshape(2 * T, T))
+    assert left.y[T + 2] == "head 1 · 2·␣saw" and right.y[0] == "head 3 · 0·The"
+    assert all(t.coloraxis == "coloraxis" for t in fig.data)
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
     assert fig.layout.coloraxis.colorscale == colorscale(plots.SEQUENTIAL)
-    # 3 rows x 2 cols, head 4 alone in the last row: bottom of column 1 is head 4, of column 2 head 3
-    assert fig.layout.xaxis5.title.text == "key" and fig.layout.xaxis4.title.text == "key"
-    assert fig.layout.xaxis4.showticklabels and not fig.layout.xaxis3.showticklabels
-    assert fig.layout.yaxis3.title.text == "query" and not fig.layout.yaxis2.showticklabels
-    assert "%{y}" in probs[0].hovertemplate and "%{x}" in probs[0].hovertemplate
+    assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2"]
+    assert list(fig.layout.yaxis2.ticktext) == ["head 3", "head 4"]
+    assert fig.layout.yaxis2.range == (3 * T - 0.5, -0.5)  # the short column keeps the rows' scale
+    assert fig.layout.xaxis.title.text == "key" and fig.layout.xaxis2.anchor == "y2"
+    assert "%{y}" in left.hovertemplate and "%{x}" in left.hovertemplate and "%{z:.3f}" in left.hovertemplate
+    covers = [s for s in fig.layout.shapes if s.type == "path"]
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    assert np.array_equal(covered_cells(covers[0], 3 * T, T), np.concatenate([future] * 3))
+    assert np.array_equal(covered_cells(covers[1], 3 * T, T), np.concatenate([future] * 2 + [0 * future]))
 
 
 def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
@@ -127,18 +155,20 @@ def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
         plots.heads_grid(np.ones((4, 6, 6)), TOKENS, TOKENS, "t")
 
 
-def test_scores_heatmap_diverging_and_dims_the_mask():
+def test_scores_heatmap_diverging_and_veils_the_mask():
     scores = np.random.default_rng(0).normal(size=(T, T))
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)
     scores[0, -1] = 100.0  # a huge masked score must not set the colour range
     fig = plots.scores_heatmap(scores, TOKENS, TOKENS, "scores", mask=mask)
-    kept, dimmed = fig.data
-    assert kept.z.shape == (T, T) and np.array_equal(np.isnan(kept.z), mask)
+    (trace,) = fig.data
+    assert np.array_equal(trace.z, scores.astype(np.float32))  # masked scores keep their value and hover
     axis = fig.layout.coloraxis
     assert axis.colorscale == colorscale(plots.DIVERGING) and axis.cmin == -axis.cmax
     assert axis.cmax == pytest.approx(np.abs(scores[~mask]).max(), rel=1e-6)
-    assert dimmed.opacity == 0.3 and "masked" in dimmed.hovertemplate and "%{z:.3f}" in dimmed.hovertemplate
-    assert len(plots.scores_heatmap(scores, TOKENS, TOKENS, "no mask").data) == 1
+    (veil,) = fig.layout.shapes
+    assert np.array_equal(covered_cells(veil, T, T), mask) and 0 < veil.opacity < 1
+    assert "−∞" in fig.layout.title.subtitle.text and "%{z:.3f}" in trace.hovertemplate
+    assert not plots.scores_heatmap(scores, TOKENS, TOKENS, "no mask").layout.shapes
 
 
 @pytest.mark.parametrize("mask, message", [(np.ones((T, T)), "mask must be boolean"),
@@ -169,19 +199,25 @@ def test_histogram_rejects(values, bins, message):
         plots.histogram(values, "t", "x", bins=bins)
 
 
-def test_gelu_curve_draws_both_gelus_and_a_deterministic_sample():
+def test_gelu_curve_draws_both_gelus_every_pre_activation_and_the_percentiles():
     pre = np.random.default_rng(0).normal(size=(8, 1000)) * 3
     fig = plots.gelu_curve(pre, "GELU", x_range=(-4, 4))
-    sample, tanh, erf = fig.data
+    bars, tanh, erf, dots = fig.data
     grid = torch.tensor(tanh.x)
     assert np.allclose(tanh.y, F.gelu(grid, approximate="tanh").numpy(), atol=1e-6)
     assert np.allclose(erf.y, F.gelu(grid).numpy(), atol=1e-6) and erf.line.dash == "dash"
-    assert sample.mode == "markers" and len(sample.x) <= plots.MAX_POINTS
-    assert ((sample.x >= -4) & (sample.x <= 4)).all()
-    assert np.allclose(sample.y, F.gelu(torch.tensor(sample.x), approximate="tanh").numpy(), atol=1e-6)
-    assert np.array_equal(plots.gelu_curve(pre, "again", x_range=(-4, 4)).data[0].x, sample.x)
+    # every pre-activation inside the range is in a bar; shares are of all 8,000
+    inside = ((pre >= -4) & (pre <= 4)).sum()
+    assert bars.yaxis == "y2" and bars.y.sum() * pre.size == pytest.approx(inside)
+    assert int(bars.customdata[:, 2].sum()) == inside
+    # the dots: percentiles of the input, on the tanh curve
+    assert dots.mode == "markers" and len(dots.x) <= plots.PERCENTILES
+    assert np.allclose(dots.x, np.percentile(pre, dots.customdata))
+    assert np.allclose(dots.y, F.gelu(torch.tensor(dots.x), approximate="tanh").numpy(), atol=1e-6)
     assert list(fig.layout.xaxis.range) == [-4, 4] and titles(fig) == ("pre-activation x", "GELU(x)")
-    assert "5,000 of 8,000" in fig.layout.title.subtitle.text and "outside [-4, 4]" in fig.layout.title.subtitle.text
+    outside = 1 - inside / pre.size
+    assert f"{outside:.1%} outside [-4, 4]" in fig.layout.title.subtitle.text
+    assert f"{(pre < 0).mean():.1%} negative" in fig.layout.title.subtitle.text
 
 
 @pytest.mark.parametrize("x_range", [(1, 1), (0, np.inf), (1,), "ab"])

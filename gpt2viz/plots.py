@@ -42,6 +42,9 @@ MASKED_GREY = "#d0d0d0"
 
 HEIGHT = 400  # default figure height in px
 MAX_TICKS = 32  # tick labels per axis before thinning
+TICK_CHARS = 14  # tick labels are cut to this many characters ("…"); hover shows them whole
+CHAR_PX = 6.5  # width of a character of a 10 px tick label, generously (for fixed margins)
+NUMBER_CHARS = 7  # characters of a numeric axis' tick labels ("−0.0015", "1.2k"), for fixed margins
 ANNOTATE_MAX = 16  # write values into heatmap cells only when both axes are at most this long
 PERCENTILES = 99  # dots on the GELU curve: this input's 1st ... 99th percentiles
 MAX_LINES = 16  # residual_norms: one line per token up to this T, mean and min-max band above
@@ -143,8 +146,27 @@ def _thinned(labels: list, max_ticks: int = MAX_TICKS) -> list:
 
 def _category_axis(labels: list[str], title: str, max_ticks: int = MAX_TICKS, **extra) -> dict:
     shown = _thinned(labels, max_ticks)
-    return dict(type="category", title=dict(text=title), tickmode="array", tickvals=shown,
-                ticktext=shown, tickfont=dict(size=10), automargin=True, **extra)
+    return dict(dict(type="category", title=dict(text=title), tickmode="array", tickvals=shown,
+                     ticktext=[_short(label) for label in shown], tickfont=dict(size=10), automargin=True), **extra)
+
+
+def _short(label: str, n: int = TICK_CHARS) -> str:
+    """A tick label cut to n characters (hover keeps the whole label); entities stay whole."""
+    text = html.unescape(label)
+    return label if len(text) <= n else _escape(text[: n - 1] + "…")
+
+
+def _fixed_margins(xaxis: dict, yaxis: dict, top: int, x_span_px: float = 500) -> tuple[dict, dict, dict]:
+    """(xaxis, yaxis, margin) with margins sized from the tick labels and automargin off: measuring
+    labels in the browser (automargin) cost a tenth of a second per heatmap redraw. Long key axes
+    get labels at -45°, sized for at x_span_px of plot width."""
+    chars = lambda axis: max((len(html.unescape(t)) for t in axis.get("ticktext", ())), default=NUMBER_CHARS)
+    x_chars, y_chars = chars(xaxis), chars(yaxis)
+    rotated = len(xaxis["ticktext"]) * (x_chars * CHAR_PX + 6) > x_span_px
+    bottom = 30 + (0.71 * CHAR_PX * x_chars + 12 if rotated else 16)
+    left = 30 + CHAR_PX * y_chars
+    return (dict(xaxis, automargin=False, tickangle=-45 if rotated else 0), dict(yaxis, automargin=False),
+            dict(l=int(left), r=20, t=top, b=int(bottom)))
 
 
 def _index_axis(labels: list[str], title: str, **extra) -> dict:
@@ -228,9 +250,10 @@ def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> t
 
 def _heatmap_layout(fig: go.Figure, title: str, ylabels: list[str], xlabels: list[str],
                     subtitle: str | None = None) -> go.Figure:
+    xaxis, yaxis, margin = _fixed_margins(_category_axis(xlabels, "key"),
+                                          _category_axis(ylabels, "query", autorange="reversed"), 70 if subtitle else 45)
     return _layout(fig, title, height=_clamp_height(230 + 16 * len(ylabels)), subtitle=subtitle,
-                   xaxis=_category_axis(xlabels, "key"),
-                   yaxis=_category_axis(ylabels, "query", autorange="reversed"))
+                   xaxis=xaxis, yaxis=yaxis, margin=margin)
 
 
 def _annotate(trace: go.Heatmap, T: int, L: int) -> None:
@@ -276,8 +299,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
     rows = math.ceil(nh / cols)  # heads per column
     cols = math.ceil(nh / rows)
     masked = [_future_zeros(p, query_offset) for p in patterns]
-    data, layout = [], dict(shapes=[], annotations=[])
-    gap = 0.04
+    data, layout = [], dict(shapes=[])
+    gap = 0.07  # of the width, between columns: room for the next column's "head h" labels
     for c in range(cols):
         heads = range(c * rows, min(nh, (c + 1) * rows))
         s = "" if c == 0 else str(c + 1)
@@ -286,18 +309,19 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
                              "%{y}<br>key %{x}<br>attention %{z:.3f}", coloraxis="coloraxis",
                              xaxis=f"x{s}", yaxis=f"y{s}"))
         middle = [y[r * T + T // 2] for r in range(len(heads))]
-        layout[f"xaxis{s}"] = dict(_category_axis(xlabels, "key", max_ticks=8), anchor=f"y{s}",
-                                   domain=[c / cols + (gap if c else 0), (c + 1) / cols])
-        layout[f"yaxis{s}"] = dict(type="category", tickmode="array", tickvals=middle,
-                                   ticktext=[f"head {h}" for h in heads], tickfont=dict(size=10),
-                                   anchor=f"x{s}", range=[rows * T - 0.5, -0.5], automargin=True)
+        xaxis, yaxis, margin = _fixed_margins(
+            _category_axis(xlabels, "key", max_ticks=8),
+            dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"head {h}" for h in heads],
+                 tickfont=dict(size=10), range=[rows * T - 0.5, -0.5]), 70, x_span_px=900 / cols)
+        layout[f"xaxis{s}"] = dict(xaxis, anchor=f"y{s}", domain=[c / cols + (gap if c else 0), (c + 1) / cols])
+        layout[f"yaxis{s}"] = dict(yaxis, anchor=f"x{s}")
         path = "".join(mask_path(masked[h], r * T) for r, h in enumerate(heads))
         layout["shapes"] += _cover(path, f"x{s}", f"y{s}", fillcolor=MASKED_GREY)
         layout["shapes"] += [dict(type="line", xref=f"x{s} domain", yref=f"y{s}", x0=0, x1=1, y0=r * T - 0.5,
                                   y1=r * T - 0.5, line=dict(color="white", width=3)) for r in range(1, len(heads))]
     fig = go.Figure(data, layout=layout)
     row_px = min(170, 70 + 12 * T)
-    return _layout(fig, title, height=80 + rows * row_px, margin=dict(l=50, r=20, t=70, b=40),
+    return _layout(fig, title, height=margin["b"] + 40 + rows * row_px, margin=margin,
                    subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
                    coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
                                   colorbar=dict(title=dict(text="p"), thickness=12)))
@@ -425,7 +449,8 @@ def position_values(values, tokens: Sequence[str], title: str, y_title: str, off
     labels = _positions(tokens, v.shape[0], "values", offset)
     bars = go.Bar(x=labels, y=v, marker_color=BLUE,
                   hovertemplate="position·token %{x}<br>" + _escape(y_title) + " = %{y:.4g}<extra></extra>")
-    return _layout(go.Figure(bars), title, xaxis=_category_axis(labels, "position·token"), yaxis=_axis(y_title))
+    xaxis, yaxis, margin = _fixed_margins(_category_axis(labels, "position·token"), _axis(y_title), 45)
+    return _layout(go.Figure(bars), title, xaxis=xaxis, yaxis=yaxis, margin=margin)
 
 
 def _depth_series(norms, labels) -> tuple[list[str], np.ndarray]:

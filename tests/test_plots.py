@@ -2,6 +2,7 @@
 hover labels, colour ranges, highlight colours) and the ValueErrors for bad input. No snapshots."""
 
 import ast
+import html
 import math
 from pathlib import Path
 
@@ -422,7 +423,24 @@ def test_every_figure_is_compact_with_titled_axes():
     for fig in figures:
         assert 200 <= fig.layout.height <= 450 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
-        assert fig.layout.margin.l <= 60 and fig.layout.margin.r <= 30
+        assert fig.layout.margin.l <= 30 + plots.CHAR_PX * plots.TICK_CHARS and fig.layout.margin.r <= 30
+
+
+def test_heatmaps_size_their_margins_from_cut_tick_labels():
+    """Heatmaps draw without automargin (it measured every label on every redraw): the margins
+    come from the labels, which are cut to TICK_CHARS characters; hover keeps them whole."""
+    long = ["␣" + "x" * 40, "&<b>" * 10] + TOKENS[2:]
+    fig = plots.attention_heatmap(causal_pattern(T, T), long, long, "long labels")
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert axis.automargin is False
+        assert all(len(html.unescape(t)) <= plots.TICK_CHARS for t in axis.ticktext)
+    assert html.unescape(fig.layout.yaxis.ticktext[1]) == ("1·" + "&<b>" * 10)[: plots.TICK_CHARS - 1] + "…"
+    assert "<" not in fig.layout.yaxis.ticktext[1]  # still escaped: plotly would render <b>
+    assert fig.data[0].y[0] == "0·␣" + "x" * 40  # hover: the whole label
+    assert fig.layout.margin.l >= 30 + plots.CHAR_PX * max(len(html.unescape(t)) for t in fig.layout.yaxis.ticktext)
+    n = 300  # long key axis: labels turned, bottom margin for them
+    wide = plots.attention_heatmap(causal_pattern(n, n), ["tok"] * n, ["tok"] * n, "wide")
+    assert wide.layout.xaxis.tickangle == -45 and wide.layout.margin.b > 60
 
 
 def test_titles_show_markup_in_tokens_as_text():

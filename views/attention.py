@@ -7,7 +7,7 @@ from gpt2viz.model import causal_mask
 from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
 
 
-GRID_QUERIES = 32
+GRID_QUERIES = 16
 
 
 def states(view, trace):

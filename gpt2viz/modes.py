@@ -76,6 +76,10 @@ class Generation(NamedTuple):
     traces: list[Trace]  # one DECODE trace per step
     ids: list[int]  # the token each step chose
 
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.traces)
+
 
 def greedy(logits: torch.Tensor) -> int:
     return int(logits.argmax())

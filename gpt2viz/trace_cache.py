@@ -1,40 +1,52 @@
 """A bounded, thread-safe LRU cache of traces, sized in bytes.
 
 Traces are immutable, so one cached trace can be shared by every session that asks for the same
-(weights, tokens, mode, options). The budget counts the bytes of the recorded tensors.
+(weights, tokens, mode, options). The budget counts the bytes of the recorded tensors of cached
+traces, and the estimated peak of every run in flight. Anything with an `nbytes` can be cached
+(a Generation, several traces, is one).
 """
 
 import threading
 from collections import OrderedDict
 from typing import Callable, Hashable
 
+from .memory import release_freed_memory
 from .trace import Trace
 
 DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
 
 
 class TraceCache:
+    """LRU by bytes. The budget covers the cached traces and the runs in flight: a run reserves its
+    estimated peak (`estimate`) before it starts, waiting while others' reservations would exceed
+    the budget and evicting least recently used traces to make room. A run alone may exceed the
+    budget (it is never refused); it then waits until it is alone."""
+
     def __init__(self, budget_bytes: int = DEFAULT_BUDGET):
         if budget_bytes <= 0:
             raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
         self.budget = budget_bytes
         self._items: OrderedDict[Hashable, Trace] = OrderedDict()
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified when a reservation ends
         self._key_locks: dict[Hashable, threading.Lock] = {}
+        self.in_flight = 0  # bytes reserved by runs in progress
+        self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self.hits = self.misses = 0
 
     @property
     def nbytes(self) -> int:
         with self._lock:
-            return sum(t.nbytes for t in self._items.values())
+            return self._cached()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace]) -> Trace:
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0) -> Trace:
         """The cached trace for `key`, or compute it once (concurrent askers of one key wait for
-        the first) and keep it, evicting least recently used traces beyond the budget."""
+        the first) and keep it, evicting least recently used traces beyond the budget. `estimate`:
+        the bytes the computation holds at its peak, reserved while it runs."""
         with self._lock:
             if key in self._items:
                 self.hits += 1
@@ -46,21 +58,41 @@ class TraceCache:
                 if key in self._items:
                     self.hits += 1
                     return self._items[key]
+                self._reserve(estimate)
             try:
                 trace = compute()
-            finally:  # a failed computation leaves no lock behind
+            finally:  # a failed computation leaves no lock and no reservation behind
                 with self._lock:
                     self._key_locks.pop(key, None)
+                    self.in_flight -= estimate
+                    self._room.notify_all()
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
                 self._evict()
+                self._note_peak()
+        release_freed_memory()
         return trace
 
+    def _cached(self) -> int:
+        return sum(t.nbytes for t in self._items.values())
+
+    def _reserve(self, estimate: int) -> None:
+        """Wait (lock held) until `estimate` fits beside the other runs in flight, or none is left,
+        then evict until cached + in flight + estimate fits, and reserve it."""
+        while self.in_flight and self.in_flight + estimate > self.budget:
+            self._room.wait()
+        self.in_flight += estimate
+        self._evict()
+        self._note_peak()
+
     def _evict(self) -> None:
-        total = sum(t.nbytes for t in self._items.values())
-        while total > self.budget and len(self._items) > 1:
+        """Drop least recently used traces until cached + in flight fits the budget."""
+        room = self.budget - self.in_flight
+        total = self._cached()
+        while total > room and self._items:
             _, old = self._items.popitem(last=False)
             total -= old.nbytes
-        if total > self.budget:  # a single trace larger than the whole budget is not kept
-            self._items.clear()
+
+    def _note_peak(self) -> None:
+        self.peak_reserved = max(self.peak_reserved, self._cached() + self.in_flight)

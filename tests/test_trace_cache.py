@@ -69,3 +69,68 @@ def test_a_failed_computation_is_not_cached_and_leaves_no_lock():
         cache.get_or_compute("k", boom)
     assert len(cache) == 0 and not cache._key_locks
     assert cache.get_or_compute("k", lambda: make(40)).nbytes == 40
+
+
+# ---------------------------------------------------------------------------- runs in flight
+def test_runs_in_flight_share_the_budget_with_the_cache():
+    """Two runs whose estimates do not fit together never overlap; the cache makes room for a
+    reservation by evicting, and cached + reserved never passes the budget."""
+    cache = TraceCache(1_000)
+    cache.get_or_compute("old1", lambda: make(300))
+    cache.get_or_compute("old2", lambda: make(300))
+    running, overlap, lock = [0], [], threading.Lock()
+
+    def compute(n):
+        def run():
+            with lock:
+                running[0] += 1
+                overlap.append(running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+            return make(n)
+        return run
+
+    threads = [threading.Thread(target=cache.get_or_compute, args=(f"k{i}", compute(100), 600)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert max(overlap) == 1  # 600 + 600 > 1000: one at a time
+    assert cache.peak_reserved <= 1_000 and cache.in_flight == 0
+    assert "old1" not in cache._items  # evicted to make room for the first reservation
+
+
+def test_small_runs_run_together_and_a_huge_one_runs_alone():
+    cache = TraceCache(1_000)
+    barrier = threading.Barrier(2, timeout=5)  # both must be inside compute at once, or this fails
+
+    def meet():
+        barrier.wait()
+        return make(10)
+
+    threads = [threading.Thread(target=cache.get_or_compute, args=(k, meet, 300)) for k in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(cache) == 2 and cache.in_flight == 0
+    assert cache.get_or_compute("huge", lambda: make(8), estimate=50_000).nbytes == 8  # never refused
+
+
+def test_a_failed_run_gives_its_reservation_back():
+    cache = TraceCache(1_000)
+
+    def boom():
+        raise RuntimeError("out of memory")
+
+    with pytest.raises(RuntimeError):
+        cache.get_or_compute("k", boom, estimate=900)
+    assert cache.in_flight == 0
+    assert cache.get_or_compute("k2", lambda: make(12), estimate=900).nbytes == 12  # not blocked
+
+
+def test_freed_memory_is_given_back_on_glibc():
+    from gpt2viz.memory import release_freed_memory
+    import platform
+    assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")

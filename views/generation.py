@@ -28,7 +28,8 @@ room = view.config.n_positions - len(view.ids) + 1
 if steps > room:
     st.info(f"The context has room for {room} more tokens; generating {room}.")
     steps = room
-gen = get_generation(view.weights, view.ids, steps, temperature, top_k, seed)
+with st.spinner(f"Generating {steps} tokens step by step…"):
+    gen = get_generation(view.weights, view.ids, steps, temperature, top_k, seed)
 random_note(view)
 rows = generation_rows(gen, view.config, temperature, top_k)
 st.dataframe(rows, hide_index=True, width="stretch")

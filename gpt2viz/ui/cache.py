@@ -5,6 +5,7 @@ that determines the value (weights identity, token ids, mode, seed).
 """
 
 import hashlib
+from fnmatch import fnmatch
 import os
 import tempfile
 from dataclasses import dataclass
@@ -89,17 +90,35 @@ def trace_cache() -> TraceCache:
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget
 
 
-def full_trace_bytes(weights: Weights, n_tokens: int, mode: Mode) -> int:
-    """What recording every tensor of this run would take (float32 values, bool masks)."""
+def _tensor_bytes(weights: Weights, n_tokens: int, mode: Mode) -> dict[str, int]:
+    """Bytes of every tensor the run records, by name (float32 values, bool masks)."""
     cfg = weights.model.config
     run_ = run_dims(cfg, mode, 1, T=None if mode is Mode.DECODE else n_tokens,
                     P=n_tokens - 1 if mode is Mode.DECODE else None)
     values = dims(cfg, run_["B"], run_["T"], run_["P"], run_["L"])
-    return costs.trace_bytes([(concrete(axes, values), dtype) for _, axes, dtype in recorded(cfg, mode)]).value
+    return {name: costs.trace_bytes([(concrete(axes, values), dtype)]).value for name, axes, dtype in recorded(cfg, mode)}
+
+
+def full_trace_bytes(weights: Weights, n_tokens: int, mode: Mode) -> int:
+    """What recording every tensor of this run would take (float32 values, bool masks)."""
+    return sum(_tensor_bytes(weights, n_tokens, mode).values())
+
+
+def run_bytes(weights: Weights, n_tokens: int, mode: Mode, names: tuple[str, ...] | None) -> int:
+    """An estimate of what a run holds at its peak beyond the weights: the tensors it records (all,
+    or those matching `names`), and while it computes, twice its largest tensor (the logits, or
+    one block's scores and pattern); in training also every activation once more, which autograd
+    keeps for the backward pass."""
+    sizes = _tensor_bytes(weights, n_tokens, mode)
+    kept = sum(n for name, n in sizes.items() if names is None or any(fnmatch(name, g) for g in names))
+    working = 2 * max(sizes.values())
+    if mode is Mode.TRAINING:
+        working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
+    return kept + working
 
 
 def records_everything(weights: Weights, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
-    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= (cache or trace_cache()).budget
+    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= (trace_cache() if cache is None else cache).budget
 
 
 def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
@@ -107,29 +126,29 @@ def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, nee
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
     that (long texts on big models), only `needs` (names or globs) is recorded, per page.
     `cache`: the trace cache, for callers outside a script run (a deferred download)."""
-    cache = cache or trace_cache()
+    cache = trace_cache() if cache is None else cache
     names = None if needs is None or records_everything(weights, len(ids), mode, cache) else tuple(needs)
     key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None, names)
-    return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed))
+    return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed),
+                                estimate=run_bytes(weights, len(ids), mode, names))
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")
 
 
-@st.cache_resource(max_entries=8, show_spinner="Generating step by step…")
-def _generation(weights_key: tuple, _weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
-                top_k: int | None, seed: int) -> Generation:
-    choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
-    return generate(_weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES)
-
-
 def get_generation(weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
                    top_k: int | None, seed: int) -> Generation:
-    """Cached by everything that determines it (greedy ignores top-k and seed); the weights by
-    their identity. Each step records only what the page shows."""
+    """Cached in the trace cache (within its budget) by everything that determines it (greedy
+    ignores top-k and seed); the weights by their identity. Each step records only what the page
+    shows."""
     if temperature <= 0:
         temperature, top_k, seed = 0.0, None, 0
-    return _generation(weights.key, weights, ids, steps, temperature, top_k, seed)
+    choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
+    key = ("generation", weights.key, ids, steps, temperature, top_k, seed)
+    n = len(ids) + steps  # the longest step's L
+    estimate = steps * run_bytes(weights, n, Mode.DECODE, GENERATION_NAMES)
+    return trace_cache().get_or_compute(
+        key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES), estimate)
 
 
 @st.cache_resource(max_entries=16)

@@ -1,0 +1,49 @@
+"""The app's run accounting: what a full trace takes, what a run reserves, and recording only the
+page's names when a full trace would not fit the cache."""
+
+from fnmatch import fnmatch
+
+import pytest
+
+from gpt2viz.config import get_config
+from gpt2viz.modes import Mode, run
+from gpt2viz.trace_cache import TraceCache
+from gpt2viz.ui.cache import Weights, full_trace_bytes, get_trace, run_bytes
+from gpt2viz.weights import random_model
+
+IDS = (464, 2068, 7586, 21831, 18045, 625, 262)
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return Weights(random_model(get_config("tiny"), 0), ("random", "tiny", 0), "random tiny", True, seed=0)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_full_trace_bytes_is_what_a_run_records(weights, mode):
+    trace = run(weights.model, list(IDS), mode)
+    assert full_trace_bytes(weights, len(IDS), mode) == trace.nbytes
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_a_run_reserves_at_least_what_it_keeps(weights, mode):
+    names = ("blocks.1.attn.*", "logits")
+    kept = run(weights.model, list(IDS), mode, names=names).nbytes
+    assert run_bytes(weights, len(IDS), mode, names) > kept
+    assert run_bytes(weights, len(IDS), mode, None) > full_trace_bytes(weights, len(IDS), mode)
+    if mode is Mode.TRAINING:  # autograd keeps every activation for the backward pass
+        assert run_bytes(weights, len(IDS), mode, names) > full_trace_bytes(weights, len(IDS), Mode.FULL)
+
+
+def test_only_the_pages_names_are_recorded_when_a_full_trace_does_not_fit(weights):
+    full = full_trace_bytes(weights, len(IDS), Mode.FULL)
+    roomy, tight = TraceCache(100 * full), TraceCache(2 * full)  # a full trace may take 1/4
+    needs = ("blocks.0.mlp.*",)
+    everything = get_trace(weights, IDS, Mode.FULL, 0, needs, cache=roomy)
+    assert everything.nbytes == full
+    partial = get_trace(weights, IDS, Mode.FULL, 0, needs, cache=tight)
+    assert partial.names and all(fnmatch(n, needs[0]) for n in partial.names)
+    assert set(partial.names) == {n for n in everything.names if fnmatch(n, needs[0])}
+    for name in partial.names:
+        assert (partial[name] == everything[name]).all()
+    assert tight.peak_reserved <= tight.budget and tight.in_flight == 0

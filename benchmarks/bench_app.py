@@ -48,6 +48,7 @@ PAGES = [url for _, _, url, _ in PAGE_TABLE]
 TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
 CYCLE = ["attention", "mlp", "block", "layernorm", "merge", "tokens", "output"]  # page changes in (b)
 N_BLOCK = N_HEAD = 12  # gpt2
+ATTENTION_CHARTS = 2  # charts on the attention page: the head's maps and the grid of every head
 
 TRIVIAL = '''import streamlit as st
 
@@ -247,18 +248,18 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
     for t in texts:
         # goto: a new URL each time (the view was served before: warm-up round and the cycle)
         cases[f"goto block · {t}"] = lambda r, t=t: timed_goto(
-            tab(f"goto-{t}", f"{app}/attention{q(t)}", 4), f"{app}/attention{q(t)}&block={r % N_BLOCK}", 4,
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&block={r % N_BLOCK}", ATTENTION_CHARTS,
             f"block {r % N_BLOCK} head 0")
         cases[f"goto head · {t}"] = lambda r, t=t: timed_goto(
-            tab(f"goto-{t}", f"{app}/attention{q(t)}", 4), f"{app}/attention{q(t)}&head={r % N_HEAD}", 4,
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&head={r % N_HEAD}", ATTENTION_CHARTS,
             f"block 0 head {r % N_HEAD}")
         cases[f"goto page · {t}"] = lambda r, t=t: timed_goto(
-            tab(f"goto-{t}", f"{app}/attention{q(t)}", 4), f"{app}/{CYCLE[r % len(CYCLE)]}{q(t)}", 1, None)
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/{CYCLE[r % len(CYCLE)]}{q(t)}", 1, None)
         # session: the slider one step right on even rounds, back left on odd ones; page links in a cycle
         cases[f"session Block slider · {t}"] = lambda r, t=t: slider_step(
-            tab(f"block-{t}", f"{app}/attention{q(t)}", 4), "Block", r, "block {} head 0")
+            tab(f"block-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), "Block", r, "block {} head 0")
         cases[f"session Head slider · {t}"] = lambda r, t=t: slider_step(
-            tab(f"head-{t}", f"{app}/attention{q(t)}", 4), "Head", r, "block 0 head {}")
+            tab(f"head-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), "Head", r, "block 0 head {}")
         cases[f"session page link · {t}"] = lambda r, t=t: timed_action(
             tab(f"nav-{t}", f"{app}/{CYCLE[-1]}{q(t)}", 1),
             click_page_link(tabs[f"nav-{t}"], CYCLE[r % len(CYCLE)]), 1, None, "page link")
@@ -273,7 +274,7 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
     warm = run_rounds(cases, rounds)
 
     # every page once per repetition, warm, by goto, at T = 256 (which page costs what)
-    page = tab("pages", f"{app}/attention{q('T=256')}", 4)
+    page = tab("pages", f"{app}/attention{q('T=256')}", ATTENTION_CHARTS)
     per_page = {url: [] for url in PAGES}
     for r in range(1 + page_reps):
         for url in PAGES:
@@ -283,7 +284,7 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
     return warm, per_page
 
 
-def slider_step(page, label: str, r: int, title: str, min_charts: int = 4) -> Sample:
+def slider_step(page, label: str, r: int, title: str, min_charts: int = ATTENTION_CHARTS) -> Sample:
     """One keyboard step of a slider: right on even rounds (0 → 1), left on odd ones (1 → 0)."""
     key, value = ("ArrowRight", 1) if r % 2 == 0 else ("ArrowLeft", 0)
     return timed_action(page, press_slider(page, label, key), min_charts, title.format(value), f"{label} slider")

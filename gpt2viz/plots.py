@@ -327,25 +327,52 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
                                   colorbar=dict(title=dict(text="p"), thickness=12)))
 
 
-def scores_heatmap(scores, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
-                   query_offset: int = 0, mask=None) -> go.Figure:
-    """Raw scores q·k/sqrt(dh) [T, L] before the mask, on a diverging scale centred on 0.
-    `mask` [T, L] bool (True = removed, e.g. model.causal_mask(T, L)) veils those cells in white
-    (their hover keeps the score); the colour range is set by the cells the mask keeps."""
-    scores = _array(scores, "scores", "T, L")
+def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
+                   title: str, query_offset: int = 0, mask=None) -> go.Figure:
+    """One head, one figure, one row per query: the raw scores q·k/sqrt(dh) [T, L] (diverging,
+    centred on 0, range set by the cells `mask` keeps; masked cells veiled in white, their hover
+    keeps the score), the softmax pattern [T, L] (0-1; masked cells, exactly 0, in grey) and the
+    norm of the head's output z for each query [T] (a strip beside the pattern). One figure rather
+    than three: each Plotly chart costs the browser a fixed part of a redraw."""
+    scores, pattern = _array(scores, "scores", "T, L"), _array(pattern, "pattern", "T, L")
+    z_norms = _array(z_norms, "z_norms", "T")
     T, L = scores.shape
+    if pattern.shape != scores.shape or z_norms.shape != (T,):
+        raise ValueError(f"scores {scores.shape}, pattern {pattern.shape} and z_norms {z_norms.shape} "
+                         f"must be [T, L], [T, L] and [T]")
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
     mask = np.zeros((T, L), dtype=bool) if mask is None else _mask(mask, scores.shape)
     kept_cells = scores[~mask] if (~mask).any() else scores
     bound = float(np.abs(kept_cells).max()) or 1.0  # symmetric around 0; 1 if all scores are 0
-    trace = _heatmap(scores, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis")
-    _annotate(trace, T, L)
-    cover = _cover(mask_path(mask), **MASK_VEIL)
-    fig = go.Figure(trace, layout=dict(shapes=cover))
-    note = "veiled: masked, set to −∞ before the softmax" if cover else None
-    fig = _heatmap_layout(fig, title, ylabels, xlabels, subtitle=note)
-    return fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
-                                            colorbar=dict(title=dict(text="score"), thickness=12)))
+    traces = [
+        _heatmap(scores, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis"),
+        _heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", coloraxis="coloraxis2", xaxis="x2"),
+        _heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = %{z:.4g}", coloraxis="coloraxis3",
+                 xaxis="x3"),
+    ]
+    for trace in traces[:2]:
+        _annotate(trace, T, L)
+    veil = _cover(mask_path(mask), **MASK_VEIL)
+    grey = _cover(mask_path(_future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
+    xaxis, yaxis, margin = _fixed_margins(_category_axis(xlabels, "key"),
+                                          _category_axis(ylabels, "query", autorange="reversed"), 70, 400)
+    bar = dict(thickness=10, len=0.9, y=0.45, title=dict(side="right"))
+    panels = {"xaxis": (xaxis, [0, 0.41]), "xaxis2": (xaxis, [0.50, 0.90]),
+              "xaxis3": (dict(type="category", automargin=False, showticklabels=False), [0.915, 0.945])}
+    layout = {name: dict(axis, domain=domain, anchor="y") for name, (axis, domain) in panels.items()}
+    layout["coloraxis"] = dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
+                               colorbar=dict(bar, x=0.42, xanchor="left", title=dict(bar["title"], text="score")))
+    layout["coloraxis2"] = dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                                colorbar=dict(bar, x=0.96, xanchor="left", title=dict(bar["title"], text="p")))
+    layout["coloraxis3"] = dict(colorscale="Greys", showscale=False)
+    notes = [("scores q·k/√dh" + (" · veiled: masked, −∞ before the softmax" if veil else ""), 0.0),
+             ("pattern = softmax(scores)" + (" · grey: masked, exactly 0" if grey else ""), 0.50), ("‖z‖", 0.915)]
+    layout["annotations"] = [dict(text=_escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
+                                  yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
+    fig = go.Figure(traces, layout=dict(layout, shapes=veil + grey))
+    return _layout(fig, title, height=_clamp_height(250 + 16 * T), margin=dict(margin, r=10),
+                   yaxis=yaxis)
+
 
 def _mask(mask, shape: tuple[int, int]) -> np.ndarray:
     mask = np.asarray(mask)

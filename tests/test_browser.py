@@ -31,7 +31,7 @@ TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
 # the other pages' h1 begins with their PAGE_TABLE title ("Logit lens" → "Logit lens and ...").
 COMPONENT_OF = {"overview": "model", "tokens": "embed", "block": "block", "layernorm": "block.ln1",
                 "attention": "block.attn", "merge": "block.attn.merge", "mlp": "block.mlp", "output": "unembed"}
-MIN_CHARTS = {"overview": 2, "tokens": 3, "block": 3, "layernorm": 4, "attention": 4, "merge": 3, "mlp": 3,
+MIN_CHARTS = {"overview": 2, "tokens": 3, "block": 3, "layernorm": 4, "attention": 2, "merge": 3, "mlp": 3,
               "output": 2, "modes": 2, "params": 1, "generation": 3, "training": 3, "lens": 1}  # others: 0
 OTHER_MODES = [("attention", "decode"), ("output", "decode"), ("attention", "training"), ("output", "training")]
 

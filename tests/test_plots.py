@@ -156,27 +156,50 @@ def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
         plots.heads_grid(np.ones((4, 6, 6)), TOKENS, TOKENS, "t")
 
 
-def test_scores_heatmap_diverging_and_veils_the_mask():
+def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     scores = np.random.default_rng(0).normal(size=(T, T))
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)
     scores[0, -1] = 100.0  # a huge masked score must not set the colour range
-    fig = plots.scores_heatmap(scores, TOKENS, TOKENS, "scores", mask=mask)
-    (trace,) = fig.data
-    assert np.array_equal(trace.z, scores.astype(np.float32))  # masked scores keep their value and hover
+    pattern, norms = causal_pattern(T, T), np.arange(1.0, T + 1)
+    fig = plots.attention_maps(scores, pattern, norms, TOKENS, TOKENS, "block 0 head 1", mask=mask)
+    s, p, z = fig.data
+    assert np.array_equal(s.z, scores.astype(np.float32))  # masked scores keep their value and hover
+    assert np.array_equal(p.z, pattern.astype(np.float32)) and np.array_equal(z.z[:, 0], norms)
+    assert list(s.y) == list(p.y) == list(z.y) == list(p.x)  # one row per query in all three
+    assert (s.xaxis or "x", p.xaxis, z.xaxis) == ("x", "x2", "x3") and {s.yaxis or "y", p.yaxis or "y", z.yaxis or "y"} == {"y"}
     axis = fig.layout.coloraxis
     assert axis.colorscale == colorscale(plots.DIVERGING) and axis.cmin == -axis.cmax
     assert axis.cmax == pytest.approx(np.abs(scores[~mask]).max(), rel=1e-6)
-    (veil,) = fig.layout.shapes
-    assert np.array_equal(covered_cells(veil, T, T), mask) and 0 < veil.opacity < 1
-    assert "−∞" in fig.layout.title.subtitle.text and "%{z:.3f}" in trace.hovertemplate
-    assert not plots.scores_heatmap(scores, TOKENS, TOKENS, "no mask").layout.shapes
+    assert (fig.layout.coloraxis2.cmin, fig.layout.coloraxis2.cmax) == (0, 1)
+    assert fig.layout.coloraxis2.colorscale == colorscale(plots.SEQUENTIAL)
+    veil, grey = fig.layout.shapes
+    assert np.array_equal(covered_cells(veil, T, T), mask) and 0 < veil.opacity < 1 and veil.xref == "x"
+    assert np.array_equal(covered_cells(grey, T, T), mask) and grey.fillcolor == plots.MASKED_GREY and grey.xref == "x2"
+    assert "score %{z:.3f}" in s.hovertemplate and "attention %{z:.3f}" in p.hovertemplate and "‖z‖" in z.hovertemplate
+    notes = " ".join(a.text for a in fig.layout.annotations)
+    assert "−∞" in notes and "grey: masked" in notes
+    assert fig.layout.title.text == "block 0 head 1"
+    unmasked = plots.attention_maps(scores, np.full((T, T), 1 / T), norms, TOKENS, TOKENS, "no mask")
+    assert not unmasked.layout.shapes
+
+
+def test_attention_maps_decode_row():
+    P = 5
+    fig = plots.attention_maps(np.zeros((1, P + 1)), causal_pattern(1, P + 1), [2.0], ["␣dog"], TOKENS, "decode",
+                               query_offset=P, mask=np.zeros((1, P + 1), dtype=bool))
+    assert not fig.layout.shapes and list(fig.data[1].y) == ["5·␣dog"]
+
+
+def test_attention_maps_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"must be \[T, L\], \[T, L\] and \[T\]"):
+        plots.attention_maps(np.zeros((3, 3)), np.zeros((3, 4)), np.zeros(3), ["a"] * 3, ["a"] * 3, "t")
 
 
 @pytest.mark.parametrize("mask, message", [(np.ones((T, T)), "mask must be boolean"),
                                            (np.ones((2, 2), dtype=bool), r"mask must have the scores' shape")])
-def test_scores_heatmap_rejects_bad_masks(mask, message):
+def test_attention_maps_rejects_bad_masks(mask, message):
     with pytest.raises(ValueError, match=message):
-        plots.scores_heatmap(np.zeros((T, T)), TOKENS, TOKENS, "t", mask=mask)
+        plots.attention_maps(np.zeros((T, T)), np.zeros((T, T)), np.zeros(T), TOKENS, TOKENS, "t", mask=mask)
 
 
 # ---------------------------------------------------------------------------- distributions
@@ -408,7 +431,7 @@ def test_every_figure_is_compact_with_titled_axes():
     pattern = causal_pattern(T, T)
     figures = [
         plots.attention_heatmap(pattern, TOKENS, TOKENS, "a"),
-        plots.scores_heatmap(pattern, TOKENS, TOKENS, "s"),
+        plots.attention_maps(pattern, pattern, pattern[0], TOKENS, TOKENS, "s"),
         plots.histogram(pattern, "h", "p"),
         plots.gelu_curve(pattern, "g"),
         plots.position_norms(pattern, TOKENS, "n"),

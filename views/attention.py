@@ -18,16 +18,12 @@ def states(view, trace):
     if view.mode.value == "decode":
         st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
                     f"{trace.P} from the cache and its own.")
-    cols = st.columns(2)
-    with cols[0]:
-        plot(plots.scores_heatmap(trace.get("attn.scores", b)[0, h], q, k, f"Scores q·k/√dh · block {b} head {h}",
-                                  query_offset=offset, mask=causal_mask(T, L)))
-    with cols[1]:
-        plot(plots.attention_heatmap(pattern[h], q, k, f"Pattern softmax · block {b} head {h}", query_offset=offset))
+    scores, z = trace.get("attn.scores", b)[0, h], trace.get("attn.z", b)[0, h]  # [T, L], [T, dh]
+    plot(plots.attention_maps(scores, pattern[h], z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
+                              query_offset=offset, mask=causal_mask(T, L)))
     n = min(T, GRID_QUERIES)  # the grid draws nh maps: keep it to the last queries on long texts
     plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
                           + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
-    plot(plots.position_norms(trace.get("attn.z", b)[0, h], q, f"‖per-head output z‖ · head {h}", offset=offset))
     export(view, trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
 
 

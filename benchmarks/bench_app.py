@@ -12,6 +12,9 @@ and the expected block/head shows in a chart title (tests/streamlit_server.py, `
       goto     page.goto of the new URL (a reload: new Streamlit session, JavaScript from cache)
       session  what a user does: the Block or Head slider (keyboard, one step) or a sidebar page
                link, in the same session
+    One browser tab is open at a time, as for a user. The goto cases rotate, each in a tab of
+    its own; the session cases of one text run in one warm tab (one user's session): a slider
+    step on the attention page, a sidebar link from the previous page of a cycle to the next.
     Target ≤ 0.5 s. The in-page split: action → script run starts, run (server script and
     streamed elements), run end → all charts drawn (Plotly); "-" where runs were too fast for the
     page to show the state `running`.
@@ -219,7 +222,7 @@ def main() -> None:
             cold["trivial4"].append(cold_start(browser, trivial, tmp, "/?charts=4", 4))
             cold["app"].append(cold_start(browser, Path("app.py"), ROOT, "/?model=gpt2", 2))
 
-        # (b) warm: one server each, one tab per case
+        # (b) warm: one server each; one tab open at a time (see measure_warm)
         with StreamlitServer("app.py", ROOT) as app, StreamlitServer(trivial, tmp) as base:
             app.wait_healthy(120)
             base.wait_healthy(60)
@@ -237,6 +240,10 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
     tabs: dict[str, object] = {}
 
     def tab(name: str, url: str, min_charts: int):
+        """The tab `name`, and no other: a user has one tab, and background tabs of the app would
+        share the 2 cores with the measured one. A new tab loads `url` first (a warm view)."""
+        for other in [n for n in tabs if n != name]:
+            tabs.pop(other).close()
         if name not in tabs:
             tabs[name] = context.new_page()
             tabs[name].goto(url)
@@ -244,34 +251,49 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
         tabs[name].bring_to_front()
         return tabs[name]
 
-    cases = {}
+    def on_page(page, url: str, min_charts: int):
+        """Bring the session to page `url` by its sidebar link (not timed), unless it is there."""
+        if f"/{url}" not in page.url:
+            h1 = page.locator("h1").first.text_content()
+            click_page_link(page, url)()
+            wait_rendered(page, min_charts, not_h1=h1, timeout_ms=120_000)
+        return page
+
+    # goto: a new URL each time in a tab of its own (the view was served before: warm-up round)
+    gotos = {}
     for t in texts:
-        # goto: a new URL each time (the view was served before: warm-up round and the cycle)
-        cases[f"goto block · {t}"] = lambda r, t=t: timed_goto(
-            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&block={r % N_BLOCK}", ATTENTION_CHARTS,
-            f"block {r % N_BLOCK} head 0")
-        cases[f"goto head · {t}"] = lambda r, t=t: timed_goto(
-            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&head={r % N_HEAD}", ATTENTION_CHARTS,
-            f"block 0 head {r % N_HEAD}")
-        cases[f"goto page · {t}"] = lambda r, t=t: timed_goto(
+        gotos[f"goto block · {t}"] = lambda r, t=t: timed_goto(
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&block={r % N_BLOCK}",
+            ATTENTION_CHARTS, f"block {r % N_BLOCK} head 0")
+        gotos[f"goto head · {t}"] = lambda r, t=t: timed_goto(
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&head={r % N_HEAD}",
+            ATTENTION_CHARTS, f"block 0 head {r % N_HEAD}")
+        gotos[f"goto page · {t}"] = lambda r, t=t: timed_goto(
             tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/{CYCLE[r % len(CYCLE)]}{q(t)}", 1, None)
-        # session: the slider one step right on even rounds, back left on odd ones; page links in a cycle
-        cases[f"session Block slider · {t}"] = lambda r, t=t: slider_step(
-            tab(f"block-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), "Block", r, "block {} head 0")
-        cases[f"session Head slider · {t}"] = lambda r, t=t: slider_step(
-            tab(f"head-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), "Head", r, "block 0 head {}")
-        cases[f"session page link · {t}"] = lambda r, t=t: timed_action(
-            tab(f"nav-{t}", f"{app}/{CYCLE[-1]}{q(t)}", 1),
-            click_page_link(tabs[f"nav-{t}"], CYCLE[r % len(CYCLE)]), 1, None, "page link")
     for charts in (0, 4):
         suffix = f"&charts={charts}" if charts else ""
         label = "trivial" if charts == 0 else "trivial + 4 charts"
-        cases[f"goto · {label}"] = lambda r, s=suffix, c=charts: timed_goto(
-            tab(f"base-goto{c}", f"{base}/?block=0{s}", c), f"{base}/?block={r % N_BLOCK}{s}", c,
-            f"block {r % N_BLOCK}")
-        cases[f"session slider · {label}"] = lambda r, s=suffix, c=charts: slider_step(
-            tab(f"base-slider{c}", f"{base}/?block=0{s}", c), "Block", r, "block {}", c)
-    warm = run_rounds(cases, rounds)
+        gotos[f"goto · {label}"] = lambda r, s=suffix, c=charts: timed_goto(
+            tab(f"base-goto{c}", f"{base}/?block=0{s}", c), f"{base}/?block={r % N_BLOCK}{s}", c, f"block {r % N_BLOCK}")
+    warm = run_rounds(gotos, rounds)
+
+    # session: what one user does in one warm tab: a slider step (0 → 1, or back), a page link
+    for t in texts:
+        session = lambda: tab(f"session-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS)
+        warm |= run_rounds({
+            f"session Block slider · {t}": lambda r: slider_step(
+                on_page(session(), "attention", ATTENTION_CHARTS), "Block", r, "block {block} head {head}"),
+            f"session Head slider · {t}": lambda r: slider_step(
+                on_page(session(), "attention", ATTENTION_CHARTS), "Head", r, "block {block} head {head}"),
+            f"session page link · {t}": lambda r: timed_action(
+                on_page(session(), CYCLE[(r - 1) % len(CYCLE)], 1), click_page_link(session(), CYCLE[r % len(CYCLE)]),
+                1, None, "page link"),
+        }, rounds)
+    for charts in (0, 4):
+        suffix = f"&charts={charts}" if charts else ""
+        label = "trivial" if charts == 0 else "trivial + 4 charts"
+        warm |= run_rounds({f"session slider · {label}": lambda r, s=suffix, c=charts: slider_step(
+            tab(f"base-slider{c}", f"{base}/?block=0{s}", c), "Block", r, "block {block}", c)}, rounds)
 
     # every page once per repetition, warm, by goto, at T = 256 (which page costs what)
     page = tab("pages", f"{app}/attention{q('T=256')}", ATTENTION_CHARTS)
@@ -284,10 +306,21 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
     return warm, per_page
 
 
+def slider_value(page, label: str) -> int:
+    return int(page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider").input_value())
+
+
 def slider_step(page, label: str, r: int, title: str, min_charts: int = ATTENTION_CHARTS) -> Sample:
-    """One keyboard step of a slider: right on even rounds (0 → 1), left on odd ones (1 → 0)."""
-    key, value = ("ArrowRight", 1) if r % 2 == 0 else ("ArrowLeft", 0)
-    return timed_action(page, press_slider(page, label, key), min_charts, title.format(value), f"{label} slider")
+    """One keyboard step of a slider: right from 0, else left (r is unused: the session's sliders
+    may be anywhere). `title` names what the new view's chart shows: "block {block} head {head}"
+    (the other slider's value read from the page) or, in the trivial app, "block {block}"."""
+    now = slider_value(page, label)
+    key, value = ("ArrowRight", now + 1) if now == 0 else ("ArrowLeft", now - 1)
+    values = {label.lower(): value}
+    for other in ("Block", "Head"):
+        if "{" + other.lower() + "}" in title and other.lower() not in values:
+            values[other.lower()] = slider_value(page, other)
+    return timed_action(page, press_slider(page, label, key), min_charts, title.format(**values), f"{label} slider")
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

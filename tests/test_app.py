@@ -179,7 +179,7 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
         assert any("Recording only what this page shows" in c.value for c in at.caption)
         assert len(charts(at)) >= EXPECT["attention"][0]
         cache = trace_cache()
-        assert cache.budget == 8 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget
+        assert cache.budget == 6 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget
         assert all(n.startswith("blocks.1.attn.") for t in cache._items.values() for n in t.names)
     finally:
         trace_cache.clear()

@@ -81,10 +81,22 @@ def cached_checkpoints():
     return find_hf_checkpoints()
 
 
+HEADROOM_SHARE = 4  # of the budget, kept for what is not a trace: pages being built, sessions' state
+
+
+def budget_bytes(env=os.environ) -> int:
+    """GPT2VIZ_TRACE_BUDGET_MB (default 2 GiB): what the server may use beyond its runtime and weights."""
+    mb = env.get(BUDGET_ENV)
+    return int(mb) * 2**20 if mb and mb.isdigit() and int(mb) > 0 else DEFAULT_BUDGET
+
+
 @st.cache_resource
 def trace_cache() -> TraceCache:
-    mb = os.environ.get(BUDGET_ENV)
-    return TraceCache(int(mb) * 2**20 if mb and mb.isdigit() and int(mb) > 0 else DEFAULT_BUDGET)
+    """The traces and the runs computing them get all of the budget but a headroom of 1/4: under the
+    load test, figures being built, Streamlit's per-session state and allocator slack took up to
+    ~150 MiB more at the kernel's high-water mark."""
+    budget = budget_bytes()
+    return TraceCache(budget - budget // HEADROOM_SHARE)
 
 
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget

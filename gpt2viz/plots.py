@@ -356,8 +356,8 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     grey = _cover(mask_path(_future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
     xaxis, yaxis, margin = _fixed_margins(_category_axis(xlabels, "key"),
                                           _category_axis(ylabels, "query", autorange="reversed"), 70, 400)
-    bar = dict(thickness=10, len=0.9, y=0.45, title=dict(side="right"))
-    panels = {"xaxis": (xaxis, [0, 0.41]), "xaxis2": (xaxis, [0.50, 0.90]),
+    bar = dict(thickness=10, len=0.85, y=0.42, title=dict(side="top"))
+    panels = {"xaxis": (xaxis, [0, 0.41]), "xaxis2": (xaxis, [0.52, 0.90]),
               "xaxis3": (dict(type="category", automargin=False, showticklabels=False), [0.915, 0.945])}
     layout = {name: dict(axis, domain=domain, anchor="y") for name, (axis, domain) in panels.items()}
     layout["coloraxis"] = dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
@@ -366,7 +366,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
                                 colorbar=dict(bar, x=0.96, xanchor="left", title=dict(bar["title"], text="p")))
     layout["coloraxis3"] = dict(colorscale="Greys", showscale=False)
     notes = [("scores q·k/√dh" + (" · veiled: masked, −∞ before the softmax" if veil else ""), 0.0),
-             ("pattern = softmax(scores)" + (" · grey: masked, exactly 0" if grey else ""), 0.50), ("‖z‖", 0.915)]
+             ("pattern = softmax(scores)" + (" · grey: masked, exactly 0" if grey else ""), 0.52), ("‖z‖", 0.915)]
     layout["annotations"] = [dict(text=_escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
     fig = go.Figure(traces, layout=dict(layout, shapes=veil + grey))

@@ -8,6 +8,7 @@ batches the two states), so after an action wait for what the new run must show 
 a new h1): content of the new run on screen and the state `notRunning` mean that run has ended.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -77,6 +78,21 @@ def require_chromium() -> None:
         if os.environ.get("GPT2VIZ_REQUIRE_BROWSER") == "1":
             pytest.fail(message + ", and GPT2VIZ_REQUIRE_BROWSER=1")
         pytest.skip(message)
+
+
+@contextlib.contextmanager
+def chromium_for_tests():
+    """A headless Debian chromium for a test module (playwright's sync API); skips or fails as
+    `require_chromium` says when there is none."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def free_port() -> int:

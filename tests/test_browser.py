@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import (  # noqa: E402
-    CHART, EXCEPTION, StreamlitServer, launch_chromium, require_chromium, new_context, wait_rendered)
+    CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered)
 
 from gpt2viz.catalog import catalogue  # noqa: E402
 from gpt2viz.config import get_config  # noqa: E402
@@ -43,15 +43,10 @@ def h1_ok(url: str, h1: str) -> bool:
 
 @pytest.fixture(scope="module")
 def context():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_chromium(p)
+    with chromium_for_tests() as b:
         context = new_context(b)
         yield context  # one context: its pages share the HTTP cache; each page is a new session
         context.close()
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import (  # noqa: E402
-    EXCEPTION, StreamlitServer, launch_chromium, require_chromium, new_context, wait_rendered)
+    EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered)
 
 from gpt2viz.tokenizer import encode, readable_tokens  # noqa: E402
 
@@ -90,13 +90,8 @@ def check_own(snap: dict, session: str, page_name: str) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_chromium(p)
+    with chromium_for_tests() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ Everything cached is treated as immutable and shared between sessions; keys carr
 that determines the value (weights identity, token ids, mode, seed).
 """
 
+import functools
 import hashlib
 from fnmatch import fnmatch
 import os
@@ -104,7 +105,11 @@ FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the
 
 def _tensor_bytes(weights: Weights, n_tokens: int, mode: Mode) -> dict[str, int]:
     """Bytes of every tensor the run records, by name (float32 values, bool masks)."""
-    cfg = weights.model.config
+    return _tensor_bytes_of(weights.model.config, n_tokens, mode)
+
+
+@functools.lru_cache(maxsize=256)  # asked on every rerun of a page (2-3 ms for gpt2, 4x for gpt2-xl)
+def _tensor_bytes_of(cfg, n_tokens: int, mode: Mode) -> dict[str, int]:
     run_ = run_dims(cfg, mode, 1, T=None if mode is Mode.DECODE else n_tokens,
                     P=n_tokens - 1 if mode is Mode.DECODE else None)
     values = dims(cfg, run_["B"], run_["T"], run_["P"], run_["L"])

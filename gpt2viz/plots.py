@@ -12,10 +12,11 @@ Colours are chosen to work for colour-blind readers:
 - diverging "PuOr" (ColorBrewer purple-orange; raw attention scores, centred on 0), one of
   ColorBrewer's colour-blind-safe diverging schemes (orange = negative, purple = positive);
 - categorical colours from the Okabe-Ito palette (blue #0072B2, orange #E69F00, vermillion
-  #D55E00, sky blue #56B4E9), which stay distinct for protan, deutan and tritan readers;
+  #D55E00, sky blue #56B4E9, grey #999999), which stay distinct for protan, deutan and tritan
+  readers; none is black or white, so lines show on the light and the dark theme;
 - masked attention cells are neutral grey, outside every colour scale.
-No Plotly template is set, so the app's theme applies (Streamlit installs its own template, light
-or dark); every colour that carries meaning is set explicitly.
+No Plotly template is set: the app gives each figure its look (plot_theme.py, light or dark);
+every colour that carries meaning is set explicitly.
 
 Tokens: a token can occur twice ("␣the" at 3 and at 9), and Plotly merges identical category
 labels, so per-position axes are labelled "3·␣the" (absolute position, middle dot, token) and
@@ -38,6 +39,7 @@ import plotly.graph_objects as go
 SEQUENTIAL = "Viridis"
 DIVERGING = "PuOr"
 BLUE, ORANGE, VERMILLION, SKY = "#0072B2", "#E69F00", "#D55E00", "#56B4E9"
+GREY = "#999999"  # Okabe-Ito's grey: visible on the light and the dark theme
 MASKED_GREY = "#d0d0d0"
 
 HEIGHT = 400  # default figure height in px
@@ -428,7 +430,7 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
         go.Scatter(x=grid, y=_gelu_tanh(grid), mode="lines", name="tanh GELU (GPT-2)",
                    line=dict(color=BLUE, width=2), hovertemplate="x = %{x:.3f}<br>GELU %{y:.4f}<extra></extra>"),
         go.Scatter(x=grid, y=_gelu_erf(grid), mode="lines", name="exact GELU (erf)",
-                   line=dict(color="black", width=1.5, dash="dash"),
+                   line=dict(color=GREY, width=1.5, dash="dash"),
                    hovertemplate="x = %{x:.3f}<br>erf GELU %{y:.4f}<extra></extra>"),
         go.Scatter(x=q[inside], y=_gelu_tanh(q[inside]), customdata=pct[inside], mode="markers",
                    name="percentiles of this input", marker=dict(color=ORANGE, size=6, line=dict(width=0.5, color="white")),

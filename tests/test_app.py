@@ -1,6 +1,8 @@
 """The app through Streamlit's AppTest: every page in every mode on the tiny model, controls that
 change what is shown, and bad input that gives a message instead of a traceback."""
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -53,6 +55,14 @@ def test_sidebar_says_which_weights_are_in_use():
     at = first_run()
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "random tiny weights (seed 0)" in captions and "not trained" in captions
+
+
+def test_charts_carry_their_look_and_no_template():
+    at = open_page("mlp.py")
+    for chart in charts(at):
+        layout = json.loads(chart.proto.spec)["layout"]
+        assert chart.proto.theme == "" and layout.get("template") is None  # Streamlit's theme: drawn twice
+        assert layout["datarevision"] and layout["font"]["family"].startswith('"Source Sans"')
 
 
 def test_changing_block_changes_the_plots():

@@ -8,6 +8,7 @@ from typing import Callable
 import streamlit as st
 
 from .. import model as gpt2_model
+from .. import plot_theme
 from ..catalog import Catalogue, Component, catalogue, concrete, dims, run_dims
 from ..modes import Mode
 from ..trace import Trace
@@ -221,4 +222,6 @@ def child_summaries(cid: str, view: View) -> None:
 
 
 def plot(fig) -> None:
-    st.plotly_chart(fig, width="stretch", config={"displaylogo": False})
+    """A figure in the app's look (light or dark as the browser reports), drawn once per view."""
+    fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
+    st.plotly_chart(fig, theme=None, width="stretch", config={"displaylogo": False})

@@ -1,0 +1,85 @@
+"""plot_theme: the app's look written into a figure (no template), and the data digest that lets
+Plotly skip a second drawing of an unchanged chart."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from gpt2viz import plot_theme, plots
+
+TOKENS = [f"t{i}" for i in range(6)]
+
+
+def maps(seed: int = 0) -> go.Figure:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(6, 6))
+    mask = np.triu(np.ones((6, 6), dtype=bool), 1)
+    pattern = np.where(mask, 0.0, np.exp(scores))
+    pattern /= pattern.sum(1, keepdims=True)
+    return plots.attention_maps(scores, pattern, rng.random(6), TOKENS, TOKENS, "maps", mask=mask)
+
+
+def spec(fig: go.Figure) -> dict:
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+def test_no_template_and_every_value_passes_plotly_validation():
+    themed = plot_theme.themed(maps())
+    layout = spec(themed)["layout"]
+    assert layout.get("template") is None  # absent or null: nothing for the browser to rebuild
+    rebuilt = go.Figure(themed.to_dict())  # validates every property: raises on a wrong one
+    rebuilt.layout.template = None  # (validated: removed, rather than null)
+    layout.pop("template", None)
+    assert spec(rebuilt) == dict(spec(themed), layout=layout)
+
+
+def test_the_builders_values_win_and_unset_ones_get_the_look():
+    fig = maps()
+    assert fig.layout.xaxis.tickfont.size == 10 and fig.layout.xaxis.tickfont.color is None
+    themed = plot_theme.themed(fig)
+    assert themed.layout.xaxis.tickfont.size == 10  # the builder's
+    assert themed.layout.xaxis.tickfont.color == plot_theme.LIGHT.text  # the look's
+    assert themed.layout.title.font.size == fig.layout.title.font.size
+    assert themed.layout.title.font.color == plot_theme.LIGHT.heading
+    assert fig.layout.xaxis.tickfont.color is None  # the original is left alone
+
+
+@pytest.mark.parametrize("dark,palette", [(False, plot_theme.LIGHT), (True, plot_theme.DARK)])
+def test_light_and_dark(dark, palette):
+    layout = spec(plot_theme.themed(maps(), dark=dark))["layout"]
+    assert layout["font"]["color"] == palette.text
+    assert layout["hoverlabel"]["bgcolor"] == palette.hover_bg
+    assert layout["paper_bgcolor"] == "rgba(0,0,0,0)"  # the page's own background shows
+    for name in ("xaxis", "xaxis2", "xaxis3", "yaxis"):  # every axis the figure has
+        assert layout[name]["tickfont"]["color"] == palette.text, name
+    for name in ("coloraxis", "coloraxis2"):
+        assert layout[name]["colorbar"]["tickfont"]["color"] == palette.text, name
+
+
+def test_axes_only_a_trace_names_are_styled_too():
+    fig = go.Figure([go.Scatter(y=[1, 2]), go.Bar(y=[3], xaxis="x2", yaxis="y2")])
+    layout = spec(plot_theme.themed(fig, dark=True))["layout"]
+    assert {"xaxis", "yaxis", "xaxis2", "yaxis2"} <= set(layout)
+    assert layout["yaxis2"]["gridcolor"] == plot_theme.DARK.grid
+
+
+def test_a_trace_colour_bar_of_its_own_is_styled():
+    fig = plots.attention_heatmap(np.eye(3), TOKENS[:3], TOKENS[:3], "p")
+    bar = spec(plot_theme.themed(fig))["data"][0]["colorbar"]
+    assert bar["thickness"] == 12 and bar["tickfont"]["color"] == plot_theme.LIGHT.text
+
+
+def test_datarevision_follows_the_data():
+    a, b, c = (plot_theme.themed(f) for f in (maps(0), maps(0), maps(1)))
+    assert a.layout.datarevision == b.layout.datarevision
+    assert a.layout.datarevision != c.layout.datarevision
+    d = maps(0)
+    d.data[1].z = np.asarray(d.data[1].z).copy()
+    d.data[1].z[5, 0] += 1e-6  # one cell of one map, a little
+    assert plot_theme.themed(d).layout.datarevision != a.layout.datarevision
+    e = maps(0)
+    e.data[0].x = ["other"] + list(e.data[0].x[1:])  # a label
+    assert plot_theme.themed(e).layout.datarevision != a.layout.datarevision

@@ -27,6 +27,7 @@ heatmaps only up to ANNOTATE_MAX positions, and histograms binned in numpy, not 
 Axis titles, hover templates and masks follow the names in model.py: B, T, P, L, d, nh, V.
 """
 
+import functools
 import html
 import math
 import numbers
@@ -41,6 +42,7 @@ DIVERGING = "PuOr"
 BLUE, ORANGE, VERMILLION, SKY = "#0072B2", "#E69F00", "#D55E00", "#56B4E9"
 GREY = "#999999"  # Okabe-Ito's grey: visible on the light and the dark theme
 MASKED_GREY = "#d0d0d0"
+GREYS = "Greys"
 
 HEIGHT = 400  # default figure height in px
 MAX_TICKS = 32  # tick labels per axis before thinning
@@ -185,15 +187,27 @@ def _clamp_height(px: float) -> int:
     return int(min(450, max(200, px)))
 
 
-def _layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
-            **extra) -> go.Figure:
+def _layout_dict(title: str, height: int = HEIGHT, subtitle: str | None = None, **extra) -> dict:
     # titles may carry tokens ("<br>" is one): plotly would render them as markup
     heading = dict(text=_escape(title), x=0.01, xanchor="left", font=dict(size=15))
     if subtitle:
         heading["subtitle"] = dict(text=_escape(subtitle), font=dict(size=11))
     extra.setdefault("margin", dict(l=50, r=20, t=70 if subtitle else 45, b=40))
-    fig.update_layout(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
+    return dict(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
+
+
+def _layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
+            **extra) -> go.Figure:
+    fig.update_layout(**_layout_dict(title, height, subtitle, **extra))
     return fig
+
+
+def _unvalidated(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain trace and layout dicts, without plotly.py checking each value again
+    (`_validate=False`, its switch for trusted JSON): for the maps of long texts, where the checks
+    cost ~20 ms a figure on every view change. Plain dicts only (no "line_width" shorthands):
+    test_plots.py builds each such figure again with the checks and compares."""
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
 def _human_bytes(n: int) -> str:
@@ -210,9 +224,17 @@ _CELL = "query %{y}<br>key %{x}<br>"
 MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
 
 
-def _heatmap(z: np.ndarray, x: list[str], y: list[str], hovertemplate: str, **style) -> go.Heatmap:
+@functools.cache
+def _scale(name: str) -> tuple:
+    """A named colour scale as the (position, colour) pairs plotly.py's checks make of it (figures
+    built with `_unvalidated` skip them)."""
+    return go.layout.Coloraxis(colorscale=name).colorscale
+
+
+def _heatmap(z: np.ndarray, x: list[str], y: list[str], hovertemplate: str, **style) -> dict:
     # float32 halves the payload of a 1024 x 1024 map
-    return go.Heatmap(z=z.astype(np.float32), x=x, y=y, hovertemplate=hovertemplate + "<extra></extra>", **style)
+    return dict(type="heatmap", z=z.astype(np.float32), x=x, y=y, hovertemplate=hovertemplate + "<extra></extra>",
+                **style)
 
 
 def _future_zeros(pattern: np.ndarray, query_offset: int) -> np.ndarray:
@@ -226,17 +248,19 @@ def mask_path(mask: np.ndarray, row_offset: int = 0) -> str:
     """An SVG path covering the True cells of mask [T, L] in cell-index coordinates (cell (i, j)
     spans x j-0.5..j+0.5, y i-0.5..i+0.5), one rectangle per run of True cells in a row; rows are
     shifted down by row_offset. Empty when nothing is masked."""
-    parts = []
-    for i, row in enumerate(np.asarray(mask, dtype=bool)):
-        edges = np.flatnonzero(np.diff(np.concatenate(([0], row.view(np.int8), [0]))))  # run starts, ends
-        y0, y1 = i + row_offset - 0.5, i + row_offset + 0.5
-        parts += [f"M{a - 0.5},{y0}H{b - 0.5}V{y1}H{a - 0.5}Z" for a, b in zip(edges[::2], edges[1::2])]
-    return "".join(parts)
+    mask = np.asarray(mask, dtype=bool)
+    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = mask
+    step = np.diff(padded, axis=1)  # [T, L + 1]: +1 where a run starts, -1 just after it ends
+    rows, starts = np.nonzero(step == 1)  # row-major, so the i-th start and i-th end are one run
+    ends = np.nonzero(step == -1)[1]
+    return "".join(f"M{a - 0.5},{i + row_offset - 0.5}H{b - 0.5}V{i + row_offset + 0.5}H{a - 0.5}Z"
+                   for i, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist()))
 
 
 def _cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dict]:
     """The shape covering masked cells (none when the path is empty)."""
-    return [dict(type="path", path=path, xref=xref, yref=yref, line_width=0, layer="above", **style)] if path else []
+    return [dict(type="path", path=path, xref=xref, yref=yref, line=dict(width=0), layer="above", **style)] if path else []
 
 
 def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
@@ -321,12 +345,13 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
         layout["shapes"] += _cover(path, f"x{s}", f"y{s}", fillcolor=MASKED_GREY)
         layout["shapes"] += [dict(type="line", xref=f"x{s} domain", yref=f"y{s}", x0=0, x1=1, y0=r * T - 0.5,
                                   y1=r * T - 0.5, line=dict(color="white", width=3)) for r in range(1, len(heads))]
-    fig = go.Figure(data, layout=layout)
     row_px = min(170, 70 + 12 * T)
-    return _layout(fig, title, height=margin["b"] + 40 + rows * row_px, margin=margin,
-                   subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
-                   coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
-                                  colorbar=dict(title=dict(text="p"), thickness=12)))
+    if not layout["shapes"]:
+        del layout["shapes"]  # as plotly.py's checks leave an empty list
+    return _unvalidated(data, dict(layout, **_layout_dict(
+        title, height=margin["b"] + 40 + rows * row_px, margin=margin,
+        subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
+        coloraxis=dict(colorscale=_scale(SEQUENTIAL), cmin=0, cmax=1, colorbar=dict(title=dict(text="p"), thickness=12)))))
 
 
 def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
@@ -362,18 +387,19 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     panels = {"xaxis": (xaxis, [0, 0.41]), "xaxis2": (xaxis, [0.52, 0.90]),
               "xaxis3": (dict(type="category", automargin=False, showticklabels=False), [0.915, 0.945])}
     layout = {name: dict(axis, domain=domain, anchor="y") for name, (axis, domain) in panels.items()}
-    layout["coloraxis"] = dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
+    layout["coloraxis"] = dict(colorscale=_scale(DIVERGING), cmin=-bound, cmax=bound,
                                colorbar=dict(bar, x=0.42, xanchor="left", title=dict(bar["title"], text="score")))
-    layout["coloraxis2"] = dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+    layout["coloraxis2"] = dict(colorscale=_scale(SEQUENTIAL), cmin=0, cmax=1,
                                 colorbar=dict(bar, x=0.96, xanchor="left", title=dict(bar["title"], text="p")))
-    layout["coloraxis3"] = dict(colorscale="Greys", showscale=False)
+    layout["coloraxis3"] = dict(colorscale=_scale(GREYS), showscale=False)
     notes = [("scores q·k/√dh" + (" · veiled: masked, −∞ before the softmax" if veil else ""), 0.0),
              ("pattern = softmax(scores)" + (" · grey: masked, exactly 0" if grey else ""), 0.52), ("‖z‖", 0.915)]
     layout["annotations"] = [dict(text=_escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
-    fig = go.Figure(traces, layout=dict(layout, shapes=veil + grey))
-    return _layout(fig, title, height=_clamp_height(250 + 16 * T), margin=dict(margin, r=10),
-                   yaxis=yaxis)
+    if veil or grey:
+        layout["shapes"] = veil + grey
+    return _unvalidated(traces, dict(layout, **_layout_dict(
+        title, height=_clamp_height(250 + 16 * T), margin=dict(margin, r=10), yaxis=yaxis)))
 
 
 def _mask(mask, shape: tuple[int, int]) -> np.ndarray:

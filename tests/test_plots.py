@@ -3,11 +3,13 @@ hover labels, colour ranges, highlight colours) and the ValueErrors for bad inpu
 
 import ast
 import html
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 import torch
 import torch.nn.functional as F
@@ -181,6 +183,28 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert fig.layout.title.text == "block 0 head 1"
     unmasked = plots.attention_maps(scores, np.full((T, T), 1 / T), norms, TOKENS, TOKENS, "no mask")
     assert not unmasked.layout.shapes
+
+
+def unvalidated_builds():
+    """The builders that skip plotly.py's checks (plots._unvalidated), on masked and unmasked,
+    short and long inputs."""
+    scores = np.random.default_rng(1).normal(size=(T, T))
+    mask = np.triu(np.ones((T, T), dtype=bool), k=1)
+    patterns = np.stack([causal_pattern(T, T, seed=h) for h in range(5)])
+    long = [f"token number {i}" for i in range(40)]
+    yield plots.attention_maps(scores, patterns[0], np.arange(T), TOKENS, TOKENS, "masked", mask=mask)
+    yield plots.attention_maps(scores, np.full((T, T), 1 / T), np.arange(T), TOKENS, TOKENS, "<b>no</b> mask")
+    yield plots.attention_maps(np.zeros((1, T)), patterns[0, -1:], [2.0], TOKENS[-1:], TOKENS, "decode",
+                               query_offset=T - 1, mask=np.zeros((1, T), dtype=bool))
+    yield plots.heads_grid(patterns, TOKENS, TOKENS, "grid", max_cols=2)
+    yield plots.heads_grid(np.full((3, 4, 40), 1 / 40), long[-4:], long, "long", query_offset=36)
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_unvalidated_figures_are_what_plotlys_checks_would_make(index):
+    fig = list(unvalidated_builds())[index]
+    checked = go.Figure(fig.to_dict())  # every value checked (and shorthands like line_width expanded)
+    assert json.loads(pio.to_json(checked)) == json.loads(pio.to_json(fig))
 
 
 def test_attention_maps_decode_row():

@@ -156,8 +156,10 @@ class GPT2(nn.Module):
     def __init__(self, cfg: GPT2Config):
         super().__init__()
         self.config = cfg
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
-        self.wpe = nn.Embedding(cfg.n_positions, cfg.n_embd)
+        # uninitialised (torch.empty), like Conv1D's weights: init_weights or a checkpoint sets every
+        # value; nn.Embedding's own normal init of 39M values took 0.6 s of every model load
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd, _weight=torch.empty(cfg.vocab_size, cfg.n_embd))
+        self.wpe = nn.Embedding(cfg.n_positions, cfg.n_embd, _weight=torch.empty(cfg.n_positions, cfg.n_embd))
         self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
         # lm_head is wte itself (tied): the logits are computed from self.wte.weight below.

@@ -37,3 +37,12 @@ def test_over_long_text_is_refused_or_truncated():
     with pytest.raises(tok.TextError, match="2,000 tokens; the model reads at most 1,024"):
         tok.encode(text, max_tokens=1024)
     assert len(tok.encode(text, max_tokens=1024, truncate=True)) == 1024
+
+
+def test_ranks_from_encoder_json_are_the_ranks_of_the_merges():
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+    data = tok.data_dir()
+    from_merges = data_gym_to_mergeable_bpe_ranks(
+        vocab_bpe_file=str(data / "vocab.bpe"), encoder_json_file=str(data / "encoder.json"),
+        vocab_bpe_hash=tok.VOCAB_BPE_SHA256, encoder_json_hash=tok.ENCODER_JSON_SHA256)
+    assert tok.mergeable_ranks() == from_merges and len(from_merges) == 50256

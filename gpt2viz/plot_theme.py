@@ -11,6 +11,7 @@ pass finds nothing changed. The figure is passed to `st.plotly_chart(..., theme=
 Pure: plotly figures in and out, no streamlit import.
 """
 
+import base64
 import hashlib
 import re
 from dataclasses import dataclass
@@ -105,6 +106,28 @@ def data_digest(traces: list[dict]) -> str:
     return h.hexdigest()
 
 
+def _vector(value) -> list | None:
+    """A 1-D array (numpy, or plotly.py's base64 typed-array spec) as a plain list; else None."""
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.ndim == 1 else None
+    if isinstance(value, dict) and "bdata" in value and "," not in str(value.get("shape", "")):
+        dtype = np.dtype(value["dtype"].rstrip("c")).newbyteorder("<")  # "u1c" (clamped) is u1
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=dtype).tolist()
+    return None
+
+
+def _plain_vectors(props: dict) -> None:
+    """1-D arrays in a trace (x, y, marker.color, ...) as plain lists, in place. Plotly.react's diff
+    skips data arrays when layout.datarevision is unchanged, but only JavaScript Arrays: a typed
+    array (how plotly.py sends numpy) of new identity counts as new data, and the chart was drawn a
+    second time on mounting. 2-D arrays (heatmaps) arrive as Arrays of rows and stay binary."""
+    for key, value in props.items():
+        if isinstance(value, dict) and "bdata" not in value:
+            _plain_vectors(value)
+        elif (vector := _vector(value)) is not None:
+            props[key] = vector
+
+
 def _merge(current: dict, patch: dict) -> dict:
     for key, value in patch.items():
         if isinstance(value, dict):
@@ -133,6 +156,8 @@ def themed(fig: go.Figure, dark: bool = False) -> go.Figure:
     for trace in data:
         if trace.get("type") in _COLORBAR_TRACES and not trace.get("coloraxis"):
             _merge(trace.setdefault("colorbar", {}), _missing(trace.get("colorbar", {}), colorbar))
+    for trace in data:
+        _plain_vectors(trace)
     layout["datarevision"] = data_digest(data)
     out = go.Figure(spec, _validate=False)
     out.layout.template = None  # "template": null. A new Figure takes plotly's default template

@@ -54,6 +54,7 @@ PERCENTILES = 99  # dots on the GELU curve: this input's 1st ... 99th percentile
 MAX_LINES = 16  # residual_norms: one line per token up to this T, mean and min-max band above
 LEGEND_MAX = 10  # show a legend of token lines only up to this many lines
 MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
+MARGIN_LEFT, MARGIN_BOTTOM = 90, 76  # px: what automargin widened the default margins to, measured
 KV_CELLS_MAX = 32  # kv_cache_diagram: per-position cells up to this many, one block above
 KV_BLOCK_WIDTH = 12  # display width (in cells) of a compressed block of positions
 
@@ -187,12 +188,24 @@ def _clamp_height(px: float) -> int:
     return int(min(450, max(200, px)))
 
 
+def _margin(subtitle: str | None = None, **sides) -> dict:
+    """Room for numeric tick labels and an axis title at the app's font sizes (plot_theme.py), or
+    the given sides: a margin the browser has to widen (automargin) costs a chart a second drawing."""
+    return dict(dict(l=MARGIN_LEFT, r=20, t=70 if subtitle else 45, b=MARGIN_BOTTOM), **sides)
+
+
+def _label_px(labels, rotated: bool = False) -> int:
+    """Room for the longest of these tick labels (as shown) and the axis title beside them."""
+    chars = max((len(html.unescape(str(t))) for t in labels), default=NUMBER_CHARS)
+    return int(56 + (0.71 if rotated else 1) * CHAR_PX * chars)
+
+
 def _layout_dict(title: str, height: int = HEIGHT, subtitle: str | None = None, **extra) -> dict:
     # titles may carry tokens ("<br>" is one): plotly would render them as markup
     heading = dict(text=_escape(title), x=0.01, xanchor="left", font=dict(size=15))
     if subtitle:
         heading["subtitle"] = dict(text=_escape(subtitle), font=dict(size=11))
-    extra.setdefault("margin", dict(l=50, r=20, t=70 if subtitle else 45, b=40))
+    extra.setdefault("margin", _margin(subtitle))
     return dict(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
 
 
@@ -466,7 +479,7 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
     subtitle = f"{v.size:,} pre-activations · {float((v < 0).mean()):.1%} negative"
     if outside:
         subtitle += f" · {outside / v.size:.1%} outside [{lo:g}, {hi:g}]"
-    return _layout(fig, title, subtitle=subtitle, bargap=0,
+    return _layout(fig, title, subtitle=subtitle, bargap=0, margin=_margin(subtitle, r=80),
                    legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
                    xaxis=_axis("pre-activation x", range=[lo, hi]), yaxis=_axis("GELU(x)"),
                    yaxis2=_axis("share of pre-activations", overlaying="y", side="right", showgrid=False,
@@ -538,6 +551,7 @@ def residual_norms(norms, labels: Sequence[str] | None, tokens: Sequence[str], t
     else:
         traces = _summary_band(values, depth, positions)
     return _layout(go.Figure(traces), title, showlegend=len(traces) <= LEGEND_MAX,
+                   margin=_margin(b=max(MARGIN_BOTTOM, _label_px(map(_short, depth), rotated=True))),
                    xaxis=_category_axis(depth, "depth"), yaxis=_axis("L2 norm ‖x‖₂"))
 
 
@@ -638,7 +652,7 @@ def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "proba
     bars = _hbars(values, labels, [f"{v:.3g}" for v in values], [list(z) for z in zip(labels, notes)],
                   "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
     return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (k + 3)),
-                   xaxis=_hbar_xaxis(values, x_title),
+                   margin=_margin(l=max(MARGIN_LEFT, _label_px(labels))), xaxis=_hbar_xaxis(values, x_title),
                    yaxis=_index_axis(labels, "next token", autorange="reversed"))
 
 
@@ -650,8 +664,9 @@ def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) ->
     shares = [f"{c / total:.1%}" if total else "0%" for c in counts]
     bars = _hbars(counts, labels, [f"{c:,}" for c in counts], [list(z) for z in zip(labels, shares)],
                   "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
-    return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (len(counts) + 4)),
-                   subtitle=f"total {total:,}", xaxis=_hbar_xaxis(counts, "parameters"),
+    subtitle = f"total {total:,}"
+    return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (len(counts) + 4)), subtitle=subtitle,
+                   margin=_margin(subtitle, l=max(MARGIN_LEFT, _label_px(labels))), xaxis=_hbar_xaxis(counts, "parameters"),
                    yaxis=_index_axis(labels, "component", autorange="reversed"))
 
 
@@ -738,7 +753,7 @@ def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str
                    hovertemplate="step %{x}<br>L = %{y:,} positions<extra></extra>"),
     ])
     return _layout(fig, title, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
-                   xaxis=_axis("decode step"), yaxis=_axis("L (positions)", rangemode="tozero"),
+                   margin=_margin(r=95), xaxis=_axis("decode step"), yaxis=_axis("L (positions)", rangemode="tozero"),
                    yaxis2=_axis("KV cache size", overlaying="y", side="right", tickmode="auto",
                                 tickformat="~s", ticksuffix="B", rangemode="tozero", showgrid=False))
 
@@ -756,6 +771,7 @@ def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], titl
                      colorbar=dict(title=dict(text=value_title)))
     fig = go.Figure(trace)
     return _layout(fig, title, height=_clamp_height(150 + 28 * len(rows)),
+                   margin=_margin(l=max(MARGIN_LEFT, _label_px(map(_short, rows)))),
                    xaxis=_category_axis(cols, x_title), yaxis=_category_axis(rows, y_title, autorange="reversed"))
 
 

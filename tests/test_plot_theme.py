@@ -83,3 +83,14 @@ def test_datarevision_follows_the_data():
     e = maps(0)
     e.data[0].x = ["other"] + list(e.data[0].x[1:])  # a label
     assert plot_theme.themed(e).layout.datarevision != a.layout.datarevision
+
+
+def test_vectors_go_as_plain_lists_and_maps_stay_binary():
+    """Plotly.react treats a typed array of new identity as new data even with an unchanged
+    datarevision (a second drawing on every mount): 1-D arrays go as lists, same values."""
+    x = np.array([0.1, 0.2, 0.3], dtype=np.float32)
+    fig = go.Figure([go.Bar(x=x, y=np.arange(3), marker=dict(color=np.array([1.0, 2.0, 3.0]))),
+                     go.Heatmap(z=np.eye(3, dtype=np.float32), xaxis="x2")])
+    bar, heat = spec(plot_theme.themed(fig))["data"]
+    assert bar["x"] == x.tolist() and bar["y"] == [0, 1, 2] and bar["marker"]["color"] == [1.0, 2.0, 3.0]
+    assert "bdata" in heat["z"]  # [rows, cols]: Plotly reads it as an Array of rows

@@ -23,12 +23,7 @@ FONT = '"Source Sans", sans-serif'
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
 _AXIS = re.compile(r"^[xy]axis\d*$")
 _COLORAXIS = re.compile(r"^coloraxis\d*$")
-_COLORBAR_TRACES = {"heatmap", "histogram2d", "contour"}  # traces with a colour bar of their own (ours)
-_NOT_CARTESIAN = {"pie", "table", "sankey", "sunburst", "treemap", "icicle", "funnelarea", "indicator"}
-
-
-def _cartesian(trace: dict) -> bool:
-    return trace.get("type", "scatter") not in _NOT_CARTESIAN
+_COLORBAR_TRACES = {"heatmap", "histogram2d", "contour"}  # traces with a colour bar of their own
 
 
 @dataclass(frozen=True)
@@ -148,7 +143,8 @@ def themed(fig: go.Figure, dark: bool = False) -> go.Figure:
     spec = fig.to_dict()
     data, layout = spec["data"], spec.setdefault("layout", {})
     layout.pop("template", None)
-    axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy" if _cartesian(trace)}
+    # every trace of plots.py is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
+    axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy"}
     axes |= {name for name in layout if _AXIS.match(name)}
     wanted = dict(look, **{name: xaxis if name[0] == "x" else yaxis for name in axes},
                   **{name: dict(colorbar=colorbar) for name in layout if _COLORAXIS.match(name)})
@@ -156,7 +152,6 @@ def themed(fig: go.Figure, dark: bool = False) -> go.Figure:
     for trace in data:
         if trace.get("type") in _COLORBAR_TRACES and not trace.get("coloraxis"):
             _merge(trace.setdefault("colorbar", {}), _missing(trace.get("colorbar", {}), colorbar))
-    for trace in data:
         _plain_vectors(trace)
     layout["datarevision"] = data_digest(data)
     out = go.Figure(spec, _validate=False)

@@ -165,8 +165,7 @@ def _fixed_margins(xaxis: dict, yaxis: dict, top: int, x_span_px: float = 500) -
     """(xaxis, yaxis, margin) with margins sized from the tick labels and automargin off: measuring
     labels in the browser (automargin) cost a tenth of a second per heatmap redraw. Long key axes
     get labels at -45°, sized for at x_span_px of plot width."""
-    chars = lambda axis: max((len(html.unescape(t)) for t in axis.get("ticktext", ())), default=NUMBER_CHARS)
-    x_chars, y_chars = chars(xaxis), chars(yaxis)
+    x_chars, y_chars = _label_chars(xaxis.get("ticktext", ())), _label_chars(yaxis.get("ticktext", ()))
     rotated = len(xaxis["ticktext"]) * (x_chars * CHAR_PX + 6) > x_span_px
     bottom = 30 + (0.71 * CHAR_PX * x_chars + 12 if rotated else 16)
     left = 30 + CHAR_PX * y_chars
@@ -194,10 +193,14 @@ def _margin(subtitle: str | None = None, **sides) -> dict:
     return dict(dict(l=MARGIN_LEFT, r=20, t=70 if subtitle else 45, b=MARGIN_BOTTOM), **sides)
 
 
-def _label_px(labels, rotated: bool = False) -> int:
-    """Room for the longest of these tick labels (as shown) and the axis title beside them."""
-    chars = max((len(html.unescape(str(t))) for t in labels), default=NUMBER_CHARS)
-    return int(56 + (0.71 if rotated else 1) * CHAR_PX * chars)
+def _label_chars(labels) -> int:
+    """Characters of the longest tick label as shown (NUMBER_CHARS for a numeric axis)."""
+    return max((len(html.unescape(str(t))) for t in labels), default=NUMBER_CHARS)
+
+
+def _label_px(labels, floor: int, rotated: bool = False) -> int:
+    """Room for the longest of these tick labels and the axis title beside them, at least floor."""
+    return max(floor, int(56 + (0.71 if rotated else 1) * CHAR_PX * _label_chars(labels)))
 
 
 def _layout_dict(title: str, height: int = HEIGHT, subtitle: str | None = None, **extra) -> dict:
@@ -551,7 +554,7 @@ def residual_norms(norms, labels: Sequence[str] | None, tokens: Sequence[str], t
     else:
         traces = _summary_band(values, depth, positions)
     return _layout(go.Figure(traces), title, showlegend=len(traces) <= LEGEND_MAX,
-                   margin=_margin(b=max(MARGIN_BOTTOM, _label_px(map(_short, depth), rotated=True))),
+                   margin=_margin(b=_label_px(map(_short, depth), MARGIN_BOTTOM, rotated=True)),
                    xaxis=_category_axis(depth, "depth"), yaxis=_axis("L2 norm ‖x‖₂"))
 
 
@@ -652,7 +655,7 @@ def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "proba
     bars = _hbars(values, labels, [f"{v:.3g}" for v in values], [list(z) for z in zip(labels, notes)],
                   "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
     return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (k + 3)),
-                   margin=_margin(l=max(MARGIN_LEFT, _label_px(labels))), xaxis=_hbar_xaxis(values, x_title),
+                   margin=_margin(l=_label_px(labels, MARGIN_LEFT)), xaxis=_hbar_xaxis(values, x_title),
                    yaxis=_index_axis(labels, "next token", autorange="reversed"))
 
 
@@ -666,7 +669,7 @@ def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) ->
                   "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
     subtitle = f"total {total:,}"
     return _layout(go.Figure(bars), title, height=_clamp_height(_HBAR_PX * (len(counts) + 4)), subtitle=subtitle,
-                   margin=_margin(subtitle, l=max(MARGIN_LEFT, _label_px(labels))), xaxis=_hbar_xaxis(counts, "parameters"),
+                   margin=_margin(subtitle, l=_label_px(labels, MARGIN_LEFT)), xaxis=_hbar_xaxis(counts, "parameters"),
                    yaxis=_index_axis(labels, "component", autorange="reversed"))
 
 
@@ -771,7 +774,7 @@ def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], titl
                      colorbar=dict(title=dict(text=value_title)))
     fig = go.Figure(trace)
     return _layout(fig, title, height=_clamp_height(150 + 28 * len(rows)),
-                   margin=_margin(l=max(MARGIN_LEFT, _label_px(map(_short, rows)))),
+                   margin=_margin(l=_label_px(map(_short, rows), MARGIN_LEFT)),
                    xaxis=_category_axis(cols, x_title), yaxis=_category_axis(rows, y_title, autorange="reversed"))
 
 

@@ -9,8 +9,10 @@ import sys
 
 from safetensors import SafetensorError
 
+from . import costs
+from .components import component_tree
 from .config import PRESETS, get_config
-from .modes import Mode
+from .schema import Mode, concrete, dims, recorded, run_dims, symbolic
 
 
 class UsageError(Exception):
@@ -60,8 +62,37 @@ def build_parser() -> Parser:
     p.add_argument("--past", type=int, default=None, help="P, cached positions (prefill/decode)")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
-    p.add_argument("name", nargs="?", default="gpt2", help="gpt2 (default), gpt2-medium, gpt2-large, gpt2-xl, distilgpt2")
+    p.add_argument("name", nargs="?", default="gpt2",
+                   help="gpt2 (default), gpt2-medium, gpt2-large, gpt2-xl, distilgpt2")
     return parser
+
+
+# ---------------------------------------------------------------------------- shapes
+def shapes_report(model_name: str, mode: str, B: int = 1, T: int | None = None, P: int | None = None) -> dict:
+    """Every recorded tensor of `mode`, symbolic and concrete, in execution order, with the costs."""
+    cfg = get_config(model_name)
+    mode = Mode.parse(mode)
+    run = run_dims(cfg, mode, B, T, P)
+    values = dims(cfg, run["B"], run["T"], run["P"], run["L"])
+    tensors = [{"name": name, "symbolic": symbolic(axes), "shape": concrete(axes, values), "dtype": dtype}
+               for name, axes, dtype in recorded(cfg, mode)]
+    return {"model": cfg.name, "mode": mode.value, **run, "symbols": values, "tensors": tensors,
+            "costs": costs.mode_costs(cfg, mode, run, [(t["shape"], t["dtype"]) for t in tensors],
+                                      component_tree(cfg).root.total)}
+
+
+def format_shapes(report: dict) -> str:
+    """A readable table of `shapes_report`: name, symbolic and concrete shape, then the costs."""
+    s = report["symbols"]
+    head = (f"{report['model']} · {report['mode']} · B={report['B']} T={report['T']} P={report['P']} "
+            f"L={report['L']} · d={s['d']} nh={s['nh']} dh={s['dh']} V={s['V']:,} · "
+            f"{len(report['tensors'])} tensors")
+    width = max(len(t["name"]) for t in report["tensors"])
+    lines = [head]
+    for t in report["tensors"]:
+        flag = "  bool" if t["dtype"] == "bool" else ""
+        lines.append(f"  {t['name']:{width}s}  {t['symbolic']:18s} {t['shape']}{flag}")
+    return "\n".join(lines + ["", costs.format_costs(report["costs"])])
 
 
 # ---------------------------------------------------------------------------- commands
@@ -83,11 +114,11 @@ def cmd_trace(a) -> int:
     if a.out:
         trace.save(a.out)
     if a.json:
-        print(json.dumps({"model": trace.model, "mode": trace.mode, "token_ids": list(trace.token_ids),
+        print(json.dumps({"model": trace.model, "mode": trace.mode.value, "token_ids": list(trace.token_ids),
                           "tokens": list(trace.tokens), "P": trace.P, "L": trace.L,
                           "tensors": {n: list(t.shape) for n, t in trace.tensors.items()}}))
     else:
-        print(f"{trace.model} · {trace.mode} · {len(trace.token_ids)} tokens · P={trace.P} L={trace.L} · "
+        print(f"{trace.model} · {trace.mode.value} · {len(trace.token_ids)} tokens · P={trace.P} L={trace.L} · "
               f"{len(trace.tensors)} tensors, {trace.nbytes / 2**20:,.1f} MiB"
               + (f" → {a.out}" if a.out else ""))
         for name, t in trace.tensors.items():
@@ -116,8 +147,6 @@ def cmd_params(a) -> int:
 
 
 def cmd_shapes(a) -> int:
-    from .catalog import format_shapes, shapes_report
-
     report = shapes_report(a.model, a.mode, B=a.batch, T=a.tokens, P=a.past)
     print(json.dumps(report, indent=1) if a.json else format_shapes(report))
     return 0

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .config import GPT2Config
+from .schema import CACHED_MODES, Mode
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 RECORDED_BYTES = {"float32": 4, "bool": 1}  # what a trace stores: float32 values, bool dropout masks
@@ -87,9 +88,9 @@ def forward_flops(cfg: GPT2Config, B: int, T: int, L: int, T_out: int | None = N
     ]
 
 
-def flops_summary(cfg: GPT2Config, mode: str, B: int, T: int, L: int) -> dict:
+def flops_summary(cfg: GPT2Config, mode: Mode, B: int, T: int, L: int) -> dict:
     """Forward FLOPs by component, in total and per computed token; a training step ≈ 3 × forward."""
-    rows = forward_flops(cfg, B, T, L, T_out=1 if mode == "prefill" else T)
+    rows = forward_flops(cfg, B, T, L, T_out=1 if Mode.parse(mode) is Mode.PREFILL else T)
     forward = sum(r.total for r in rows)
     parts = " + ".join(f"{r.instances} × {r.per_instance.value:,}" if r.instances > 1 else f"{r.per_instance.value:,}"
                        for r in rows)
@@ -97,16 +98,16 @@ def flops_summary(cfg: GPT2Config, mode: str, B: int, T: int, L: int) -> dict:
            "forward": Cost("forward", forward, parts, "Σ components × instances").as_dict(),
            "per_token": Cost("per token", round(forward / (B * T)), f"{forward:,} / ({B} × {T})",
                              "forward / (B · T)").as_dict()}
-    if mode == "training":
+    if Mode.parse(mode) is Mode.TRAINING:
         out["training_step"] = Cost("training step ≈ 3 × forward", 3 * forward, f"3 × {forward:,}",
                                     "forward + backward ≈ 3 · forward").as_dict()
     return out
 
 
 # ---------------------------------------------------------------------------- one mode
-def mode_costs(cfg: GPT2Config, mode: str, run: dict, tensors, n_params: int) -> dict:
+def mode_costs(cfg: GPT2Config, mode: Mode, run: dict, tensors, n_params: int) -> dict:
     """Every cost of one run: weights, cache (prefill/decode), the recorded trace, FLOPs."""
-    cached = mode in ("prefill", "decode")
+    cached = Mode.parse(mode) in CACHED_MODES
     return {
         "weights": [c.as_dict() for c in weight_bytes(n_params)],
         "kv_cache": [kv_cache_bytes(cfg, run["B"], run["L"], dt).as_dict() for dt in ("fp32", "fp16")]

@@ -1,4 +1,4 @@
-"""Exercises generated from the catalogue: "predict the shape" and "compute the parameter count",
+"""Exercises generated from the component tree and the schema: "predict the shape" and "compute the parameter count",
 each with its answer and the worked arithmetic, and a handout (Markdown) for a teacher.
 
 An exercise has a stable id that encodes everything that determines it, so a set of exercises is
@@ -9,9 +9,9 @@ import random
 import re
 from dataclasses import dataclass
 
-from .catalog import AXIS_NAMES, axis_value, catalogue, concrete, dims, recorded, run_dims, symbolic
+from .components import component_tree
 from .config import PRESETS, get_config
-from .modes import Mode
+from .schema import AXIS_NAMES, CACHED_MODES, Mode, axis_value, block_name, concrete, dims, recorded, run_dims, symbolic
 
 SHAPE_NAMES = ("embed.tok", "embed.pos", "attn.qkv", "attn.q", "attn.k_cache", "attn.scores", "attn.pattern",
                "attn.z", "attn.merged", "attn.out", "mlp.pre", "mlp.post", "logits", "ln1.mean")
@@ -38,23 +38,23 @@ class Exercise:
 def shape_exercise(model: str, mode: str, short: str, B: int = 1, T: int | None = None, P: int | None = None,
                    block: int = 0) -> Exercise:
     cfg = get_config(model)
-    mode = Mode.parse(mode).value
+    mode = Mode.parse(mode)
     run = run_dims(cfg, mode, B, T, P)
-    name = short if not _per_block(short) else f"blocks.{block}.{short}"
+    name = short if not _per_block(short) else block_name(short, block)
     axes = {n: a for n, a, _ in recorded(cfg, mode)}.get(name)
     if axes is None:
-        raise ValueError(f"{name} is not recorded in {mode} mode")
+        raise ValueError(f"{name} is not recorded in {mode.value} mode")
     values = dims(cfg, run["B"], run["T"], run["P"], run["L"])
     answer = tuple(concrete(axes, values))
-    setting = {"full": f"reads a text of T = {run['T']} tokens at once",
-               "training": f"trains on a text of T = {run['T']} tokens",
-               "prefill": f"prefills an empty KV cache with a prompt of T = {run['T']} tokens",
-               "decode": f"decodes one new token after P = {run['P']} cached positions"}[mode]
+    setting = {Mode.FULL: f"reads a text of T = {run['T']} tokens at once",
+               Mode.TRAINING: f"trains on a text of T = {run['T']} tokens",
+               Mode.PREFILL: f"prefills an empty KV cache with a prompt of T = {run['T']} tokens",
+               Mode.DECODE: f"decodes one new token after P = {run['P']} cached positions"}[mode]
     question = (f"**{model}** ({cfg.n_layer} blocks, d = {cfg.n_embd}, nh = {cfg.n_head}) {setting}, "
                 f"batch B = {run['B']}. What is the shape of `{name}`?")
     steps = [f"`{name}` is {symbolic(axes)}."] + [f"- {_explain(a, values, short)}" for a in axes]
     steps.append(f"So the shape is **[{', '.join(map(str, answer))}]**.")
-    ident = f"shape:{model}:{mode}:{short}:B{run['B']}:T{run['T']}:P{run['P']}:b{block}"
+    ident = f"shape:{model}:{mode.value}:{short}:B{run['B']}:T{run['T']}:P{run['P']}:b{block}"
     return Exercise(ident, "shape", question, answer, "\n".join(steps))
 
 
@@ -82,7 +82,7 @@ def _explain(axis: str, values: dict, short: str) -> str:
 
 # ---------------------------------------------------------------------------- parameter counts
 def params_exercise(model: str, component: str) -> Exercise:
-    cat = catalogue(model)
+    cat = component_tree(model)
     c = cat[component]
     lines, terms = [], []
     for leaf in [x for x in _leaves(c) if x.rows]:
@@ -120,8 +120,8 @@ def from_id(ident: str) -> Exercise:
             return params_exercise(parts[1], parts[2])
         if parts[0] == "shape" and len(parts) == 8:
             _, model, mode, short, B, T, P, b = parts
-            return shape_exercise(model, mode, short, int(B[1:]), int(T[1:]), int(P[1:]) if mode in
-                                  ("prefill", "decode") else None, int(b[1:]))
+            return shape_exercise(model, mode, short, int(B[1:]), int(T[1:]), int(P[1:]) if Mode.parse(mode) in
+                                  CACHED_MODES else None, int(b[1:]))
     except (KeyError, ValueError, IndexError) as e:
         raise ValueError(f"not an exercise id: {ident!r} ({e})") from None
     raise ValueError(f"not an exercise id: {ident!r}")
@@ -144,10 +144,10 @@ def _draw(rng: random.Random, count: bool, models) -> Exercise:
     model = rng.choice(models)
     if count:
         return params_exercise(model, rng.choice(PARAM_COMPONENTS))
-    mode = rng.choice([m.value for m in Mode])
-    short = rng.choice([s for s in SHAPE_NAMES if not (s == "attn.k_cache" and mode in ("full", "training"))])
-    T = rng.choice([5, 16, 64, 256]) if mode != "decode" else None
-    P = rng.choice([10, 100, 1000]) if mode == "decode" else None
+    mode = rng.choice(list(Mode))
+    short = rng.choice([s for s in SHAPE_NAMES if not (s == "attn.k_cache" and mode not in CACHED_MODES)])
+    T = rng.choice([5, 16, 64, 256]) if mode is not Mode.DECODE else None
+    P = rng.choice([10, 100, 1000]) if mode is Mode.DECODE else None
     block = rng.randrange(get_config(model).n_layer)
     return shape_exercise(model, mode, short, rng.choice([1, 1, 2, 8]), T, P, block)
 
@@ -157,10 +157,8 @@ def parse_answer(text: str) -> tuple[int, ...]:
     cleaned = text.strip().strip("[]()")
     if not cleaned:
         raise ValueError("type an answer first")
-    if re.fullmatch(r"\d{1,3}(,\d{3})+|\d+", cleaned):  # one count: 4,722,432 or 4722432
-        parts = [cleaned]
-    else:  # a shape: [1, 12, 1, 64], [1,12,1,64], 1 × 12 × 1 × 64, 1 12 1 64
-        parts = re.split(r"[\s,;x×]+", cleaned)
+    # one count (4,722,432 or 4722432), or a shape: [1, 12, 1, 64], [1,12,1,64], 1 × 12 × 1 × 64, 1 12 1 64
+    parts = [cleaned] if re.fullmatch(r"\d{1,3}(,\d{3})+|\d+", cleaned) else re.split(r"[\s,;x×]+", cleaned)
     try:
         return tuple(int(p.replace(",", "").replace("_", "")) for p in parts if p)
     except ValueError:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from .model import GPT2
+from .schema import Mode, block_name
 from .trace import Trace
 
 
@@ -24,8 +25,8 @@ def n_blocks(trace: Trace) -> int:
 def depth_points(trace: Trace) -> list[tuple[str, str]]:
     """(label, trace name) of every residual stream point in depth order, ending after the last block."""
     n = n_blocks(trace)
-    points = [(f"block {i} in", f"blocks.{i}.resid_pre") for i in range(n)]
-    return points + [(f"block {n - 1} out", f"blocks.{n - 1}.resid_post")]
+    points = [(f"block {i} in", block_name("resid_pre", i)) for i in range(n)]
+    return points + [(f"block {n - 1} out", block_name("resid_post", n - 1))]
 
 
 def final_layernorm(model: GPT2, x: torch.Tensor) -> torch.Tensor:
@@ -48,9 +49,9 @@ class LensRow:
 @torch.no_grad()
 def logit_lens(model: GPT2, trace: Trace, position: int = -1, k: int = 5) -> list[LensRow]:
     """The next-token prediction read from every depth at one position of the trace."""
-    if trace.mode == "prefill" and position not in (-1, trace.T - 1):
+    if trace.mode is Mode.PREFILL and position not in (-1, trace.T - 1):
         raise ValueError("a prefill trace has logits for its last position only")
-    final = int(trace["logits"][0, -1 if trace.mode == "prefill" else position].argmax())
+    final = int(trace["logits"][0, -1 if trace.mode is Mode.PREFILL else position].argmax())
     rows = []
     for label, name in depth_points(trace):
         x = trace[name][0, position]  # [d]
@@ -76,10 +77,10 @@ def decompose(trace: Trace, block: int) -> Decomposition:
     n = len(depth_points(trace)) - 1
     if not 0 <= block <= n:
         raise ValueError(f"block must be between 0 and {n}, got {block}")
-    labels, parts = ["embed"], [trace["blocks.0.resid_pre"][0]]  # x₀ as it entered block 0
+    labels, parts = ["embed"], [trace.get("resid_pre", 0)[0]]  # x₀ as it entered block 0
     for i in range(block):
         labels += [f"attn {i}", f"mlp {i}"]
         parts += [trace.get("attn.out", i)[0], trace.get("mlp.out", i)[0]]
-    recorded = trace[f"blocks.{block}.resid_pre" if block < n else f"blocks.{n - 1}.resid_post"][0]
+    recorded = trace.get("resid_pre", block)[0] if block < n else trace.get("resid_post", n - 1)[0]
     stacked = torch.stack(parts)  # [1 + 2·block, T, d]
     return Decomposition(labels, stacked, recorded, float((stacked.sum(0) - recorded).abs().max()))

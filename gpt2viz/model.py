@@ -14,6 +14,7 @@ from torch import nn
 
 from .config import GPT2Config
 from .record import Recorder
+from .schema import block_name
 
 
 # ---------------------------------------------------------------------------- dropout
@@ -169,14 +170,14 @@ class GPT2(nn.Module):
         rec = rec if rec is not None else Recorder.off()
         B, T = ids.shape
         P = 0 if past is None else past[0][0].shape[2]
-        if P + T > self.config.n_positions:
+        if self.config.n_positions < P + T:
             raise ValueError(f"{P + T} positions exceed the context of {self.config.n_positions}")
         tok = rec("embed.tok", self.wte(ids))  # [B, T, d]
         pos = rec("embed.pos", self.wpe(torch.arange(P, P + T)))  # [T, d]
         x = drop(rec, "embed.dropout_mask", rec("embed.out", tok + pos))  # [B, T, d]
         presents = []
-        for i, block in enumerate(self.h):
-            x, present = block(x, rec, f"blocks.{i}.", None if past is None else past[i], use_cache, drop)
+        for i, block in enumerate(self.h):  # each block records under the prefix block_name("", i) = "blocks.{i}."
+            x, present = block(x, rec, block_name("", i), None if past is None else past[i], use_cache, drop)
             presents.append(present)
         x = self.ln_f(x, rec, "ln_f.")  # [B, T, d]
         if last_only:

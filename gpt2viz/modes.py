@@ -8,30 +8,17 @@ PREFILL   a prompt of T tokens into an empty cache (P = 0): leaves the KV cache 
 DECODE    the text's last token against the cache of the P tokens before it (L = P + 1 keys).
 """
 
-from enum import Enum
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from .model import GPT2, Dropout, no_dropout
 from .record import Recorder
+from .schema import GRAD_STREAMS, Mode, block_name
 from .tokenizer import readable_tokens
 from .trace import Trace
-
-
-class Mode(str, Enum):
-    FULL = "full"
-    TRAINING = "training"
-    PREFILL = "prefill"
-    DECODE = "decode"
-
-    @classmethod
-    def parse(cls, value) -> "Mode":
-        try:
-            return cls(str(value.value if isinstance(value, Mode) else value).lower())
-        except ValueError:
-            raise ValueError(f"unknown mode {value!r}; choose one of {', '.join(m.value for m in cls)}") from None
 
 
 def as_batch(ids) -> torch.Tensor:
@@ -113,7 +100,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, seed: int, grads: bool) -> 
     if ids.shape[1] < 2:
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
-    streams = [f"blocks.{i}.{s}" for i in range(n) for s in ("resid_pre", "resid_mid", "resid_post")]
+    streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
     rec = Recorder(names, keep_graph=streams if grads else ())
     drop = Dropout(model.config.dropout, seed) if model.config.dropout > 0 else no_dropout
     with torch.enable_grad():
@@ -131,7 +118,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, seed: int, grads: bool) -> 
 
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
     row = ids[0].tolist()
-    return Trace(mode=mode.value, model=model.config.name, token_ids=tuple(row),
+    return Trace(mode=mode, model=model.config.name, token_ids=tuple(row),
                  tokens=tuple(readable_tokens(row)), P=P, T=T, tensors=rec.tensors)
 
 

@@ -6,7 +6,7 @@
    such as `h.N.attn.bias` are listed apart and never counted; a tied `lm_head.weight` copy likewise.
    The header is reconciled tensor by tensor with the config inferred from its own shapes.
 
-The catalogue's accounting rows (`catalog.tensor_row`) are a fourth route; tests hold all equal.
+The component tree's accounting rows (`components.tensor_row`) are a fourth route; tests hold all equal.
 Also reconciles the other totals people meet: transformers' 124,439,808 and 85,056,000 (without
 embeddings), TransformerLens' 84,934,656 (weight matrices only), 163,037,184 (untied), and the
 paper's "117M", which openai/gpt-2's README says came from an error in the original counts.
@@ -20,11 +20,10 @@ from pathlib import Path
 import torch
 
 from . import costs
-from .catalog import Component, catalogue, fmt
+from .components import Component, component_tree, fmt
 from .config import GPT2Config, get_config
 from .model import GPT2
-from .weights import (FLOAT_DTYPES, _n_head_from, canonical, expected_shapes, infer_config,
-                      read_header, split_keys)
+from .weights import FLOAT_DTYPES, _n_head_from, canonical, expected_shapes, infer_config, read_header, split_keys
 
 # ---------------------------------------------------------------------------- names to components
 TOP_COMPONENT = {"wte.weight": "embed.tok", "wpe.weight": "embed.pos", "ln_f.weight": "ln_f", "ln_f.bias": "ln_f"}
@@ -34,7 +33,7 @@ _BLOCK = re.compile(r"^h\.\d+\.(.+)\.(weight|bias)$")
 
 
 def component_of(name: str) -> str | None:
-    """The catalogue component that owns a parameter (canonical checkpoint name), or None."""
+    """The component that owns a parameter (canonical checkpoint name), or None."""
     if name in TOP_COMPONENT:
         return TOP_COMPONENT[name]
     m = _BLOCK.match(name)
@@ -236,7 +235,7 @@ def _component_dict(c: Component) -> dict:
 
 
 def _checkpoint_dict(h: HeaderCount, preset: GPT2Config) -> dict:
-    cfg, expected = h.config, catalogue(h.config)
+    cfg, expected = h.config, component_tree(h.config)
     by_comp = h.by_component()
     same = (cfg.n_layer, cfg.n_embd, cfg.vocab_size, cfg.n_positions) == \
            (preset.n_layer, preset.n_embd, preset.vocab_size, preset.n_positions)
@@ -257,7 +256,7 @@ def _checkpoint_dict(h: HeaderCount, preset: GPT2Config) -> dict:
                      "note": "a copy of wte.weight (tied): not counted; equality not checked from the header"}
                     for k, dt, s in h.lm_head],
         "mismatches": h.mismatches,
-        "preset": {"name": preset.name, "total": catalogue(preset).root.total, "same_sizes": same},
+        "preset": {"name": preset.name, "total": component_tree(preset).root.total, "same_sizes": same},
         "notes": list(h.notes),
     }
 
@@ -274,8 +273,8 @@ def accounting_report(model_name: str, checkpoint: str | None = None) -> dict:
     if checkpoint is not None:
         h = count_header(checkpoint, fallback=preset)
         cfg, ckpt = h.config, _checkpoint_dict(h, preset)
-    cat = catalogue(cfg)
-    assert cat.root.total == closed_form_total(cfg), "catalogue rows disagree with the closed form"
+    cat = component_tree(cfg)
+    assert cat.root.total == closed_form_total(cfg), "component rows disagree with the closed form"
     return {"model": cfg.name, "total": cat.root.total, "formula": total_formula(cfg),
             "components": [_component_dict(c) for c in cat],
             "other_totals": other_totals(cfg),

@@ -4,14 +4,17 @@ Saved and loaded as safetensors: every tensor under its trace name, the rest in 
 """
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 import torch
-from safetensors.numpy import save as save_bytes, save_file
 from safetensors import safe_open
+from safetensors.numpy import save as save_bytes
+from safetensors.numpy import save_file
+
+from .schema import Mode, block_name
 
 
 def _c_order(a: np.ndarray) -> np.ndarray:
@@ -20,7 +23,7 @@ def _c_order(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Trace:
-    mode: str  # a Mode value: full, training, prefill, decode
+    mode: Mode  # saved as its value: full, training, prefill, decode
     model: str
     token_ids: tuple[int, ...]  # the whole text (for decode: the P cached tokens and the new one)
     tokens: tuple[str, ...]  # readable token strings, one per id
@@ -29,6 +32,7 @@ class Trace:
     tensors: Mapping[str, torch.Tensor] = field(repr=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "mode", Mode.parse(self.mode))
         object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
 
     @property
@@ -48,18 +52,18 @@ class Trace:
         try:
             return self.tensors[name]
         except KeyError:
-            raise KeyError(f"{name!r} was not recorded in this {self.mode} trace") from None
+            raise KeyError(f"{name!r} was not recorded in this {self.mode.value} trace") from None
 
     def __contains__(self, name: str) -> bool:
         return name in self.tensors
 
     def get(self, short: str, block: int | None = None) -> torch.Tensor:
         """Look up `attn.z` in block 3 as get("attn.z", 3); top-level names without a block."""
-        return self[short if block is None else f"blocks.{block}.{short}"]
+        return self[short if block is None else block_name(short, block)]
 
     # ------------------------------------------------------------------ safetensors
     def metadata(self) -> dict[str, str]:
-        return {"mode": self.mode, "model": self.model, "P": str(self.P), "T": str(self.T),
+        return {"mode": self.mode.value, "model": self.model, "P": str(self.P), "T": str(self.T),
                 "token_ids": json.dumps(list(self.token_ids)), "tokens": json.dumps(list(self.tokens)),
                 "order": json.dumps(self.names), "format": "gpt2viz-trace"}
 
@@ -83,6 +87,6 @@ class Trace:
                 raise ValueError(f"{path} is not a gpt2viz trace file")
             names = json.loads(meta["order"])
             tensors = {name: f.get_tensor(name) for name in names}
-        return cls(mode=meta["mode"], model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
+        return cls(mode=Mode.parse(meta["mode"]), model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
                    tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
                    tensors=tensors)

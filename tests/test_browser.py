@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import (  # noqa: E402
-    CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered)
+from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
-from gpt2viz.catalog import catalogue  # noqa: E402
+from gpt2viz.components import component_tree  # noqa: E402
 from gpt2viz.config import get_config  # noqa: E402
 from gpt2viz.ui.pages import PAGE_TABLE, href  # noqa: E402
 
@@ -38,7 +37,7 @@ OTHER_MODES = [("attention", "decode"), ("output", "decode"), ("attention", "tra
 
 def h1_ok(url: str, h1: str) -> bool:
     cid = COMPONENT_OF.get(url)
-    return h1 == catalogue(get_config("tiny"))[cid].title if cid else h1.startswith(TITLES[url])
+    return h1 == component_tree(get_config("tiny"))[cid].title if cid else h1.startswith(TITLES[url])
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,22 @@ equals the recorded tensor's shape, in the recorded order; the trace's bytes equ
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-
 from arith import evaluate
-from gpt2viz import catalog, costs
-from gpt2viz.catalog import catalogue, recorded_names, references, run_dims, shapes_report
+
+from gpt2viz import costs, schema
+from gpt2viz import references as references_module
+from gpt2viz.cli import format_shapes, shapes_report
+from gpt2viz.components import component_tree
 from gpt2viz.config import GPT2Config, get_config
 from gpt2viz.modes import Mode, run
+from gpt2viz.references import references
+from gpt2viz.schema import recorded_names, run_dims
 from gpt2viz.weights import random_model
 
 REQUIRED_IDS = ("embed.tok", "embed.pos", "block", "block.ln1", "block.attn", "block.attn.qkv", "block.attn.heads",
@@ -112,7 +118,7 @@ def test_bad_runs_are_refused_in_one_line(mode, kw, message):
 
 def test_format_shapes_lists_every_tensor_and_the_costs():
     r = shapes_report("tiny", "decode", P=3)
-    text = catalog.format_shapes(r)
+    text = format_shapes(r)
     assert "L=4" in text and "blocks.1.attn.v_cache" in text and "[1, 4, 4, 16]" in text
     assert "KV cache (fp32)" in text and "per token" in text
     assert len(text.splitlines()) > len(r["tensors"])
@@ -120,7 +126,7 @@ def test_format_shapes_lists_every_tensor_and_the_costs():
 
 # ---------------------------------------------------------------------------- the tree
 def test_tree_has_the_required_ids_in_a_consistent_tree():
-    cat = catalogue("gpt2")
+    cat = component_tree("gpt2")
     assert set(REQUIRED_IDS) <= set(cat.by_id)
     assert cat.root.id == "model" and cat.root.parent is None
     for c in cat:
@@ -136,7 +142,7 @@ def test_tree_has_the_required_ids_in_a_consistent_tree():
 
 
 def test_parameter_free_components_say_they_own_no_weights():
-    cat = catalogue("gpt2")
+    cat = component_tree("gpt2")
     for cid in ("block.attn.heads", "block.mlp.gelu"):
         assert not cat[cid].learned and cat[cid].per_instance == 0 and "no weights" in cat[cid].weights_note
     assert cat["unembed"].learned and cat["unembed"].total == 0 and "tied" in cat["unembed"].weights_note
@@ -146,8 +152,8 @@ def test_parameter_free_components_say_they_own_no_weights():
 
 def test_component_inputs_and_outputs_are_recorded_names():
     cfg = get_config("tiny")
-    cat = catalogue(cfg)
-    for mode in catalog.MODES:
+    cat = component_tree(cfg)
+    for mode in schema.MODES:
         names = set(recorded_names(cfg, mode))
         for c in cat:
             for s in c.shapes[mode]:
@@ -159,21 +165,21 @@ def test_component_inputs_and_outputs_are_recorded_names():
 
 
 def test_merge_in_decode_takes_per_head_outputs_and_gives_delta_attn():
-    merge = catalogue("gpt2")["block.attn.merge"]
+    merge = component_tree("gpt2")["block.attn.merge"]
     shapes = {(s.role, s.name.short): s for s in merge.shapes["decode"]}
     z, out = shapes[("in", "attn.z")], shapes[("out", "attn.out")]
     assert z.symbolic == "[B, nh, T, dh]" and z.labelled == "[B batch, 12 nh, 1 T (the new position), 64 dh]"
     assert out.labelled == "[B batch, 1 T (the new position), 768 d]"
-    values = catalog.dims(get_config("gpt2"), B=1, T=1, P=1000)
-    assert catalog.concrete(z.axes, values) == [1, 12, 1, 64] and catalog.concrete(out.axes, values) == [1, 1, 768]
+    values = schema.dims(get_config("gpt2"), B=1, T=1, P=1000)
+    assert schema.concrete(z.axes, values) == [1, 12, 1, 64] and schema.concrete(out.axes, values) == [1, 1, 768]
     assert ("out", "attn.out_dropout_mask") not in shapes  # training only
     assert ("out", "attn.out_dropout_mask") in {(s.role, s.name.short) for s in merge.shapes["training"]}
-    assert [s.labelled for s in catalogue("gpt2")["embed.tok"].shapes["full"] if s.role == "out"] == \
+    assert [s.labelled for s in component_tree("gpt2")["embed.tok"].shapes["full"] if s.role == "out"] == \
         ["[B batch, T positions, 768 d]"]
 
 
 def test_rows_are_the_checkpoint_tensors_and_evaluate_to_their_counts():
-    cat = catalogue("gpt2")
+    cat = component_tree("gpt2")
     mlp = cat["block.mlp"]
     assert [r.parameters for r in mlp.rows] == [2_362_368, 2_360_064]
     assert [r.calculation for r in mlp.rows] == ["768 × 3,072 + 3,072", "3,072 × 768 + 768"]
@@ -200,14 +206,14 @@ def test_references_resolve_and_label_their_certainty():
         if r.ambiguous:
             assert "covering range" in r.label and r.candidates
             assert all(r.start <= s and e <= r.end for s, e in r.candidates)
-    heads = catalogue("gpt2")["block.attn.heads"].references
+    heads = component_tree("gpt2")["block.attn.heads"].references
     assert any(r.absent and "dropout" in r.what for r in heads)
 
 
 @pytest.mark.skipif(not SHARED.is_file(), reason="shared/reference_lines.json is not beside this checkout")
 def test_reference_facts_match_the_shared_file():
     shared = json.loads(SHARED.read_text())
-    ours = json.loads((Path(catalog.__file__).parent / "references.json").read_text())["references"]
+    ours = json.loads((Path(references_module.__file__).parent / "references.json").read_text())["references"]
     for e in ours:
         match = [r for r in shared if (r["repo"], r["path"], r["component"]) == (e["repo"], e["path"], e["component"])]
         assert len(match) == 1, e["id"]
@@ -243,3 +249,14 @@ def test_kv_cache_bytes_equal_the_recorded_cache(models):
     trace = run(models["tiny"], ids_for("decode", 2, 1, 5, 50257), Mode.DECODE)
     cache = sum(t.numel() * t.element_size() for n, t in trace.tensors.items() if n.endswith("_cache"))
     assert costs.kv_cache_bytes(get_config("tiny"), B=2, L=6).value == cache
+
+
+# ---------------------------------------------------------------------------- torch-free vocabulary
+@pytest.mark.parametrize("module", ["gpt2viz.schema", "gpt2viz.components", "gpt2viz.references", "gpt2viz.config"])
+def test_the_vocabulary_imports_without_torch(module):
+    """The schema, the component tree and the config are metadata: importing one (in a fresh
+    interpreter) must not pull in torch, the model or the tokenizer."""
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'tiktoken')))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"{module} imports {out.strip()}"

@@ -14,11 +14,11 @@ import struct
 
 import pytest
 import torch
+from arith import evaluate
 from safetensors.torch import save_file
 
-from arith import evaluate
 from gpt2viz import params
-from gpt2viz.catalog import catalogue
+from gpt2viz.components import component_tree
 from gpt2viz.config import PRESETS, GPT2Config, get_config
 from gpt2viz.params import accounting_report, closed_form, closed_form_total, count_header, count_model, meta_model
 from gpt2viz.weights import expected_shapes, random_model, save_safetensors
@@ -46,7 +46,7 @@ def write_header_only(path, shapes: dict, metadata: dict | None = None, dtype: s
 
 
 def by_component_totals(cfg: GPT2Config) -> dict[str, int]:
-    return {c.id: c.total for c in catalogue(cfg).leaves if c.total}
+    return {c.id: c.total for c in component_tree(cfg).leaves if c.total}
 
 
 # ---------------------------------------------------------------------------- the required figures
@@ -73,12 +73,12 @@ def test_gpt2_component_figures():
 def test_three_ways_agree_for_every_preset(name, tmp_path):
     cfg = get_config(name)
     rows = by_component_totals(cfg)  # the catalogue's rows, from the parameter axes
-    formula = {cid: n * catalogue(cfg)[cid].instances for cid, n in closed_form(cfg).items()}
+    formula = {cid: n * component_tree(cfg)[cid].instances for cid, n in closed_form(cfg).items()}
     model = count_model(meta_model(cfg))  # a real GPT2, on the meta device
     write_header_only(tmp_path / "model.safetensors", expected_shapes(cfg), {"n_head": str(cfg.n_head)})
     header = count_header(tmp_path / "model.safetensors")
     assert rows == formula == model == header.by_component()
-    assert header.total == sum(model.values()) == closed_form_total(cfg) == catalogue(cfg).root.total
+    assert header.total == sum(model.values()) == closed_form_total(cfg) == component_tree(cfg).root.total
     assert header.config == cfg and not header.mismatches
     assert sum(p.numel() for p in meta_model(cfg).parameters()) == closed_form_total(cfg)
 

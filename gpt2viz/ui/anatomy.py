@@ -3,17 +3,17 @@ title and badge, description, equation, shapes per mode, parameters, explanation
 states, code, sources. Pages call `component_page` with the sections only they have."""
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import streamlit as st
 
 from .. import model as gpt2_model
 from .. import plot_theme
-from ..catalog import Catalogue, Component, catalogue, concrete, dims, run_dims
-from ..modes import Mode
+from ..components import Component, ComponentTree, component_tree
+from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
-from .pages import href
 from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
+from .pages import href
 from .state import MODE_LABELS, View
 
 # which page hosts which component (breadcrumb and "open inside" links)
@@ -47,16 +47,14 @@ PAPERS_OF = {"block.ln1": ["layernorm"], "block.ln2": ["layernorm"], "ln_f": ["l
              "block.attn.merge": ["transformer"], "block.mlp.gelu": ["gelu"], "block.mlp": ["gelu"]}
 
 
-def cat_of(view: View) -> Catalogue:
-    return catalogue(view.config)
+def cat_of(view: View) -> ComponentTree:
+    return component_tree(view.config)
 
 
 def run_values(view: View, mode: Mode) -> dict[str, int]:
     """B, T, P, L (and model symbols) of this text in `mode`."""
     n = max(len(view.ids), 2 if mode is Mode.TRAINING else 1)
-    run = run_dims(view.config, mode, 1, T=None if mode is Mode.DECODE else n,
-                   P=n - 1 if mode is Mode.DECODE else None)
-    return dims(view.config, run["B"], run["T"], run["P"], run["L"])
+    return text_dims(view.config, n, mode)
 
 
 def view_trace(view: View, needs: list[str] | None = None) -> Trace | None:
@@ -79,12 +77,12 @@ def view_trace(view: View, needs: list[str] | None = None) -> Trace | None:
 
 def random_note(view: View) -> None:
     if view.weights.random:
-        st.caption(":material/casino: Random, untrained weights: shapes and counts are GPT-2's exactly; the values only "
-                   "show what the computation does, not what trained GPT-2 would compute.")
+        st.caption(":material/casino: Random, untrained weights: shapes and counts are GPT-2's exactly; "
+                   "the values only show what the computation does, not what trained GPT-2 would compute.")
 
 
 # ---------------------------------------------------------------------------- sections
-def header(c: Component, cat: Catalogue) -> None:
+def header(c: Component, cat: ComponentTree) -> None:
     crumbs = cat.ancestors(c.id)
     st.caption(" › ".join(a.title for a in crumbs))
     st.title(c.title)
@@ -105,8 +103,9 @@ def shapes(c: Component, view: View) -> None:
             rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
                     for s in c.shapes.get(mode.value, ())]
+            decode_note = " (L = P + 1: the new token reads every cached key and its own)"
             st.caption(f"B = {values['B']}, T = {values['T']}, P = {values['P']}, L = {values['L']}"
-                       + (" (L = P + 1: the new token reads every cached key and its own)" if mode is Mode.DECODE else ""))
+                       + (decode_note if mode is Mode.DECODE else ""))
             if rows:
                 st.table(rows)
             else:

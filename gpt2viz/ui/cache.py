@@ -6,20 +6,20 @@ that determines the value (weights identity, token ids, mode, seed).
 
 import functools
 import hashlib
-from fnmatch import fnmatch
 import os
 import tempfile
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 import streamlit as st
 
 from .. import costs
-from ..catalog import concrete, dims, recorded, run_dims
 from ..config import get_config
-from ..model import GPT2
 from ..generation import Sampler
+from ..model import GPT2
 from ..modes import Generation, Mode, decode_vs_full, generate, greedy, run
+from ..schema import concrete, recorded, text_dims
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
 from ..weights import find_hf_checkpoints, load_safetensors, random_model
@@ -110,10 +110,9 @@ def _tensor_bytes(weights: Weights, n_tokens: int, mode: Mode) -> dict[str, int]
 
 @functools.lru_cache(maxsize=256)  # asked on every rerun of a page (2-3 ms for gpt2, 4x for gpt2-xl)
 def _tensor_bytes_of(cfg, n_tokens: int, mode: Mode) -> dict[str, int]:
-    run_ = run_dims(cfg, mode, 1, T=None if mode is Mode.DECODE else n_tokens,
-                    P=n_tokens - 1 if mode is Mode.DECODE else None)
-    values = dims(cfg, run_["B"], run_["T"], run_["P"], run_["L"])
-    return {name: costs.trace_bytes([(concrete(axes, values), dtype)]).value for name, axes, dtype in recorded(cfg, mode)}
+    values = text_dims(cfg, n_tokens, mode)
+    return {name: costs.trace_bytes([(concrete(axes, values), dtype)]).value
+            for name, axes, dtype in recorded(cfg, mode)}
 
 
 def full_trace_bytes(weights: Weights, n_tokens: int, mode: Mode) -> int:
@@ -135,7 +134,8 @@ def run_bytes(weights: Weights, n_tokens: int, mode: Mode, names: tuple[str, ...
 
 
 def records_everything(weights: Weights, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
-    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= (trace_cache() if cache is None else cache).budget
+    budget = (trace_cache() if cache is None else cache).budget
+    return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= budget
 
 
 def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,

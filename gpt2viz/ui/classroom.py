@@ -9,6 +9,7 @@ from ..config import GPT2Config
 from ..generation import distribution
 from ..lens import LensRow
 from ..modes import Generation
+from ..schema import block_name
 from ..tokenizer import readable
 from ..trace import Trace
 
@@ -65,7 +66,7 @@ def gradient_norms(trace: Trace, n_layer: int) -> torch.Tensor:
 
 
 def stream_gradient_norms(trace: Trace, n_layer: int) -> list[float]:
-    return [float(trace[f"grad.blocks.{i}.resid_pre"].norm()) for i in range(n_layer)]
+    return [float(trace["grad." + block_name("resid_pre", i)].norm()) for i in range(n_layer)]
 
 
 def dropout_rows(trace: Trace, n_layer: int, p: float) -> list[dict]:

@@ -1,9 +1,9 @@
 """Data for the modes page: the text in every mode, shapes side by side, cache growth."""
 
 from .. import costs
-from ..catalog import concrete, recorded, symbolic
 from ..config import GPT2Config
 from ..modes import Mode
+from ..schema import concrete, recorded, symbolic
 from .anatomy import run_values
 from .state import MODE_LABELS, View
 
@@ -12,10 +12,11 @@ def mode_summary(view: View) -> list[dict]:
     cfg, rows = view.config, []
     for mode in Mode:
         v = run_values(view, mode)
-        flops = costs.flops_summary(cfg, mode.value, v["B"], v["T"], v["L"])
+        flops = costs.flops_summary(cfg, mode, v["B"], v["T"], v["L"])
         cached_before = 0 if mode is Mode.PREFILL else v["P"]  # prefill's P names the prompt it caches
         rows.append({"mode": MODE_LABELS[mode], "T (positions computed)": v["T"],
-                     "cached before the step": cached_before, "L (keys read)": v["L"], "logits": str([v["B"], 1 if mode is Mode.PREFILL else v["T"], v["V"]]),
+                     "cached before the step": cached_before, "L (keys read)": v["L"],
+                     "logits": str([v["B"], 1 if mode is Mode.PREFILL else v["T"], v["V"]]),
                      "forward FLOPs": f"{flops['forward']['value']:,}",
                      "KV cache after": f"{costs.kv_cache_bytes(cfg, 1, v['L']).value:,} B"
                      if mode in (Mode.PREFILL, Mode.DECODE) else "none"})
@@ -28,7 +29,7 @@ def mode_shapes_table(view: View) -> list[dict]:
     table: dict[str, dict] = {}
     for mode in Mode:
         v = run_values(view, mode)
-        for name, axes, _ in recorded(cfg, mode.value):
+        for name, axes, _ in recorded(cfg, mode):
             if name.startswith(("blocks.", "grad.")) and not name.startswith(("blocks.0.", "grad.blocks.0.")):
                 continue
             if name.startswith("grad.h.") or name.startswith("grad.wte") or name.startswith("grad.wpe") \

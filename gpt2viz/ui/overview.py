@@ -2,15 +2,16 @@
 
 import torch
 
-from ..catalog import Catalogue, concrete
+from ..components import ComponentTree
 from ..lens import n_blocks
+from ..schema import concrete
 from ..tokenizer import readable
 from ..trace import Trace
 
 DIAGRAM = ["embed.tok", "embed.pos", "block.ln1", "block.attn", "block.ln2", "block.mlp", "ln_f", "unembed"]
 
 
-def diagram_rows(cat: Catalogue, values: dict, mode: str) -> list[dict]:
+def diagram_rows(cat: ComponentTree, values: dict, mode: str) -> list[dict]:
     rows = []
     for cid in DIAGRAM:
         c = cat[cid]

@@ -1,236 +1,32 @@
-"""The component catalogue: one frozen tree of GPT-2's parts, the one source for pages, CLI and tests.
+"""The component tree: one frozen tree of GPT-2's parts, the one source for pages, CLI and tests.
 
 Every component carries its title, place in the tree, equation, our own description, the trace names
-it reads and writes with their shapes in each mode, its parameter accounting rows and pinned source
-references. Shapes use one symbol set: B batch, T positions computed, P positions cached, L = P + T
-keys read, d width, nh heads, dh = d / nh, V vocabulary, n_ctx context (openai/gpt-2's name).
-
-The recorded names and their order mirror `model.py` and `modes.py` (tests run the model and hold
-them equal). References are facts copied from the project's `shared/reference_lines.json` into
-`references.json` beside this file (repository, path, commit, lines, permalink, status); the one-line
-descriptions are ours. No third-party code or prose is reproduced.
+it reads and writes with their shapes in each mode (from `schema`), its parameter accounting rows and
+pinned source references (from `references`). Torch-free, like both of those.
 """
 
-import json
 import math
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.resources import files
 from types import MappingProxyType
-from typing import Mapping
 
-from . import costs
 from .config import GPT2Config, get_config
-from .modes import Mode
-
-MODES = tuple(m.value for m in Mode)  # full, training, prefill, decode
-
-
-# ---------------------------------------------------------------------------- symbols and axes
-AXIS_NAMES = {"B": "batch", "T": "positions", "L": "keys", "P": "cached", "T-1": "targets"}
-_AXIS = re.compile(r"^(\d*)([A-Za-z_]*)(?:-(\d+))?$")
-
-
-def dims(cfg: GPT2Config, B: int = 1, T: int = 1, P: int = 0, L: int | None = None) -> dict[str, int]:
-    """The value of every symbol for a config and a run (L defaults to P + T)."""
-    return {"B": B, "T": T, "P": P, "L": P + T if L is None else L, "d": cfg.n_embd, "nh": cfg.n_head,
-            "dh": cfg.d_head, "V": cfg.vocab_size, "n_ctx": cfg.n_positions}
-
-
-def axis_value(axis: str, values: Mapping[str, int]) -> int:
-    """Evaluate one axis: a symbol (`dh`), a multiple (`3d`), an offset (`T-1`) or a number (`1`)."""
-    m = _AXIS.match(axis)
-    if not m or not (m.group(1) or m.group(2)):
-        raise ValueError(f"malformed axis {axis!r}")
-    coef, sym, minus = m.groups()
-    base = values[sym] if sym else 1
-    return (int(coef) if coef else 1) * base - (int(minus) if minus else 0)
-
-
-def concrete(axes: tuple[str, ...], values: Mapping[str, int]) -> list[int]:
-    return [axis_value(a, values) for a in axes]
-
-
-def symbolic(axes: tuple[str, ...]) -> str:
-    return "[" + ", ".join(axes) + "]"
-
-
-def labelled(axes: tuple[str, ...], cfg: GPT2Config, mode: str) -> str:
-    """`[B batch, T positions, 768 d]`: run axes by symbol and name, model axes by value and symbol."""
-    values = dims(cfg)
-    parts = []
-    for a in axes:
-        if a == "T" and mode == Mode.DECODE.value:
-            parts.append("1 T (the new position)")
-        elif a == "L" and mode == Mode.DECODE.value:
-            parts.append("L = P + 1 keys")
-        elif a in AXIS_NAMES:
-            parts.append(f"{a} {AXIS_NAMES[a]}")
-        elif a.isdigit():
-            parts.append(a)
-        else:
-            parts.append(f"{axis_value(a, values):,} {a}")
-    return "[" + ", ".join(parts) + "]"
-
-
-# ---------------------------------------------------------------------------- parameters
-# Every parameter by checkpoint name (block ones without their `h.{i}.` prefix), in model order.
-TOP_PARAMS = {"wte.weight": ("V", "d"), "wpe.weight": ("n_ctx", "d")}
-BLOCK_PARAMS = {
-    "ln_1.weight": ("d",), "ln_1.bias": ("d",),
-    "attn.c_attn.weight": ("d", "3d"), "attn.c_attn.bias": ("3d",),
-    "attn.c_proj.weight": ("d", "d"), "attn.c_proj.bias": ("d",),
-    "ln_2.weight": ("d",), "ln_2.bias": ("d",),
-    "mlp.c_fc.weight": ("d", "4d"), "mlp.c_fc.bias": ("4d",),
-    "mlp.c_proj.weight": ("4d", "d"), "mlp.c_proj.bias": ("d",),
-}
-FINAL_PARAMS = {"ln_f.weight": ("d",), "ln_f.bias": ("d",)}
-_BLOCK_KEY = re.compile(r"^h\.(\d+)\.(.+)$")
-
-
-def parameter_names(cfg: GPT2Config) -> list[str]:
-    """Every parameter's checkpoint name, in the order of `GPT2.named_parameters()`."""
-    blocks = [f"h.{i}.{k}" for i in range(cfg.n_layer) for k in BLOCK_PARAMS]
-    return [*TOP_PARAMS, *blocks, *FINAL_PARAMS]
-
-
-def parameter_axes(name: str) -> tuple[str, ...]:
-    """Symbolic shape of a parameter given its checkpoint name (`h.3.mlp.c_fc.weight` -> (d, 4d))."""
-    m = _BLOCK_KEY.match(name)
-    table, key = (BLOCK_PARAMS, m.group(2)) if m else ({**TOP_PARAMS, **FINAL_PARAMS}, name)
-    if key not in table:
-        raise ValueError(f"{name!r} is not a GPT-2 parameter name")
-    return table[key]
-
-
-# ---------------------------------------------------------------------------- recorded names
-# Short names in execution order (model.py); MASKS only in TRAINING with dropout > 0, CACHE only in
-# PREFILL and DECODE.
-TOP_NAMES = ("embed.tok", "embed.pos", "embed.out", "embed.dropout_mask")
-BLOCK_NAMES = (
-    "resid_pre", "ln1.mean", "ln1.var", "ln1.normalized", "ln1.out",
-    "attn.qkv", "attn.q", "attn.k", "attn.v", "attn.k_cache", "attn.v_cache", "attn.scores", "attn.pattern",
-    "attn.pattern_dropout_mask", "attn.z", "attn.merged", "attn.out_dropout_mask", "attn.out", "resid_mid",
-    "ln2.mean", "ln2.var", "ln2.normalized", "ln2.out",
-    "mlp.pre", "mlp.post", "mlp.out_dropout_mask", "mlp.out", "resid_post",
+from .references import Reference, references
+from .schema import (
+    DTYPES,
+    NOT_RECORDED,
+    TOP_LEVEL,
+    Mode,
+    axis_value,
+    block_name,
+    dims,
+    labelled,
+    parameter_axes,
+    recorded_in,
+    short_axes,
+    symbolic,
 )
-FINAL_NAMES = ("ln_f.mean", "ln_f.var", "ln_f.normalized", "ln_f.out", "logits")
-LOSS_NAMES = ("loss.per_token", "loss")
-GRAD_STREAMS = ("resid_pre", "resid_mid", "resid_post")
-MASKS = frozenset({"embed.dropout_mask", "attn.pattern_dropout_mask", "attn.out_dropout_mask",
-                   "mlp.out_dropout_mask"})
-CACHE = frozenset({"attn.k_cache", "attn.v_cache"})
-
-BTd, BT1, BnhTdh = ("B", "T", "d"), ("B", "T", "1"), ("B", "nh", "T", "dh")
-SHAPES = {  # short name -> symbolic axes (the same in every mode unless MODE_SHAPES says otherwise)
-    "ids": ("B", "T"), "positions": ("T",),
-    "embed.tok": BTd, "embed.pos": ("T", "d"), "embed.out": BTd, "embed.dropout_mask": BTd,
-    "resid_pre": BTd, "resid_mid": BTd, "resid_post": BTd,
-    "attn.qkv": ("B", "T", "3d"), "attn.q": BnhTdh, "attn.k": BnhTdh, "attn.v": BnhTdh,
-    "attn.k_cache": ("B", "nh", "L", "dh"), "attn.v_cache": ("B", "nh", "L", "dh"),
-    "attn.scores": ("B", "nh", "T", "L"), "attn.pattern": ("B", "nh", "T", "L"),
-    "attn.pattern_dropout_mask": ("B", "nh", "T", "L"), "attn.z": BnhTdh, "attn.merged": BTd,
-    "attn.out_dropout_mask": BTd, "attn.out": BTd,
-    "mlp.pre": ("B", "T", "4d"), "mlp.post": ("B", "T", "4d"), "mlp.out_dropout_mask": BTd, "mlp.out": BTd,
-    "logits": ("B", "T", "V"), "loss.per_token": ("B", "T-1"), "loss": (),
-}
-for _ln in ("ln1", "ln2", "ln_f"):
-    SHAPES |= {f"{_ln}.mean": BT1, f"{_ln}.var": BT1, f"{_ln}.normalized": BTd, f"{_ln}.out": BTd}
-MODE_SHAPES = {("logits", Mode.PREFILL.value): ("B", "1", "V")}  # prefill keeps the last position only
-DTYPES = {"ids": "int64", "positions": "int64"} | {m: "bool" for m in MASKS}
-
-
-def recorded_in(short: str, cfg: GPT2Config, mode: str) -> bool:
-    """Whether the model records `short` in `mode` (masks need dropout > 0, caches need a cache)."""
-    if short in MASKS:
-        return mode == Mode.TRAINING.value and cfg.dropout > 0
-    if short in CACHE:
-        return mode in (Mode.PREFILL.value, Mode.DECODE.value)
-    if short in LOSS_NAMES:
-        return mode == Mode.TRAINING.value
-    return short in SHAPES and short not in ("ids", "positions")
-
-
-def short_axes(short: str, mode: str) -> tuple[str, ...]:
-    return MODE_SHAPES.get((short, mode), SHAPES[short])
-
-
-def recorded(cfg: GPT2Config, mode) -> list[tuple[str, tuple[str, ...], str]]:
-    """(full name, symbolic axes, dtype) of every tensor the model records in `mode`, in order."""
-    mode = Mode.parse(mode).value
-    out = [(n, short_axes(n, mode), DTYPES.get(n, "float32")) for n in TOP_NAMES if recorded_in(n, cfg, mode)]
-    for i in range(cfg.n_layer):
-        out += [(f"blocks.{i}.{n}", short_axes(n, mode), DTYPES.get(n, "float32"))
-                for n in BLOCK_NAMES if recorded_in(n, cfg, mode)]
-    out += [(n, short_axes(n, mode), "float32") for n in FINAL_NAMES]
-    if mode == Mode.TRAINING.value:
-        out += [(n, SHAPES[n], "float32") for n in LOSS_NAMES]
-        out += [(f"grad.{p}", parameter_axes(p), "float32") for p in parameter_names(cfg)]
-        out += [(f"grad.blocks.{i}.{s}", BTd, "float32") for i in range(cfg.n_layer) for s in GRAD_STREAMS]
-    return out
-
-
-def recorded_names(cfg: GPT2Config, mode) -> list[str]:
-    return [name for name, _, _ in recorded(cfg, mode)]
-
-
-# ---------------------------------------------------------------------------- references
-@dataclass(frozen=True)
-class Reference:
-    """A pinned line range in openai/gpt-2 or transformers (or a note that the code is absent)."""
-    id: str
-    repo: str
-    path: str
-    commit: str
-    start: int | None
-    end: int | None
-    permalink: str | None
-    status: str  # as verified for shared/reference_lines.json
-    what: str  # our own one-line description
-    candidates: tuple[tuple[int, int], ...] = ()  # the exact ranges, when the pinned one only covers them
-
-    @property
-    def absent(self) -> bool:
-        return self.start is None
-
-    @property
-    def ambiguous(self) -> bool:
-        return "AMBIGUOUS" in self.status
-
-    @property
-    def file_url(self) -> str:
-        return f"https://github.com/{self.repo}/blob/{self.commit}/{self.path}"
-
-    @property
-    def lines(self) -> str:
-        """`L102`, `L485-L629`, or `absent` (the file has no such code)."""
-        if self.absent:
-            return "absent"
-        return f"L{self.start}" if self.start == self.end else f"L{self.start}-L{self.end}"
-
-    @property
-    def label(self) -> str:
-        """One honest line for a link: where, which lines, and how sure we are."""
-        where = f"{self.repo} {self.path.rsplit('/', 1)[-1]}"
-        if self.absent:
-            return f"{self.what.rstrip('.')} (no such code in {self.path})"
-        if self.ambiguous:
-            exact = " or ".join(f"L{s}-L{e}" if s != e else f"L{s}" for s, e in sorted(self.candidates))
-            return f"{where} {self.lines} (covering range; the exact lines are {exact}, depending on the file version)"
-        return f"{where} {self.lines}"
-
-
-@lru_cache(maxsize=1)
-def references() -> Mapping[str, Reference]:
-    """Every pinned reference by our id, from the package's references.json."""
-    doc = json.loads((files("gpt2viz") / "references.json").read_text(encoding="utf-8"))
-    out = {}
-    for e in doc["references"]:
-        cands = tuple(tuple(c) for c in e.get("candidates", ()))
-        out[e["id"]] = Reference(e["id"], e["repo"], e["path"], e["commit"], e["start"], e["end"],
-                                 e["permalink"], e["status"], e["what"], cands)
-    return MappingProxyType(out)
 
 
 # ---------------------------------------------------------------------------- the tree
@@ -248,7 +44,7 @@ class TraceName:
         b = self.block if self.block is not None else block
         if b is None:
             raise ValueError(f"{self.short!r} is recorded in every block: give a block index")
-        return f"blocks.{b}.{self.short}"
+        return block_name(self.short, b)
 
 
 @dataclass(frozen=True)
@@ -305,7 +101,7 @@ class Component:
 
 
 @dataclass(frozen=True)
-class Catalogue:
+class ComponentTree:
     config: GPT2Config
     root: Component
     by_id: Mapping[str, Component]
@@ -349,9 +145,6 @@ class _Spec:
     weights_note: str | None = None
     learned: bool = True
 
-
-NOT_RECORDED = frozenset({"ids", "positions"})
-TOP_LEVEL = frozenset(TOP_NAMES + FINAL_NAMES + LOSS_NAMES) | NOT_RECORDED
 
 SPECS = (
     _Spec("model", None, "GPT-2", "GPT-2",
@@ -553,7 +346,7 @@ def _names(spec: _Spec, shorts: tuple[str, ...], cfg: GPT2Config) -> tuple[Trace
 
 def _shapes(inputs, outputs, cfg: GPT2Config) -> Mapping[str, tuple[TensorShape, ...]]:
     out = {}
-    for mode in MODES:
+    for mode in Mode:
         lines = []
         for role, names in (("in", inputs), ("out", outputs)):
             for n in names:
@@ -592,75 +385,17 @@ def _build(spec: _Spec, cfg: GPT2Config, out: dict) -> Component:
 
 
 @lru_cache(maxsize=16)
-def _catalogue(cfg: GPT2Config) -> Catalogue:
+def _component_tree(cfg: GPT2Config) -> "ComponentTree":
     by_id: dict[str, Component] = {}
     root = _build(SPECS[0], cfg, by_id)
-    return Catalogue(cfg, root, MappingProxyType(by_id))
+    return ComponentTree(cfg, root, MappingProxyType(by_id))
 
 
-def catalogue(model: str | GPT2Config = "gpt2") -> Catalogue:
+def component_tree(model: str | GPT2Config = "gpt2") -> ComponentTree:
     """The component tree of a preset (by name) or of any config."""
-    return _catalogue(get_config(model) if isinstance(model, str) else model)
+    return _component_tree(get_config(model) if isinstance(model, str) else model)
 
 
-# ---------------------------------------------------------------------------- shapes per mode
-def run_dims(cfg: GPT2Config, mode, B: int = 1, T: int | None = None, P: int | None = None) -> dict[str, int]:
-    """B, T, P, L of a run, with the defaults and checks of `gpt2viz shapes`.
-
-    FULL/TRAINING: T tokens (default 8), no cache, L = T. PREFILL: a prompt of T tokens (default 8) into
-    an empty cache (P = 0), which then holds L = T positions. DECODE: one new token (T = 1) after P cached ones (default 7), L = P + 1."""
-    mode = Mode.parse(mode)
-    if B < 1:
-        raise ValueError(f"batch B must be at least 1, got {B}")
-    if T is not None and T < 1:
-        raise ValueError(f"T (tokens) must be at least 1, got {T}")
-    if P is not None and P < 0:
-        raise ValueError(f"P (past) must be 0 or more, got {P}")
-    if mode in (Mode.FULL, Mode.TRAINING):
-        if P:
-            raise ValueError(f"{mode.value} mode has no KV cache: P (--past) applies to prefill and decode only")
-        T, P = (8 if T is None else T), 0
-        if mode is Mode.TRAINING and T < 2:
-            raise ValueError("training needs T >= 2 tokens: each position predicts the next one")
-        L = T
-    elif mode is Mode.PREFILL:
-        if P:
-            raise ValueError(f"prefill starts from an empty cache (P = 0) and computes the whole prompt: "
-                             f"give its length as T (--tokens), not P={P}")
-        T, P = (8 if T is None else T), 0
-        L = T
-    else:
-        if T not in (None, 1):
-            raise ValueError(f"decode computes exactly one new position: T must be 1, got {T}")
-        T, P = 1, (7 if P is None else P)
-        L = P + 1
-    if L > cfg.n_positions:
-        raise ValueError(f"P + T = {L:,} positions exceed {cfg.name}'s context of {cfg.n_positions:,}")
-    return {"B": B, "T": T, "P": P, "L": L}
-
-
-def shapes_report(model_name: str, mode: str, B: int = 1, T: int | None = None, P: int | None = None) -> dict:
-    """Every recorded tensor of `mode`, symbolic and concrete, in execution order, with the costs."""
-    cfg = get_config(model_name)
-    mode = Mode.parse(mode).value
-    run = run_dims(cfg, mode, B, T, P)
-    values = dims(cfg, run["B"], run["T"], run["P"], run["L"])
-    tensors = [{"name": name, "symbolic": symbolic(axes), "shape": concrete(axes, values), "dtype": dtype}
-               for name, axes, dtype in recorded(cfg, mode)]
-    return {"model": cfg.name, "mode": mode, **run, "symbols": values, "tensors": tensors,
-            "costs": costs.mode_costs(cfg, mode, run, [(t["shape"], t["dtype"]) for t in tensors],
-                                      catalogue(cfg).root.total)}
-
-
-def format_shapes(report: dict) -> str:
-    """A readable table of `shapes_report`: name, symbolic and concrete shape, then the costs."""
-    s = report["symbols"]
-    head = (f"{report['model']} · {report['mode']} · B={report['B']} T={report['T']} P={report['P']} "
-            f"L={report['L']} · d={s['d']} nh={s['nh']} dh={s['dh']} V={s['V']:,} · "
-            f"{len(report['tensors'])} tensors")
-    width = max(len(t["name"]) for t in report["tensors"])
-    lines = [head]
-    for t in report["tensors"]:
-        flag = "  bool" if t["dtype"] == "bool" else ""
-        lines.append(f"  {t['name']:{width}s}  {t['symbolic']:18s} {t['shape']}{flag}")
-    return "\n".join(lines + ["", costs.format_costs(report["costs"])])
+def component(cid: str, model: str | GPT2Config = "gpt2") -> Component:
+    """One component of a preset's (or a config's) tree by id: component("block.attn.merge")."""
+    return component_tree(model)[cid]

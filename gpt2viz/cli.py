@@ -12,7 +12,7 @@ from safetensors import SafetensorError
 from . import costs
 from .components import component_tree
 from .config import PRESETS, get_config
-from .schema import Mode, concrete, dims, recorded, run_dims, symbolic
+from .schema import Mode, concrete, dims, recorded, recorded_names, run_dims, symbolic
 
 
 class UsageError(Exception):
@@ -32,6 +32,11 @@ def _common_model(p, weights=True):
         p.add_argument("--n-head", type=int, help="head count, where the weights file does not record it")
 
 
+def _no_dropout(p):
+    p.add_argument("--no-dropout", dest="dropout", action="store_false",
+                   help="training with dropout off (its loss is then the evaluation loss; no masks recorded)")
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="gpt2viz", description="Record, count and shape every tensor GPT-2 computes.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -41,6 +46,7 @@ def build_parser() -> Parser:
     p.add_argument("--text", required=True)
     _common_model(p)
     p.add_argument("--mode", default="full", choices=modes)
+    _no_dropout(p)
     p.add_argument("--out", help="write every recorded tensor to this .safetensors file")
     p.add_argument("--names", nargs="*", help="record only these names or glob patterns")
     p.add_argument("--json", action="store_true")
@@ -48,6 +54,7 @@ def build_parser() -> Parser:
     p = sub.add_parser("names", help="list the recorded names of a mode, in execution order")
     _common_model(p, weights=False)
     p.add_argument("--mode", default="full", choices=modes)
+    _no_dropout(p)
 
     p = sub.add_parser("params", help="the exact parameter accounting of every component")
     _common_model(p, weights=False)
@@ -60,6 +67,7 @@ def build_parser() -> Parser:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--tokens", type=int, default=None, help="T (default 8; 1 in decode)")
     p.add_argument("--past", type=int, default=None, help="P, cached positions (prefill/decode)")
+    _no_dropout(p)
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     p.add_argument("name", nargs="?", default="gpt2",
@@ -68,14 +76,15 @@ def build_parser() -> Parser:
 
 
 # ---------------------------------------------------------------------------- shapes
-def shapes_report(model_name: str, mode: str, B: int = 1, T: int | None = None, P: int | None = None) -> dict:
+def shapes_report(model_name: str, mode, B: int = 1, T: int | None = None, P: int | None = None,
+                  dropout: bool = True) -> dict:
     """Every recorded tensor of `mode`, symbolic and concrete, in execution order, with the costs."""
     cfg = get_config(model_name)
     mode = Mode.parse(mode)
     run = run_dims(cfg, mode, B, T, P)
     values = dims(cfg, run["B"], run["T"], run["P"], run["L"])
     tensors = [{"name": name, "symbolic": symbolic(axes), "shape": concrete(axes, values), "dtype": dtype}
-               for name, axes, dtype in recorded(cfg, mode)]
+               for name, axes, dtype in recorded(cfg, mode, dropout)]
     return {"model": cfg.name, "mode": mode.value, **run, "symbols": values, "tensors": tensors,
             "costs": costs.mode_costs(cfg, mode, run, [(t["shape"], t["dtype"]) for t in tensors],
                                       component_tree(cfg).root.total)}
@@ -110,7 +119,7 @@ def cmd_trace(a) -> int:
     else:
         model = random_model(get_config(a.model), a.seed)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
-    trace = run(model, ids, a.mode, names=a.names, seed=a.seed)
+    trace = run(model, ids, a.mode, names=a.names, seed=a.seed, dropout=a.dropout)
     if a.out:
         trace.save(a.out)
     if a.json:
@@ -127,14 +136,7 @@ def cmd_trace(a) -> int:
 
 
 def cmd_names(a) -> int:
-    from .modes import run
-    from .weights import random_model
-
-    cfg = get_config(a.model)
-    # the names do not depend on values: run the smallest config of the same depth
-    small = type(cfg)(cfg.name, n_layer=cfg.n_layer, n_head=1, n_embd=8, vocab_size=cfg.vocab_size)
-    for name in run(random_model(small), [0, 1, 2], a.mode).names:
-        print(name)
+    print("\n".join(recorded_names(get_config(a.model), a.mode, a.dropout)))  # from the schema: no model is run
     return 0
 
 
@@ -147,7 +149,7 @@ def cmd_params(a) -> int:
 
 
 def cmd_shapes(a) -> int:
-    report = shapes_report(a.model, a.mode, B=a.batch, T=a.tokens, P=a.past)
+    report = shapes_report(a.model, a.mode, B=a.batch, T=a.tokens, P=a.past, dropout=a.dropout)
     print(json.dumps(report, indent=1) if a.json else format_shapes(report))
     return 0
 

@@ -95,7 +95,7 @@ class Attention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)  # [B, nh, T, dh]
 
-    def forward(self, x, rec: Recorder, p: str, past, use_cache: bool, drop):
+    def forward(self, x, rec: Recorder, p: str, *, past, use_cache: bool, drop):
         B, T, d = x.shape
         qkv = rec(p + "qkv", self.c_attn(x))  # [B, T, 3d]
         q, k, v = qkv.split(d, dim=2)  # each [B, T, d]
@@ -126,7 +126,7 @@ class MLP(nn.Module):
         self.c_fc = Conv1D(cfg.n_embd, cfg.d_mlp)
         self.c_proj = Conv1D(cfg.d_mlp, cfg.n_embd)
 
-    def forward(self, x, rec: Recorder, p: str, drop):
+    def forward(self, x, rec: Recorder, p: str, *, drop):
         pre = rec(p + "pre", self.c_fc(x))  # [B, T, 4d]
         post = rec(p + "post", gelu_new(pre))  # [B, T, 4d]
         out = drop(rec, p + "out_dropout_mask", self.c_proj(post))  # [B, T, d]
@@ -141,11 +141,12 @@ class Block(nn.Module):
         self.ln_2 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rec: Recorder, p: str, past, use_cache: bool, drop):
+    def forward(self, x, rec: Recorder, p: str, *, past, use_cache: bool, drop):
         x = rec(p + "resid_pre", x)  # x_n [B, T, d]
-        delta_attn, present = self.attn(self.ln_1(x, rec, p + "ln1."), rec, p + "attn.", past, use_cache, drop)
+        delta_attn, present = self.attn(self.ln_1(x, rec, p + "ln1."), rec, p + "attn.", past=past,
+                                        use_cache=use_cache, drop=drop)
         x = rec(p + "resid_mid", x + delta_attn)  # x'_n [B, T, d]
-        delta_mlp = self.mlp(self.ln_2(x, rec, p + "ln2."), rec, p + "mlp.", drop)
+        delta_mlp = self.mlp(self.ln_2(x, rec, p + "ln2."), rec, p + "mlp.", drop=drop)
         return rec(p + "resid_post", x + delta_mlp), present  # x_{n+1} [B, T, d]
 
 
@@ -165,7 +166,7 @@ class GPT2(nn.Module):
         self.ln_f = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
         # lm_head is wte itself (tied): the logits are computed from self.wte.weight below.
 
-    def forward(self, ids: torch.Tensor, rec: Recorder | None = None, past=None, use_cache: bool = False,
+    def forward(self, ids: torch.Tensor, rec: Recorder | None = None, *, past=None, use_cache: bool = False,
                 drop=no_dropout, last_only: bool = False):
         rec = rec if rec is not None else Recorder.off()
         B, T = ids.shape
@@ -177,7 +178,8 @@ class GPT2(nn.Module):
         x = drop(rec, "embed.dropout_mask", rec("embed.out", tok + pos))  # [B, T, d]
         presents = []
         for i, block in enumerate(self.h):  # each block records under the prefix block_name("", i) = "blocks.{i}."
-            x, present = block(x, rec, block_name("", i), None if past is None else past[i], use_cache, drop)
+            x, present = block(x, rec, block_name("", i), past=None if past is None else past[i],
+                               use_cache=use_cache, drop=drop)
             presents.append(present)
         x = self.ln_f(x, rec, "ln_f.")  # [B, T, d]
         if last_only:

@@ -29,13 +29,17 @@ def as_batch(ids) -> torch.Tensor:
     return ids
 
 
-def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True) -> Trace:
-    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all)."""
+def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True,
+        dropout: bool = True) -> Trace:
+    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all).
+    TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
+    is the evaluation loss on the same text and no dropout masks are recorded."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
     if mode is Mode.TRAINING:
-        return _training(model, ids, names, seed, grads)
+        drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
+        return _training(model, ids, names, drop, grads)
     rec = Recorder(names)
     with torch.no_grad():
         if mode is Mode.FULL:
@@ -96,13 +100,12 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
     return Generation(traces, chosen)
 
 
-def _training(model: GPT2, ids: torch.Tensor, names, seed: int, grads: bool) -> Trace:
+def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool) -> Trace:
     if ids.shape[1] < 2:
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
     rec = Recorder(names, keep_graph=streams if grads else ())
-    drop = Dropout(model.config.dropout, seed) if model.config.dropout > 0 else no_dropout
     with torch.enable_grad():
         logits, _ = model(ids, rec, drop=drop)  # [B, T, V]
         per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
@@ -117,9 +120,9 @@ def _training(model: GPT2, ids: torch.Tensor, names, seed: int, grads: bool) -> 
 
 
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
-    row = ids[0].tolist()
-    return Trace(mode=mode, model=model.config.name, token_ids=tuple(row),
-                 tokens=tuple(readable_tokens(row)), P=P, T=T, tensors=rec.tensors)
+    rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
+    return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tuple(readable_tokens(rows[0])),
+                 P=P, T=T, tensors=rec.tensors, rows=rows)
 
 
 def decode_vs_full(model: GPT2, ids) -> float:

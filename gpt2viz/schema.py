@@ -206,11 +206,11 @@ MODE_SHAPES = {("logits", Mode.PREFILL): ("B", "1", "V")}  # prefill keeps the l
 DTYPES = {"ids": "int64", "positions": "int64"} | {m: "bool" for m in MASKS}
 
 
-def recorded_in(short: str, cfg: GPT2Config, mode) -> bool:
-    """Whether the model records `short` in `mode` (masks need dropout > 0, caches need a cache)."""
+def recorded_in(short: str, cfg: GPT2Config, mode, dropout: bool = True) -> bool:
+    """Whether the model records `short` in `mode` (masks need dropout on and > 0, caches need a cache)."""
     mode = Mode.parse(mode)
     if short in MASKS:
-        return mode is Mode.TRAINING and cfg.dropout > 0
+        return mode is Mode.TRAINING and dropout and cfg.dropout > 0
     if short in CACHE:
         return mode in CACHED_MODES
     if short in LOSS_NAMES:
@@ -222,13 +222,15 @@ def short_axes(short: str, mode) -> tuple[str, ...]:
     return MODE_SHAPES.get((short, Mode.parse(mode)), SHAPES[short])
 
 
-def recorded(cfg: GPT2Config, mode) -> list[tuple[str, tuple[str, ...], str]]:
-    """(full name, symbolic axes, dtype) of every tensor the model records in `mode`, in order."""
+def recorded(cfg: GPT2Config, mode, dropout: bool = True) -> list[tuple[str, tuple[str, ...], str]]:
+    """(full name, symbolic axes, dtype) of every tensor the model records in `mode`, in order
+    (`dropout` False: a TRAINING run with dropout off, which records no masks)."""
     mode = Mode.parse(mode)
-    out = [(n, short_axes(n, mode), DTYPES.get(n, "float32")) for n in TOP_NAMES if recorded_in(n, cfg, mode)]
+    out = [(n, short_axes(n, mode), DTYPES.get(n, "float32"))
+           for n in TOP_NAMES if recorded_in(n, cfg, mode, dropout)]
     for i in range(cfg.n_layer):
         out += [(block_name(n, i), short_axes(n, mode), DTYPES.get(n, "float32"))
-                for n in BLOCK_NAMES if recorded_in(n, cfg, mode)]
+                for n in BLOCK_NAMES if recorded_in(n, cfg, mode, dropout)]
     out += [(n, short_axes(n, mode), "float32") for n in FINAL_NAMES]
     if mode is Mode.TRAINING:
         out += [(n, SHAPES[n], "float32") for n in LOSS_NAMES]
@@ -237,5 +239,5 @@ def recorded(cfg: GPT2Config, mode) -> list[tuple[str, tuple[str, ...], str]]:
     return out
 
 
-def recorded_names(cfg: GPT2Config, mode) -> list[str]:
-    return [name for name, _, _ in recorded(cfg, mode)]
+def recorded_names(cfg: GPT2Config, mode, dropout: bool = True) -> list[str]:
+    return [name for name, _, _ in recorded(cfg, mode, dropout)]

@@ -25,14 +25,18 @@ def _c_order(a: np.ndarray) -> np.ndarray:
 class Trace:
     mode: Mode  # saved as its value: full, training, prefill, decode
     model: str
-    token_ids: tuple[int, ...]  # the whole text (for decode: the P cached tokens and the new one)
-    tokens: tuple[str, ...]  # readable token strings, one per id
+    token_ids: tuple[int, ...]  # the whole text of row 0 (for decode: the P cached tokens and the new one)
+    tokens: tuple[str, ...]  # readable token strings, one per id of row 0
     P: int  # positions already in the KV cache before this step
     T: int  # positions this step computes
     tensors: Mapping[str, torch.Tensor] = field(repr=False)
+    rows: tuple[tuple[int, ...], ...] = ()  # the ids of every sequence in the batch (B rows; row 0 is token_ids)
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode.parse(self.mode))
+        object.__setattr__(self, "rows", tuple(tuple(r) for r in self.rows) or (tuple(self.token_ids),))
+        if self.rows[0] != tuple(self.token_ids):
+            raise ValueError("a trace's token_ids must be its first row")
         object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
 
     @property
@@ -65,7 +69,8 @@ class Trace:
     def metadata(self) -> dict[str, str]:
         return {"mode": self.mode.value, "model": self.model, "P": str(self.P), "T": str(self.T),
                 "token_ids": json.dumps(list(self.token_ids)), "tokens": json.dumps(list(self.tokens)),
-                "order": json.dumps(self.names), "format": "gpt2viz-trace"}
+                "rows": json.dumps([list(r) for r in self.rows]), "order": json.dumps(self.names),
+                "format": "gpt2viz-trace"}
 
     def _arrays(self, names) -> dict[str, np.ndarray]:
         # numpy arrays, so views that share storage (q, k, v of one qkv) are written as they are
@@ -89,4 +94,4 @@ class Trace:
             tensors = {name: f.get_tensor(name) for name in names}
         return cls(mode=Mode.parse(meta["mode"]), model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
                    tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
-                   tensors=tensors)
+                   tensors=tensors, rows=tuple(map(tuple, json.loads(meta.get("rows", "[]")))))

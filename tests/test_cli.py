@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from safetensors.numpy import load_file
@@ -73,3 +74,21 @@ def test_download_of_an_unknown_name():
 def test_unwritable_out_path_is_one_line(tmp_path):
     p = cli("trace", "--model", "tiny", "--text", "hi", "--out", str(tmp_path / "missing" / "t.safetensors"))
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("mode", ["full", "training", "prefill", "decode"])
+def test_names_agree_with_the_golden_lists(mode):
+    """`names` lists from the schema without running a model; the golden files come from real runs."""
+    golden = (Path(__file__).parent / "golden" / f"names_tiny_{mode}.txt").read_text().split()
+    p = cli("names", "--model", "tiny", "--mode", mode)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == golden
+
+
+def test_no_dropout_drops_the_masks(tmp_path):
+    names = cli("names", "--model", "tiny", "--mode", "training", "--no-dropout").stdout.split()
+    with_dropout = cli("names", "--model", "tiny", "--mode", "training").stdout.split()
+    assert names == [n for n in with_dropout if not n.endswith("dropout_mask")] and len(names) < len(with_dropout)
+    p = cli("trace", "--model", "tiny", "--text", "Hello world", "--mode", "training", "--no-dropout", "--json")
+    assert p.returncode == 0, p.stderr
+    assert list(json.loads(p.stdout)["tensors"]) == names

@@ -4,7 +4,7 @@ import pytest
 import torch
 from safetensors.numpy import load_file
 
-from gpt2viz.modes import run
+from gpt2viz.modes import Mode, run
 from gpt2viz.trace import Trace
 
 IDS = [15496, 995, 11, 314]
@@ -43,3 +43,13 @@ def test_save_load_round_trip(tiny, tmp_path, mode):
 def test_nbytes_counts_every_tensor(tiny):
     t = run(tiny, IDS, "full", names=["logits", "blocks.0.attn.pattern"])
     assert t.nbytes == (4 * 50257 + 4 * 4 * 4) * 4
+
+
+def test_a_batch_keeps_every_row_and_the_mode_is_a_mode(tiny, tmp_path):
+    ids = [IDS, list(reversed(IDS))]
+    t = run(tiny, ids, "prefill")
+    assert t.mode is Mode.PREFILL and t.metadata()["mode"] == "prefill"
+    assert t.rows == tuple(map(tuple, ids)) and t.token_ids == tuple(IDS)
+    t.save(tmp_path / "b.safetensors")
+    back = Trace.load(tmp_path / "b.safetensors")
+    assert back.mode is Mode.PREFILL and back.rows == t.rows

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from gpt2viz.modes import Mode, run
+from gpt2viz.schema import recorded_names
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
 
@@ -59,3 +60,24 @@ def test_training_needs_two_tokens(tiny):
     import pytest
     with pytest.raises(ValueError, match="at least 2 tokens"):
         run(tiny, [464], Mode.TRAINING)
+
+
+def test_training_without_dropout_is_the_evaluation_loss(tiny):
+    """dropout=False: no masks, the names the schema lists, and the loss of the same text in FULL mode."""
+    t = run(tiny, IDS, Mode.TRAINING, dropout=False, grads=False)
+    assert not [n for n in t.names if n.endswith("dropout_mask")]
+    schema_names = recorded_names(tiny.config, Mode.TRAINING, dropout=False)
+    assert t.names == [n for n in schema_names if not n.startswith("grad.")]
+    logits = run(tiny, IDS, Mode.FULL, names=["logits"])["logits"][0, :-1]  # [T-1, V]
+    torch.testing.assert_close(t["loss"], F.cross_entropy(logits, torch.tensor(IDS[1:])))
+    with_dropout = run(tiny, IDS, Mode.TRAINING, grads=False)
+    assert not torch.equal(with_dropout["loss"], t["loss"])
+
+
+def test_recorded_names_sit_on_their_documented_side_of_dropout(tiny):
+    """schema's docstring: embed.out and attn.pattern before their dropout, attn.out and mlp.out after."""
+    t = run(tiny, IDS, Mode.TRAINING, seed=4, grads=False)
+    assert (t["embed.out"] != 0).all() and not torch.equal(t["blocks.0.resid_pre"], t["embed.out"])
+    torch.testing.assert_close(t["blocks.0.attn.pattern"].sum(-1), torch.ones(1, 4, 8))  # not yet dropped
+    for short in ("attn.out", "mlp.out"):  # already dropped: zero where the mask drops
+        assert (t.get(short, 1)[~t.get(short + "_dropout_mask", 1)] == 0).all()

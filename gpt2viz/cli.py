@@ -70,8 +70,8 @@ def build_parser() -> Parser:
     _no_dropout(p)
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
-    p.add_argument("name", nargs="?", default="gpt2",
-                   help="gpt2 (default), gpt2-medium, gpt2-large, gpt2-xl, distilgpt2")
+    published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
+    p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
     return parser
 
 

@@ -21,7 +21,6 @@ from .schema import (
     axis_value,
     block_name,
     dims,
-    labelled,
     parameter_axes,
     recorded_in,
     short_axes,
@@ -51,8 +50,7 @@ class TraceName:
 class TensorShape:
     role: str  # "in" or "out"
     name: TraceName
-    symbolic: str  # "[B, nh, T, dh]"
-    labelled: str  # "[B batch, 12 nh, T positions, 64 dh]"
+    symbolic: str  # "[B, nh, T, dh]"; schema.labelled(axes, cfg, mode) gives "[B batch, 12 nh, T positions, 64 dh]"
     dtype: str  # float32, bool (dropout masks), int64 (ids)
     axes: tuple[str, ...]
 
@@ -78,7 +76,6 @@ class Component:
     parent: str | None
     children: tuple["Component", ...]
     learned: bool  # computed with learned weights (the tied unembedding is, though it owns none)
-    symbol: str
     equation: str  # LaTeX
     description: str  # one sentence
     explanation: str  # a short paragraph
@@ -134,7 +131,6 @@ class _Spec:
     id: str
     parent: str | None
     title: str
-    symbol: str
     equation: str
     description: str
     explanation: str
@@ -147,7 +143,7 @@ class _Spec:
 
 
 SPECS = (
-    _Spec("model", None, "GPT-2", "GPT-2",
+    _Spec("model", None, "GPT-2",
           r"\text{logits} = \mathrm{LN}_f(x_{n_\text{layer}})\,W_E^{\top}, \quad x_0 = W_E[t_i] + W_P[L - T + i]",
           "The whole network: embeddings, a stack of pre-LN blocks on a residual stream, a final "
           "LayerNorm and an unembedding tied to the token table.",
@@ -156,21 +152,21 @@ SPECS = (
           "and the transposed token table turn it into V logits for the next token.",
           ("ids",), ("logits", "loss"),
           refs=("openai.model", "openai.hparams", "hf.model_class", "hf.lm_head_class", "hf.config_sizes")),
-    _Spec("embed", "model", "Embeddings", "x₀", r"x_0 = W_E[t_i] + W_P[L - T + i]",
+    _Spec("embed", "model", "Embeddings", r"x_0 = W_E[t_i] + W_P[L - T + i]",
           "Turns token ids into the first residual stream by adding a token row and a position row.",
           "Two table lookups and one addition, nothing else: which token it is, and where it sits. In decode "
           "the new token sits at position P, after the P cached ones. Training applies dropout to the sum; "
           "openai/gpt-2's inference code has none.",
           ("ids", "positions"), ("embed.out", "embed.dropout_mask"),
           refs=("openai.embed_sum", "openai.no_embed_dropout", "hf.embed_dropout_call")),
-    _Spec("embed.tok", "embed", "Token embedding", "W_E",
+    _Spec("embed.tok", "embed", "Token embedding",
           r"W_E[t_i] \in \mathbb{R}^{d}, \quad W_E \in \mathbb{R}^{V \times d}",
           "A learned table with one d-wide row per vocabulary entry; a token id selects its row.",
           "The same table is used again at the very end, transposed, to score every vocabulary entry: "
           "GPT-2 ties its input and output matrices, so the token table is counted once.",
           ("ids",), ("embed.tok",), rows=(("token table W_E", ("wte.weight",)),),
           refs=("openai.wte", "hf.wte_def", "hf.wte_lookup")),
-    _Spec("embed.pos", "embed", "Position embedding", "W_P",
+    _Spec("embed.pos", "embed", "Position embedding",
           r"W_P[L - T + i] \in \mathbb{R}^{d}, \quad W_P \in \mathbb{R}^{n_\text{ctx} \times d}",
           "A learned table with one d-wide row per position in the context; position i selects its row.",
           "Attention by itself ignores order, so each position gets its own learned vector. Positions count "
@@ -179,7 +175,7 @@ SPECS = (
           ("positions",), ("embed.pos",), rows=(("position table W_P", ("wpe.weight",)),),
           refs=("openai.wpe", "openai.positions_for", "openai.past_length", "hf.wpe_def", "hf.position_ids",
                 "hf.wpe_lookup")),
-    _Spec("block", "model", "Transformer block", "xₙ₊₁",
+    _Spec("block", "model", "Transformer block",
           r"x'_n = x_n + \mathrm{Attn}(\mathrm{LN}_1(x_n)), \quad x_{n+1} = x'_n + \mathrm{MLP}(\mathrm{LN}_2(x'_n))",
           "One of n_layer identical layers: attention then an MLP, each reading a normalised copy of the "
           "stream and adding its output back.",
@@ -189,7 +185,7 @@ SPECS = (
           ("resid_pre",), ("resid_mid", "resid_post"),
           refs=("openai.block", "openai.resid_attn", "openai.resid_mlp", "openai.layers", "hf.block_class",
                 "hf.block_forward", "hf.resid_attn", "hf.resid_mlp")),
-    _Spec("block.ln1", "block", "LayerNorm 1", "LN₁",
+    _Spec("block.ln1", "block", "LayerNorm 1",
           r"Z_1 = g_1 \odot \frac{x_n - \mu}{\sqrt{\sigma^2 + \varepsilon}} + b_1",
           "Normalises each position's stream to mean 0 and variance 1, then scales and shifts it with a "
           "learned gain and bias before attention.",
@@ -198,7 +194,7 @@ SPECS = (
           ("resid_pre",), ("ln1.mean", "ln1.var", "ln1.normalized", "ln1.out"),
           rows=(("gain g₁ and bias b₁", ("h.{i}.ln_1.weight", "h.{i}.ln_1.bias")),),
           refs=("openai.norm", "openai.ln_1", "hf.ln_1_def", "hf.ln_1_call", "hf.config_eps")),
-    _Spec("block.attn", "block", "Causal self-attention", "Δattn",
+    _Spec("block.attn", "block", "Causal self-attention",
           r"\Delta_\text{attn} = \mathrm{merge}_h\big(\mathrm{softmax}(Q_h K_h^{\top} / \sqrt{d_h} + M)\,V_h\big)"
           r"\,W_O + b_O",
           "Lets each position gather information from itself and earlier positions, in nh heads at once.",
@@ -209,7 +205,7 @@ SPECS = (
           ("ln1.out",), ("attn.out",),
           refs=("openai.attn", "openai.no_attn_dropout", "openai.no_resid_dropout", "hf.attention_class",
                 "hf.attention_forward", "hf.attn_dropout_def", "hf.resid_dropout_def")),
-    _Spec("block.attn.qkv", "block.attn", "Query, key and value projection", "W_QKV",
+    _Spec("block.attn.qkv", "block.attn", "Query, key and value projection",
           r"[\,Q \;\; K \;\; V\,] = Z_1 W_{QKV} + b_{QKV}, \quad W_{QKV} \in \mathbb{R}^{d \times 3d}",
           "One matrix maps each normalised position to a query, a key and a value, each d wide and split "
           "into nh heads of dh.",
@@ -220,7 +216,7 @@ SPECS = (
           rows=(("c_attn: W_QKV [d, 3d] and b_QKV", ("h.{i}.attn.c_attn.weight", "h.{i}.attn.c_attn.bias")),),
           refs=("openai.c_attn", "openai.split_qkv", "openai.conv1d", "openai.present", "hf.c_attn_def",
                 "hf.c_attn_call", "hf.split_heads", "hf.cache_update", "hf.conv1d")),
-    _Spec("block.attn.heads", "block.attn", "Attention heads", "H",
+    _Spec("block.attn.heads", "block.attn", "Attention heads",
           r"H_h = \mathrm{softmax}\!\Big(\frac{Q_h K_h^{\top}}{\sqrt{d_h}} + M\Big) V_h, "
           r"\quad M_{ij} = -\infty \text{ if } j > L - T + i",
           "Each head scores its queries against the keys, masks the future, turns the scores into a "
@@ -236,7 +232,7 @@ SPECS = (
                 "openai.mask_attn_weights", "openai.softmax_call", "openai.softmax", "openai.weighted_sum",
                 "openai.no_attn_dropout", "hf.eager_attention", "hf.scaling", "hf.mask", "hf.softmax",
                 "hf.attn_dropout_call", "hf.weighted_sum")),
-    _Spec("block.attn.merge", "block.attn", "Merge heads and project", "W_O",
+    _Spec("block.attn.merge", "block.attn", "Merge heads and project",
           r"\Delta_\text{attn} = \mathrm{merge}(H)\,W_O + b_O, \quad W_O \in \mathbb{R}^{d \times d}",
           "Lays the nh per-head outputs side by side into one d-wide vector per position and projects it "
           "back into the residual stream.",
@@ -247,7 +243,7 @@ SPECS = (
           refs=("openai.merge_heads", "openai.merge_states", "openai.merge_call", "openai.attn_c_proj",
                 "openai.no_resid_dropout", "hf.merge_heads", "hf.attn_c_proj_def", "hf.attn_c_proj_call",
                 "hf.resid_dropout_call")),
-    _Spec("block.ln2", "block", "LayerNorm 2", "LN₂",
+    _Spec("block.ln2", "block", "LayerNorm 2",
           r"Z_2 = g_2 \odot \frac{x'_n - \mu}{\sqrt{\sigma^2 + \varepsilon}} + b_2",
           "Normalises the stream after attention's update, with its own gain and bias, before the MLP.",
           "The same operation as LayerNorm 1 with separate parameters, applied to x′ₙ (the stream with "
@@ -255,21 +251,21 @@ SPECS = (
           ("resid_mid",), ("ln2.mean", "ln2.var", "ln2.normalized", "ln2.out"),
           rows=(("gain g₂ and bias b₂", ("h.{i}.ln_2.weight", "h.{i}.ln_2.bias")),),
           refs=("openai.norm", "openai.ln_2", "hf.ln_2_def", "hf.ln_2_call")),
-    _Spec("block.mlp", "block", "MLP", "Δmlp",
+    _Spec("block.mlp", "block", "MLP",
           r"\Delta_\text{mlp} = \mathrm{GELU}(Z_2 W_\text{fc} + b_\text{fc})\,W_\text{proj} + b_\text{proj}",
           "A two-layer network applied to each position on its own: widen to 4d, apply GELU, narrow back to d.",
           "Unlike attention, the MLP never mixes positions. It holds about two thirds of each block's "
           "parameters: an expansion [d, 4d] and a projection [4d, d], each with a bias.",
           ("ln2.out",), ("mlp.out",),
           refs=("openai.mlp", "hf.mlp_class", "openai.no_resid_dropout", "hf.mlp_dropout_def")),
-    _Spec("block.mlp.fc", "block.mlp", "Expansion", "W_fc",
+    _Spec("block.mlp.fc", "block.mlp", "Expansion",
           r"A = Z_2 W_\text{fc} + b_\text{fc}, \quad W_\text{fc} \in \mathbb{R}^{d \times 4d}",
           "Maps each normalised position from d to 4d features.",
           "The checkpoint calls it c_fc. Its output (mlp.pre) is what the GELU receives.",
           ("ln2.out",), ("mlp.pre",),
           rows=(("c_fc: W_fc [d, 4d] and b_fc", ("h.{i}.mlp.c_fc.weight", "h.{i}.mlp.c_fc.bias")),),
           refs=("openai.mlp_c_fc", "openai.conv1d", "hf.c_fc_def", "hf.c_fc_call")),
-    _Spec("block.mlp.gelu", "block.mlp", "GELU", "GELU",
+    _Spec("block.mlp.gelu", "block.mlp", "GELU",
           r"\mathrm{GELU}(a) = \tfrac{1}{2}\,a\,\Big(1 + \tanh\!\big(\sqrt{2/\pi}\,(a + 0.044715\,a^3)\big)\Big)",
           "A smooth non-linearity applied to every one of the 4d features on its own.",
           "GPT-2 uses the tanh approximation of GELU (gelu_new), not the exact erf form; the two differ "
@@ -277,7 +273,7 @@ SPECS = (
           ("mlp.pre",), ("mlp.post",), learned=False,
           weights_note="Owns no weights: GELU is a fixed function, applied element by element.",
           refs=("openai.gelu", "hf.gelu_new", "hf.act_lookup", "hf.gelu_call", "hf.config_activation")),
-    _Spec("block.mlp.proj", "block.mlp", "Projection", "W_proj",
+    _Spec("block.mlp.proj", "block.mlp", "Projection",
           r"\Delta_\text{mlp} = G\,W_\text{proj} + b_\text{proj}, \quad W_\text{proj} \in \mathbb{R}^{4d \times d}",
           "Maps the 4d activated features back to d: the MLP's update to the stream.",
           "The checkpoint calls it c_proj (inside mlp). GPT-2 initialises it, like attention's c_proj, with "
@@ -285,7 +281,7 @@ SPECS = (
           ("mlp.post",), ("mlp.out_dropout_mask", "mlp.out"),
           rows=(("c_proj: W_proj [4d, d] and b_proj", ("h.{i}.mlp.c_proj.weight", "h.{i}.mlp.c_proj.bias")),),
           refs=("openai.mlp_c_proj", "hf.mlp_c_proj_def", "hf.mlp_c_proj_call", "hf.mlp_dropout_call")),
-    _Spec("ln_f", "model", "Final LayerNorm", "LN_f",
+    _Spec("ln_f", "model", "Final LayerNorm",
           r"Z_f = g_f \odot \frac{x_{n_\text{layer}} - \mu}{\sqrt{\sigma^2 + \varepsilon}} + b_f",
           "Normalises the stream after the last block, once, before the unembedding.",
           "GPT-2 added this final LayerNorm when it moved the normalisations in front of the sublayers: "
@@ -293,7 +289,7 @@ SPECS = (
           ("resid_post",), ("ln_f.mean", "ln_f.var", "ln_f.normalized", "ln_f.out"),
           rows=(("gain g_f and bias b_f", ("ln_f.weight", "ln_f.bias")),),
           refs=("openai.ln_f", "openai.norm", "hf.ln_f_def", "hf.ln_f_call")),
-    _Spec("unembed", "model", "Unembedding (tied)", "W_U = W_Eᵀ",
+    _Spec("unembed", "model", "Unembedding (tied)",
           r"\text{logits} = Z_f\,W_E^{\top} \in \mathbb{R}^{V}",
           "Scores every vocabulary entry by the dot product of the final stream with its token-table row.",
           "The output matrix is the token table itself, transposed, so it adds no parameters; a checkpoint "
@@ -353,8 +349,7 @@ def _shapes(inputs, outputs, cfg: GPT2Config) -> Mapping[str, tuple[TensorShape,
                 if n.recorded and not recorded_in(n.short, cfg, mode):
                     continue
                 axes = short_axes(n.short, mode)
-                lines.append(TensorShape(role, n, symbolic(axes), labelled(axes, cfg, mode),
-                                         DTYPES.get(n.short, "float32"), axes))
+                lines.append(TensorShape(role, n, symbolic(axes), DTYPES.get(n.short, "float32"), axes))
         out[mode] = tuple(lines)
     return MappingProxyType(out)
 
@@ -371,7 +366,7 @@ def _component(spec: _Spec, cfg: GPT2Config, children: tuple[Component, ...]) ->
     inputs, outputs = _names(spec, spec.inputs, cfg), _names(spec, spec.outputs, cfg)
     return Component(
         id=spec.id, title=spec.title, parent=spec.parent, children=children, learned=spec.learned,
-        symbol=spec.symbol, equation=spec.equation, description=spec.description, explanation=spec.explanation,
+        equation=spec.equation, description=spec.description, explanation=spec.explanation,
         inputs=inputs, outputs=outputs, shapes=_shapes(inputs, outputs, cfg), rows=rows,
         per_instance=sum(r.parameters for r in rows), instances=instances,
         weights_note=spec.weights_note, references=tuple(refs[r] for r in spec.refs))

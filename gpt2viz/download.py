@@ -5,9 +5,9 @@ gpt2viz that uses the network, and only when a person runs `python -m gpt2viz do
 import socket
 from urllib.parse import urlsplit
 
-REPOS = {"gpt2": "openai-community/gpt2", "gpt2-medium": "openai-community/gpt2-medium",
-         "gpt2-large": "openai-community/gpt2-large", "gpt2-xl": "openai-community/gpt2-xl",
-         "distilgpt2": "distilbert/distilgpt2"}
+from .config import PRESETS
+
+REPOS = {name: cfg.hf_repo for name, cfg in PRESETS.items() if cfg.hf_repo}  # from the presets
 FILES = ("config.json", "model.safetensors")
 
 

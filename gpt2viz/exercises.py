@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from .components import component_tree
-from .config import PRESETS, get_config
+from .config import get_config
 from .schema import AXIS_NAMES, CACHED_MODES, Mode, axis_value, block_name, concrete, dims, recorded, run_dims, symbolic
 
 SHAPE_NAMES = ("embed.tok", "embed.pos", "attn.qkv", "attn.q", "attn.k_cache", "attn.scores", "attn.pattern",
@@ -189,6 +189,3 @@ def handout(exercises: list[Exercise], answers: bool = True, title: str = "GPT-2
             lines += [f"**Answer:** {ex.answer_text}", "", ex.worked, ""]
     return "\n".join(lines)
 
-
-def valid_models() -> list[str]:
-    return [m for m in PRESETS if m != "tiny"]

@@ -170,7 +170,8 @@ def infer_config(shapes: dict[str, tuple], n_head: int | None = None, name: str 
     if d % n_head:
         raise WeightsError(f"width {d} is not divisible by {n_head} heads")
     sizes = (n_layer, n_head, d, V, n_pos)
-    matching = [p.name for p in PRESETS.values() if (p.n_layer, p.n_head, p.n_embd, p.vocab_size, p.n_positions) == sizes]
+    matching = [p.name for p in PRESETS.values()
+                if (p.n_layer, p.n_head, p.n_embd, p.vocab_size, p.n_positions) == sizes]
     if name in PRESETS and name not in matching:  # a file's own label is believed only if its shapes agree
         name = "checkpoint"
     if name == "checkpoint" and matching:
@@ -312,11 +313,13 @@ def hf_hub_dir(env=os.environ) -> Path:
 def find_hf_checkpoints(env=os.environ) -> list[CachedCheckpoint]:
     """GPT-2 `model.safetensors` files in the Hugging Face cache, newest snapshot (refs/main) first."""
     hub = hf_hub_dir(env)
+    published = [cfg.hf_repo.split("/") for cfg in PRESETS.values() if cfg.hf_repo]  # [owner, name]
+    owners, names = {owner for owner, _ in published}, tuple(name for _, name in published)
     found = []
     for repo in sorted(hub.glob("models--*")):
         parts = repo.name.split("--")[1:]
-        owner_ok = len(parts) == 1 or (len(parts) == 2 and parts[0] in ("openai-community", "distilbert"))
-        if not owner_ok or not parts[-1].startswith(("gpt2", "distilgpt2")):
+        owner_ok = len(parts) == 1 or (len(parts) == 2 and parts[0] in owners)
+        if not owner_ok or not parts[-1].startswith(names):
             continue
         snapshots = repo / "snapshots"
         ref = repo / "refs" / "main"

@@ -132,7 +132,7 @@ def test_tree_has_the_required_ids_in_a_consistent_tree():
     for c in cat:
         for child in c.children:
             assert child.parent == c.id and cat[child.id] is child
-        assert c.title and c.symbol and c.equation and c.description and c.explanation
+        assert c.title and c.equation and c.description and c.explanation
         assert c.references, f"{c.id} cites nothing"
         assert c.instances == (12 if c.per_block else 1)
     assert [c.id for c in cat.ancestors("block.attn.merge")] == ["model", "block", "block.attn", "block.attn.merge"]
@@ -168,14 +168,16 @@ def test_merge_in_decode_takes_per_head_outputs_and_gives_delta_attn():
     merge = component_tree("gpt2")["block.attn.merge"]
     shapes = {(s.role, s.name.short): s for s in merge.shapes["decode"]}
     z, out = shapes[("in", "attn.z")], shapes[("out", "attn.out")]
-    assert z.symbolic == "[B, nh, T, dh]" and z.labelled == "[B batch, 12 nh, 1 T (the new position), 64 dh]"
-    assert out.labelled == "[B batch, 1 T (the new position), 768 d]"
+    gpt2 = get_config("gpt2")
+    assert z.symbolic == "[B, nh, T, dh]"
+    assert schema.labelled(z.axes, gpt2, "decode") == "[B batch, 12 nh, 1 T (the new position), 64 dh]"
+    assert schema.labelled(out.axes, gpt2, "decode") == "[B batch, 1 T (the new position), 768 d]"
     values = schema.dims(get_config("gpt2"), B=1, T=1, P=1000)
     assert schema.concrete(z.axes, values) == [1, 12, 1, 64] and schema.concrete(out.axes, values) == [1, 1, 768]
     assert ("out", "attn.out_dropout_mask") not in shapes  # training only
     assert ("out", "attn.out_dropout_mask") in {(s.role, s.name.short) for s in merge.shapes["training"]}
-    assert [s.labelled for s in component_tree("gpt2")["embed.tok"].shapes["full"] if s.role == "out"] == \
-        ["[B batch, T positions, 768 d]"]
+    assert [schema.labelled(s.axes, gpt2, "full") for s in component_tree("gpt2")["embed.tok"].shapes["full"]
+            if s.role == "out"] == ["[B batch, T positions, 768 d]"]
 
 
 def test_rows_are_the_checkpoint_tensors_and_evaluate_to_their_counts():

@@ -92,3 +92,13 @@ def test_no_dropout_drops_the_masks(tmp_path):
     p = cli("trace", "--model", "tiny", "--text", "Hello world", "--mode", "training", "--no-dropout", "--json")
     assert p.returncode == 0, p.stderr
     assert list(json.loads(p.stdout)["tensors"]) == names
+
+
+def test_download_repos_come_from_the_presets():
+    """One place per model size: the preset names its repository, and the cache finder expects the
+    repository's name to be the preset's."""
+    from gpt2viz import download
+    from gpt2viz.config import PRESETS
+    assert {n: c.hf_repo for n, c in PRESETS.items() if c.hf_repo} == download.REPOS
+    assert "tiny" not in download.REPOS and len(download.REPOS) == 5
+    assert all(repo.split("/")[1] == name for name, repo in download.REPOS.items())

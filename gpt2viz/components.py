@@ -96,6 +96,15 @@ class Component:
     def per_block(self) -> bool:
         return self.id == "block" or self.id.startswith("block.")
 
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def leaves(self) -> list["Component"]:
+        """The leaf components under this one (itself, if it is one), in tree order."""
+        return [self] if self.is_leaf else [leaf for ch in self.children for leaf in ch.leaves]
+
 
 @dataclass(frozen=True)
 class ComponentTree:
@@ -122,7 +131,7 @@ class ComponentTree:
 
     @property
     def leaves(self) -> list[Component]:
-        return [c for c in self if not c.children]
+        return self.root.leaves
 
 
 # ---------------------------------------------------------------------------- component texts

@@ -44,6 +44,12 @@ def kv_cache_bytes(cfg: GPT2Config, B: int, L: int, dtype: str = "fp32") -> Cost
                     "2 · n_layer · B · nh · L · dh · bytes")
 
 
+def kv_cache_series(cfg: GPT2Config, Ls) -> tuple[list[int], list[int]]:
+    """(L, fp32 KV-cache bytes at B = 1) for each key count in Ls: a cache growing step by step."""
+    Ls = list(Ls)
+    return Ls, [kv_cache_bytes(cfg, 1, L).value for L in Ls]
+
+
 def trace_bytes(tensors) -> Cost:
     """Bytes of a recorded trace: every (shape, dtype) at 4 bytes a float32 value, 1 a bool."""
     counts = {dtype: 0 for dtype in RECORDED_BYTES}

@@ -85,7 +85,7 @@ def params_exercise(model: str, component: str) -> Exercise:
     cat = component_tree(model)
     c = cat[component]
     lines, terms = [], []
-    for leaf in [x for x in _leaves(c) if x.rows]:
+    for leaf in [x for x in c.leaves if x.rows]:
         times = leaf.instances // c.instances  # the model counts each block component n_layer times
         for r in leaf.rows:
             if not r.parameters:
@@ -106,10 +106,6 @@ def params_exercise(model: str, component: str) -> Exercise:
     scope = " in one block" if c.instances > 1 else " in total" if component == "model" else ""
     question = f"How many parameters does **{c.title}** of **{model}** have{scope}?"
     return Exercise(f"params:{model}:{component}", "params", question, (per,), "\n".join(lines))
-
-
-def _leaves(c):
-    return [c] if not c.children else [x for ch in c.children for x in _leaves(ch)]
 
 
 # ---------------------------------------------------------------------------- sets, answers, handouts

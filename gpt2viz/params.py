@@ -229,7 +229,7 @@ def other_totals(cfg: GPT2Config) -> list[dict]:
 
 # ---------------------------------------------------------------------------- the report
 def _component_dict(c: Component) -> dict:
-    return {"id": c.id, "title": c.title, "parent": c.parent, "learned": c.learned,
+    return {"id": c.id, "title": c.title, "parent": c.parent, "leaf": c.is_leaf, "learned": c.learned,
             "per_instance": c.per_instance, "instances": c.instances, "total": c.total,
             "rows": [r.as_dict() for r in c.rows], "weights_note": c.weights_note}
 
@@ -301,8 +301,7 @@ def format_accounting(report: dict) -> str:
         pad = "  " * depth[c["id"]]
         label = f"{pad}{c['id']}  {c['title']}"
         lines.append(f"  {label:52s} {c['per_instance']:>13,}  {c['instances']:>3} {c['total']:>14,}")
-        is_leaf = not any(o["parent"] == c["id"] for o in report["components"])
-        for r in c["rows"] if is_leaf else []:
+        for r in c["rows"] if c["leaf"] else []:
             if r["tensors"]:
                 lines.append(f"  {pad}    {r['name']}: {r['calculation']} = {r['parameters']:,}  "
                              f"[{', '.join(r['tensors'])}]")

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from gpt2viz import plots
+from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, view_state
 from gpt2viz.ui.cache import get_generation
+from gpt2viz.ui.classroom import generation_rows, step_choices
 from gpt2viz.ui.state import number
-from gpt2viz.ui.classroom import cache_series, generation_rows, step_choices
 from gpt2viz.ui.text import code_span
 
 view = view_state()
@@ -34,7 +34,8 @@ random_note(view)
 rows = generation_rows(gen, view.config, temperature, top_k)
 st.dataframe(rows, hide_index=True, width="stretch")
 st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
-plot(plots.cache_growth(*cache_series(gen, view.config), "KV cache: keys read (L) and bytes per step"))
+L_steps, bytes_steps = costs.kv_cache_series(view.config, [t.L for t in gen.traces])
+plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))
 step = int(st.slider("Step", 0, len(gen.traces) - 1, 0, key="step", bind="query-params")) if len(gen.traces) > 1 else 0
 trace, chosen = gen.traces[step], gen.ids[step]
 q, k, offset = axis_tokens(trace)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import plot, random_note, view_state
-from gpt2viz.ui.modes_view import cache_steps, mode_shapes_table, mode_summary
+from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary
 
 view = view_state()
 cfg = view.config
@@ -35,6 +35,6 @@ full = costs.kv_cache_bytes(cfg, 1, cfg.n_positions, "fp32")
 st.markdown(f"- At the full context (L = {cfg.n_positions:,}), fp32: {full.calculation} = **{full.value:,} bytes** "
             f"({costs.human_bytes(full.value)})")
 plot(plots.kv_cache_diagram(P, 1, cfg.n_layer, f"Decode step: {P} cached positions + 1 new, in every layer"))
-L_steps, bytes_steps = cache_steps(cfg, n)
+L_steps, bytes_steps = costs.kv_cache_series(cfg, range(1, n + 1))  # step 1 reads 1 key
 plot(plots.cache_growth(L_steps, bytes_steps, "Decoding this text token by token: L and cache size per step"))
 random_note(view)

@@ -138,12 +138,8 @@ def code(c: Component) -> None:
 
 
 def reference_line(r) -> str:
-    """One Markdown bullet: a pinned permalink and our own description of what is there."""
-    if r.permalink is None:
-        return f"- **{r.repo}** `{r.path}`: {r.what} *(no such code there)*"
-    lines = f"L{r.start}" + (f"–L{r.end}" if r.end != r.start else "")
-    flag = " *(covering range: the pinned revision is ambiguous by a line or two)*" if "AMBIGUOUS" in r.status else ""
-    return f"- [{r.repo} `{r.path.split('/')[-1]}` {lines}]({r.permalink}): {r.what}{flag}"
+    """One Markdown bullet: the reference's label, linked to its pinned permalink, and our own description."""
+    return f"- {r.label}" if r.absent else f"- [{r.label}]({r.permalink}): {r.what}"
 
 
 def sources(c: Component) -> None:

@@ -37,12 +37,6 @@ def shown_distribution(trace: Trace, temperature: float, top_k: int | None) -> t
     return distribution(logits, temperature if temperature > 0 else 1.0, top_k if temperature > 0 else None)
 
 
-def cache_series(gen: Generation, cfg: GPT2Config) -> tuple[list[int], list[int]]:
-    """L and the fp32 KV-cache bytes at each step."""
-    Ls = [t.L for t in gen.traces]
-    return Ls, [costs.kv_cache_bytes(cfg, 1, L).value for L in Ls]
-
-
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):
     """(probabilities, labels, index of the chosen token) of the k most likely tokens, and of the
     chosen one when sampling picked a token outside them."""

@@ -1,7 +1,6 @@
 """Data for the modes page: the text in every mode, shapes side by side, cache growth."""
 
 from .. import costs
-from ..config import GPT2Config
 from ..modes import Mode
 from ..schema import concrete, recorded, symbolic
 from .anatomy import run_values
@@ -40,8 +39,3 @@ def mode_shapes_table(view: View) -> list[dict]:
     return [{k: row.get(k, "—") for k in ["tensor", "symbolic"] + [MODE_LABELS[m] for m in Mode]}
             for row in table.values()]
 
-
-def cache_steps(cfg: GPT2Config, n: int) -> tuple[list[int], list[int]]:
-    """L and fp32 cache bytes after each decode step over an n-token text (step 1 reads 1 key)."""
-    Ls = list(range(1, n + 1))
-    return Ls, [costs.kv_cache_bytes(cfg, 1, L).value for L in Ls]

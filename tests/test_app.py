@@ -201,3 +201,14 @@ def test_numbers_in_links_that_the_widget_cannot_take(value):
     assert not at.exception
     assert any("seed=" in w.value and "showing seed=`0`" in w.value for w in at.sidebar.warning)
     assert "random tiny weights (seed 0)" in " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_training_page_turns_dropout_off_from_the_url():
+    on, off = open_page("training.py"), open_page("training.py", dropout="false")
+    assert not on.exception and not off.exception
+    assert [t.value for t in on.get("toggle")] == [True] and [t.value for t in off.get("toggle")] == [False]
+    assert "Dropout is off" not in " ".join(c.value for c in on.caption)
+    assert "Dropout is off" in " ".join(c.value for c in off.caption)
+    assert len(on.dataframe) == len(off.dataframe) + 1  # the table of dropout that fired
+    loss = {at: [m.value for m in at.metric] for at in (on, off)}
+    assert loss[on] != loss[off]  # the same text, with and without dropout

@@ -6,7 +6,14 @@ from gpt2viz import plots
 from gpt2viz.modes import Mode
 from gpt2viz.ui.anatomy import plot, random_note, view_state
 from gpt2viz.ui.cache import get_trace
-from gpt2viz.ui.classroom import GRAD_PARTS, TRAINING_NEEDS, dropout_rows, gradient_norms, loss_summary, stream_gradient_norms
+from gpt2viz.ui.classroom import (
+    GRAD_PARTS,
+    TRAINING_NEEDS,
+    dropout_rows,
+    gradient_norms,
+    loss_summary,
+    stream_gradient_norms,
+)
 
 view = view_state()
 cfg = view.config
@@ -20,14 +27,20 @@ st.markdown(
 if view.text_error or len(view.ids) < 2:
     st.warning(view.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
-trace = get_trace(view.weights, view.ids, Mode.TRAINING, view.weights.seed, needs=TRAINING_NEEDS)
+dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params",
+                    help="off: the training loss equals the evaluation loss on the same text")
+trace = get_trace(view.weights, view.ids, Mode.TRAINING, view.weights.seed, needs=TRAINING_NEEDS, dropout=dropout)
 random_note(view)
 cols = st.columns(3)
 for col, (label, value) in zip(cols, loss_summary(trace).items()):
     col.metric(label, value)
-plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position: which tokens surprised the model"))
+plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens),
+                          "Loss at each position: which tokens surprised the model"))
 st.subheader("Dropout that fired")
-st.dataframe(dropout_rows(trace, cfg.n_layer, cfg.dropout), hide_index=True, width="stretch", height=260)
+if dropout:
+    st.dataframe(dropout_rows(trace, cfg.n_layer, cfg.dropout), hide_index=True, width="stretch", height=260)
+else:
+    st.caption("Dropout is off: no value was dropped, so this loss is the evaluation loss of the text.")
 st.subheader("Gradients")
 plot(plots.matrix_heatmap(gradient_norms(trace, cfg.n_layer), [label for _, label in GRAD_PARTS],
                           [str(i) for i in range(cfg.n_layer)], "‖∂loss/∂W‖ per component and block", "norm"))

@@ -139,14 +139,17 @@ def records_everything(weights: Weights, n_tokens: int, mode: Mode, cache: Trace
 
 
 def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
-              cache: TraceCache | None = None) -> Trace:
+              cache: TraceCache | None = None, dropout: bool = True) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
     that (long texts on big models), only `needs` (names or globs) is recorded, per page.
-    `cache`: the trace cache, for callers outside a script run (a deferred download)."""
+    `cache`: the trace cache, for callers outside a script run (a deferred download).
+    `dropout`: False runs TRAINING with dropout off."""
     cache = trace_cache() if cache is None else cache
     names = None if needs is None or records_everything(weights, len(ids), mode, cache) else tuple(needs)
-    key = (weights.key, ids, mode.value, seed if mode is Mode.TRAINING else None, names)
-    return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed),
+    training = (seed, dropout) if mode is Mode.TRAINING else None
+    key = (weights.key, ids, mode.value, training, names)
+    return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
+                                                 dropout=dropout),
                                 estimate=run_bytes(weights, len(ids), mode, names))
 
 

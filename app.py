@@ -10,7 +10,7 @@ from gpt2viz.ui.state import controls, sidebar_footer
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
-st.session_state["view"] = controls()
+st.session_state["selection"] = controls()
 page = st.navigation(pages(), expanded=True)
 sidebar_footer()
 page.run()

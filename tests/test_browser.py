@@ -17,27 +17,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
-from gpt2viz.components import component_tree  # noqa: E402
+from test_app import h1_ok  # noqa: E402
+
 from gpt2viz.config import get_config  # noqa: E402
-from gpt2viz.ui.pages import PAGE_TABLE, href  # noqa: E402
+from gpt2viz.ui.pages import PAGES, href  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-URLS = [url for _, _, url, _ in PAGE_TABLE]
-TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
+URLS = [row.url for row in PAGES]
 
-# Component pages show the component's own title as h1 (the sidebar shows the PAGE_TABLE title);
-# the other pages' h1 begins with their PAGE_TABLE title ("Logit lens" → "Logit lens and ...").
-COMPONENT_OF = {"overview": "model", "tokens": "embed", "block": "block", "layernorm": "block.ln1",
-                "attention": "block.attn", "merge": "block.attn.merge", "mlp": "block.mlp", "output": "unembed"}
-MIN_CHARTS = {"overview": 2, "tokens": 3, "block": 3, "layernorm": 4, "attention": 2, "merge": 3, "mlp": 3,
-              "output": 2, "modes": 2, "params": 1, "generation": 3, "training": 3, "lens": 1}  # others: 0
+MIN_CHARTS = {row.url: row.charts for row in PAGES}
 OTHER_MODES = [("attention", "decode"), ("output", "decode"), ("attention", "training"), ("output", "training")]
-
-
-def h1_ok(url: str, h1: str) -> bool:
-    cid = COMPONENT_OF.get(url)
-    return h1 == component_tree(get_config("tiny"))[cid].title if cid else h1.startswith(TITLES[url])
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,12 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
 from gpt2viz.ui.overview import residual_norm_series
 
 
-def states(view, trace):
-    b = view.block
+def states(sel, trace):
+    b = sel.block
     q, _, offset = axis_tokens(trace)
     labels, norms = residual_norm_series(trace)
     plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
@@ -18,9 +18,9 @@ def states(view, trace):
     with cols[1]:
         plot(plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
     names = [f"blocks.{b}.{s}" for s in ("resid_pre", "attn.out", "resid_mid", "mlp.out", "resid_post")]
-    export(view, trace, names, f"block{b}-residual")
+    export(sel, trace, names, f"block{b}-residual")
 
 
-view = view_state()
-component_page("block", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", f"blocks.{view.block}.attn.out",
-                                               f"blocks.{view.block}.mlp.out"])
+sel = selection()
+component_page("block", sel, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", f"blocks.{sel.block}.attn.out",
+                                               f"blocks.{sel.block}.mlp.out"])

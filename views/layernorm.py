@@ -3,11 +3,11 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
 
 
-def states(view, trace):
-    b = view.block
+def states(sel, trace):
+    b = sel.block
     q, _, offset = axis_tokens(trace)
     st.caption("LayerNorm 2 and the final LayerNorm compute the same function with their own g and b.")
     which = st.radio("LayerNorm", ["ln1", "ln2", "ln_f"], horizontal=True,
@@ -23,8 +23,8 @@ def states(view, trace):
         plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))
     with cols[1]:
         plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"))
-    export(view, trace, [prefix + s for s in ("mean", "var", "normalized", "out")], prefix.rstrip(".").replace(".", "-"))
+    export(sel, trace, [prefix + s for s in ("mean", "var", "normalized", "out")], prefix.rstrip(".").replace(".", "-"))
 
 
-view = view_state()
-component_page("block.ln1", view, states, needs=[f"blocks.{view.block}.ln*", "ln_f.*"])
+sel = selection()
+component_page("block.ln1", sel, states, needs=[f"blocks.{sel.block}.ln*", "ln_f.*"])

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
 
 
-def states(view, trace):
-    b = view.block
+def states(sel, trace):
+    b = sel.block
     q, _, offset = axis_tokens(trace)
     cols = st.columns(2)
     with cols[0]:
@@ -15,8 +15,8 @@ def states(view, trace):
     with cols[1]:
         plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
     plot(plots.histogram(trace.get("attn.out", b), f"Values of Δattn · block {b}", "value"))
-    export(view, trace, [f"blocks.{b}.attn.{s}" for s in ("z", "merged", "out")], f"block{b}-merge")
+    export(sel, trace, [f"blocks.{b}.attn.{s}" for s in ("z", "merged", "out")], f"block{b}-merge")
 
 
-view = view_state()
-component_page("block.attn.merge", view, states, needs=[f"blocks.{view.block}.attn.*"])
+sel = selection()
+component_page("block.attn.merge", sel, states, needs=[f"blocks.{sel.block}.attn.*"])

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
 
 
-def states(view, trace):
-    b = view.block
+def states(sel, trace):
+    b = sel.block
     q, _, offset = axis_tokens(trace)
     plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it"))
     cols = st.columns(2)
@@ -16,8 +16,8 @@ def states(view, trace):
                                offset=offset))
     with cols[1]:
         plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"))
-    export(view, trace, [f"blocks.{b}.mlp.{s}" for s in ("pre", "post", "out")], f"block{b}-mlp")
+    export(sel, trace, [f"blocks.{b}.mlp.{s}" for s in ("pre", "post", "out")], f"block{b}-mlp")
 
 
-view = view_state()
-component_page("block.mlp", view, states, needs=[f"blocks.{view.block}.mlp.*"], children=True)
+sel = selection()
+component_page("block.mlp", sel, states, needs=[f"blocks.{sel.block}.mlp.*"], children=True)

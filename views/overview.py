@@ -3,13 +3,13 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import HOME, axis_tokens, cat_of, component_page, plot, run_values, view_state
+from gpt2viz.ui.anatomy import axis_tokens, cat_of, component_page, page_of, plot, run_values, selection
 from gpt2viz.ui.overview import diagram_rows, residual_norm_series, top_next_tokens
 
-view = view_state()
+sel = selection()
 
 
-def states(view, trace):
+def states(sel, trace):
     labels, norms = residual_norm_series(trace)
     q, _, offset = axis_tokens(trace)
     plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
@@ -17,15 +17,16 @@ def states(view, trace):
     plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
 
 
-def diagram(view):
+def diagram(sel):
     st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
                 "Click a part of the model to open it; the shapes are this text's, in this mode.")
-    for row in diagram_rows(cat_of(view), run_values(view, view.mode), view.mode.value):
+    cat = cat_of(sel)
+    for row in diagram_rows(cat, run_values(sel, sel.mode), sel.mode.value):
         cols = st.columns([3, 3, 2])
-        cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
+        cols[0].page_link(page_of(cat, row["id"]).file, label=row["title"], icon=":material/arrow_right:")
         cols[1].markdown(f"`{row['shape']}`")
         cols[2].markdown(row["params"])
 
 
-component_page("model", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"],
+component_page("model", sel, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"],
                lead=diagram)

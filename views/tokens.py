@@ -4,14 +4,14 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.tokenizer import token_bytes
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
 
 
-def states(view, trace):
-    st.markdown(f"**{len(view.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
+def states(sel, trace):
+    st.markdown(f"**{len(sel.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
                 "character that BPE split across tokens.")
     st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
-                  for i, (t, s) in enumerate(zip(view.ids, trace.tokens))], hide_index=True, height=220)
+                  for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
     q, _, offset = axis_tokens(trace)
     cols = st.columns(2)
     with cols[0]:
@@ -19,8 +19,8 @@ def states(view, trace):
     with cols[1]:
         plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
     plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
-    export(view, trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
+    export(sel, trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
 
 
-view = view_state()
-component_page("embed", view, states, needs=["embed.*"], children=True)
+sel = selection()
+component_page("embed", sel, states, needs=["embed.*"], children=True)

@@ -13,15 +13,8 @@ from ..components import Component, ComponentTree, component_tree
 from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
-from .pages import href
-from .state import MODE_LABELS, View
-
-# which page hosts which component (breadcrumb and "open inside" links)
-HOME = {"model": "overview", "embed": "tokens", "embed.tok": "tokens", "embed.pos": "tokens",
-        "block": "block", "block.ln1": "layernorm", "block.ln2": "layernorm", "ln_f": "output",
-        "block.attn": "attention", "block.attn.qkv": "attention", "block.attn.heads": "attention",
-        "block.attn.merge": "merge", "block.mlp": "mlp", "block.mlp.fc": "mlp", "block.mlp.gelu": "mlp",
-        "block.mlp.proj": "mlp", "unembed": "output"}
+from .pages import PageRow, home, href
+from .state import MODE_LABELS, Selection
 
 # this project's own code that computes each component
 OUR_CODE = {"embed": [gpt2_model.GPT2.forward], "embed.tok": [gpt2_model.GPT2.forward],
@@ -47,36 +40,41 @@ PAPERS_OF = {"block.ln1": ["layernorm"], "block.ln2": ["layernorm"], "ln_f": ["l
              "block.attn.merge": ["transformer"], "block.mlp.gelu": ["gelu"], "block.mlp": ["gelu"]}
 
 
-def cat_of(view: View) -> ComponentTree:
-    return component_tree(view.config)
+def cat_of(sel: Selection) -> ComponentTree:
+    return component_tree(sel.config)
 
 
-def run_values(view: View, mode: Mode) -> dict[str, int]:
+def page_of(cat: ComponentTree, cid: str) -> PageRow:
+    """The page that shows component `cid`."""
+    return home(cid, {c.id: c.parent for c in cat})[0]
+
+
+def run_values(sel: Selection, mode: Mode) -> dict[str, int]:
     """B, T, P, L (and model symbols) of this text in `mode`."""
-    n = max(len(view.ids), 2 if mode is Mode.TRAINING else 1)
-    return text_dims(view.config, n, mode)
+    n = max(len(sel.ids), 2 if mode is Mode.TRAINING else 1)
+    return text_dims(sel.config, n, mode)
 
 
-def view_trace(view: View, needs: list[str] | None = None) -> Trace | None:
+def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | None:
     """The cached trace of this view; None, with a clear message, when there is nothing to run.
     `needs`: the names (globs) the page shows, recorded alone when a full trace would not fit."""
-    if view.text_error:
-        st.warning(view.text_error, icon=":material/edit:")
+    if sel.text_error:
+        st.warning(sel.text_error, icon=":material/edit:")
         return None
-    if view.cut:
-        st.info(f"The text was cut to the model's context of {view.config.n_positions:,} tokens: "
-                f"{view.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
-    if needs is not None and not records_everything(view.weights, len(view.ids), view.mode):
-        full = full_trace_bytes(view.weights, len(view.ids), view.mode)
+    if sel.cut:
+        st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
+                f"{sel.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+    if needs is not None and not records_everything(sel.weights, len(sel.ids), sel.mode):
+        full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         st.caption(f":material/memory: Recording only what this page shows: every tensor of this run would take "
                    f"{full / 2**30:.1f} GiB.")
-    seed = view.weights.seed
-    with st.spinner(f"Running {view.config.name} on {len(view.ids):,} tokens ({view.mode.value})…"):
-        return get_trace(view.weights, view.ids, view.mode, seed, None if needs is None else tuple(needs))
+    seed = sel.weights.seed
+    with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):
+        return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))
 
 
-def random_note(view: View) -> None:
-    if view.weights.random:
+def random_note(sel: Selection) -> None:
+    if sel.weights.random:
         st.caption(":material/casino: Random, untrained weights: shapes and counts are GPT-2's exactly; "
                    "the values only show what the computation does, not what trained GPT-2 would compute.")
 
@@ -90,16 +88,16 @@ def header(c: Component, cat: ComponentTree) -> None:
     st.markdown(c.description)
     st.latex(c.equation)
     if c.children:
-        st.markdown("**Open inside:** " + " · ".join(f"[{ch.title}]({href(HOME[ch.id])})" for ch in c.children))
+        st.markdown("**Open inside:** " + " · ".join(f"[{ch.title}]({href(page_of(cat, ch.id).url)})" for ch in c.children))
 
 
-def shapes(c: Component, view: View) -> None:
+def shapes(c: Component, sel: Selection) -> None:
     st.subheader("Shapes in each mode")
     labels = [MODE_LABELS[m] for m in Mode]
-    tabs = st.tabs(labels, default=MODE_LABELS[view.mode])
+    tabs = st.tabs(labels, default=MODE_LABELS[sel.mode])
     for tab, mode in zip(tabs, Mode):
         with tab:
-            values = run_values(view, mode)
+            values = run_values(sel, mode)
             rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
                     for s in c.shapes.get(mode.value, ())]
@@ -112,7 +110,7 @@ def shapes(c: Component, view: View) -> None:
                 st.caption("No tensors of this component are recorded in this mode.")
 
 
-def parameters(c: Component, view: View) -> None:
+def parameters(c: Component, sel: Selection) -> None:
     st.subheader("Parameters")
     if not c.per_instance:
         st.markdown(c.weights_note or "This component owns no weights.")
@@ -147,15 +145,15 @@ def sources(c: Component) -> None:
     st.markdown("\n".join(f"- {PAPERS[key]}" for key in ["gpt2"] + PAPERS_OF.get(c.id, [])))
 
 
-def export(view: View, trace: Trace, names: list[str], label: str) -> None:
-    """A download of the tensors behind this view, as safetensors. The file is written only when
+def export(sel: Selection, trace: Trace, names: list[str], label: str) -> None:
+    """A download of the tensors behind this sel, as safetensors. The file is written only when
     the button is clicked: given bytes, Streamlit would keep them per session and the browser would
     fetch them again on every rerun (48 MB for the logits of 256 tokens). The click fetches the
     trace again from the cache (or records these names anew), so no session pins a trace."""
     present = [n for n in names if n in trace]
     if not present:
         return
-    weights, ids, mode, cache = view.weights, view.ids, view.mode, trace_cache()
+    weights, ids, mode, cache = sel.weights, sel.ids, sel.mode, trace_cache()
 
     def data() -> bytes:
         return get_trace(weights, ids, mode, weights.seed, tuple(present), cache=cache).to_bytes(present)
@@ -165,35 +163,35 @@ def export(view: View, trace: Trace, names: list[str], label: str) -> None:
                        on_click="ignore")
 
 
-def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None,
+def component_page(cid: str, sel: Selection, states: Callable[[Selection, Trace], None] | None = None,
                    needs: list[str] | None = None, children: bool = False,
-                   lead: Callable[[View], None] | None = None) -> None:
+                   lead: Callable[[Selection], None] | None = None) -> None:
     """Render the page of component `cid`; `states` draws its intermediate states from the trace,
     which holds at least the names `needs` lists; `lead` draws what the page puts first after the header."""
-    cat = cat_of(view)
+    cat = cat_of(sel)
     c = cat[cid]
     header(c, cat)
     if lead is not None:
-        lead(view)
-    shapes(c, view)
-    parameters(c, view)
+        lead(sel)
+    shapes(c, sel)
+    parameters(c, sel)
     st.subheader("What it does")
     st.markdown(c.explanation)
     if states is not None:
-        st.subheader(f"Intermediate states · {MODE_LABELS[view.mode]}")
-        random_note(view)
-        trace = view_trace(view, needs)
+        st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
+        random_note(sel)
+        trace = selection_trace(sel, needs)
         if trace is not None:
-            states(view, trace)
+            states(sel, trace)
     if children:
-        child_summaries(cid, view)
+        child_summaries(cid, sel)
     code(c)
     sources(c)
 
 
 # ---------------------------------------------------------------------------- helpers for pages
-def view_state() -> View:
-    return st.session_state["view"]
+def selection() -> Selection:
+    return st.session_state["selection"]
 
 
 def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
@@ -203,20 +201,20 @@ def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
     return keys[trace.P: trace.P + trace.T], keys, trace.P
 
 
-def child_summaries(cid: str, view: View) -> None:
+def child_summaries(cid: str, sel: Selection) -> None:
     """The parts inside: equation, parameters and explanation of each child."""
-    cat = cat_of(view)
+    cat = cat_of(sel)
     st.subheader("Inside")
     for ch in cat[cid].children:
         per = f"{ch.per_instance:,} parameters" + (" per block" if ch.instances > 1 else "")
         with st.expander(f"{ch.title} — {per if ch.per_instance else 'parameter-free'}"):
             st.markdown(ch.description)
             st.latex(ch.equation)
-            parameters(ch, view)
+            parameters(ch, sel)
             st.markdown(ch.explanation)
 
 
 def plot(fig) -> None:
-    """A figure in the app's look (light or dark as the browser reports), drawn once per view."""
+    """A figure in the app's look (light or dark as the browser reports), drawn once per sel."""
     fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
     st.plotly_chart(fig, theme=None, width="stretch", config={"displaylogo": False})

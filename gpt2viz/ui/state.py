@@ -24,7 +24,7 @@ ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 
 
 @dataclass(frozen=True)
-class View:
+class Selection:
     """Everything the sidebar decides; pages read it, never the widgets."""
     text: str
     ids: tuple[int, ...]  # the text's tokens, cut to the context
@@ -55,8 +55,8 @@ def _raw_url() -> dict[str, str]:
         return {}
 
 
-def controls() -> View:
-    """Declare the sidebar widgets (call once per run, from app.py) and return the View."""
+def controls() -> Selection:
+    """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
     raw = _raw_url()
     sb = st.sidebar
     text = sb.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=110, key="text",
@@ -75,16 +75,16 @@ def controls() -> View:
     block = int(sb.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
     head = int(sb.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
-    view = View(text, ids, cut, error, weights, source, mode, block, head)
+    sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
     # the URL is cleaned after the first run; keep saying what was ignored until the view changes
     signature = (mode, block, head, weights.key)
-    notes = url_fallbacks(raw, view)
+    notes = url_fallbacks(raw, sel)
     if notes:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))
     for note in kept if kept_for == signature else ():
         sb.warning(note, icon=":material/link:")
-    return view
+    return sel
 
 
 def number(container, label: str, lo, hi, default, key: str, **kw):
@@ -150,11 +150,11 @@ def _cached_checkpoint_picker(sb) -> str | None:
     return names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
 
 
-def url_fallbacks(raw: dict[str, str], view: View) -> list[str]:
+def url_fallbacks(raw: dict[str, str], sel: Selection) -> list[str]:
     """One note per URL value that the controls could not take."""
-    shown = {"mode": view.mode.value, "block": str(view.block), "head": str(view.head), "weights": view.source}
-    if view.weights.random:
-        shown |= {"model": view.weights.model_name, "seed": str(view.weights.seed)}
+    shown = {"mode": sel.mode.value, "block": str(sel.block), "head": str(sel.head), "weights": sel.source}
+    if sel.weights.random:
+        shown |= {"model": sel.weights.model_name, "seed": str(sel.weights.seed)}
     notes = []
     for key, value in raw.items():
         if key in shown and value is not None and value != shown[key]:

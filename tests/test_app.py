@@ -84,11 +84,15 @@ def test_changing_mode_changes_what_is_shown():
     assert full_plots != decode_plots
 
 
-def test_out_of_range_url_values_fall_back_and_say_so():
+def test_out_of_range_url_values_fall_back_and_say_so_at_the_top():
+    """Issue 12 (5): the notes stand above the page's title, where the reader looks, not at the
+    bottom of the sidebar."""
     at = first_run(block=99, head=-3, mode="sideways")
     assert not at.exception
-    warnings = " ".join(w.value for w in at.sidebar.warning)
+    warnings = " ".join(w.value for w in at.main.warning)
     assert "block=`'99'`" in warnings and "head=`'-3'`" in warnings and "mode=`'sideways'`" in warnings
+    kinds = [type(e).__name__ for e in at.main.children.values()]
+    assert kinds.index("Warning") < kinds.index("Title") and not at.sidebar.warning
 
 
 @pytest.mark.parametrize("text,needle", [("   ", "empty"), ("Hi", None)])
@@ -128,7 +132,7 @@ def test_local_path_source_is_off_unless_enabled(monkeypatch):
     monkeypatch.delenv("GPT2VIZ_ALLOW_LOCAL_PATH", raising=False)
     at = first_run(weights="path")
     assert "path" not in at.sidebar.radio[0].options
-    assert any("weights=`'path'`" in w.value for w in at.sidebar.warning)
+    assert any("weights=`'path'`" in w.value for w in at.warning)
 
 
 def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
@@ -201,7 +205,7 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
 def test_numbers_in_links_that_the_widget_cannot_take(value):
     at = first_run(seed=value)
     assert not at.exception
-    assert any("seed=" in w.value and "showing seed=`0`" in w.value for w in at.sidebar.warning)
+    assert any("seed=" in w.value and "showing seed=`0`" in w.value for w in at.warning)
     assert "random tiny weights (seed 0)" in " ".join(c.value for c in at.sidebar.caption)
 
 
@@ -214,3 +218,49 @@ def test_training_page_turns_dropout_off_from_the_url():
     assert len(on.dataframe) == len(off.dataframe) + 1  # the table of dropout that fired
     loss = {at: [m.value for m in at.metric] for at in (on, off)}
     assert loss[on] != loss[off]  # the same text, with and without dropout
+
+
+@pytest.mark.parametrize("how", ["link", "sidebar"])
+def test_shapes_open_on_the_selected_mode(how):
+    """Issue 12 (1): "Shapes in each mode" shows the selected mode's tab first (and so open),
+    whether the mode came from the link or from the sidebar."""
+    if how == "link":
+        at = open_page("attention", mode="decode")
+    else:
+        at = open_page("attention")
+        assert at.tabs[0].label == "Full sequence"
+        at = at.sidebar.selectbox(key="mode").select("decode").run()
+    assert not at.exception
+    assert [t.label for t in at.tabs][:2] == ["Decode (KV cache)", "Full sequence"]
+    assert "L = P + 1" in " ".join(c.value for c in at.tabs[0].caption)
+
+
+def test_open_inside_keeps_the_selection_in_the_same_tab():
+    """Issue 12 (2): the links under a component's equation are page links (same tab) carrying the
+    selection; children shown on the page itself link to sections of their own."""
+    from urllib.parse import parse_qs
+
+    at = open_page("attention", block=1, head=2, mode="decode", text="Hello there, world")
+    links = {link.proto.label: link.proto for link in at.get("page_link")}
+    merge = links["Merge heads and project"]
+    assert merge.page == "merge" or merge.page.endswith("merge.py")
+    assert parse_qs(merge.query_string) == {"model": ["tiny"], "block": ["1"], "head": ["2"], "mode": ["decode"],
+                                            "text": ["Hello there, world"]}
+    markdown = " ".join(m.value for m in at.markdown)
+    anchors = {h.proto.anchor for h in at.subheader}
+    for title, anchor in [("Query, key and value projection", "block-attn-qkv"), ("Attention heads", "block-attn-heads")]:
+        assert f"[{title}](#{anchor})" in markdown and anchor in anchors
+    block = open_page("block", block=1)
+    ln2 = {link.proto.label: link.proto for link in block.get("page_link")}["LayerNorm 2"]
+    assert parse_qs(ln2.query_string) == {"model": ["tiny"], "block": ["1"], "ln": ["ln_2"]}
+
+
+def test_layernorm_page_says_which_layernorm():
+    """Issue 12 (5): the title names the LayerNorm the charts show (it said "LayerNorm 1" for ln_f),
+    and the charts follow the choice."""
+    first_chart = {}
+    for ln, title in [("ln_1", "LayerNorm 1"), ("ln_2", "LayerNorm 2"), ("ln_f", "Final LayerNorm")]:
+        at = open_page("layernorm", ln=ln, block=1)
+        assert not at.exception and titles(at) == [title]
+        first_chart[ln] = charts(at)[0].proto.spec
+    assert len(set(first_chart.values())) == 3

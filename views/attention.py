@@ -4,28 +4,25 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.model import causal_mask
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot
 
+SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z"))
+GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
 
-GRID_QUERIES = 16
-
-
-def states(sel, trace):
-    b, h = sel.block, sel.head
-    q, k, offset = axis_tokens(trace)
-    T, L = trace.T, trace.L
-    pattern = trace.get("attn.pattern", b)[0]  # [nh, T, L]
-    if sel.mode.value == "decode":
-        st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
-                    f"{trace.P} from the cache and its own.")
-    scores, z = trace.get("attn.scores", b)[0, h], trace.get("attn.z", b)[0, h]  # [T, L], [T, dh]
-    plot(plots.attention_maps(scores, pattern[h], z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
-                              query_offset=offset, mask=causal_mask(T, L)))
-    n = min(T, GRID_QUERIES)  # the grid draws nh maps: keep it to the last queries on long texts
-    plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
-                          + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
-    export(sel, trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
-
-
-sel = selection()
-component_page("block.attn", sel, states, needs=[f"blocks.{sel.block}.attn.*"], children=True)
+page = anatomy.header("block.attn", SHOWS)
+sel, trace = page.sel, page.trace
+b, h = sel.block, sel.head
+q, k, offset = axis_tokens(trace)
+T, L = trace.T, trace.L
+pattern = trace.get("attn.pattern", b)[0]  # [nh, T, L]
+if trace.P:
+    st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
+                f"{trace.P} from the cache and its own.")
+scores, z = trace.get("attn.scores", b)[0, h], trace.get("attn.z", b)[0, h]  # [T, L], [T, dh]
+plot(plots.attention_maps(scores, pattern[h], z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
+                          query_offset=offset, mask=causal_mask(T, L)))
+n = min(T, GRID_QUERIES)
+plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
+                      + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
+anatomy.footer(page)

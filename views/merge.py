@@ -3,20 +3,18 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot
 
+SHOWS = ("blocks.{b}.attn.z", "blocks.{b}.attn.merged", "blocks.{b}.attn.out")
 
-def states(sel, trace):
-    b = sel.block
-    q, _, offset = axis_tokens(trace)
-    cols = st.columns(2)
-    with cols[0]:
-        plot(plots.position_norms(trace.get("attn.merged", b)[0], q, f"‖merged heads‖ · block {b}", offset=offset))
-    with cols[1]:
-        plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
-    plot(plots.histogram(trace.get("attn.out", b), f"Values of Δattn · block {b}", "value"))
-    export(sel, trace, [f"blocks.{b}.attn.{s}" for s in ("z", "merged", "out")], f"block{b}-merge")
-
-
-sel = selection()
-component_page("block.attn.merge", sel, states, needs=[f"blocks.{sel.block}.attn.*"])
+page = anatomy.header("block.attn.merge", SHOWS)
+trace, b = page.trace, page.sel.block
+q, _, offset = axis_tokens(trace)
+cols = st.columns(2)
+with cols[0]:
+    plot(plots.position_norms(trace.get("attn.merged", b)[0], q, f"‖merged heads‖ · block {b}", offset=offset))
+with cols[1]:
+    plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
+plot(plots.histogram(trace.get("attn.out", b), f"Values of Δattn · block {b}", "value"))
+anatomy.footer(page)

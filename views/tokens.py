@@ -4,23 +4,22 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.tokenizer import token_bytes
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, selection
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot
 
+SHOWS = ("embed.tok", "embed.pos", "embed.out")
 
-def states(sel, trace):
-    st.markdown(f"**{len(sel.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
-                "character that BPE split across tokens.")
-    st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
-                  for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
-    q, _, offset = axis_tokens(trace)
-    cols = st.columns(2)
-    with cols[0]:
-        plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
-    with cols[1]:
-        plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
-    plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
-    export(sel, trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
-
-
-sel = selection()
-component_page("embed", sel, states, needs=["embed.*"], children=True)
+page = anatomy.header("embed", SHOWS)
+sel, trace = page.sel, page.trace
+q, _, offset = axis_tokens(trace)
+cols = st.columns(2)
+with cols[0]:
+    plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
+with cols[1]:
+    plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
+st.markdown(f"**{len(sel.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
+            "character that BPE split across tokens.")
+st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
+              for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
+plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
+anatomy.footer(page)

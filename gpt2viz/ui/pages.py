@@ -20,7 +20,7 @@ class PageRow:
     component: str | None = None  # the catalogue component the page is about; its title is the h1
     charts: int = 0  # the charts the page draws at least, in every mode
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # other components shown here, with
-    # the query parameters that select them ({"block.ln2": {"ln": "ln2"}})
+    # the query parameters that select them ({"block.ln2": {"ln": "ln_2"}})
 
     @property
     def file(self) -> str:
@@ -32,7 +32,7 @@ PAGES = (
     PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 3),
     PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 3),
     PageRow("layernorm", "LayerNorm", ":material/straighten:", "The model", "block.ln1", 4,
-            {"block.ln2": {"ln": "ln2"}, "ln_f": {"ln": "ln_f"}}),
+            {"block.ln2": {"ln": "ln_2"}, "ln_f": {"ln": "ln_f"}}),
     PageRow("attention", "Attention", ":material/visibility:", "The model", "block.attn", 2),
     PageRow("merge", "Merge and project", ":material/merge:", "The model", "block.attn.merge", 3),
     PageRow("mlp", "MLP", ":material/hub:", "The model", "block.mlp", 3),

@@ -5,7 +5,7 @@ an unknown mode), and `url_fallbacks` says which ones were ignored so the page c
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
@@ -21,6 +21,8 @@ MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFI
                Mode.DECODE: "Decode (KV cache)"}
 SOURCES = {"random": "Random (seeded)", "hf-cache": "Hugging Face cache", "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
+# the URL keys of the sidebar's controls: what a link to another page carries over
+SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Selection:
     mode: Mode
     block: int
     head: int
+    link_notes: tuple[str, ...] = ()  # values of the link the controls could not take, said at the page's top
 
     @property
     def config(self):
@@ -76,15 +79,25 @@ def controls() -> Selection:
     head = int(sb.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
     sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
-    # the URL is cleaned after the first run; keep saying what was ignored until the view changes
+    # the URL is cleaned after the first run; keep saying what was ignored until the selection changes
     signature = (mode, block, head, weights.key)
     notes = url_fallbacks(raw, sel)
     if notes:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))
-    for note in kept if kept_for == signature else ():
-        sb.warning(note, icon=":material/link:")
-    return sel
+    return replace(sel, link_notes=tuple(kept) if kept_for == signature else ())
+
+
+def link_notes(sel: Selection) -> None:
+    """At the top of the page, where the reader looks: the link's values that were ignored."""
+    for note in sel.link_notes:
+        st.warning(note, icon=":material/link:")
+
+
+def link_params() -> dict[str, str]:
+    """The selection as the URL carries it (only what differs from the defaults), for links to
+    other pages that keep it."""
+    return {k: v for k, v in _raw_url().items() if k in SELECTION_KEYS and v is not None}
 
 
 def number(container, label: str, lo, hi, default, key: str, **kw):

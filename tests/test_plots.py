@@ -36,12 +36,15 @@ def titles(fig: go.Figure) -> tuple[str, str]:
     return fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
 
 
-def test_module_imports_neither_streamlit_nor_torch():
-    tree = ast.parse(Path(plots.__file__).read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not imported & {"streamlit", "torch"}
+def test_package_imports_neither_streamlit_nor_torch():
+    """No module of the package imports them, nor anything of gpt2viz outside it but costs (which
+    imports only the config)."""
+    for path in Path(plots.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not {name.split(".")[0] for name in imported} & {"streamlit", "torch"}, path.name
+        assert {name for name in imported if name.startswith("..")} <= {"..costs"}, path.name
 
 
 # ---------------------------------------------------------------------------- attention
@@ -153,7 +156,7 @@ def test_heads_grid_stacks_heads_in_columns_on_one_colour_scale():
 def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
     with pytest.raises(ValueError, match=r"patterns must be 3-D \[nh, T, L\], got shape \(6, 6\)"):
         plots.heads_grid(causal_pattern(T, T), TOKENS, TOKENS, "t")
-    monkeypatch.setattr(plots, "MAX_GRID_CELLS", 100)
+    monkeypatch.setattr(plots.attention, "MAX_GRID_CELLS", 100)
     with pytest.raises(ValueError, match=r"nh\*T\*L = 144 cells.*query_offset=T - n"):
         plots.heads_grid(np.ones((4, 6, 6)), TOKENS, TOKENS, "t")
 
@@ -178,16 +181,22 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert np.array_equal(covered_cells(veil, T, T), mask) and 0 < veil.opacity < 1 and veil.xref == "x"
     assert np.array_equal(covered_cells(grey, T, T), mask) and grey.fillcolor == plots.MASKED_GREY and grey.xref == "x2"
     assert "score %{z:.3f}" in s.hovertemplate and "attention %{z:.3f}" in p.hovertemplate and "‖z‖" in z.hovertemplate
-    notes = " ".join(a.text for a in fig.layout.annotations)
-    assert "−∞" in notes and "grey: masked" in notes
+    assert "−∞" in fig.layout.title.subtitle.text and "grey: masked" in fig.layout.title.subtitle.text
     assert fig.layout.title.text == "block 0 head 1"
+    # issue 12 (5): the ‖z‖ strip has a colour scale of its own, from 0 to the largest norm
+    strip = fig.layout.coloraxis3
+    assert strip.showscale is not False and strip.colorbar.title.text == "‖z‖" and (strip.cmin, strip.cmax) == (0, T)
+    bars = sorted(axis.colorbar.x for axis in (fig.layout.coloraxis, fig.layout.coloraxis2, strip))
+    domains = [fig.layout.xaxis.domain, fig.layout.xaxis2.domain, fig.layout.xaxis3.domain]
+    for (_, right), bar, (next_left, _) in zip(domains, bars, domains[1:] + [(1.0, None)]):
+        assert right < bar < next_left  # each bar between its panel and the next
     unmasked = plots.attention_maps(scores, np.full((T, T), 1 / T), norms, TOKENS, TOKENS, "no mask")
     assert not unmasked.layout.shapes
 
 
 def unvalidated_builds():
-    """The builders that skip plotly.py's checks (plots._unvalidated), on masked and unmasked,
-    short and long inputs."""
+    """Every heatmap figure (made the one way, without plotly.py's checks: plots.axes.figure), on
+    masked and unmasked, short and long inputs."""
     scores = np.random.default_rng(1).normal(size=(T, T))
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)
     patterns = np.stack([causal_pattern(T, T, seed=h) for h in range(5)])
@@ -197,10 +206,13 @@ def unvalidated_builds():
     yield plots.attention_maps(np.zeros((1, T)), patterns[0, -1:], [2.0], TOKENS[-1:], TOKENS, "decode",
                                query_offset=T - 1, mask=np.zeros((1, T), dtype=bool))
     yield plots.heads_grid(patterns, TOKENS, TOKENS, "grid", max_cols=2)
+    yield plots.attention_heatmap(patterns[0], TOKENS, TOKENS, "one head")
+    yield plots.attention_heatmap(patterns[0, -1:], TOKENS[-1:], TOKENS, "decode", query_offset=T - 1)
+    yield plots.matrix_heatmap(np.ones((2, 3)), ["W_QKV", "<b>"], ["0", "1", "2"], "grads", "norm")
     yield plots.heads_grid(np.full((3, 4, 40), 1 / 40), long[-4:], long, "long", query_offset=36)
 
 
-@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("index", range(8))
 def test_unvalidated_figures_are_what_plotlys_checks_would_make(index):
     fig = list(unvalidated_builds())[index]
     checked = go.Figure(fig.to_dict())  # every value checked (and shorthands like line_width expanded)
@@ -437,9 +449,29 @@ def test_cache_growth_two_axes():
     size, L = fig.data
     assert size.type == "bar" and size.yaxis == "y2" and list(size.y) == [1_000, 2_000, 3_000_000]
     assert L.type == "scatter" and list(L.y) == [5, 6, 7] and list(L.x) == [1, 2, 3]
-    assert list(size.customdata) == ["1.00 kB", "2.00 kB", "3.00 MB"] and "%{y:,} bytes" in size.hovertemplate
+    assert list(size.customdata) == ["1000 B", "2.0 KiB", "2.9 MiB"] and "%{y:,} bytes" in size.hovertemplate
     assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.title.text == "KV cache size"
     assert titles(fig) == ("decode step", "L (positions)")
+
+
+@pytest.mark.parametrize("largest", [0, 1, 700, 737_280, 3_000_000, 5 * 2**30])
+def test_byte_axes_are_binary_like_the_text_beside_them(largest):
+    """Issue 12 (5): the Modes page said 720.0 KiB beside a chart that said 700 kB. The bytes axis
+    has ticks in the unit costs.human_bytes would write, never an SI prefix, up to the largest size."""
+    from gpt2viz.costs import human_bytes
+
+    axis = plots.cache_growth([1, 2], [largest // 2, largest], "c").layout.yaxis2
+    unit = human_bytes(largest).split()[-1]
+    assert axis.tickformat is None and axis.ticksuffix is None and axis.tickvals[-1] >= largest
+    assert all(text.endswith(" " + unit) for text in axis.ticktext), axis.ticktext
+    assert len(axis.tickvals) <= 8 and list(axis.tickvals) == sorted(axis.tickvals)
+
+
+def test_value_axes_write_tiny_numbers_without_si_prefixes():
+    """Issue 12 (5): μ is the mean on the LayerNorm page; an axis must not write 2e-6 as "2μ"."""
+    fig = plots.position_values([2e-6, -1e-6], ["a", "b"], "μ per position", "mean μ")
+    assert fig.layout.yaxis.exponentformat == "power"
+    assert plots.histogram(np.full(10, 1e-7), "h", "value").layout.xaxis.exponentformat == "power"
 
 
 @pytest.mark.parametrize("steps, sizes, message", [([1, 2], [1], "steps has 2 entries but bytes_per_step has 1"),

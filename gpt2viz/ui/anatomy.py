@@ -17,8 +17,6 @@ import streamlit as st
 
 from .. import model as gpt2_model
 from .. import plot_theme
-from ..components import Component, ComponentTree, component_tree
-from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
 from .pages import PageRow, home
@@ -75,7 +73,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
     if needs is not None and not records_everything(sel.weights, len(sel.ids), sel.mode):
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         st.caption(f":material/memory: Recording only what this page shows: every tensor of this run would take "
-                   f"{full / 2**30:.1f} GiB.")
+                   f"{human_bytes(full)}.")
     seed = sel.weights.seed
     with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))

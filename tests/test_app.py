@@ -1,6 +1,7 @@
 """The app through Streamlit's AppTest: every page in every mode on the tiny model, controls that
 change what is shown, and bad input that gives a message instead of a traceback."""
 
+import html
 import json
 
 import pytest
@@ -264,3 +265,43 @@ def test_layernorm_page_says_which_layernorm():
         assert not at.exception and titles(at) == [title]
         first_chart[ln] = charts(at)[0].proto.spec
     assert len(set(first_chart.values())) == 3
+
+
+def test_upload_limit_says_the_cap_the_server_enforces():
+    """Issue 12 (5): the upload widget said 1GB (Streamlit writes any limit above 512 MB so) while
+    the server caps uploads at 700 MB: the app says the cap itself (test_browser checks the screen)."""
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).parents[1] / ".streamlit" / "config.toml").read_text())
+    at = first_run(weights="upload")
+    assert not at.exception
+    (uploader,) = at.get("file_uploader")
+    assert uploader.proto.max_upload_size_mb == config["server"]["maxUploadSize"] == 700
+    assert any("Up to 700 MB per file" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("params,says", [({}, "before any temperature or top-k"),
+                                         ({"temperature": 1.2, "top_k": 40}, "after temperature 1.2 and top-k 40")])
+def test_generation_counts_steps_one_way_and_says_which_probabilities(params, says):
+    """Issue 12 (5): the table counted steps 0-7 while the chart ran 1-8; the probabilities chart
+    did not say whether it was before or after temperature and top-k."""
+    at = open_page("generation", steps=4, step=2, **params)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["step"]) == [1, 2, 3, 4]
+    specs = [json.loads(c.proto.spec) for c in charts(at)]
+    assert specs[0]["data"][1]["x"] == [1, 2, 3, 4]  # the cache chart's steps
+    titles_ = [s["layout"]["title"]["text"] for s in specs]
+    assert any(t.startswith("Step 2: ") and says in t for t in titles_), titles_
+    chosen = table["chosen"][1]  # step 2's token is the highlighted bar
+    bars = specs[-1]["data"][0]
+    assert chosen in [html.unescape(c[0]) for c in bars["customdata"]]
+
+
+def test_glossary_names_h_and_z_as_one_tensor():
+    """Issue 12 (5): the glossary's H and the Attention page's z are the same tensor, said so."""
+    from gpt2viz.glossary import SYMBOLS
+
+    (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
+    assert "H" in row[0] and "z" in row[0] and "‖z‖" in row[2]

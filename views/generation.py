@@ -5,7 +5,7 @@ import streamlit as st
 from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection
 from gpt2viz.ui.cache import get_generation
-from gpt2viz.ui.classroom import generation_rows, step_choices
+from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
 from gpt2viz.ui.state import number
 from gpt2viz.ui.text import code_span
 
@@ -36,8 +36,9 @@ st.dataframe(rows, hide_index=True, width="stretch")
 st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
 L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))
-step = int(st.slider("Step", 0, len(gen.traces) - 1, 0, key="step", bind="query-params")) if len(gen.traces) > 1 else 0
-trace, chosen = gen.traces[step], gen.ids[step]
+n = len(gen.traces)
+step = int(st.slider("Step", 1, n, 1, key="step", bind="query-params")) if n > 1 else 1  # from 1, as table and chart
+trace, chosen = gen.traces[step - 1], gen.ids[step - 1]
 q, k, offset = axis_tokens(trace)
 cols = st.columns(2)
 with cols[0]:
@@ -46,5 +47,5 @@ with cols[0]:
                                  query_offset=offset))
 with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
-    plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, chosen token highlighted",
+    plot(plots.topk_tokens(probs, labels, f"Step {step}: {distribution_label(temperature, top_k)}",
                            highlight=chosen_at))

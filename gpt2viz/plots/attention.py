@@ -125,7 +125,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     traces = [
         heatmap(scores, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis"),
         heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", coloraxis="coloraxis2", xaxis="x2"),
-        heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = %{z:.4g}", coloraxis="coloraxis3",
+        heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = ‖H_h‖₂ = %{z:.4g}", coloraxis="coloraxis3",
                  xaxis="x3"),
     ]
     for trace in traces[:2]:

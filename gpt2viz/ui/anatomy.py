@@ -17,6 +17,9 @@ import streamlit as st
 
 from .. import model as gpt2_model
 from .. import plot_theme
+from ..components import Component, ComponentTree, component_tree
+from ..costs import human_bytes
+from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
 from .pages import PageRow, home

@@ -21,6 +21,7 @@ MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFI
                Mode.DECODE: "Decode (KV cache)"}
 SOURCES = {"random": "Random (seeded)", "hf-cache": "Hugging Face cache", "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
+UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
 
@@ -132,7 +133,12 @@ def _weights(sb, source: str) -> Weights:
             if path:
                 return path_weights(path)
         else:
-            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload")
+            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload",
+                                      max_upload_size=UPLOAD_MAX_MB)
+            # Streamlit writes any limit above 512 MB as "1GB per file": say the cap ourselves
+            sb.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none}</style>")
+            sb.caption(f"Up to {UPLOAD_MAX_MB} MB per file: gpt2 and distilgpt2 in fp32. "
+                       "Larger checkpoints load from the Hugging Face cache.")
             if upload is not None:
                 return upload_weights(upload)
     except ValueError as e:  # WeightsError: the message names the file or key at fault

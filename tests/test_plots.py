@@ -79,6 +79,22 @@ def test_attention_heatmap_full():
     assert "masked" in fig.layout.title.subtitle.text
 
 
+@pytest.mark.parametrize("L", [4, 10, 16])
+def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
+    """Issue 12 (visual): cell numbers readable or not written, never clipped or overlapping."""
+    pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
+    tokens = [f"t{i}" for i in range(L)]
+    fits = {share: share * 440 / L >= 4 * 5.5 + 6 for share in (1.0, 0.5)}
+    for share, fit in fits.items():
+        fig = plots.attention_heatmap(pattern, tokens, tokens, "h", share=share)
+        assert (fig.data[0].texttemplate is not None) == fit
+    maps = plots.attention_maps(scores, pattern, np.ones(L), tokens, tokens, "m")
+    for trace, axis, chars in [(maps.data[0], maps.layout.xaxis, 5), (maps.data[1], maps.layout.xaxis2, 4)]:
+        width = (axis.domain[1] - axis.domain[0]) * 440
+        assert (trace.texttemplate is not None) == (width / L >= chars * 5.5 + 6)
+    assert maps.data[1].texttemplate is None if L >= 10 else maps.data[1].texttemplate == "%{z:.2f}"
+
+
 def test_mask_path_covers_exactly_the_masked_cells():
     rng = np.random.default_rng(1)
     for _ in range(20):
@@ -186,10 +202,10 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     # issue 12 (5): the ‖z‖ strip has a colour scale of its own, from 0 to the largest norm
     strip = fig.layout.coloraxis3
     assert strip.showscale is not False and strip.colorbar.title.text == "‖z‖" and (strip.cmin, strip.cmax) == (0, T)
-    bars = sorted(axis.colorbar.x for axis in (fig.layout.coloraxis, fig.layout.coloraxis2, strip))
-    domains = [fig.layout.xaxis.domain, fig.layout.xaxis2.domain, fig.layout.xaxis3.domain]
-    for (_, right), bar, (next_left, _) in zip(domains, bars, domains[1:] + [(1.0, None)]):
-        assert right < bar < next_left  # each bar between its panel and the next
+    scores_bar, p_bar, z_bar = (a.colorbar for a in (fig.layout.coloraxis, fig.layout.coloraxis2, strip))
+    assert fig.layout.xaxis.domain[1] < scores_bar.x < fig.layout.xaxis2.domain[0]  # no bar over a panel
+    assert fig.layout.xaxis2.domain[1] <= fig.layout.xaxis3.domain[0] < fig.layout.xaxis3.domain[1] < p_bar.x == z_bar.x
+    assert z_bar.y + z_bar.len / 2 < p_bar.y - p_bar.len / 2  # stacked at the right edge, apart
     unmasked = plots.attention_maps(scores, np.full((T, T), 1 / T), norms, TOKENS, TOKENS, "no mask")
     assert not unmasked.layout.shapes
 
@@ -503,6 +519,7 @@ def test_every_figure_is_compact_with_titled_axes():
         assert 200 <= fig.layout.height <= 450 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         right_axis = "yaxis2" in fig.layout and fig.layout["yaxis2"].side == "right"  # room for its labels, title
+        right_axis |= "coloraxis3" in fig.layout  # a colour bar at the right edge
         assert fig.layout.margin.l <= 60 + plots.CHAR_PX * plots.TICK_CHARS
         assert fig.layout.margin.r <= (100 if right_axis else 30)
 

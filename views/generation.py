@@ -44,7 +44,7 @@ cols = st.columns(2)
 with cols[0]:
     plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], q, k,
                                  f"Step {step}: the new token's attention · block {sel.block} head {sel.head}",
-                                 query_offset=offset))
+                                 query_offset=offset, share=0.5))
 with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
     plot(plots.topk_tokens(probs, labels, f"Step {step}: {distribution_label(temperature, top_k)}",

@@ -11,13 +11,17 @@ from . import checks
 from .axes import (
     DIVERGING, GREYS, MASKED_GREY, SEQUENTIAL, category_axis, clamp_height, escape, figure,
     figure_layout, fixed_margins, position_labels)
-from .heatmaps import MASK_VEIL, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
+from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
 
 MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
 
 # One heatmap trace per map, every cell's true value in it; masked cells are covered by a shape
 # (one SVG path of row runs), which costs the browser a fraction of a second trace of T x L cells.
 _CELL = "query %{y}<br>key %{x}<br>"
+
+# attention_maps' panels (parts of the width): the scores and their colour bar, then the pattern
+# with the ‖z‖ strip beside its rows, and their two colour bars stacked at the right edge
+SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
 
 MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
 
@@ -42,17 +46,18 @@ def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], subtitle
 
 
 def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
-                      query_offset: int = 0) -> Figure:
+                      query_offset: int = 0, share: float = 1.0) -> Figure:
     """One head's attention pattern [T, L]: rows are queries (absolute positions query_offset + i),
     columns keys 0..L-1, colour the probability on a fixed 0-1 scale. FULL: T = L, offset 0.
     DECODE: T = 1, L = P + 1, query_offset = P. Masked cells (future keys, exactly 0) are covered
-    in grey; their hover still says 0."""
+    in grey; their hover still says 0. `share`: the part of the page's width the chart gets (0.5
+    in one of two columns), for writing values into cells only where they fit."""
     pattern = checks.array(pattern, "pattern", "T, L")
     T, L = pattern.shape
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
     probs = heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", colorscale=colorscale(SEQUENTIAL),
                     zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=12))
-    annotate(probs, T, L)
+    annotate(probs, T, L, share * NARROWEST_PX)
     cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
     return figure([probs], _heatmap_layout(title, ylabels, xlabels, subtitle=MASKED_NOTE if cover else None,
                                            **({"shapes": cover} if cover else {})))
@@ -128,24 +133,28 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
         heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = ‖H_h‖₂ = %{z:.4g}", coloraxis="coloraxis3",
                  xaxis="x3"),
     ]
-    for trace in traces[:2]:
-        annotate(trace, T, L)
+    for trace, ((left, right), chars) in zip(traces, [(SCORES, 5), (PATTERN, 4)]):  # scores may be "-0.04"
+        annotate(trace, T, L, (right - left) * NARROWEST_PX, chars)
     veil = mask_cover(mask_path(mask), **MASK_VEIL)
     grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
+    # the title, a subtitle when something is veiled, then the panels' own titles above them
+    top = 92 if veil or grey else 70
     xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
-                                          category_axis(ylabels, "query", autorange="reversed"), 70, 400)
+                                         category_axis(ylabels, "query", autorange="reversed"), top, 400)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
     # overlaps in an 800 px window; what the veils mean goes into the subtitle
-    bar = dict(thickness=10, len=0.85, y=0.42, xanchor="left", title=dict(side="top"))
-    panels = {"xaxis": (xaxis, [0, 0.36]), "xaxis2": (xaxis, [0.47, 0.78]),
-              "xaxis3": (dict(type="category", automargin=False, showticklabels=False), [0.88, 0.91])}
-    layout = {name: dict(axis, domain=domain, anchor="y") for name, (axis, domain) in panels.items()}
-    for name, scale, limits, x, text in [("coloraxis", DIVERGING, (-bound, bound), 0.37, "score"),
-                                         ("coloraxis2", SEQUENTIAL, (0, 1), 0.79, "p"),
-                                         ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), 0.92, "‖z‖")]:
+    bar = dict(thickness=10, xanchor="left", xpad=2, nticks=4, tickfont=dict(size=9), title=dict(side="top"))
+    panels = {"xaxis": (xaxis, SCORES), "xaxis2": (xaxis, PATTERN),
+              "xaxis3": (dict(type="category", automargin=False, showticklabels=False), NORMS)}
+    layout = {name: dict(axis, domain=list(domain), anchor="y") for name, (axis, domain) in panels.items()}
+    edge = NORMS[1] + 0.02
+    for name, scale, limits, (x, y, length), text in [
+            ("coloraxis", DIVERGING, (-bound, bound), (SCORES[1] + 0.01, 0.42, 0.85), "score"),
+            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.38), "p"),
+            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.18, 0.38), "‖z‖")]:
         layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
-                            colorbar=dict(bar, x=x, title=dict(bar["title"], text=text)))
-    notes = [("scores q·k/√dh", 0.0), ("pattern = softmax", 0.47), ("‖z‖", 0.88)]
+                            colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
+    notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
     veiled = [what for what, shown in [("veiled: masked, −∞ before the softmax", veil),
@@ -153,5 +162,5 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     if veil or grey:
         layout["shapes"] = veil + grey
     return figure(traces, dict(layout, **figure_layout(
-        title, height=clamp_height(250 + 16 * T), subtitle=" · ".join(veiled) or None, margin=dict(margin, r=10),
+        title, height=clamp_height(top + 180 + 16 * T), subtitle=" · ".join(veiled) or None, margin=dict(margin, r=40),
         yaxis=yaxis)))

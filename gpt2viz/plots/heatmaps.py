@@ -12,7 +12,9 @@ from .axes import (
     MARGIN_LEFT, SEQUENTIAL, category_axis, clamp_height, default_margin, escape, figure, figure_layout,
     label_px, short)
 
-ANNOTATE_MAX = 16  # write values into heatmap cells only when both axes are at most this long
+ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
+NARROWEST_PX = 440  # the plot area of a full-width chart in an 800 px window (sidebar open)
+CELL_CHAR_PX = 5.5  # width of a digit of the 9 px cell text
 
 MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
 
@@ -31,9 +33,10 @@ def heatmap(z: np.ndarray, x: list[str], y: list[str], hovertemplate: str, **sty
                 **style)
 
 
-def annotate(trace: dict, T: int, L: int) -> None:
-    """Each cell's value written in it, for maps small enough to read them."""
-    if max(T, L) <= ANNOTATE_MAX:
+def annotate(trace: dict, T: int, L: int, panel_px: float, chars: int = 4) -> None:
+    """Each cell's value ("0.25", `chars` wide) written in it when it fits a cell of a panel
+    `panel_px` wide in the narrowest window: readable or not written, never clipped."""
+    if T <= ANNOTATE_MAX and panel_px / L >= chars * CELL_CHAR_PX + 6:
         trace.update(texttemplate="%{z:.2f}", textfont=dict(size=9))
 
 

@@ -82,10 +82,13 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))
 
 
+RANDOM_NOTE = ("Random, untrained weights: shapes and counts are GPT-2's exactly; the values only show what "
+               "the computation does, not what trained GPT-2 would compute.")
+
+
 def random_note(sel: Selection) -> None:
     if sel.weights.random:
-        st.caption(":material/casino: Random, untrained weights: shapes and counts are GPT-2's exactly; the values only "
-                   "show what the computation does, not what trained GPT-2 would compute.")
+        st.caption(":material/casino: " + RANDOM_NOTE)
 
 
 # ---------------------------------------------------------------------------- the page
@@ -117,13 +120,12 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
     st.markdown(c.description)
-    st.latex(c.equation)
+    st.latex(r"\small " + c.equation)  # fits an 800 px window
     row = page_of(cat, cid)
     _open_inside(c, cat, row)
     diagram = st.container()
     names = tuple(n.format(b=sel.block) for n in shows)
-    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
-    random_note(sel)
+    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)

@@ -62,9 +62,11 @@ def _raw_url() -> dict[str, str]:
 def controls() -> Selection:
     """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
     raw = _raw_url()
-    sb = st.sidebar
-    text = sb.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=110, key="text",
-                        bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
+    # what a class changes most (text, mode, block, head) on top; the weights below them: the
+    # sliders' ranges come from the weights, so those are declared first, into the lower box
+    steer, sb = st.sidebar.container(), st.sidebar.container()
+    text = steer.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=90, key="text",
+                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
                       help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
     weights = _weights(sb, source)
@@ -73,11 +75,12 @@ def controls() -> Selection:
     for note in weights.notes:
         sb.caption(note)
     # bound widgets put their shown option in the URL, so options are shown as their URL values
-    mode = Mode(sb.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
-                             help="full: the whole text at once · training: dropout, loss, gradients · "
-                                  "prefill: fill the KV cache · decode: the last token against the cache"))
-    block = int(sb.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
-    head = int(sb.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
+                                help="full: the whole text at once · training: dropout, loss, gradients · "
+                                     "prefill: fill the KV cache · decode: the last token against the cache"))
+    block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
+    head = int(steer.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
     sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
     # the URL is cleaned after the first run; keep saying what was ignored until the selection changes

@@ -15,11 +15,8 @@ sel, trace = page.sel, page.trace
 probs, tokens = top_next_tokens(trace, k=10)
 labels, norms = residual_norm_series(trace)
 q, _, offset = axis_tokens(trace)
-cols = st.columns(2)
-with cols[0]:
-    plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
-with cols[1]:
-    plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
+plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
+plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
 st.subheader("The parts")
 st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
             "Open a part of the model; the shapes are this text's, in this mode.")

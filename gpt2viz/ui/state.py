@@ -13,7 +13,7 @@ from ..config import PRESETS
 from ..modes import Mode
 from ..tokenizer import TextError, encode
 from .text import code_span, plain
-from .cache import Weights, cached_checkpoints, path_weights, random_weights, upload_weights
+from .cache import LoadedModel, cached_checkpoints, path_weights, random_weights, upload_weights
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
 MAX_TEXT_CHARS = 20_000
@@ -33,7 +33,7 @@ class Selection:
     ids: tuple[int, ...]  # the text's tokens, cut to the context
     cut: int  # tokens cut from the end of an over-long text
     text_error: str | None  # why there is nothing to run (empty text), else None
-    weights: Weights
+    weights: LoadedModel
     source: str  # the weights source chosen: a key of SOURCES
     mode: Mode
     block: int
@@ -119,7 +119,7 @@ def sidebar_footer() -> None:
     st.sidebar.page_link("views/glossary.py", label="Glossary: B, T, P, L, d, nh, dh, V…", icon=":material/menu_book:")
 
 
-def _weights(sb, source: str) -> Weights:
+def _weights(sb, source: str) -> LoadedModel:
     """The weights of `source`; on a bad file, say why and fall back to random gpt2."""
     if source == "random":
         model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",

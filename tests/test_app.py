@@ -296,8 +296,8 @@ def test_generation_counts_steps_one_way_and_says_which_probabilities(params, sa
     assert list(table["step"]) == [1, 2, 3, 4]
     specs = [json.loads(c.proto.spec) for c in charts(at)]
     assert specs[0]["data"][1]["x"] == [1, 2, 3, 4]  # the cache chart's steps
-    titles_ = [s["layout"]["title"]["text"] for s in specs]
-    assert any(t.startswith("Step 2: ") and says in t for t in titles_), titles_
+    heads = [(s["layout"]["title"]["text"], s["layout"]["title"].get("subtitle", {}).get("text", "")) for s in specs]
+    assert any(title.startswith("Step 2: ") and says in sub for title, sub in heads), heads
     chosen = table["chosen"][1]  # step 2's token is the highlighted bar
     bars = specs[-1]["data"][0]
     assert chosen in [html.unescape(c[0]) for c in bars["customdata"]]

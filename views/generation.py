@@ -47,5 +47,5 @@ with cols[0]:
                                  query_offset=offset, share=0.5))
 with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
-    plot(plots.topk_tokens(probs, labels, f"Step {step}: {distribution_label(temperature, top_k)}",
-                           highlight=chosen_at))
+    plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, the chosen token highlighted",
+                           highlight=chosen_at, subtitle=distribution_label(temperature, top_k)))

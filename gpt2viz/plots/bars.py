@@ -94,9 +94,10 @@ def _hbar_xaxis(values, title: str) -> dict:
 
 
 def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "probability",
-                highlight: int | None = None) -> go.Figure:
+                highlight: int | None = None, subtitle: str | None = None) -> go.Figure:
     """The top-k next tokens as horizontal bars in the order given (the first on top); `highlight`
-    (an index into values, e.g. the sampled token) is drawn in vermillion, the rest in blue."""
+    (an index into values, e.g. the sampled token) is drawn in vermillion, the rest in blue;
+    `subtitle` says what the values are (e.g. before or after temperature and top-k)."""
     values = checks.array(values, "values", "k")
     k = values.size
     labels = [escape(s) for s in checks.labels(labels, k, "labels", f"values has k = {k} entries")]
@@ -105,9 +106,9 @@ def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "proba
     notes = ["<br>(chosen)" if i == chosen else "" for i in range(k)]
     bars = _hbars(values, labels, [f"{v:.3g}" for v in values], [list(z) for z in zip(labels, notes)],
                   "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
-    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (k + 3)),
-                   margin=default_margin(l=label_px(labels, MARGIN_LEFT)), xaxis=_hbar_xaxis(values, x_title),
-                   yaxis=index_axis(labels, "next token", autorange="reversed"))
+    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (k + 3)), subtitle=subtitle,
+                       margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)),
+                       xaxis=_hbar_xaxis(values, x_title), yaxis=index_axis(labels, "next token", autorange="reversed"))
 
 
 def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) -> go.Figure:

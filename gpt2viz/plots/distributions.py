@@ -66,7 +66,8 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
     if outside:
         subtitle += f" · {outside / v.size:.1%} outside [{lo:g}, {hi:g}]"
     return with_layout(fig, title, subtitle=subtitle, bargap=0, margin=default_margin(subtitle, r=80),
-                   legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                   # inside, top left, where GELU(x) is near 0: above the plot it wrapped onto the title
+                   legend=dict(x=0.01, xanchor="left", y=0.99, yanchor="top", bgcolor="rgba(0,0,0,0)"),
                    xaxis=value_axis("pre-activation x", range=[lo, hi]), yaxis=value_axis("GELU(x)"),
                    yaxis2=value_axis("share of pre-activations", overlaying="y", side="right", showgrid=False,
                                 tickformat=".0%", rangemode="tozero"))

@@ -40,9 +40,8 @@ def shown_distribution(trace: Trace, temperature: float, top_k: int | None) -> t
 def distribution_label(temperature: float, top_k: int | None) -> str:
     """Which probabilities `shown_distribution` gives: before or after temperature and top-k."""
     if temperature <= 0:
-        return "the model's probabilities (greedy: before any temperature or top-k)"
-    return f"probabilities after temperature {temperature:g}" + (f" and top-k {top_k}" if top_k else "") \
-        + " (what was sampled from)"
+        return "the model's own (greedy: before any temperature or top-k)"
+    return f"after temperature {temperature:g}" + (f" and top-k {top_k}" if top_k else "") + ": what was sampled from"
 
 
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):

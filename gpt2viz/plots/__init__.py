@@ -28,7 +28,8 @@ labels, so per-position axes are labelled "3·␣the" (absolute position, middle
 horizontal bar charts use numeric axes with `ticktext`. Tokens are HTML-escaped, because Plotly
 renders <b>, <br> and entities in labels and tokens like "<br>" or "&amp;" exist. Long sequences
 (T up to 1024) stay usable: at most MAX_TICKS tick labels per axis, cell values written into
-heatmaps only where they fit a cell in an 800 px window (else hover only), and histograms binned in numpy, not in the browser.
+heatmaps only where they fit a cell in an 800 px window (else hover only), and histograms binned
+in numpy, not in the browser.
 Axis titles, hover templates and masks follow the names in model.py: B, T, P, L, d, nh, V.
 """
 

@@ -9,8 +9,18 @@ from plotly.graph_objects import Figure
 
 from . import checks
 from .axes import (
-    DIVERGING, GREYS, MASKED_GREY, SEQUENTIAL, category_axis, clamp_height, escape, figure,
-    figure_layout, fixed_margins, position_labels)
+    DIVERGING,
+    GREYS,
+    MASKED_GREY,
+    SEQUENTIAL,
+    category_axis,
+    clamp_height,
+    escape,
+    figure,
+    figure_layout,
+    fixed_margins,
+    position_labels,
+)
 from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
 
 MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
@@ -88,8 +98,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
         s = "" if c == 0 else str(c + 1)
         y = [f"head {h} · {label}" for h in heads for label in ylabels]
         data.append(heatmap(patterns[heads.start: heads.stop].reshape(-1, L), xlabels, y,
-                             "%{y}<br>key %{x}<br>attention %{z:.3f}", coloraxis="coloraxis",
-                             xaxis=f"x{s}", yaxis=f"y{s}"))
+                            "%{y}<br>key %{x}<br>attention %{z:.3f}", coloraxis="coloraxis",
+                            xaxis=f"x{s}", yaxis=f"y{s}"))
         middle = [y[r * T + T // 2] for r in range(len(heads))]
         xaxis, yaxis, margin = fixed_margins(
             category_axis(xlabels, "key", max_ticks=8),
@@ -107,7 +117,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
     return figure(data, dict(layout, **figure_layout(
         title, height=margin["b"] + 40 + rows * row_px, margin=margin,
         subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
-        coloraxis=dict(colorscale=colorscale(SEQUENTIAL), cmin=0, cmax=1, colorbar=dict(title=dict(text="p"), thickness=12)))))
+        coloraxis=dict(colorscale=colorscale(SEQUENTIAL), cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="p"), thickness=12)))))
 
 
 def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
@@ -130,8 +141,9 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     traces = [
         heatmap(scores, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis"),
         heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", coloraxis="coloraxis2", xaxis="x2"),
-        heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = ‖H_h‖₂ = %{z:.4g}", coloraxis="coloraxis3",
-                 xaxis="x3"),
+        heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = ‖H_h‖₂ = %{z:.4g}",
+                coloraxis="coloraxis3",
+                xaxis="x3"),
     ]
     for trace, ((left, right), chars) in zip(traces, [(SCORES, 5), (PATTERN, 4)]):  # scores may be "-0.04"
         annotate(trace, T, L, (right - left) * NARROWEST_PX, chars)

@@ -134,7 +134,7 @@ def figure_layout(title: str, height: int = HEIGHT, subtitle: str | None = None,
 
 
 def with_layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
-            **extra) -> go.Figure:
+                **extra) -> go.Figure:
     fig.update_layout(**figure_layout(title, height, subtitle, **extra))
     return fig
 

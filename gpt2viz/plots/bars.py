@@ -9,8 +9,21 @@ import plotly.graph_objects as go
 
 from . import checks
 from .axes import (
-    BLUE, MARGIN_LEFT, VERMILLION, category_axis, checked_positions, clamp_height, default_margin,
-    escape, fixed_margins, index_axis, label_px, position_labels, value_axis, with_layout)
+    BLUE,
+    MARGIN_LEFT,
+    VERMILLION,
+    category_axis,
+    checked_positions,
+    clamp_height,
+    default_margin,
+    escape,
+    fixed_margins,
+    index_axis,
+    label_px,
+    position_labels,
+    value_axis,
+    with_layout,
+)
 
 
 def position_norms(x, tokens: Sequence[str], title: str, offset: int = 0) -> go.Figure:
@@ -51,7 +64,7 @@ def top_neurons(post, tokens: Sequence[str], k: int = 10, position: int | None =
                   customdata=[[int(i), where] for i in top],
                   hovertemplate="neuron %{customdata[0]}<br>%{customdata[1]}<br>activation %{y:.3f}<extra></extra>")
     return with_layout(go.Figure(bars), title or f"Top {k} neurons", subtitle=where,
-                   xaxis=value_axis("neuron", type="category"), yaxis=value_axis("activation (GELU output)"))
+                       xaxis=value_axis("neuron", type="category"), yaxis=value_axis("activation (GELU output)"))
 
 
 def loss_per_token(per_token, tokens: Sequence[str], title: str) -> go.Figure:
@@ -66,7 +79,7 @@ def loss_per_token(per_token, tokens: Sequence[str], title: str) -> go.Figure:
     mean = float(loss.mean(dtype=np.float64))
     fig = go.Figure(bars).add_hline(y=mean, line=dict(color=VERMILLION, dash="dash", width=1.5))
     return with_layout(fig, title, subtitle=f"mean {mean:.3f} nats · perplexity {math.exp(min(mean, 700)):.4g}",
-                   xaxis=category_axis(targets, "target position·token"), yaxis=value_axis("cross-entropy (nats)"))
+                       xaxis=category_axis(targets, "target position·token"), yaxis=value_axis("cross-entropy (nats)"))
 
 
 def _context(tokens: list[str], last: int, width: int = 4) -> str:
@@ -120,6 +133,7 @@ def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) ->
     bars = _hbars(counts, labels, [f"{c:,}" for c in counts], [list(z) for z in zip(labels, shares)],
                   "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
     subtitle = f"total {total:,}"
-    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (len(counts) + 4)), subtitle=subtitle,
-                   margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)), xaxis=_hbar_xaxis(counts, "parameters"),
-                   yaxis=index_axis(labels, "component", autorange="reversed"))
+    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (len(counts) + 4)),
+                       subtitle=subtitle, margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)),
+                       xaxis=_hbar_xaxis(counts, "parameters"),
+                       yaxis=index_axis(labels, "component", autorange="reversed"))

@@ -71,13 +71,13 @@ def kv_cache_diagram(P: int, T: int, n_layer: int, title: str) -> go.Figure:
     ticks = thinned(segments)
     layers = list(range(n_layer))
     return with_layout(go.Figure(traces), title, height=clamp_height(110 + 16 * n_layer), barmode="overlay",
-                   uniformtext=dict(minsize=8, mode="hide"),
-                   legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
-                   xaxis=value_axis("position" if to_scale else "position (blocks not to scale)",
-                               tickmode="array", tickvals=[s.x0 + s.width / 2 for s in ticks],
-                               ticktext=[s.label for s in ticks], showgrid=False),
-                   yaxis=value_axis("layer", tickmode="array", tickvals=thinned(layers, 16),
-                               autorange="reversed", showgrid=False))
+                       uniformtext=dict(minsize=8, mode="hide"),
+                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                       xaxis=value_axis("position" if to_scale else "position (blocks not to scale)",
+                                        tickmode="array", tickvals=[s.x0 + s.width / 2 for s in ticks],
+                                        ticktext=[s.label for s in ticks], showgrid=False),
+                       yaxis=value_axis("layer", tickmode="array", tickvals=thinned(layers, 16),
+                                        autorange="reversed", showgrid=False))
 
 
 def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str) -> go.Figure:

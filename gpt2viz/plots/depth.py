@@ -8,8 +8,20 @@ import plotly.graph_objects as go
 
 from . import checks
 from .axes import (
-    BLUE, MARGIN_BOTTOM, SEQUENTIAL, SKY, category_axis, checked_positions, default_margin, escape,
-    index_axis, label_px, short, value_axis, with_layout)
+    BLUE,
+    MARGIN_BOTTOM,
+    SEQUENTIAL,
+    SKY,
+    category_axis,
+    checked_positions,
+    default_margin,
+    escape,
+    index_axis,
+    label_px,
+    short,
+    value_axis,
+    with_layout,
+)
 
 MAX_LINES = 16  # residual_norms: one line per token up to this T, mean and min-max band above
 
@@ -46,8 +58,8 @@ def residual_norms(norms, labels: Sequence[str] | None, tokens: Sequence[str], t
     else:
         traces = _summary_band(values, depth, positions)
     return with_layout(go.Figure(traces), title, showlegend=len(traces) <= LEGEND_MAX,
-                   margin=default_margin(b=label_px(map(short, depth), MARGIN_BOTTOM, rotated=True)),
-                   xaxis=category_axis(depth, "depth"), yaxis=value_axis("L2 norm ‖x‖₂"))
+                       margin=default_margin(b=label_px(map(short, depth), MARGIN_BOTTOM, rotated=True)),
+                       xaxis=category_axis(depth, "depth"), yaxis=value_axis("L2 norm ‖x‖₂"))
 
 
 def _token_lines(values: np.ndarray, depth: list[str], positions: list[str]) -> list[go.Scatter]:

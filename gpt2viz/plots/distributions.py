@@ -22,7 +22,7 @@ def histogram(values, title: str, x_title: str, bins: int = 80) -> go.Figure:
     mean, std = float(v.mean(dtype=np.float64)), float(v.std(dtype=np.float64))
     fig = go.Figure(bars).add_vline(x=mean, line=dict(color=VERMILLION, dash="dash", width=1.5))
     return with_layout(fig, title, subtitle=f"n = {v.size:,} · mean {mean:.4g} · std {std:.4g}",
-                   bargap=0, xaxis=value_axis(x_title), yaxis=value_axis("count"))
+                       bargap=0, xaxis=value_axis(x_title), yaxis=value_axis("count"))
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
@@ -49,7 +49,8 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
     inside = (q >= lo) & (q <= hi)
     fig = go.Figure([
         go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=share, width=np.diff(edges), yaxis="y2", name="share of this input",
-               marker=dict(color=SKY, opacity=0.45, line_width=0), customdata=np.stack([edges[:-1], edges[1:], counts], 1),
+               marker=dict(color=SKY, opacity=0.45, line_width=0),
+               customdata=np.stack([edges[:-1], edges[1:], counts], 1),
                hovertemplate="[%{customdata[0]:.3g}, %{customdata[1]:.3g}): %{customdata[2]:,} pre-activations "
                              "(%{y:.2%})<extra></extra>"),
         go.Scatter(x=grid, y=_gelu_tanh(grid), mode="lines", name="tanh GELU (GPT-2)",
@@ -58,16 +59,18 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
                    line=dict(color=GREY, width=1.5, dash="dash"),
                    hovertemplate="x = %{x:.3f}<br>erf GELU %{y:.4f}<extra></extra>"),
         go.Scatter(x=q[inside], y=_gelu_tanh(q[inside]), customdata=pct[inside], mode="markers",
-                   name="percentiles of this input", marker=dict(color=ORANGE, size=6, line=dict(width=0.5, color="white")),
-                   hovertemplate="percentile %{customdata:.0f}<br>pre-activation %{x:.3f}<br>GELU %{y:.3f}<extra></extra>"),
+                   name="percentiles of this input",
+                   marker=dict(color=ORANGE, size=6, line=dict(width=0.5, color="white")),
+                   hovertemplate="percentile %{customdata:.0f}<br>pre-activation %{x:.3f}<br>GELU %{y:.3f}"
+                                 "<extra></extra>"),
     ])
     outside = int(v.size - counts.sum())
     subtitle = f"{v.size:,} pre-activations · {float((v < 0).mean()):.1%} negative"
     if outside:
         subtitle += f" · {outside / v.size:.1%} outside [{lo:g}, {hi:g}]"
     return with_layout(fig, title, subtitle=subtitle, bargap=0, margin=default_margin(subtitle, r=80),
-                   # inside, top left, where GELU(x) is near 0: above the plot it wrapped onto the title
-                   legend=dict(x=0.01, xanchor="left", y=0.99, yanchor="top", bgcolor="rgba(0,0,0,0)"),
-                   xaxis=value_axis("pre-activation x", range=[lo, hi]), yaxis=value_axis("GELU(x)"),
-                   yaxis2=value_axis("share of pre-activations", overlaying="y", side="right", showgrid=False,
-                                tickformat=".0%", rangemode="tozero"))
+                       # inside, top left, where GELU(x) is near 0: above the plot it wrapped onto the title
+                       legend=dict(x=0.01, xanchor="left", y=0.99, yanchor="top", bgcolor="rgba(0,0,0,0)"),
+                       xaxis=value_axis("pre-activation x", range=[lo, hi]), yaxis=value_axis("GELU(x)"),
+                       yaxis2=value_axis("share of pre-activations", overlaying="y", side="right", showgrid=False,
+                                         tickformat=".0%", rangemode="tozero"))

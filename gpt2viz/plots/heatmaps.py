@@ -9,8 +9,17 @@ import plotly.graph_objects as go
 
 from . import checks
 from .axes import (
-    MARGIN_LEFT, SEQUENTIAL, category_axis, clamp_height, default_margin, escape, figure, figure_layout,
-    label_px, short)
+    MARGIN_LEFT,
+    SEQUENTIAL,
+    category_axis,
+    clamp_height,
+    default_margin,
+    escape,
+    figure,
+    figure_layout,
+    label_px,
+    short,
+)
 
 ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
 NARROWEST_PX = 440  # the plot area of a full-width chart in an 800 px window (sidebar open)
@@ -63,7 +72,9 @@ def mask_path(mask: np.ndarray, row_offset: int = 0) -> str:
 
 def mask_cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dict]:
     """The shape covering masked cells (none when the path is empty)."""
-    return [dict(type="path", path=path, xref=xref, yref=yref, line=dict(width=0), layer="above", **style)] if path else []
+    if not path:
+        return []
+    return [dict(type="path", path=path, xref=xref, yref=yref, line=dict(width=0), layer="above", **style)]
 
 
 def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, value_title: str,

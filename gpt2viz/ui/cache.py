@@ -43,7 +43,7 @@ class LoadedModel:
 @st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")
 def random_weights(model: str, seed: int) -> LoadedModel:
     return LoadedModel(random_model(get_config(model), seed), ("random", model, seed),
-                   f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
+                       f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the checkpoint…")
@@ -52,7 +52,7 @@ def file_weights(path: str, mtime_ns: int, size: int) -> LoadedModel:
     notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
                                    if loaded.n_head_source.startswith("assumed") else ())
     return LoadedModel(loaded.model, ("file", path, mtime_ns, size),
-                   f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
+                       f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
 
 
 def path_weights(path: str) -> LoadedModel:
@@ -70,7 +70,7 @@ def _upload_weights(digest: str, _data: bytes, name: str) -> LoadedModel:
         path.write_bytes(_data)
         loaded = load_safetensors(path)
     return LoadedModel(loaded.model, ("upload", digest), f"{loaded.model.config.name} from an upload", False,
-                   tuple(loaded.notes))
+                       tuple(loaded.notes))
 
 
 def upload_weights(uploaded) -> LoadedModel:

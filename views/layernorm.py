@@ -13,7 +13,7 @@ LAYERNORMS = {"ln_1": ("block.ln1", "blocks.{b}.ln1."), "ln_2": ("block.ln2", "b
 
 which = st.segmented_control("Which LayerNorm", list(LAYERNORMS), default="ln_1", key="ln", bind="query-params",
                              help="ln_1 before attention and ln_2 before the MLP, in the selected block; "
-                             "ln_f after the last block") or "ln_1"
+                                  "ln_f after the last block") or "ln_1"
 cid, prefix = LAYERNORMS[which]
 page = anatomy.header(cid, tuple(prefix + s for s in ("mean", "var", "normalized", "out")))
 trace = page.trace

@@ -77,7 +77,7 @@ def controls() -> Selection:
     # bound widgets put their shown option in the URL, so options are shown as their URL values
     mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
                                 help="full: the whole text at once · training: dropout, loss, gradients · "
-                                "prefill: fill the KV cache · decode: the last token against the cache"))
+                                     "prefill: fill the KV cache · decode: the last token against the cache"))
     block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
     head = int(steer.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
     steer.divider()

@@ -7,7 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.catalog import catalogue
+from gpt2viz.components import component_tree
 from gpt2viz.config import get_config
 from gpt2viz.modes import Mode
 from gpt2viz.ui.pages import BY_URL, PAGES, home
@@ -19,7 +19,7 @@ def h1_ok(url: str, h1: str) -> bool:
     row = BY_URL[url]
     if row.component is None:
         return h1.startswith(row.title)
-    cat = catalogue(get_config("tiny"))
+    cat = component_tree(get_config("tiny"))
     return h1 in [cat[cid].title for cid in (row.component, *row.hosts)]
 
 
@@ -249,8 +249,9 @@ def test_open_inside_keeps_the_selection_in_the_same_tab():
                                             "text": ["Hello there, world"]}
     markdown = " ".join(m.value for m in at.markdown)
     anchors = {h.proto.anchor for h in at.subheader}
-    cat = catalogue(get_config("tiny"))
-    shown_here = [c for c in cat["block.attn"].children if home(c.id, {x.id: x.parent for x in cat})[0].url == "attention"]
+    cat = component_tree(get_config("tiny"))
+    parents = {x.id: x.parent for x in cat}
+    shown_here = [c for c in cat["block.attn"].children if home(c.id, parents)[0].url == "attention"]
     assert shown_here  # today: the qkv projection and the heads
     for child in shown_here:
         anchor = child.id.replace(".", "-")

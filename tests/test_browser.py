@@ -20,7 +20,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
-
 from test_app import h1_ok  # noqa: E402
 
 from gpt2viz.config import get_config  # noqa: E402

@@ -42,7 +42,8 @@ def test_package_imports_neither_streamlit_nor_torch():
     for path in Path(plots.__file__).parent.glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
         assert not {name.split(".")[0] for name in imported} & {"streamlit", "torch"}, path.name
         assert {name for name in imported if name.startswith("..")} <= {"..costs"}, path.name
 
@@ -187,7 +188,8 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert np.array_equal(s.z, scores.astype(np.float32))  # masked scores keep their value and hover
     assert np.array_equal(p.z, pattern.astype(np.float32)) and np.array_equal(z.z[:, 0], norms)
     assert list(s.y) == list(p.y) == list(z.y) == list(p.x)  # one row per query in all three
-    assert (s.xaxis or "x", p.xaxis, z.xaxis) == ("x", "x2", "x3") and {s.yaxis or "y", p.yaxis or "y", z.yaxis or "y"} == {"y"}
+    assert (s.xaxis or "x", p.xaxis, z.xaxis) == ("x", "x2", "x3")
+    assert {s.yaxis or "y", p.yaxis or "y", z.yaxis or "y"} == {"y"}
     axis = fig.layout.coloraxis
     assert axis.colorscale == colorscale(plots.DIVERGING) and axis.cmin == -axis.cmax
     assert axis.cmax == pytest.approx(np.abs(scores[~mask]).max(), rel=1e-6)

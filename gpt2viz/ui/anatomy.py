@@ -198,8 +198,9 @@ def shapes(c: Component, sel: Selection) -> None:
             rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
                     for s in c.shapes.get(mode.value, ())]
+            decode_note = " (L = P + 1: the new token reads every cached key and its own)"
             st.caption(f"B = {values['B']}, T = {values['T']}, P = {values['P']}, L = {values['L']}"
-                       + (" (L = P + 1: the new token reads every cached key and its own)" if mode is Mode.DECODE else ""))
+                       + (decode_note if mode is Mode.DECODE else ""))
             if rows:
                 st.table(rows)
             else:

@@ -12,8 +12,8 @@ import streamlit as st
 from ..config import PRESETS
 from ..modes import Mode
 from ..tokenizer import TextError, encode
-from .text import code_span, plain
 from .cache import LoadedModel, cached_checkpoints, path_weights, random_weights, upload_weights
+from .text import code_span, plain
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
 MAX_TEXT_CHARS = 20_000
@@ -78,7 +78,8 @@ def controls() -> Selection:
     mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
                                 help="full: the whole text at once · training: dropout, loss, gradients · "
                                      "prefill: fill the KV cache · decode: the last token against the cache"))
-    block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
+    block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) \
+        if cfg.n_layer > 1 else 0
     head = int(steer.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
     steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)

@@ -111,7 +111,7 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
         layout["shapes"] += mask_cover(path, f"x{s}", f"y{s}", fillcolor=MASKED_GREY)
         layout["shapes"] += [dict(type="line", xref=f"x{s} domain", yref=f"y{s}", x0=0, x1=1, y0=r * T - 0.5,
                                   y1=r * T - 0.5, line=dict(color="white", width=3)) for r in range(1, len(heads))]
-    row_px = min(170, 70 + 12 * T)
+    row_px = max(min(170, 70 + 12 * T), 120 if rows == 1 else 0)  # one row (decode): room for the colour bar
     if not layout["shapes"]:
         del layout["shapes"]  # as plotly.py's checks leave an empty list
     return figure(data, dict(layout, **figure_layout(
@@ -155,15 +155,15 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
                                          category_axis(ylabels, "query", autorange="reversed"), top, 400)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
     # overlaps in an 800 px window; what the veils mean goes into the subtitle
-    bar = dict(thickness=10, xanchor="left", xpad=2, nticks=4, tickfont=dict(size=9), title=dict(side="top"))
+    bar = dict(thickness=10, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=9), title=dict(side="top"))
     panels = {"xaxis": (xaxis, SCORES), "xaxis2": (xaxis, PATTERN),
               "xaxis3": (dict(type="category", automargin=False, showticklabels=False), NORMS)}
     layout = {name: dict(axis, domain=list(domain), anchor="y") for name, (axis, domain) in panels.items()}
     edge = NORMS[1] + 0.02
     for name, scale, limits, (x, y, length), text in [
             ("coloraxis", DIVERGING, (-bound, bound), (SCORES[1] + 0.01, 0.42, 0.85), "score"),
-            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.38), "p"),
-            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.18, 0.38), "‖z‖")]:
+            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.44), "p"),
+            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.22, 0.44), "‖z‖")]:
         layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
                             colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
     notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
@@ -174,5 +174,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     if veil or grey:
         layout["shapes"] = veil + grey
     return figure(traces, dict(layout, **figure_layout(
-        title, height=clamp_height(top + 180 + 16 * T), subtitle=" · ".join(veiled) or None, margin=dict(margin, r=40),
+        # at least 150 px of plot: in decode (one query row) the stacked colour bars stay readable
+        title, height=clamp_height(top + margin["b"] + max(170, 30 + 16 * T)), subtitle=" · ".join(veiled) or None,
+        margin=dict(margin, r=40),
         yaxis=yaxis)))

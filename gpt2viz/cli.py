@@ -183,9 +183,25 @@ def cmd_shapes(a) -> int:
 
 
 def cmd_download(a) -> int:
-    from .download import download
+    """Fetch a checkpoint; progress on stderr, one line a file as it completes (a tty sees it grow)."""
+    from .download import describe, download
 
-    print(download(a.name))
+    shown: dict[str, int] = {}
+    line_open = [False]
+
+    def progress(file: str, done: int, size: int | None) -> None:
+        step = 100 * done // size if size else done >> 20  # percent, or MiB when the size is unknown
+        if shown.get(file) != step:
+            shown[file] = step
+            line_open[0] = not (size and done >= size)
+            print("\r" + describe(file, done, size), end="" if line_open[0] else "\n", file=sys.stderr, flush=True)
+
+    try:
+        print(download(a.name, progress))
+    except BaseException:
+        if line_open[0]:  # end the progress line, so the error stands on a line of its own
+            print(file=sys.stderr)
+        raise
     return 0
 
 

@@ -13,6 +13,7 @@ from ..config import PRESETS
 from ..modes import Mode
 from ..tokenizer import TextError, encode
 from .cache import LoadedModel, cached_checkpoints, path_weights, random_weights, upload_weights
+from .fetch import offer_download, select_fetched
 from .text import code_span, plain
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
@@ -168,9 +169,13 @@ def _cached_checkpoint_picker(sb) -> str | None:
     if not found:
         sb.info("No GPT-2 checkpoint in the Hugging Face cache. Put a model.safetensors there "
                 "(see the README), or choose Random.")
+        offer_download(sb, expanded=True)
         return None
     names = {c.name: c.path for c in found}
-    return names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
+    select_fetched(list(names))
+    path = names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
+    offer_download(sb, expanded=False)
+    return path
 
 
 def url_fallbacks(raw: dict[str, str], sel: Selection) -> list[str]:

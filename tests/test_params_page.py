@@ -58,3 +58,12 @@ def test_out_of_range_link_values_are_named_and_replaced():
     assert "n_head='many'" in notes and "vocab_size='1000000000000'" in notes
     # GPT-2 small's 12 blocks, 12 heads and vocabulary stand in: 50,257·384 + 256·384 + 12·(12·384² + 2·384) + 384
     assert "custom: 40,640,256 parameters · no biases" in subheaders(at)
+
+
+def test_shapes_and_costs_follow_the_link():
+    at = params_page(**(SHAKESPEARE | {"params_mode": "decode", "params_tokens": 20}))
+    assert not at.exception
+    assert "B=1 T=1 P=19 L=20; block 0 shown, every block is the same." in [c.value for c in at.caption]
+    costs_text = at.code[0].value
+    # KV cache after the step, fp32: 2 · n_layer · B · nh · L · dh · 4 = 2 × 6 × 1 × 6 × 20 × 64 × 4
+    assert "2 × 6 × 1 × 6 × 20 × 64 × 4 = 368,640 bytes" in costs_text

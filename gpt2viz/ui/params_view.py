@@ -11,7 +11,7 @@ from ..cli import shapes_report
 from ..config import LIMITS, PRESETS, GPT2Config, custom_config, get_config
 from ..modes import Mode
 from ..params import accounting_report
-from .state import MODE_LABELS, number
+from .state import number
 
 CUSTOM = "custom"
 CUSTOM_FIELDS = {"vocab_size": "Vocabulary V", "n_positions": "Context n_ctx", "n_embd": "Width d",
@@ -85,8 +85,9 @@ def _kept(notes: list[str], signature: tuple) -> list[str]:
 def shapes_and_costs(cfg: GPT2Config) -> None:
     """Every recorded tensor of one mode (block 0 for the blocks), then weights, cache and FLOPs."""
     left, right = st.columns([2, 1])
+    # a bound widget keeps its shown option in the URL: the options are shown as their URL values
     mode = left.segmented_control("Mode", [m.value for m in Mode], default=Mode.FULL.value, key="params_mode",
-                                  format_func=lambda m: MODE_LABELS[Mode(m)]) or Mode.FULL.value
+                                  bind="query-params") or Mode.FULL.value
     limit = min(cfg.n_positions, 1024)
     n = number(right, "Tokens (decode: cached P + 1)", 2, limit, min(8, limit), key="params_tokens")
     T, P = (None, n - 1) if mode == Mode.DECODE.value else (n, None)

@@ -61,6 +61,19 @@ def model_config(a):
     return custom_config(**sizes, bias=not a.no_bias, tied=not a.untied_head)
 
 
+def _recipe_options(p) -> None:
+    """One option per number of the demo model's Recipe (--seed, --steps, --n-head, ...)."""
+    from dataclasses import fields
+
+    from .demo_model import Recipe
+
+    kinds = {"int": int, "float": float, "str": str}
+    for f in fields(Recipe):
+        if str(getattr(f.type, "__name__", f.type)) in kinds:
+            kind = kinds[str(getattr(f.type, "__name__", f.type))]
+            p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default, help=f"default {f.default}")
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="gpt2viz", description="Record, count and shape every tensor GPT-2 computes.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -95,6 +108,11 @@ def build_parser() -> Parser:
     _no_dropout(p)
     _custom_config_flags(p)
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("train-demo", help="train the small demo model of assets/demo-model (about 20 min on 2 cores)")
+    _recipe_options(p)
+    p.add_argument("--out", help="where to write model.safetensors (default: the app's demo model)")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
@@ -182,6 +200,26 @@ def cmd_shapes(a) -> int:
     return 0
 
 
+def cmd_train_demo(a) -> int:
+    from dataclasses import fields
+    from pathlib import Path
+
+    import torch
+
+    from .demo_model import DEMO_PATH, Recipe, train_demo
+
+    recipe = Recipe(**{f.name: getattr(a, f.name) for f in fields(Recipe) if hasattr(a, f.name)})
+    if a.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {a.threads}")
+    torch.set_num_threads(a.threads)
+    out = Path(a.out) if a.out else DEMO_PATH
+    scores = train_demo(recipe, out, log=lambda line: print(line, flush=True))
+    (li, hi, ind), (lp, hp, prev) = scores.best("induction"), scores.best("previous")
+    print(f"wrote {out}: induction head block {li} head {hi} ({ind:.2f}), previous-token head block {lp} "
+          f"head {hp} ({prev:.2f}), loss {scores.loss_fresh:.2f} on fresh words, {scores.loss_repeated:.2f} on repeats")
+    return 0
+
+
 def cmd_download(a) -> int:
     """Fetch a checkpoint; progress on stderr, one line a file as it completes (a tty sees it grow)."""
     from .download import describe, download
@@ -206,7 +244,7 @@ def cmd_download(a) -> int:
 
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
-            "download": cmd_download}
+            "download": cmd_download, "train-demo": cmd_train_demo}
 
 
 def main(argv=None) -> int:

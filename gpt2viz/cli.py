@@ -108,7 +108,7 @@ def build_parser() -> Parser:
     _no_dropout(p)
     _custom_config_flags(p)
     p.add_argument("--json", action="store_true")
-    p = sub.add_parser("train-demo", help="train the small demo model of assets/demo-model (about 20 min on 2 cores)")
+    p = sub.add_parser("train-demo", help="train the small demo model (assets/demo-model/model.safetensors)")
     _recipe_options(p)
     p.add_argument("--out", help="where to write model.safetensors (default: the app's demo model)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")

@@ -8,7 +8,7 @@ tokenizer, trained in a compact copy whose token table holds only the training w
 then costs a fraction of a 50,257-way softmax); the export scatters the trained rows into a full
 50,257-row table whose other rows keep GPT-2's initialisation (those tokens were never seen).
 
-`python -m gpt2viz train-demo` reproduces assets/demo-model/model.safetensors. Shapes: B, T, nh, V.
+`python -m gpt2viz train-demo` writes assets/demo-model/model.safetensors. Shapes: B, T, nh, V.
 """
 
 import json
@@ -50,7 +50,7 @@ class Recipe:
     n_words: int = 2000  # the training vocabulary: GPT-2's first n_words " word" tokens
     # a curriculum, "steps x context x batch x words" per phase: short sequences of few words first,
     # where a head's target is one of a few positions and every word is seen often, then the full size
-    phases: str = "2000x16x128x100,1000x64x16x2000,500x256x8x2000"
+    phases: str = "1200x16x64x500,500x64x16x2000,250x256x8x2000"
     lr: float = 1e-2
     warmup: int = 100
     alternating: float = 0.3  # share of segments that alternate two words (A B A B ...): a head
@@ -252,6 +252,7 @@ def save_demo(model: GPT2, path: Path, recipe: Recipe, history: list[dict], scor
         "train_seconds": f"{seconds:.0f}",
         "train_cpu_seconds": f"{cpu_seconds:.0f}",  # summed over threads
         "torch": torch.__version__,
+        "threads": str(torch.get_num_threads()),
         "history": json.dumps(history),
         "heads": json.dumps({kind: scores.best(kind) for kind in ("induction", "previous")}),
         "loss_fresh": f"{scores.loss_fresh:.3f}",

@@ -66,7 +66,8 @@ class Recipe:
         try:
             schedule = [Phase(*(int(n) for n in p.split("x"))) for p in self.phases.split(",")]
         except (TypeError, ValueError):
-            raise ValueError(f"phases {self.phases!r}: expected steps x context x batch x words, comma-separated")
+            raise ValueError(f"phases {self.phases!r}: expected steps x context x batch x words, "
+                             "comma-separated") from None
         for p in schedule:
             if min(p.steps, p.batch) < 1 or not 4 <= p.context <= self.n_positions or not 2 <= p.words <= self.n_words:
                 raise ValueError(f"phase {p}: needs steps, batch >= 1, context 4..{self.n_positions}, "

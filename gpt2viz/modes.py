@@ -14,6 +14,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from .interventions import recorder
 from .model import GPT2, Dropout, no_dropout
 from .record import Recorder
 from .schema import GRAD_STREAMS, Mode, block_name
@@ -30,17 +31,22 @@ def as_batch(ids) -> torch.Tensor:
 
 
 def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True,
-        dropout: bool = True) -> Trace:
-    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all).
+        dropout: bool = True, interventions=()) -> Trace:
+    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all), with
+    `interventions` (interventions.py) made on the way; in DECODE the cache is built with them too.
     TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
     is the evaluation loss on the same text and no dropout masks are recorded."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
+    if interventions and mode is Mode.TRAINING:
+        raise ValueError("interventions run in full, prefill and decode, not in training")
     if mode is Mode.TRAINING:
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
         return _training(model, ids, names, drop, grads)
-    rec = Recorder(names)
+    if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
+        raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
+    rec = recorder(names, interventions, offset=ids.shape[1] - 1 if mode is Mode.DECODE else 0)
     with torch.no_grad():
         if mode is Mode.FULL:
             model(ids, rec)
@@ -50,16 +56,19 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
             P, T = 0, ids.shape[1]
         else:
             P, T = ids.shape[1] - 1, 1
-            _, past = prefill(model, ids[:, :P])
+            cache_rec = recorder((), interventions)
+            _, past = prefill(model, ids[:, :P], cache_rec)
             model(ids[:, P:], rec, past=past, use_cache=True)
+            rec.intervened = [*cache_rec.intervened, *rec.intervened]
     return _trace(model, mode, ids, P, T, rec)
 
 
-def prefill(model: GPT2, ids: torch.Tensor):
-    """(logits of the last position, KV cache) for ids [B, P], recording nothing; P may be 0."""
+def prefill(model: GPT2, ids: torch.Tensor, rec: Recorder | None = None):
+    """(logits of the last position, KV cache) for ids [B, P], recording nothing (unless `rec`
+    does); P may be 0."""
     if ids.shape[1] == 0:
         return None, None
-    logits, past = model(ids, use_cache=True, last_only=True)
+    logits, past = model(ids, rec, use_cache=True, last_only=True)
     return logits, past
 
 
@@ -122,7 +131,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool) -> Trace
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
     rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
     return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tuple(readable_tokens(rows[0])),
-                 P=P, T=T, tensors=rec.tensors, rows=rows)
+                 P=P, T=T, tensors=rec.tensors, rows=rows, intervened=tuple(dict.fromkeys(rec.intervened)))
 
 
 def decode_vs_full(model: GPT2, ids) -> float:

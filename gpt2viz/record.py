@@ -18,6 +18,8 @@ class Recorder:
     for gradients with respect to them.
     """
 
+    intervened = ()  # names an intervention changed (interventions.py): none here
+
     def __init__(self, names=None, keep_graph=()):
         self._patterns = None if names is None else tuple(names)
         self._wanted: dict[str, bool] = {}

@@ -1,0 +1,203 @@
+""""What if" experiments built on interventions: knock a part out, or patch one text's activations
+into another's run, and measure what the prediction at the last position does.
+
+Knock out: a head (its `attn.z`), a block's whole attention (`attn.out`, the update Δattn it adds to
+the stream), its MLP (`mlp.out`, Δmlp) or one neuron (`mlp.post`), replaced by zero or by its mean
+over the text's positions. A sweep knocks out every head (or every MLP) one at a time, several at
+once as rows of one batch.
+
+Patch (activation patching): run the corrupt text B with one activation taken from the clean text
+A's run, and see how much of the difference between the two runs' answers comes back. The metric is
+the logit difference of an answer pair (a, b) at the last position, m = logit_a − logit_b; the
+restored fraction of a patched run is (m_patched − m_B) / (m_A − m_B): 0 when the patch changes
+nothing, 1 when it gives A's answer margin back in full.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+from .interventions import InterveningRecorder, Intervention, block_of
+from .model import GPT2
+from .modes import Mode, run
+from .trace import Trace
+
+Progress = Callable[[int, int], None]  # (runs done, runs in all)
+PARTS = ("head", "attn", "mlp", "neuron")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The part to knock out: one head, a block's attention, its MLP, or one MLP neuron."""
+    block: int
+    part: str = "head"  # one of PARTS
+    index: int = 0  # the head, or the neuron; unused for attn and mlp
+
+    @property
+    def name(self) -> str:
+        short = {"head": "attn.z", "attn": "attn.out", "mlp": "mlp.out", "neuron": "mlp.post"}[self.part]
+        return f"blocks.{self.block}.{short}"
+
+    @property
+    def label(self) -> str:
+        return {"head": f"head {self.block}.{self.index}", "attn": f"block {self.block}'s attention",
+                "mlp": f"block {self.block}'s MLP", "neuron": f"neuron {self.index} of block {self.block}'s MLP"}[self.part]
+
+    def intervention(self, method: str, row: int | None = None) -> Intervention:
+        return Intervention(self.name, method, head=self.index if self.part == "head" else None,
+                            unit=self.index if self.part == "neuron" else None, row=row)
+
+    def check(self, cfg) -> None:
+        if self.part not in PARTS:
+            raise ValueError(f"unknown part {self.part!r}; choose one of {', '.join(PARTS)}")
+        if not 0 <= self.block < cfg.n_layer:
+            raise ValueError(f"block must be between 0 and {cfg.n_layer - 1}, got {self.block}")
+        top = {"head": cfg.n_head, "neuron": cfg.d_mlp}.get(self.part)
+        if top is not None and not 0 <= self.index < top:
+            raise ValueError(f"{self.part} must be between 0 and {top - 1}, got {self.index}")
+
+
+def knockout(model: GPT2, ids, target: Target, method: str, mode=Mode.FULL, names=None) -> Trace:
+    """The trace of `ids` with `target` knocked out by `method` (zero or mean)."""
+    target.check(model.config)
+    if method not in ("zero", "mean"):
+        raise ValueError(f"knock out with zero or mean, not {method!r}")
+    return run(model, ids, mode, names=names, interventions=[target.intervention(method)])
+
+
+# ---------------------------------------------------------------------------- reading two runs
+def log_probs(trace: Trace) -> torch.Tensor:
+    return torch.log_softmax(trace["logits"][0, -1], dim=-1)  # [V] at the last position
+
+
+def loss_per_position(trace: Trace) -> torch.Tensor:
+    """Cross-entropy of each next token [T-1] (position t predicts token t+1)."""
+    logits = trace["logits"][0]  # [T, V]
+    return F.cross_entropy(logits[:-1], torch.tensor(trace.token_ids[1:]), reduction="none")  # [T-1]
+
+
+def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, float]]:
+    """The k recorded tensors after the first intervened name whose values moved most, as
+    (name, ‖after − before‖ / ‖before‖), largest first."""
+    names = [n for n in after.names if n in before]
+    start = names.index(after.intervened[0]) + 1 if after.intervened else len(names)
+    moved = []
+    for name in names[start:]:
+        a, b = after[name].float(), before[name].float()
+        if a.shape == b.shape and name != "embed.pos":
+            moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
+    return sorted(moved, key=lambda m: -m[1])[:k]
+
+
+# ---------------------------------------------------------------------------- batched runs
+@torch.no_grad()
+def last_logits(model: GPT2, ids, interventions) -> torch.Tensor:
+    """Logits at the last position [R, V] of one run of `ids` [T] with row-specific interventions
+    (R rows; one row without any)."""
+    rec = InterveningRecorder(interventions, names=())
+    logits, _ = model(torch.as_tensor([list(ids)]), rec=rec, last_only=True)  # [R, 1, V]
+    return logits[:, -1]  # [R, V]
+
+
+def batched(model: GPT2, ids, rows: list[list[Intervention]], measure: Callable[[torch.Tensor], torch.Tensor],
+            batch: int, progress: Progress | None = None) -> torch.Tensor:
+    """measure(logits [R, V]) -> [R] for every row of interventions, `batch` rows a run; rows in one
+    run share their first block (those before it run once)."""
+    out = torch.empty(len(rows))
+    order = sorted(range(len(rows)), key=lambda r: min(block_of(iv.name)[0] or 0 for iv in rows[r]))
+    done = 0
+    while done < len(order):
+        first = min(block_of(iv.name)[0] or 0 for iv in rows[order[done]])
+        chunk = [r for r in order[done: done + batch]
+                 if min(block_of(iv.name)[0] or 0 for iv in rows[r]) == first]
+        ivs = [replace(iv, row=row) for row, r in enumerate(chunk) for iv in rows[r]]
+        out[chunk] = measure(last_logits(model, ids, ivs))
+        done += len(chunk)
+        if progress:
+            progress(done, len(rows))
+    return out
+
+
+def sweep(model: GPT2, ids, part: str, method: str, token: int, batch: int = 16,
+          progress: Progress | None = None) -> torch.Tensor:
+    """Knock out every head ([n_layer, n_head]) or every block's MLP or attention ([n_layer, 1]),
+    one at a time: the change in the log-probability of `token` at the last position."""
+    cfg = model.config
+    targets = [Target(b, part, h) for b in range(cfg.n_layer) for h in range(cfg.n_head if part == "head" else 1)]
+    targets[0].check(cfg)
+    if method not in ("zero", "mean"):
+        raise ValueError(f"knock out with zero or mean, not {method!r}")
+    clean = torch.log_softmax(last_logits(model, ids, ())[0], -1)[token]
+
+    def effect(logits):  # [R, V] -> [R]
+        return torch.log_softmax(logits, -1)[:, token] - clean
+    rows = [[t.intervention(method)] for t in targets]
+    return batched(model, ids, rows, effect, batch, progress).view(cfg.n_layer, -1)  # [n_layer, nh or 1]
+
+
+# ---------------------------------------------------------------------------- patching
+@dataclass(frozen=True)
+class Patching:
+    """Patching A (clean) into B (corrupt): restored fractions per (block, position) and per (block, head)."""
+    answers: tuple[int, int]  # (a, b): the metric is logit_a − logit_b at the last position
+    clean_diff: float  # m_A
+    corrupt_diff: float  # m_B
+    resid: torch.Tensor  # [n_layer, T] patching resid_pre at (block, position)
+    heads: torch.Tensor  # [n_layer, nh] patching attn.z of one head, every position
+
+    @property
+    def nbytes(self) -> int:
+        return (self.resid.numel() + self.heads.numel()) * 4
+
+
+PATCH_NAMES = ("blocks.*.resid_pre", "blocks.*.attn.z", "logits")
+
+
+def patch_sources(model: GPT2, clean_ids) -> Trace:
+    """The clean run's tensors that patching takes: resid_pre and attn.z of every block."""
+    return run(model, list(clean_ids), Mode.FULL, names=PATCH_NAMES)
+
+
+def logit_diff(logits: torch.Tensor, answers: tuple[int, int]) -> torch.Tensor:
+    return logits[..., answers[0]] - logits[..., answers[1]]
+
+
+def restored(m: torch.Tensor, clean: float, corrupt: float) -> torch.Tensor:
+    """(m − m_B) / (m_A − m_B); NaN where A and B give the pair the same margin (nothing to restore)."""
+    gap = clean - corrupt
+    return (m - corrupt) / gap if gap != 0 else torch.full_like(m, float("nan"))
+
+
+def default_answers(clean_logits: torch.Tensor, corrupt_logits: torch.Tensor) -> tuple[int, int]:
+    """(A's top next token, B's top next token); when both runs pick the same token, B's best other one."""
+    a = int(clean_logits.argmax())
+    top2 = corrupt_logits.topk(2).indices.tolist()
+    return a, top2[1] if top2[0] == a else top2[0]
+
+
+def patch(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int] | None = None, batch: int = 16,
+          progress: Progress | None = None) -> Patching:
+    """Patch every (block, position) of resid_pre, then every head's attn.z, from A into B.
+    answers: default_answers unless given."""
+    clean_ids, corrupt_ids = list(clean_ids), list(corrupt_ids)
+    if len(clean_ids) != len(corrupt_ids):
+        raise ValueError(f"patching needs texts of equal length in tokens: {len(clean_ids)} and {len(corrupt_ids)}")
+    cfg, T = model.config, len(clean_ids)
+    source = patch_sources(model, clean_ids)
+    clean_logits = source["logits"][0, -1]  # [V]
+    corrupt_logits = last_logits(model, corrupt_ids, ())[0]  # [V]
+    answers = answers or default_answers(clean_logits, corrupt_logits)
+    m_a, m_b = float(logit_diff(clean_logits, answers)), float(logit_diff(corrupt_logits, answers))
+    resid = [[Intervention(f"blocks.{b}.resid_pre", "patch", position=p, source=source.get("resid_pre", b))]
+             for b in range(cfg.n_layer) for p in range(T)]
+    heads = [[Intervention(f"blocks.{b}.attn.z", "patch", head=h, source=source.get("attn.z", b))]
+             for b in range(cfg.n_layer) for h in range(cfg.n_head)]
+    n = len(resid) + len(heads)
+
+    def measure(logits):  # [R, V] -> [R]
+        return restored(logit_diff(logits, answers), m_a, m_b)
+    r = batched(model, corrupt_ids, resid, measure, batch, progress and (lambda i, _: progress(i, n)))
+    h = batched(model, corrupt_ids, heads, measure, batch, progress and (lambda i, _: progress(len(resid) + i, n)))
+    return Patching(answers, m_a, m_b, r.view(cfg.n_layer, T), h.view(cfg.n_layer, cfg.n_head))

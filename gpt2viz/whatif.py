@@ -13,6 +13,7 @@ restored fraction of a patched run is (m_patched − m_B) / (m_A − m_B): 0 whe
 nothing, 1 when it gives A's answer margin back in full.
 """
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from .interventions import InterveningRecorder, Intervention, block_of
 from .model import GPT2
 from .modes import Mode, run
+from .tokenizer import readable, readable_tokens
 from .trace import Trace
 
 Progress = Callable[[int, int], None]  # (runs done, runs in all)
@@ -201,3 +203,43 @@ def patch(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int] | None =
     r = batched(model, corrupt_ids, resid, measure, batch, progress and (lambda i, _: progress(i, n)))
     h = batched(model, corrupt_ids, heads, measure, batch, progress and (lambda i, _: progress(len(resid) + i, n)))
     return Patching(answers, m_a, m_b, r.view(cfg.n_layer, T), h.view(cfg.n_layer, cfg.n_head))
+
+
+# ---------------------------------------------------------------------------- reports (CLI JSON)
+def _finite(x: float) -> float | None:
+    return None if math.isnan(x) else round(float(x), 6)  # NaN (nothing to restore) as null
+
+
+def _top(probs: torch.Tensor, k: int) -> list[dict]:
+    top = probs.topk(k)
+    return [{"id": int(i), "token": readable(int(i)), "prob": _finite(p)} for p, i in zip(*top)]
+
+
+def ablation_report(model: GPT2, ids, target: Target, method: str, k: int = 5) -> dict:
+    """What knocking out `target` does to the prediction at the last position and to the loss."""
+    before = run(model, list(ids), Mode.FULL)
+    after = knockout(model, list(ids), target, method)
+    p_before, p_after = log_probs(before).exp(), log_probs(after).exp()  # [V]
+    top = int(p_before.argmax())
+    loss_before, loss_after = loss_per_position(before), loss_per_position(after)  # [T-1]
+    return {"model": before.model, "tokens": list(before.tokens), "method": method,
+            "target": {"block": target.block, "part": target.part, "index": target.index, "name": target.name},
+            "top_before": _top(p_before, k), "top_after": _top(p_after, k),
+            "top_token": {"id": top, "token": readable(top), "prob_before": _finite(p_before[top]),
+                          "prob_after": _finite(p_after[top]),
+                          "logit_change": _finite(after["logits"][0, -1, top] - before["logits"][0, -1, top])},
+            "loss_before": _finite(loss_before.mean()) if len(ids) > 1 else None,
+            "loss_after": _finite(loss_after.mean()) if len(ids) > 1 else None,
+            "changed_most": [{"name": n, "relative_change": _finite(c)} for n, c in changed_most(before, after, k)]}
+
+
+def patching_report(model: GPT2, clean_ids, corrupt_ids, batch: int = 16) -> dict:
+    """Patching A (clean) into B (corrupt), every (block, position) of resid_pre and every head's attn.z."""
+    p = patch(model, clean_ids, corrupt_ids, batch=batch)
+    return {"model": model.config.name, "clean_tokens": readable_tokens(clean_ids),
+            "corrupt_tokens": readable_tokens(corrupt_ids),
+            "answers": [{"id": a, "token": readable(a)} for a in p.answers],
+            "metric": "logit[answers[0]] - logit[answers[1]] at the last position",
+            "clean_logit_diff": _finite(p.clean_diff), "corrupt_logit_diff": _finite(p.corrupt_diff),
+            "restored": {"resid_pre": [[_finite(v) for v in row] for row in p.resid.tolist()],
+                         "attn_z": [[_finite(v) for v in row] for row in p.heads.tolist()]}}

@@ -42,6 +42,8 @@ PAGES = (
     PageRow("generation", "Generation, step by step", ":material/play_arrow:", "Classroom", charts=3),
     PageRow("training", "Training internals", ":material/school:", "Classroom", charts=3),
     PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=1),
+    PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
+    PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
     PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
     PageRow("about", "About", ":material/info:", "Reference"),

@@ -105,20 +105,17 @@ def last_logits(model: GPT2, ids, interventions) -> torch.Tensor:
 
 def batched(model: GPT2, ids, rows: list[list[Intervention]], measure: Callable[[torch.Tensor], torch.Tensor],
             batch: int, progress: Progress | None = None) -> torch.Tensor:
-    """measure(logits [R, V]) -> [R] for every row of interventions, `batch` rows a run; rows in one
-    run share their first block (those before it run once)."""
+    """measure(logits [R, V]) -> [R] for every row of interventions, `batch` rows a run. Rows are
+    taken in the order of the first block they touch, and a run computes the blocks before its
+    rows' first block once, not once a row."""
     out = torch.empty(len(rows))
     order = sorted(range(len(rows)), key=lambda r: min(block_of(iv.name)[0] or 0 for iv in rows[r]))
-    done = 0
-    while done < len(order):
-        first = min(block_of(iv.name)[0] or 0 for iv in rows[order[done]])
-        chunk = [r for r in order[done: done + batch]
-                 if min(block_of(iv.name)[0] or 0 for iv in rows[r]) == first]
+    for start in range(0, len(order), batch):
+        chunk = order[start:start + batch]
         ivs = [replace(iv, row=row) for row, r in enumerate(chunk) for iv in rows[r]]
         out[chunk] = measure(last_logits(model, ids, ivs))
-        done += len(chunk)
         if progress:
-            progress(done, len(rows))
+            progress(start + len(chunk), len(rows))
     return out
 
 

@@ -272,3 +272,21 @@ def test_upload_says_the_cap_the_server_enforces(context, base):
         assert "Up to 700 MB per file" in sidebar and "1GB" not in sidebar
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("path,button,must_see,min_charts", [
+    ("whatif?model=tiny&block=1&head=2&part=head&method=mean", "Sweep every head", "each head knocked out", 4),
+    ("patch?model=tiny&text=Mary+gave+John+a&text_b=John+gave+Mary+a&block=1&head=1", "Patch A into B",
+     "Patching one head", 6),
+])
+def test_whatif_buttons_draw_their_maps(context, base, path, button, must_see, min_charts):
+    """The deep link restores the view; the sweep and patch buttons run (with a progress bar) and draw."""
+    page = open_view(context, base, path, min_charts - 1 if "whatif" in path else min_charts - 2)
+    try:
+        page.get_by_role("button", name=button).click()
+        wait_rendered(page, min_charts, must_see=must_see)
+        screenshot(page, path.split("?")[0] + "-clicked")
+        assert exceptions(page) == []
+        assert page.locator(CHART).count() >= min_charts
+    finally:
+        page.close()

@@ -170,32 +170,39 @@ def test_trace_keeps_what_was_intervened_on(tiny, tmp_path):
 
 
 # ---------------------------------------------------------------------------- TransformerLens
-def _hooked(hf):
-    """A HookedTransformer with the weights of `hf` (a transformers GPT-2), as TransformerLens converts them."""
+def _hooked(hf, path):
+    """TransformerLens on the weights of `hf` (a transformers GPT-2 saved at `path`), with its hook
+    names: a TransformerBridge (TransformerLens 4) without weight processing, or a
+    HookedTransformer (TransformerLens 3) with the weights converted as TransformerLens converts them."""
     tl = pytest.importorskip("transformer_lens")
     try:
-        from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights
-    except ImportError:
+        from transformer_lens.model_bridge import TransformerBridge
+    except ImportError:  # TransformerLens 3
         from transformer_lens.loading_from_pretrained import convert_gpt2_weights
-    c = hf.config
-    cfg = tl.HookedTransformerConfig(n_layers=c.n_layer, d_model=c.n_embd, n_heads=c.n_head,
-                                     d_head=c.n_embd // c.n_head, d_mlp=4 * c.n_embd, d_vocab=c.vocab_size,
-                                     n_ctx=c.n_positions, act_fn="gelu_new", normalization_type="LN",
-                                     eps=c.layer_norm_epsilon)
-    model = tl.HookedTransformer(cfg)
-    model.load_state_dict(convert_gpt2_weights(hf, cfg), strict=False)
-    return model.eval()
+        c = hf.config
+        cfg = tl.HookedTransformerConfig(n_layers=c.n_layer, d_model=c.n_embd, n_heads=c.n_head,
+                                         d_head=c.n_embd // c.n_head, d_mlp=4 * c.n_embd, d_vocab=c.vocab_size,
+                                         n_ctx=c.n_positions, act_fn="gelu_new", normalization_type="LN",
+                                         eps=c.layer_norm_epsilon)
+        model = tl.HookedTransformer(cfg)
+        model.load_state_dict(convert_gpt2_weights(hf, cfg), strict=False)
+        return model.eval()
+    bridge = TransformerBridge.boot_transformers(str(path), hf_model=hf)
+    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)  # legacy hook names, raw weights
+    return bridge
 
 
-def test_against_transformer_lens(hf_pair):
+def test_against_transformer_lens(hf_dir, hf_pair):
     """Zero-ablating hook_z of one head ([batch, pos, head, d_head] there) and patching
     hook_resid_pre mean in TransformerLens what knocking out attn.z and patching resid_pre mean here."""
     hf, ours = hf_pair
-    hooked = _hooked(hf)
+    hooked = _hooked(hf, hf_dir[1])
     a, b = torch.tensor([A]), torch.tensor([B])
+    assert len(A) != hf.config.n_head  # hook_z is [batch, pos, head, d_head]: the axes must not be confusable
 
     def zero_head(z, hook):
-        z[:, :, 1] = 0
+        z = z.clone()
+        z[:, :, 1] = 0  # head 1, every position
         return z
     with torch.no_grad():
         want = hooked.run_with_hooks(a, fwd_hooks=[("blocks.2.attn.hook_z", zero_head)])

@@ -81,15 +81,15 @@ def loss_per_position(trace: Trace) -> torch.Tensor:
 
 
 def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, float]]:
-    """The k recorded tensors after the first intervened name whose values moved most, as
-    (name, ‖after − before‖ / ‖before‖), largest first."""
-    names = [n for n in after.names if n in before]
-    start = names.index(after.intervened[0]) + 1 if after.intervened else len(names)
+    """The k tensors recorded in both runs, other than those intervened on, whose values moved most,
+    as (name, ‖after − before‖ / ‖before‖), largest first. Tensors computed before the intervention
+    are equal bit for bit, so only later ones appear."""
     moved = []
-    for name in names[start:]:
-        a, b = after[name].float(), before[name].float()
-        if a.shape == b.shape and name != "embed.pos":
-            moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
+    for name in after.names:
+        if name in before and name not in after.intervened and after[name].shape == before[name].shape:
+            a, b = after[name].float(), before[name].float()
+            if not torch.equal(a, b):
+                moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
     return sorted(moved, key=lambda m: -m[1])[:k]
 
 

@@ -11,6 +11,7 @@ from gpt2viz.modes import Mode, run
 from gpt2viz.tokenizer import encode
 from gpt2viz.whatif import (
     Target,
+    changed_most,
     default_answers,
     knockout,
     last_logits,
@@ -216,3 +217,13 @@ def test_against_transformer_lens(hf_dir, hf_pair):
     source = run(ours, A)
     got = run(ours, B, interventions=[Intervention("blocks.1.resid_pre", "patch", source=source["blocks.1.resid_pre"])])
     assert torch.allclose(got["logits"], want, atol=1e-4)
+
+
+def test_changed_most_lists_only_tensors_after_the_knockout(tiny):
+    clean, knocked = run(tiny, A), knockout(tiny, A, Target(1, "head", 0), "zero")
+    moved = changed_most(clean, knocked, k=1000)
+    names = [n for n, _ in moved]
+    assert names and all(n.startswith(("blocks.1.", "ln_f.", "logits")) for n in names)
+    assert "blocks.1.attn.z" not in names and "blocks.1.attn.merged" in names
+    assert "blocks.1.attn.pattern" not in names  # computed before z: unchanged
+    assert [c for _, c in moved] == sorted((c for _, c in moved), reverse=True)

@@ -26,7 +26,7 @@ from ..whatif import (
     sweep,
 )
 from .anatomy import plot
-from .cache import get_trace, run_bytes, trace_cache
+from .cache import get_trace, records_everything, run_bytes, trace_cache
 from .state import View, number
 from .text import code_span
 
@@ -106,14 +106,24 @@ def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], str | None]:
 
 
 # ---------------------------------------------------------------------------- cached runs
+# what the pages read when a full recording would not fit the budget (long texts on big models)
+NEEDS = ("blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "blocks.*.attn.pattern", "logits")
+
+
+def _names(view: View, n_tokens: int) -> tuple[str, ...] | None:
+    return None if records_everything(view.weights, n_tokens, Mode.FULL) else NEEDS
+
+
 def clean_trace(view: View, ids: tuple[int, ...] | None = None) -> Trace:
-    return get_trace(view.weights, view.ids if ids is None else ids, Mode.FULL, view.weights.seed)
+    return get_trace(view.weights, view.ids if ids is None else ids, Mode.FULL, view.weights.seed, NEEDS)
 
 
 def knocked_trace(view: View, target: Target, method: str) -> Trace:
-    key = ("knockout", view.weights.key, view.ids, target, method)
-    return trace_cache().get_or_compute(key, lambda: knockout(view.weights.model, list(view.ids), target, method),
-                                        estimate=run_bytes(view.weights, len(view.ids), Mode.FULL, None))
+    names = _names(view, len(view.ids))
+    key = ("knockout", view.weights.key, view.ids, target, method, names)
+    return trace_cache().get_or_compute(
+        key, lambda: knockout(view.weights.model, list(view.ids), target, method, names=names),
+        estimate=run_bytes(view.weights, len(view.ids), Mode.FULL, names))
 
 
 def rows_per_run(view: View, n_tokens: int, most: int) -> int:

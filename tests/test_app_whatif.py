@@ -100,3 +100,11 @@ def test_patch_page_says_when_lengths_differ():
 def test_patch_page_empty_text_b_is_said():
     at = open_page("patch.py", text_b=" ")
     assert not at.exception and "Text B" in text_of(at)
+
+
+def test_patch_page_bounds_the_number_of_runs():
+    long = " ".join(["word"] * 70)
+    at = open_page("patch.py", text=long, text_b=long)
+    assert not at.exception
+    assert "patches texts of up to 64 tokens" in text_of(at)
+    assert all(b.key != "run_patch" for b in at.get("button"))

@@ -34,6 +34,7 @@ from .text import code_span
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
 METHODS = {"zero": "zero", "mean": "mean over positions"}
 DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"
+MAX_PATCH_TOKENS = 64  # patching every (block, position) takes n_layer x T runs
 SWEEP_SHARE = 4  # a sweep's batch may hold at most 1/4 of the trace budget
 TOP_K = 10
 
@@ -242,6 +243,10 @@ def patching_section(view: View, a: Trace, b: Trace) -> None:
                 f"(A's top next token against B's{' other best' if answers[1] != int(b['logits'][0, -1].argmax()) else ''}"
                 " top one). Each cell runs B with one activation taken from A's run and shows the **restored fraction** "
                 "(m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's margin is back in full.")
+    if len(b.token_ids) > MAX_PATCH_TOKENS:
+        st.warning(f"Patching every (block, position) takes {view.config.n_layer} × {len(b.token_ids)} runs; this "
+                   f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")
+        return
     pressed = st.button(f"Patch A into B ({view.config.n_layer} × {len(view.ids)} positions, then "
                         f"{view.config.n_layer} × {view.config.n_head} heads)", key="run_patch")
     if not requested(("patch", view.weights.key, view.ids, b.token_ids), pressed):

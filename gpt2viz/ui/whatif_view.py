@@ -239,10 +239,12 @@ def side_by_side(view: View, a: Trace, b: Trace) -> None:
 def patching_section(view: View, a: Trace, b: Trace) -> None:
     answers = default_answers(a["logits"][0, -1], b["logits"][0, -1])
     ta, tb = (code_span(readable(t)) for t in answers)
-    st.markdown(f"Metric: the logit difference m = logit({ta}) − logit({tb}) at the last position "
-                f"(A's top next token against B's{' other best' if answers[1] != int(b['logits'][0, -1].argmax()) else ''}"
-                " top one). Each cell runs B with one activation taken from A's run and shows the **restored fraction** "
-                "(m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's margin is back in full.")
+    against = ("B's best other token (both texts' top token is the same)"
+               if answers[1] != int(b["logits"][0, -1].argmax()) else "B's top token")
+    st.markdown(f"Metric: the logit difference m = logit({ta}) − logit({tb}) at the last position (A's top next "
+                f"token against {against}). Each cell runs B with one activation taken from A's run and shows the "
+                "**restored fraction** (m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's "
+                "margin is back in full.")
     if len(b.token_ids) > MAX_PATCH_TOKENS:
         st.warning(f"Patching every (block, position) takes {view.config.n_layer} × {len(b.token_ids)} runs; this "
                    f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")

@@ -199,6 +199,9 @@ def before_after(clean: Trace, knocked: Trace, label: str) -> None:
 
 
 def changed_table(clean: Trace, knocked: Trace) -> None:
+    st.caption("The knocked-out run's trace records the values after the change, and that it changed "
+               + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
+               "bit for bit; below, the tensors after it that moved most.")
     rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
             for name, c in changed_most(clean, knocked)]
     st.dataframe(rows, hide_index=True, width="stretch")

@@ -227,3 +227,10 @@ def test_changed_most_lists_only_tensors_after_the_knockout(tiny):
     assert "blocks.1.attn.z" not in names and "blocks.1.attn.merged" in names
     assert "blocks.1.attn.pattern" not in names  # computed before z: unchanged
     assert [c for _, c in moved] == sorted((c for _, c in moved), reverse=True)
+
+
+def test_a_run_without_interventions_uses_the_plain_recorder():
+    from gpt2viz.interventions import InterveningRecorder, recorder
+    from gpt2viz.record import Recorder
+    assert type(recorder(None, ())) is Recorder and type(recorder((), [])) is Recorder
+    assert isinstance(recorder(None, [Intervention("logits")]), InterveningRecorder)

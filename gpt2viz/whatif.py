@@ -22,7 +22,8 @@ import torch.nn.functional as F
 
 from .interventions import InterveningRecorder, Intervention, block_of
 from .model import GPT2
-from .modes import Mode, run
+from .modes import run
+from .schema import Mode
 from .tokenizer import readable, readable_tokens
 from .trace import Trace
 
@@ -44,8 +45,9 @@ class Target:
 
     @property
     def label(self) -> str:
-        return {"head": f"head {self.block}.{self.index}", "attn": f"block {self.block}'s attention",
-                "mlp": f"block {self.block}'s MLP", "neuron": f"neuron {self.index} of block {self.block}'s MLP"}[self.part]
+        b, i = self.block, self.index
+        return {"head": f"head {b}.{i}", "attn": f"block {b}'s attention", "mlp": f"block {b}'s MLP",
+                "neuron": f"neuron {i} of block {b}'s MLP"}[self.part]
 
     def intervention(self, method: str, row: int | None = None) -> Intervention:
         return Intervention(self.name, method, head=self.index if self.part == "head" else None,

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from gpt2viz.interventions import Intervention
-from gpt2viz.modes import Mode, run
+from gpt2viz.modes import run
+from gpt2viz.schema import Mode
 from gpt2viz.tokenizer import encode
 from gpt2viz.whatif import (
     Target,
@@ -16,6 +17,7 @@ from gpt2viz.whatif import (
     knockout,
     last_logits,
     log_probs,
+    logit_diff,
     patch,
     restored,
     sweep,
@@ -117,13 +119,13 @@ def test_restored_fraction_is_0_and_1_at_the_ends(tiny):
     a, b = run(tiny, A), run(tiny, B)
     answers = default_answers(a["logits"][0, -1], b["logits"][0, -1])
     assert answers[0] == int(a["logits"][0, -1].argmax()) and answers[0] != answers[1]
-    diff = lambda logits: logits[..., answers[0]] - logits[..., answers[1]]
-    m_a, m_b = float(diff(a["logits"][0, -1])), float(diff(b["logits"][0, -1]))
+    m_a, m_b = float(logit_diff(a["logits"][0, -1], answers)), float(logit_diff(b["logits"][0, -1], answers))
     every = [Intervention("blocks.0.resid_pre", "patch", position=p, source=a["blocks.0.resid_pre"])
              for p in range(len(A))]
     patched = last_logits(tiny, B, every)[0]
-    assert float(restored(diff(patched), m_a, m_b)) == pytest.approx(1.0, abs=1e-5)
-    assert float(restored(diff(last_logits(tiny, B, ())[0]), m_a, m_b)) == pytest.approx(0.0, abs=1e-5)
+    assert float(restored(logit_diff(patched, answers), m_a, m_b)) == pytest.approx(1.0, abs=1e-5)
+    unpatched = last_logits(tiny, B, ())[0]
+    assert float(restored(logit_diff(unpatched, answers), m_a, m_b)) == pytest.approx(0.0, abs=1e-5)
 
 
 def test_patch_grid(tiny):

@@ -11,7 +11,7 @@ import streamlit as st
 import torch
 
 from .. import plots
-from ..modes import Mode
+from ..schema import Mode
 from ..tokenizer import TextError, encode, readable
 from ..trace import Trace
 from ..whatif import (

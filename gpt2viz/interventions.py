@@ -126,6 +126,14 @@ class InterveningRecorder(Recorder):
         return super().__call__(name, x)
 
 
+def check_reached(interventions, intervened) -> None:
+    """Raise if an intervention's name never came through the recorder (not a recording point of
+    this run, e.g. attn.k_cache in FULL): it would otherwise change nothing, silently."""
+    missed = sorted({iv.name for iv in interventions} - set(intervened))
+    if missed:
+        raise ValueError(f"no recording point {', '.join(missed)} in this run: nothing was changed there")
+
+
 def recorder(names=None, interventions=(), offset: int = 0) -> Recorder:
     """The plain Recorder when there is nothing to change; else an InterveningRecorder."""
     return InterveningRecorder(interventions, names, offset) if interventions else Recorder(names)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from .interventions import recorder
+from .interventions import check_reached, recorder
 from .model import GPT2, Dropout, no_dropout
 from .record import Recorder
 from .schema import GRAD_STREAMS, Mode, block_name
@@ -60,6 +60,7 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
             _, past = prefill(model, ids[:, :P], cache_rec)
             model(ids[:, P:], rec, past=past, use_cache=True)
             rec.intervened = [*cache_rec.intervened, *rec.intervened]
+    check_reached(interventions, rec.intervened)
     return _trace(model, mode, ids, P, T, rec)
 
 

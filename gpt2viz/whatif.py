@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
-from .interventions import InterveningRecorder, Intervention, block_of
+from .interventions import InterveningRecorder, Intervention, block_of, check_reached
 from .model import GPT2
 from .modes import run
 from .schema import Mode
@@ -102,6 +102,7 @@ def last_logits(model: GPT2, ids, interventions) -> torch.Tensor:
     (R rows; one row without any)."""
     rec = InterveningRecorder(interventions, names=())
     logits, _ = model(torch.as_tensor([list(ids)]), rec=rec, last_only=True)  # [R, 1, V]
+    check_reached(interventions, rec.intervened)
     return logits[:, -1]  # [R, V]
 
 

@@ -160,6 +160,13 @@ def test_bad_interventions_say_what_is_wrong(bad, match):
         bad()
 
 
+def test_an_intervention_where_nothing_is_recorded_is_refused(tiny):
+    with pytest.raises(ValueError, match="no recording point blocks.0.attn.k_cache"):
+        run(tiny, A, interventions=[Intervention("blocks.0.attn.k_cache", "zero")])
+    with pytest.raises(ValueError, match="no recording point blocks.9.attn.z"):
+        last_logits(tiny, A, [Intervention("blocks.9.attn.z", "zero", head=0)])
+
+
 def test_mean_in_decode_is_refused(tiny):
     with pytest.raises(ValueError, match="full mode"):
         knockout(tiny, A, Target(0, "head", 0), "mean", mode=Mode.DECODE)

@@ -5,6 +5,7 @@ import base64
 import json
 
 import numpy as np
+import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -109,3 +110,13 @@ def test_patch_page_bounds_the_number_of_runs():
     assert not at.exception
     assert "patches texts of up to 64 tokens" in text_of(at)
     assert all(b.key != "run_patch" for b in at.get("button"))
+
+
+@pytest.mark.parametrize("part,name", [("attention", "blocks.1.attn.out"), ("MLP", "blocks.1.mlp.out"),
+                                       ("neuron", "blocks.1.mlp.post")])
+def test_whatif_knocks_out_each_part(part, name):
+    at = open_page("whatif.py", block=1, part=part, neuron=7)
+    assert not at.exception
+    shown = text_of(at)
+    assert f"that it changed `{name}`" in shown
+    assert part != "neuron" or "neuron 7 of" in shown

@@ -27,7 +27,7 @@ from ..whatif import (
 )
 from .anatomy import plot
 from .cache import get_trace, records_everything, run_bytes, trace_cache
-from .state import View, number
+from .state import Selection, number
 from .text import code_span
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
@@ -59,16 +59,16 @@ class Grid:
 
 
 # ---------------------------------------------------------------------------- controls
-def stop_without_text(view: View, error_b: str | None = None) -> None:
+def stop_without_text(sel: Selection, error_b: str | None = None) -> None:
     """Say why there is nothing to run (an empty text A or B), and stop the page; then the weights note."""
-    if view.text_error or error_b:
-        st.warning(view.text_error or f"Text B: {error_b}", icon=":material/edit:")
+    if sel.text_error or error_b:
+        st.warning(sel.text_error or f"Text B: {error_b}", icon=":material/edit:")
         st.stop()
-    if view.weights.random:
+    if sel.weights.random:
         st.info(RANDOM_WEIGHTS_NOTE, icon=":material/casino:")
 
 
-def target_controls(view: View) -> tuple[Target, str]:
+def target_controls(sel: Selection) -> tuple[Target, str]:
     """Part and method (and neuron) pickers, URL-bound; block and head come from the sidebar."""
     cols = st.columns([3, 2, 2])
     part = PARTS[cols[0].radio("Knock out", list(PARTS), horizontal=True, key="part", bind="query-params",
@@ -76,10 +76,10 @@ def target_controls(view: View) -> tuple[Target, str]:
                                     "MLP: the block's MLP update · neuron: one MLP neuron")]
     method = cols[1].radio("Replace by", list(METHODS), horizontal=True, key="method", bind="query-params",
                            help="zero, or the mean over the text's positions")
-    index = view.head
+    index = sel.head
     if part == "neuron":
-        index = number(cols[2], "Neuron", 0, view.config.d_mlp - 1, 0, key="neuron")
-    return Target(view.block, part, index), method
+        index = number(cols[2], "Neuron", 0, sel.config.d_mlp - 1, 0, key="neuron")
+    return Target(sel.block, part, index), method
 
 
 def what_is_replaced(target: Target, method: str, T: int) -> str:
@@ -111,25 +111,25 @@ def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], str | None]:
 NEEDS = ("blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "blocks.*.attn.pattern", "logits")
 
 
-def _names(view: View, n_tokens: int) -> tuple[str, ...] | None:
-    return None if records_everything(view.weights, n_tokens, Mode.FULL) else NEEDS
+def _names(sel: Selection, n_tokens: int) -> tuple[str, ...] | None:
+    return None if records_everything(sel.weights, n_tokens, Mode.FULL) else NEEDS
 
 
-def clean_trace(view: View, ids: tuple[int, ...] | None = None) -> Trace:
-    return get_trace(view.weights, view.ids if ids is None else ids, Mode.FULL, view.weights.seed, NEEDS)
+def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
+    return get_trace(sel.weights, sel.ids if ids is None else ids, Mode.FULL, sel.weights.seed, NEEDS)
 
 
-def knocked_trace(view: View, target: Target, method: str) -> Trace:
-    names = _names(view, len(view.ids))
-    key = ("knockout", view.weights.key, view.ids, target, method, names)
+def knocked_trace(sel: Selection, target: Target, method: str) -> Trace:
+    names = _names(sel, len(sel.ids))
+    key = ("knockout", sel.weights.key, sel.ids, target, method, names)
     return trace_cache().get_or_compute(
-        key, lambda: knockout(view.weights.model, list(view.ids), target, method, names=names),
-        estimate=run_bytes(view.weights, len(view.ids), Mode.FULL, names))
+        key, lambda: knockout(sel.weights.model, list(sel.ids), target, method, names=names),
+        estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
 
 
-def rows_per_run(view: View, n_tokens: int, most: int) -> int:
+def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
     """How many rows a batched run may have: at most `most`, within 1/SWEEP_SHARE of the budget."""
-    per_row = run_bytes(view.weights, n_tokens, Mode.FULL, ("logits",))
+    per_row = run_bytes(sel.weights, n_tokens, Mode.FULL, ("logits",))
     return max(1, min(most, trace_cache().budget // SWEEP_SHARE // per_row))
 
 
@@ -138,26 +138,26 @@ def _progress(label: str):
     return lambda done, total: bar.progress(done / total, text=f"{label}: {done} of {total} runs")
 
 
-def sweep_grid(view: View, part: str, method: str, token: int) -> Grid:
-    cfg = view.config
-    batch = rows_per_run(view, len(view.ids), cfg.n_head)
-    key = ("sweep", view.weights.key, view.ids, part, method, token)
+def sweep_grid(sel: Selection, part: str, method: str, token: int) -> Grid:
+    cfg = sel.config
+    batch = rows_per_run(sel, len(sel.ids), cfg.n_head)
+    key = ("sweep", sel.weights.key, sel.ids, part, method, token)
     n = cfg.n_layer * (cfg.n_head if part == "head" else 1)
 
     def compute():
-        values = sweep(view.weights.model, list(view.ids), part, method, token, batch,
+        values = sweep(sel.weights.model, list(sel.ids), part, method, token, batch,
                        _progress(f"Knocking out {n} {'heads' if part == 'head' else 'MLPs'} one at a time"))
         return Grid(values)
-    return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(view.weights, len(view.ids),
+    return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
                                                                                   Mode.FULL, ("logits",)))
 
 
-def patching(view: View, ids_b: tuple[int, ...]) -> Patching:
-    batch = rows_per_run(view, len(ids_b), max(view.config.n_head, len(ids_b)))
-    key = ("patch", view.weights.key, view.ids, ids_b)
+def patching(sel: Selection, ids_b: tuple[int, ...]) -> Patching:
+    batch = rows_per_run(sel, len(ids_b), max(sel.config.n_head, len(ids_b)))
+    key = ("patch", sel.weights.key, sel.ids, ids_b)
     return trace_cache().get_or_compute(
-        key, lambda: patch(view.weights.model, view.ids, ids_b, batch=batch, progress=_progress("Patching A into B")),
-        estimate=batch * run_bytes(view.weights, len(ids_b), Mode.FULL, ("logits",)))
+        key, lambda: patch(sel.weights.model, sel.ids, ids_b, batch=batch, progress=_progress("Patching A into B")),
+        estimate=batch * run_bytes(sel.weights, len(ids_b), Mode.FULL, ("logits",)))
 
 
 def requested(key: tuple, pressed: bool) -> bool:
@@ -207,8 +207,8 @@ def changed_table(clean: Trace, knocked: Trace) -> None:
     st.dataframe(rows, hide_index=True, width="stretch")
 
 
-def sweep_section(view: View, clean: Trace, method: str) -> None:
-    cfg = view.config
+def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
+    cfg = sel.config
     ids = top_tokens(clean)[2]
     shown = [readable(i) for i in ids]
     token = ids[shown.index(st.selectbox("Token to track", shown, key="track", bind="query-params",
@@ -219,8 +219,8 @@ def sweep_section(view: View, clean: Trace, method: str) -> None:
     heads = cols[0].button(f"Sweep every head ({cfg.n_layer} × {cfg.n_head} runs)", key="sweep_heads")
     mlps = cols[1].button(f"Sweep every MLP ({cfg.n_layer} runs)", key="sweep_mlps")
     for part, pressed in (("head", heads), ("mlp", mlps)):
-        if requested(("sweep", view.weights.key, view.ids, part, method, token), pressed):
-            grid = sweep_grid(view, part, method, token).values
+        if requested(("sweep", sel.weights.key, sel.ids, part, method, token), pressed):
+            grid = sweep_grid(sel, part, method, token).values
             cols_ = [f"head {h}" for h in range(cfg.n_head)] if part == "head" else ["MLP"]
             plot(plots.matrix_heatmap(grid, [f"block {b}" for b in range(cfg.n_layer)], cols_,
                                       f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "
@@ -228,18 +228,18 @@ def sweep_section(view: View, clean: Trace, method: str) -> None:
                                       y_title="block", signed=True))
 
 
-def side_by_side(view: View, a: Trace, b: Trace) -> None:
+def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
     """The chosen head's pattern and the next-token prediction of A and B, in two columns."""
     for col, trace, name in zip(st.columns(2), (a, b), ("A", "B")):
         with col:
             tokens = list(trace.tokens)
-            plot(plots.attention_heatmap(trace.get("attn.pattern", view.block)[0, view.head], tokens, tokens,
-                                         f"{name}: block {view.block} head {view.head}"))
+            plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], tokens, tokens,
+                                         f"{name}: block {sel.block} head {sel.head}"))
             probs, labels, _ = top_tokens(trace)
             plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"))
 
 
-def patching_section(view: View, a: Trace, b: Trace) -> None:
+def patching_section(sel: Selection, a: Trace, b: Trace) -> None:
     answers = default_answers(a["logits"][0, -1], b["logits"][0, -1])
     ta, tb = (code_span(readable(t)) for t in answers)
     against = ("B's best other token (both texts' top token is the same)"
@@ -249,22 +249,22 @@ def patching_section(view: View, a: Trace, b: Trace) -> None:
                 "**restored fraction** (m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's "
                 "margin is back in full.")
     if len(b.token_ids) > MAX_PATCH_TOKENS:
-        st.warning(f"Patching every (block, position) takes {view.config.n_layer} × {len(b.token_ids)} runs; this "
+        st.warning(f"Patching every (block, position) takes {sel.config.n_layer} × {len(b.token_ids)} runs; this "
                    f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")
         return
-    pressed = st.button(f"Patch A into B ({view.config.n_layer} × {len(view.ids)} positions, then "
-                        f"{view.config.n_layer} × {view.config.n_head} heads)", key="run_patch")
-    if not requested(("patch", view.weights.key, view.ids, b.token_ids), pressed):
+    pressed = st.button(f"Patch A into B ({sel.config.n_layer} × {len(sel.ids)} positions, then "
+                        f"{sel.config.n_layer} × {sel.config.n_head} heads)", key="run_patch")
+    if not requested(("patch", sel.weights.key, sel.ids, b.token_ids), pressed):
         return
-    p = patching(view, b.token_ids)
+    p = patching(sel, b.token_ids)
     st.caption(f"m_A = {p.clean_diff:.4g} · m_B = {p.corrupt_diff:.4g}")
     if p.clean_diff == p.corrupt_diff:
         st.warning("A and B give this answer pair the same margin: there is nothing to restore.")
         return
-    blocks = [f"block {i}" for i in range(view.config.n_layer)]
+    blocks = [f"block {i}" for i in range(sel.config.n_layer)]
     positions = [f"{i}·{t}" for i, t in enumerate(b.tokens)]
     plot(plots.matrix_heatmap(p.resid, blocks, positions, "Patching resid_pre at (block, position) from A into B",
                               "restored", x_title="position·token of B", y_title="block", signed=True))
-    plot(plots.matrix_heatmap(p.heads, blocks, [f"head {h}" for h in range(view.config.n_head)],
+    plot(plots.matrix_heatmap(p.heads, blocks, [f"head {h}" for h in range(sel.config.n_head)],
                               "Patching one head's attn.z (every position) from A into B", "restored",
                               x_title="head", y_title="block", signed=True))

@@ -46,7 +46,7 @@ def test_whatif_deep_link_sets_target_and_method():
     shown = text_of(at)
     assert "head 3's slice of" in shown and "blocks.1.attn.z" in shown and "mean over this text's" in shown
     assert "that it changed `blocks.1.attn.z`" in shown
-    assert "These weights are random" in shown and "noise" in shown and "trained" in shown
+    assert "Random weights: these effects are noise" in shown and "trained weights" in shown
     titles = [s["layout"]["title"]["text"] for s in specs(at)]
     assert any("After knocking out head 1.3" in t for t in titles)
 

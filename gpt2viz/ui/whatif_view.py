@@ -39,13 +39,11 @@ SWEEP_SHARE = 4  # a sweep's batch may hold at most 1/4 of the trace budget
 TOP_K = 10
 
 RANDOM_WEIGHTS_NOTE = (
-    "**These weights are random.** Nothing here has learned anything, so the effects below are noise: "
-    "knocking out one head moves the prediction by a small, meaningless amount, and no part matters more "
-    "than another for a reason. With **trained** weights (a GPT-2 checkpoint, or the small demo model trained "
-    "for this project, chosen under *Weights* in the sidebar) a class sees structure: on a repeated sequence a "
-    "few heads (induction heads, and the previous-token heads that feed them) carry the prediction of the "
-    "repeat, and knocking them out or patching them moves it a lot, while most heads hardly matter; the first "
-    "block's MLP matters for nearly every token.")
+    "**Random weights: these effects are noise.** Nothing here has learned anything, so no part matters "
+    "more than another for a reason. With trained weights (a GPT-2 checkpoint, or the small demo model "
+    "trained for this project, under *Weights*) a few parts carry most of a prediction: on a repeated "
+    "sequence, the induction heads and the previous-token heads that feed them; knocking them out or "
+    "patching them moves it a lot, while most heads hardly matter.")
 
 
 @dataclass(frozen=True)

@@ -139,70 +139,80 @@ def _mode_note(mode: str, values: Mapping[str, int]) -> str:
     return f"full sequence: T = {values['T']:,} positions, no cache"
 
 
-def _cache_line(cat: Catalogue, mode: str, values: Mapping[str, int]) -> str | None:
-    """The KV cache a block reads and writes in this mode (None without a cache)."""
-    if mode not in (Mode.PREFILL.value, Mode.DECODE.value):
-        return None
-    verb = "reads and extends" if mode == Mode.DECODE.value else "fills"
-    return f"KV cache: {verb} K and V {shape('attn.k_cache', mode, values)} each, in every block"
+CACHED = (Mode.PREFILL.value, Mode.DECODE.value)  # the modes with a KV cache
+
+
+class _Column:
+    """A top-to-bottom chain down the middle of a drawing: boxes joined by arrows that carry a
+    tensor's symbol and shape. `y` is where the next piece goes."""
+
+    def __init__(self, cat: Catalogue, mode: str, values: Mapping[str, int], links: Links, x: float, w: float):
+        self.cat, self.mode, self.values, self.links = cat, mode, values, links
+        self.x, self.w, self.mid = x, w, x + w / 2
+        self.y = 40
+        self.parts = [_text(WIDTH / 2, 20, _mode_note(mode, values), size=13, opacity=0.8)]
+
+    def shape(self, short: str) -> str:
+        return shape(short, self.mode, self.values)
+
+    def box(self, target: str, lines: tuple[str, ...], h: int = 66, inset: float = 0, **kw) -> None:
+        self.parts.append(Box(target, lines, self.x + inset, self.y, self.w - 2 * inset, h, **kw).svg(self.links))
+        self.y += h
+
+    def edge(self, symbol: str, short: str, note: str = "", length: int = 30) -> None:
+        self.parts += [_line(self.mid, self.y, self.mid, self.y + length),
+                       _edge_label(self.mid + 12, self.y + length * 2 / 3, symbol, self.shape(short) + note)]
+        self.y += length
+
+    def entry(self, symbol: str, short: str) -> None:
+        """The tensor the drawing starts from, with a short arrow into the first box."""
+        self.parts += [_edge_label(self.mid + 12, self.y + 6, symbol, self.shape(short)),
+                       _line(self.mid, self.y - 6, self.mid, self.y + 16)]
+        self.y += 18
+
+    def side_note(self, y: float, title: str, *lines: str, dx: float = 14) -> None:
+        """Bold title and lines to the right of the column (the KV cache beside what reads it)."""
+        x = self.x + self.w + dx
+        self.parts.append(_text(x, y, title, size=13, anchor="start", weight="bold"))
+        self.parts += [_text(x, y + 18 * (i + 1), s, size=13, anchor="start", opacity=0.85) for i, s in enumerate(lines)]
+
+    def close(self, summary: str, label: str) -> str:
+        self.y += 20
+        self.parts.append(_text(WIDTH / 2, self.y, summary, weight="bold"))
+        return _svg(WIDTH, self.y + 12, f"{self.cat.config.name} {label}", self.parts)
+
+
+WIDTH = 760  # every diagram's viewBox width
 
 
 # ---------------------------------------------------------------------------- the model
 def overview(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) -> str:
     """Embeddings (wte + wpe) -> n_layer x block -> ln_f -> tied unembedding, top to bottom."""
-    cfg, W, bw = cat.config, 760, 340
-    x = (W - bw) / 2
-    block = cat["block"]
-    parts = [_text(W / 2, 20, _mode_note(mode, values), size=13, opacity=0.8)]
-    y = 40
-    half = (bw - 20) / 2
-    tok, pos = cat["embed.tok"], cat["embed.pos"]
-    parts.append(_edge_label(x - 90, y + 14, "ids", _ids(values)))
-    parts.append(Box("embed.tok", ("Token embedding W_E", "wte [V, d]", params(tok.total)), x - 90, y + 24,
-                     half + 70, 70).svg(links))
-    parts.append(Box("embed.pos", ("Position embedding W_P", "wpe [n_ctx, d]", params(pos.total)), x + half + 40,
-                     y + 24, half + 70, 70).svg(links))
-    y += 94
-    mid = W / 2
-    parts += [_path(f"M {x - 90 + (half + 70) / 2} {y} L {x - 90 + (half + 70) / 2} {y + 22} L {mid - 14} {y + 34}"),
-              _path(f"M {x + half + 40 + (half + 70) / 2} {y} L {x + half + 40 + (half + 70) / 2} {y + 22} "
-                    f"L {mid + 14} {y + 34}"),
-              _plus(mid, y + 46)]
-    parts.append(_text(x - 90 + (half + 70) / 2 + 8, y + 18, shape("embed.tok", mode, values), size=13, anchor="start",
-                       opacity=0.85))
-    parts.append(_text(x + half + 40 + (half + 70) / 2 + 8, y + 18, shape("embed.pos", mode, values), size=13,
-                       anchor="start", opacity=0.85))
-    y += 58
-    parts += [_line(mid, y, mid, y + 34), _edge_label(mid + 12, y + 22, "x₀", shape("embed.out", mode, values))]
-    y += 36
-    title = f"{block.instances} × Transformer block"
-    each = f"{block.per_instance:,} parameters each = {block.total:,}"
-    parts.append(Box("block", (title, "LN₁ → attention → + → LN₂ → MLP → +", each), x, y, bw, 74).svg(links))
-    cache = _cache_line(cat, mode, values)
-    if cache:
-        parts.append(_text(x + bw + 14, y + 30, "KV cache", size=13, anchor="start", weight="bold"))
-        parts.append(_text(x + bw + 14, y + 48, shape("attn.k_cache", mode, values) + " × 2", size=13, anchor="start",
-                           opacity=0.85))
-        parts.append(_text(x + bw + 14, y + 66, f"in each of {cfg.n_layer} blocks", size=13, anchor="start",
-                           opacity=0.85))
-    y += 74
-    parts += [_line(mid, y, mid, y + 34),
-              _edge_label(mid + 12, y + 22, f"x{_sub(cfg.n_layer)}", shape("resid_post", mode, values))]
-    y += 36
-    lnf = cat["ln_f"]
-    parts.append(Box("ln_f", ("Final LayerNorm LN_f", "μ, σ², gain g_f · bias b_f", params(lnf.total)), x, y, bw,
-                     70).svg(links))
-    y += 70
-    parts += [_line(mid, y, mid, y + 34), _edge_label(mid + 12, y + 22, "Z_f", shape("ln_f.out", mode, values))]
-    y += 36
-    un = cat["unembed"]
-    parts.append(Box("unembed", ("Unembedding W_U = W_Eᵀ (tied)", "reuses wte's weights", params(un.total)),
-                     x, y, bw, 70).svg(links))
-    y += 70
-    parts += [_line(mid, y, mid, y + 34), _edge_label(mid + 12, y + 22, "logits", shape("logits", mode, values))]
-    y += 44
-    parts.append(_text(W / 2, y + 6, f"{cfg.name}: {cat.root.total:,} parameters in all", weight="bold"))
-    return _svg(W, y + 16, f"{cfg.name} overview", parts)
+    cfg, block = cat.config, cat["block"]
+    col = _Column(cat, mode, values, links, x=210, w=340)
+    col.parts.append(_edge_label(120, col.y + 14, "ids", _ids(values)))
+    col.y += 24
+    for target, lines, x in (("embed.tok", ("Token embedding W_E", "wte [V, d]"), 120),
+                             ("embed.pos", ("Position embedding W_P", "wpe [n_ctx, d]"), 410)):
+        col.parts.append(Box(target, (*lines, params(cat[target].total)), x, col.y, 230, 70).svg(links))
+        foot, short = x + 115, target
+        col.parts += [_path(f"M {foot} {col.y + 70} L {foot} {col.y + 92} L {col.mid + (14 if x > 200 else -14)} "
+                            f"{col.y + 104}"),
+                      _text(foot + 8, col.y + 88, col.shape(short), size=13, anchor="start", opacity=0.85)]
+    col.y += 70
+    col.parts.append(_plus(col.mid, col.y + 46))
+    col.y += 58
+    col.edge("x₀", "embed.out", length=34)
+    col.box("block", (f"{block.instances} × Transformer block", "LN₁ → attention → + → LN₂ → MLP → +",
+                      f"{block.per_instance:,} parameters each = {block.total:,}"), h=74)
+    if mode in CACHED:
+        col.side_note(col.y - 44, "KV cache", col.shape("attn.k_cache") + " × 2", f"in each of {cfg.n_layer} blocks")
+    col.edge(f"x{_sub(cfg.n_layer)}", "resid_post", length=34)
+    col.box("ln_f", ("Final LayerNorm LN_f", "μ, σ², gain g_f · bias b_f", params(cat["ln_f"].total)), h=70)
+    col.edge("Z_f", "ln_f.out", length=34)
+    col.box("unembed", ("Unembedding W_U = W_Eᵀ (tied)", "reuses wte's weights", params(cat["unembed"].total)), h=70)
+    col.edge("logits", "logits", length=34)
+    return col.close(f"{cfg.name}: {cat.root.total:,} parameters in all", "overview")
 
 
 def _ids(values: Mapping[str, int]) -> str:
@@ -214,60 +224,45 @@ def _sub(n: int) -> str:
 
 
 # ---------------------------------------------------------------------------- the block
+HALVES = (  # LayerNorm, its output, the sublayer, its update, the stream after the sum
+    ("block.ln1", "LayerNorm 1 · LN₁", "ln1.out", "Z₁", "block.attn", "Attention · Δattn = Attention(Z₁)",
+     "heads side by side → merge → W_O", "attn.out", "Δattn", "resid_mid", "x′ₙ"),
+    ("block.ln2", "LayerNorm 2 · LN₂", "ln2.out", "Z₂", "block.mlp", "MLP · Δmlp = MLP(Z₂)",
+     "expand 4d → GELU → project d", "mlp.out", "Δmlp", "resid_post", "xₙ₊₁"),
+)
+
+
 def block(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) -> str:
     """x_n -> LN1 -> attention -> dropout -> + -> x'_n -> LN2 -> MLP -> dropout -> + -> x_{n+1},
     with both residual bypasses drawn on the left."""
-    cfg, W, bw = cat.config, 760, 320
-    x, mid, bypass = 250, 250 + bw / 2, 120
-    p = f"p_resid = {cfg.dropout:g}, in training only"
-    parts = [_text(W / 2, 20, _mode_note(mode, values), size=13, opacity=0.8)]
-    y = 42
-    parts.append(_edge_label(mid - 60, y, "xₙ", shape("resid_pre", mode, values)))
-    stream = ("resid_pre", "xₙ")
-    halves = (("block.ln1", "LayerNorm 1 · LN₁", "ln1.out", "Z₁", "block.attn", "Attention · Δattn = Attention(Z₁)",
-               "attn.out", "Δattn", "resid_mid", "x′ₙ"),
-              ("block.ln2", "LayerNorm 2 · LN₂", "ln2.out", "Z₂", "block.mlp", "MLP · Δmlp = MLP(Z₂)",
-               "mlp.out", "Δmlp", "resid_post", "xₙ₊₁"))
-    y += 10
-    for ln, ln_title, z, z_sym, sub, sub_title, delta, d_sym, out, out_sym in halves:
-        split = y + 8
-        parts += [_line(mid, y, mid, y + 30)]
-        parts.append(f'<circle cx="{mid}" cy="{split}" r="3.5" fill="currentColor"/>')
-        y += 30
-        parts.append(Box(ln, (ln_title, "μ, σ², gain g · bias b", params(cat[ln].per_instance)), x, y, bw, 66)
-                     .svg(links))
-        y += 66
-        parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, z_sym, shape(z, mode, values))]
-        y += 30
-        detail = "heads side by side → merge → W_O" if sub == "block.attn" else "expand 4d → GELU → project d"
-        parts.append(Box(sub, (sub_title, detail, params(cat[sub].per_instance) + " · Open →"), x - 20, y, bw + 40,
-                         70).svg(links))
-        if sub == "block.attn":
-            cache = _cache_line(cat, mode, values)
-            if cache:
-                parts.append(_text(x + bw + 30, y + 28, "KV cache K, V", size=13, anchor="start", weight="bold"))
-                parts.append(_text(x + bw + 30, y + 46, shape("attn.k_cache", mode, values) + " each", size=13,
-                                   anchor="start", opacity=0.85))
-        y += 70
-        parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, d_sym, shape(delta, mode, values))]
-        y += 30
-        parts.append(Box("dropout", ("Dropout", p), x + 30, y, bw - 60, 50).svg(links))
-        y += 50
-        parts.append(_line(mid, y, mid, y + 18))
-        y += 32
-        parts.append(_plus(mid, y))
-        # the residual bypass: from the split above LayerNorm around to the sum
-        parts.append(_path(f"M {mid} {split} L {bypass} {split} L {bypass} {y} L {mid - 14} {y}"))
-        parts.append(_vertical_text(bypass - 10, (split + y) / 2, f"residual: {stream[1]} bypasses"))
-        y += 12
-        parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, out_sym, shape(out, mode, values))]
-        y += 30
-        stream = (out, out_sym)
-    blk = cat["block"]
-    y += 18
-    parts.append(_text(W / 2, y, f"one block: {blk.per_instance:,} parameters; × {blk.instances} = {blk.total:,}",
-                       weight="bold"))
-    return _svg(W, y + 12, f"{cfg.name} Transformer block", parts)
+    cfg, blk, bypass = cat.config, cat["block"], 120
+    col = _Column(cat, mode, values, links, x=250, w=320)
+    col.parts.append(_edge_label(col.mid - 60, col.y, "xₙ", col.shape("resid_pre")))
+    col.y += 10
+    stream = "xₙ"
+    for ln, ln_title, z, z_sym, sub, sub_title, detail, delta, d_sym, out, out_sym in HALVES:
+        split = col.y + 8
+        col.parts += [_line(col.mid, col.y, col.mid, col.y + 30),
+                      f'<circle cx="{col.mid}" cy="{split}" r="3.5" fill="currentColor"/>']
+        col.y += 30
+        col.box(ln, (ln_title, "μ, σ², gain g · bias b", params(cat[ln].per_instance)))
+        col.edge(z_sym, z)
+        col.box(sub, (sub_title, detail, params(cat[sub].per_instance) + " · Open →"), h=70, inset=-20)
+        if sub == "block.attn" and mode in CACHED:
+            col.side_note(col.y - 42, "KV cache K, V", col.shape("attn.k_cache") + " each", dx=34)
+        col.edge(d_sym, delta)
+        col.box("dropout", ("Dropout", f"p_resid = {cfg.dropout:g}, in training only"), h=50, inset=30)
+        col.parts.append(_line(col.mid, col.y, col.mid, col.y + 18))
+        col.y += 32
+        # the residual bypass: from the split above the LayerNorm around to the sum
+        col.parts += [_plus(col.mid, col.y),
+                      _path(f"M {col.mid} {split} L {bypass} {split} L {bypass} {col.y} L {col.mid - 14} {col.y}"),
+                      _vertical_text(bypass - 10, (split + col.y) / 2, f"residual: {stream} bypasses")]
+        col.y += 12
+        col.edge(out_sym, out)
+        stream = out_sym
+    return col.close(f"one block: {blk.per_instance:,} parameters; × {blk.instances} = {blk.total:,}",
+                     "Transformer block")
 
 
 # ---------------------------------------------------------------------------- inside attention and the MLP
@@ -283,75 +278,45 @@ def _heads_drawn(nh: int) -> list[int | None]:
 
 def attention(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links, head: int = 0) -> str:
     """Z1 -> W_QKV -> the nh heads side by side -> merge -> W_O -> Δattn (the chosen head lit)."""
-    cfg, W, bw = cat.config, 760, 360
-    x, mid = (W - bw) / 2, W / 2
-    parts = [_text(W / 2, 20, _mode_note(mode, values), size=13, opacity=0.8)]
-    y = 40
-    parts += [_edge_label(mid + 12, y + 6, "Z₁", shape("ln1.out", mode, values)), _line(mid, y - 6, mid, y + 16)]
-    y += 18
-    qkv = cat["block.attn.qkv"]
-    parts.append(Box("block.attn.qkv", ("Query, key and value projection W_QKV", "c_attn [d, 3d]",
-                                        params(qkv.per_instance)), x, y, bw, 66).svg(links))
-    y += 66
-    parts += [_line(mid, y, mid, y + 30),
-              _edge_label(mid + 12, y + 20, "Q, K, V", shape("attn.q", mode, values) + " each, split into heads")]
-    y += 34
-    cache = _cache_line(cat, mode, values)
-    if cache:
-        parts.append(_text(mid, y + 8, cache, size=13, opacity=0.85))
-        y += 20
-    parts.append(_text(mid, y + 10, "each head: softmax(Q Kᵀ / √dh + M) V, with the causal mask M", size=13,
-                       opacity=0.85))
-    y += 20
-    drawn = _heads_drawn(cfg.n_head)
+    col = _Column(cat, mode, values, links, x=200, w=360)
+    col.entry("Z₁", "ln1.out")
+    col.box("block.attn.qkv", ("Query, key and value projection W_QKV", "c_attn [d, 3d]",
+                               params(cat["block.attn.qkv"].per_instance)))
+    if mode in CACHED:
+        col.side_note(col.y - 42, "KV cache K, V", col.shape("attn.k_cache") + " each",
+                      "read and extended" if mode == Mode.DECODE.value else "filled")
+    col.edge("Q, K, V", "attn.q", " each, split into heads", length=34)
+    col.parts.append(_text(col.mid, col.y + 10, "each head: softmax(Q Kᵀ / √dh + M) V, with the causal mask M",
+                           size=13, opacity=0.85))
+    col.y += 20
+    drawn = _heads_drawn(cat.config.n_head)
     gap, left = 6, 30
-    hw = (W - 2 * left - gap * (len(drawn) - 1)) / len(drawn)
+    hw = round((WIDTH - 2 * left - gap * (len(drawn) - 1)) / len(drawn), 1)
     for i, h in enumerate(drawn):
         hx = round(left + i * (hw + gap), 1)
         if h is None:
-            parts.append(_text(hx + hw / 2, y + 30, "…", size=18))
+            col.parts.append(_text(hx + hw / 2, col.y + 30, "…", size=18))
             continue
-        parts.append(Box("block.attn.heads", (f"h{h}",), hx, y, round(hw, 1), 44, override=(("head", str(h)),),
-                         lit=h == head).svg(links))
-        parts.append(_line(hx + hw / 2, y + 44, mid, y + 74, arrow=False))
-    y += 74
-    parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, "H = z", shape("attn.z", mode, values)
-                                                      + ": the heads' outputs")]
-    y += 30
-    parts.append(Box("block.attn.merge", ("Merge heads", "lay the nh outputs side by side (a reshape)",
-                                          "0 parameters"), x, y, bw, 66).svg(links))
-    y += 66
-    parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, "merge(H)", shape("attn.merged", mode, values))]
-    y += 30
-    merge = cat["block.attn.merge"]
-    parts.append(Box("block.attn.merge", ("Output projection W_O", "c_proj [d, d]", params(merge.per_instance)),
-                     x, y, bw, 66).svg(links))
-    y += 66
-    parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, "Δattn", shape("attn.out", mode, values))]
-    y += 50
-    attn = cat["block.attn"]
-    parts.append(_text(W / 2, y, f"attention: {attn.per_instance:,} parameters per block", weight="bold"))
-    return _svg(W, y + 12, f"{cfg.name} attention", parts)
+        col.parts += [Box("block.attn.heads", (f"h{h}",), hx, col.y, hw, 44, override=(("head", str(h)),),
+                          lit=h == head).svg(links),
+                      _line(hx + hw / 2, col.y + 44, col.mid, col.y + 74, arrow=False)]
+    col.y += 74
+    col.edge("H = z", "attn.z", ": the heads' outputs")
+    col.box("block.attn.merge", ("Merge heads", "lay the nh outputs side by side (a reshape)", params(0)))
+    col.edge("merge(H)", "attn.merged")
+    col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d]", params(cat["block.attn.merge"].per_instance)))
+    col.edge("Δattn", "attn.out")
+    return col.close(f"attention: {cat['block.attn'].per_instance:,} parameters per block", "attention")
 
 
 def mlp(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) -> str:
     """Z2 -> expand to 4d (W_fc) -> GELU -> project back to d (W_proj) -> Δmlp."""
-    cfg, W, bw = cat.config, 760, 360
-    x, mid = (W - bw) / 2, W / 2
-    parts = [_text(W / 2, 20, _mode_note(mode, values), size=13, opacity=0.8)]
-    y = 40
-    parts += [_edge_label(mid + 12, y + 6, "Z₂", shape("ln2.out", mode, values)), _line(mid, y - 6, mid, y + 16)]
-    y += 18
-    stages = (("block.mlp.fc", ("Expand W_fc", "c_fc [d, 4d]: each position from d to 4d"), "mlp.pre", "A"),
-              ("block.mlp.gelu", ("GELU", "tanh form, on each of the 4d features"), "mlp.post", "G"),
-              ("block.mlp.proj", ("Project W_proj", "c_proj [4d, d]: back to d"), "mlp.out", "Δmlp"))
-    for target, lines, out, sym in stages:
-        parts.append(Box(target, (*lines, params(cat[target].per_instance)), x, y, bw, 66).svg(links))
-        y += 66
-        parts += [_line(mid, y, mid, y + 30), _edge_label(mid + 12, y + 20, sym, shape(out, mode, values))]
-        y += 30
-    y += 20
-    m = cat["block.mlp"]
-    parts.append(_text(W / 2, y, f"MLP: {m.per_instance:,} parameters per block; no position reads another",
-                       weight="bold"))
-    return _svg(W, y + 12, f"{cfg.name} MLP", parts)
+    col = _Column(cat, mode, values, links, x=200, w=360)
+    col.entry("Z₂", "ln2.out")
+    for target, lines, out, sym in (
+            ("block.mlp.fc", ("Expand W_fc", "c_fc [d, 4d]: each position from d to 4d"), "mlp.pre", "A"),
+            ("block.mlp.gelu", ("GELU", "tanh form, on each of the 4d features"), "mlp.post", "G"),
+            ("block.mlp.proj", ("Project W_proj", "c_proj [4d, d]: back to d"), "mlp.out", "Δmlp")):
+        col.box(target, (*lines, params(cat[target].per_instance)))
+        col.edge(sym, out)
+    return col.close(f"MLP: {cat['block.mlp'].per_instance:,} parameters per block; no position reads another", "MLP")

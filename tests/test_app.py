@@ -212,3 +212,12 @@ def test_training_page_turns_dropout_off_from_the_url():
     assert len(on.dataframe) == len(off.dataframe) + 1  # the table of dropout that fired
     loss = {at: [m.value for m in at.metric] for at in (on, off)}
     assert loss[on] != loss[off]  # the same text, with and without dropout
+
+
+@pytest.mark.parametrize("words,steps,room", [(1019, 8, 5), (3000, 8, 1)])
+def test_generation_at_the_end_of_the_context(words, steps, room):
+    at = open_page("generation.py", text="word " * words, steps=steps)  # " word" is one token each
+    assert not at.exception, at.exception[0].value
+    assert any(f"room for {room} more tokens; generating {room}" in i.value for i in at.info)
+    rows = at.dataframe[0].value
+    assert len(rows) == room and rows["L (keys)"].iloc[-1] == 1024

@@ -155,11 +155,43 @@ def test_exercise_is_checked_on_submit_with_the_worked_answer():
     assert any(first.worked.splitlines()[0] in m.value for m in at.markdown)
 
 
-def test_teacher_view_offers_the_handouts():
-    at = open_page("exercises.py", set=3, questions=4, teacher="true")
-    assert not at.exception
-    labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Answer key (Markdown)", "Worksheet without answers (Markdown)"]
+def test_every_answer_keeps_its_feedback_and_the_score_runs():
+    from gpt2viz import exercises as ex
+
+    at = open_page("exercises.py", set=3, questions=3)
+    first, second, _ = ex.exercise_set(3, 3)
+    assert any("Score: 0 of 3" in m.value for m in at.markdown)
+    at.text_input(key=f"answer-{first.id}").input(first.answer_text)
+    at.button[0].click().run()
+    at.text_input(key=f"answer-{second.id}").input("7")
+    at.button[1].click().run()
+    assert [s.value for s in at.success] == [f"Correct: {first.answer_text}."]  # the first answer's feedback stays
+    assert any(second.answer_text in e.value for e in at.error)
+    assert any("Score: 1 of 3** correct · 2 answered" in m.value for m in at.markdown)
+
+
+def test_the_answer_key_is_for_the_operator_only(monkeypatch):
+    def downloads(**params):
+        at = open_page("exercises.py", set=3, questions=4, **params)
+        assert not at.exception and not at.get("toggle")
+        return [b.proto.label for b in at.get("download_button")], " ".join(m.value for m in at.markdown)
+    from gpt2viz import exercises as ex
+
+    answer = ex.exercise_set(3, 4)[0].answer_text
+    labels, text = downloads(teacher="true")
+    assert labels == ["Worksheet (Markdown)"] and "**Answer:**" not in text and "answer key" not in text
+    monkeypatch.setenv("GPT2VIZ_TEACHER", "1")
+    labels, text = downloads()
+    assert labels == ["Worksheet (Markdown)", "Answer key (Markdown)"] and f"**Answer:** {answer}" in text
+
+
+def test_worksheet_questions_read_as_english():
+    from gpt2viz import exercises as ex
+
+    assert ex.params_exercise("gpt2-medium", "model").question == "How many parameters does **gpt2-medium** have?"
+    assert ex.params_exercise("gpt2", "block.mlp").question == "How many parameters does the MLP have in one block of **gpt2**?"
+    assert all(" of **" in q or "have?" in q for q in (ex.params_exercise("gpt2", c).question for c in ex.PARAM_COMPONENTS))
+    assert not any("**GPT-2** of" in ex.params_exercise("gpt2", c).question for c in ex.PARAM_COMPONENTS)
 
 
 def test_generation_is_reproducible_from_the_url():

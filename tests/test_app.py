@@ -2,6 +2,7 @@
 change what is shown, and bad input that gives a message instead of a traceback."""
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -253,3 +254,16 @@ def test_generation_at_the_end_of_the_context(words, steps, room):
     assert any(f"room for {room} more tokens; generating {room}" in i.value for i in at.info)
     rows = at.dataframe[0].value
     assert len(rows) == room and rows["L (keys)"].iloc[-1] == 1024
+
+
+def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
+    at = open_page("glossary.py", mode="decode", block=1, text="A cat")
+    ideas = next(m.value for m in at.markdown if "**KV cache.**" in m.value)
+    for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
+                 "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k"):
+        assert f"**{idea}.**" in ideas
+    links = re.findall(r'<a href="([^"]+)" target="_self">', ideas)
+    assert len(links) == 13 and '/modes?' in ideas and all("mode=decode" in h and "block=1" in h for h in links)
+    assert all("text=A%20cat" in h for h in links)
+    symbols = at.dataframe[0].value
+    assert "H = z" in list(symbols["symbol"]) and "recording z" in " ".join(symbols["meaning"])

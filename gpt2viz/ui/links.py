@@ -1,0 +1,39 @@
+"""Links that keep the view: the shared controls' URL values carried to another page, in the same tab.
+
+Streamlit opens a Markdown link in a new tab, so these are HTML anchors with target="_self" (for
+st.markdown with unsafe_allow_html): the page reloads with the same text, weights, mode, block and
+head, because those live in the URL.
+"""
+
+from html import escape
+from urllib.parse import quote, urlencode
+
+import streamlit as st
+
+from .. import diagram
+from .pages import DEFAULT
+
+VIEW_KEYS = ("text", "weights", "model", "seed", "checkpoint", "mode", "block", "head")  # the shared controls
+
+
+def view_query() -> dict[str, str]:
+    """The shared controls' values in the current URL (a value at its default is not in the URL)."""
+    return {k: st.query_params[k] for k in VIEW_KEYS if k in st.query_params}
+
+
+def view_href(url: str, **override) -> str:
+    """The address of page `url` with this view's query string (`override` replaces values)."""
+    query = urlencode({**view_query(), **{k: str(v) for k, v in override.items()}}, quote_via=quote)
+    return ("/" if url == DEFAULT else "/" + url) + ("?" + query if query else "")
+
+
+def anchor(label: str, url: str, **override) -> str:
+    """An HTML link to page `url` that keeps the view and the tab."""
+    return f'<a href="{escape(view_href(url, **override))}" target="_self">{escape(label)}</a>'
+
+
+def diagram_links(current: str) -> diagram.Links:
+    """Where the diagrams' boxes go: each component's page (dropout: Training), with this view."""
+    from .anatomy import HOME  # the page of each component
+
+    return diagram.Links({**HOME, "dropout": "training"}, view_query(), current=current, default=DEFAULT)

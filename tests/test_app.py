@@ -267,3 +267,19 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     assert all("text=A%20cat" in h for h in links)
     symbols = at.dataframe[0].value
     assert "H = z" in list(symbols["symbol"]) and "recording z" in " ".join(symbols["meaning"])
+
+
+def test_modes_page_says_why_a_decode_step_is_cheap():
+    from gpt2viz import costs
+    from gpt2viz.components import component_tree
+    from gpt2viz.config import get_config
+    from gpt2viz.tokenizer import encode
+
+    text = "The quick brown fox jumps over the lazy dog"
+    at = open_page("modes.py", text=text)
+    said = next(m.value for m in at.markdown if "one query" in m.value)
+    cfg, n = get_config("tiny"), len(encode(text))
+    c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
+    assert f"**L = {n}** keys" in said and f"{n - 1} read from the cache" in said
+    assert f"**{c['decode'].value:,} FLOPs**" in said and f"**{c['full'].value:,}**" in said
+    assert f"**{c['cache'].value:,} bytes**" in said and c["full"].value > 3 * c["decode"].value

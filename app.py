@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from gpt2viz.ui.links import tour_next
 from gpt2viz.ui.pages import pages
 from gpt2viz.ui.state import controls, sidebar_footer
 
@@ -13,4 +14,5 @@ st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", l
 st.session_state["view"] = controls()
 page = st.navigation(pages(), expanded=True)
 sidebar_footer()
+tour_next(page.url_path)
 page.run()

@@ -11,7 +11,7 @@ from gpt2viz.modes import Mode
 from gpt2viz.ui.pages import PAGE_TABLE
 
 # the plots each page draws (at least), and a piece of text it must show
-EXPECT = {"overview": (2, "GPT-2"), "tokens": (3, "Embeddings"), "block": (3, "Transformer block"),
+EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (3, "Embeddings"), "block": (3, "Transformer block"),
           "layernorm": (4, "LayerNorm 1"), "attention": (2, "Causal self-attention"),
           "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
           "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting"),
@@ -283,3 +283,21 @@ def test_modes_page_says_why_a_decode_step_is_cheap():
     assert f"**L = {n}** keys" in said and f"{n - 1} read from the cache" in said
     assert f"**{c['decode'].value:,} FLOPs**" in said and f"**{c['full'].value:,}**" in said
     assert f"**{c['cache'].value:,} bytes**" in said and c["full"].value > 3 * c["decode"].value
+
+
+def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
+    from gpt2viz.tour import TOUR
+
+    at = first_run(mode="decode", head=2)
+    assert PAGE_TABLE[0][2] == "start"  # first in the navigation
+    at.switch_page("views/start.py")
+    at.run()
+    listing = next(m.value for m in at.markdown if m.value.startswith("1. "))
+    hrefs = re.findall(r'<a href="([^"]+)" target="_self">', listing)
+    assert [h.split("?")[0] for h in hrefs] == [("/" if u == "overview" else "/" + u) for u, _ in TOUR]
+    assert all("mode=decode" in h and "head=2" in h for h in hrefs)
+    at.switch_page("views/attention.py")
+    at.run()
+    line = next(c.value for c in at.caption if "stop " in c.value)
+    i = [u for u, _ in TOUR].index("attention")
+    assert f"stop {i + 1} of {len(TOUR)}" in line and f'href="/{TOUR[i + 1][0]}?' in line and "mode=decode" in line

@@ -10,7 +10,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
-from .. import diagram
+from .. import diagram, tour
 from .pages import DEFAULT
 
 VIEW_KEYS = ("text", "weights", "model", "seed", "checkpoint", "mode", "block", "head")  # the shared controls
@@ -37,3 +37,17 @@ def diagram_links(current: str) -> diagram.Links:
     from .anatomy import HOME  # the page of each component
 
     return diagram.Links({**HOME, "dropout": "training"}, view_query(), current=current, default=DEFAULT)
+
+
+def tour_next(url: str) -> None:
+    """On a page the tour visits: its place in the tour and a link to the next stop, keeping the view."""
+    from .pages import TITLES
+
+    i = tour.stop(url or DEFAULT)
+    if i is None:
+        return
+    nxt = tour.TOUR[i + 1][0] if i + 1 < len(tour.TOUR) else None
+    parts = [anchor("Start here", "start") + f" · stop {i + 1} of {len(tour.TOUR)}"]
+    if nxt:
+        parts.append("next: " + anchor(f"{TITLES[nxt]} →", nxt))
+    st.caption(" · ".join(parts), unsafe_allow_html=True)

@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[2] / "views"
 
 # (file in views/, title, url path, icon)
 PAGE_TABLE = [
+    ("start.py", "Start here", "start", ":material/flag:"),
     ("overview.py", "Overview", "overview", ":material/map:"),
     ("tokens.py", "Tokens and embeddings", "tokens", ":material/abc:"),
     ("block.py", "Transformer block", "block", ":material/view_agenda:"),
@@ -37,7 +38,9 @@ def href(url: str) -> str:
     return "/" if url == DEFAULT else "/" + url
 
 
-SECTIONS = {"The model": PAGE_TABLE[:10], "Classroom": PAGE_TABLE[10:14], "Reference": PAGE_TABLE[14:]}
+SECTIONS = {"Start": PAGE_TABLE[:1], "The model": PAGE_TABLE[1:11], "Classroom": PAGE_TABLE[11:15],
+            "Reference": PAGE_TABLE[15:]}
+TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
 
 
 def pages() -> dict[str, list]:

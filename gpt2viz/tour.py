@@ -4,8 +4,8 @@
 TOUR = [
     ("overview", "The whole model on one screen: text in, logits out, every box a page and every count exact."),
     ("tokens", "Text becomes token ids; each id and each position picks a row of wte and wpe, and their sum is x₀."),
-    ("block", "One Transformer block: two updates added to the residual stream, attention then the MLP, each "
-              "after its own LayerNorm."),
+    ("block", ("One Transformer block: two updates added to the residual stream, attention then the MLP, each "
+              "after its own LayerNorm.")),
     ("layernorm", "One position's vector as it enters, centred, scaled, then given a gain and a bias."),
     ("attention", "Each head scores the positions so far, masks the future, and averages their values."),
     ("merge", "The heads' outputs laid side by side and projected back into the stream as Δattn."),

@@ -12,7 +12,7 @@ from gpt2viz.ui.pages import PAGE_TABLE
 
 # the plots each page draws (at least), and a piece of text it must show
 EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (3, "Embeddings"), "block": (3, "Transformer block"),
-          "layernorm": (4, "LayerNorm 1"), "attention": (2, "Causal self-attention"),
+          "layernorm": (3, "LayerNorm 1"), "attention": (2, "Causal self-attention"),
           "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
           "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting"),
           "generation": (2, "Generation, step by step"), "training": (3, "Training internals"),
@@ -301,3 +301,17 @@ def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
     line = next(c.value for c in at.caption if "stop " in c.value)
     i = [u for u, _ in TOUR].index("attention")
     assert f"stop {i + 1} of {len(TOUR)}" in line and f'href="/{TOUR[i + 1][0]}?' in line and "mode=decode" in line
+
+
+@pytest.mark.parametrize("mode", ["full", "decode"])
+def test_layernorm_shows_one_vector_before_and_after(mode):
+    at = open_page("layernorm.py", mode=mode, block=1)
+    assert not at.exception
+    stages = [json.loads(c.proto.spec) for c in charts(at) if "One position through" in c.proto.spec]
+    assert len(stages) == 1
+    rows = [t for t in stages[0]["data"] if t["type"] == "bar"]
+    assert len(rows) == 4 and all(len(r["y"]) == 64 for r in rows)  # tiny: d = 64
+    assert rows[2]["y"] == rows[3]["y"]  # a fresh model: g = 1, b = 0
+    assert any("g = 1 and bias b = 0" in c.value for c in at.caption)
+    one_bar = [c for c in charts(at) if "per position" in c.proto.spec]
+    assert (len(one_bar) == 0) == (mode == "decode")

@@ -21,7 +21,7 @@ ROW_PX = 125  # height of one vector's row
 
 
 def _bars(v: np.ndarray, colors=BLUE, name: str = "") -> go.Bar:
-    return go.Bar(x=np.arange(v.size), y=v, marker=dict(color=colors, line=dict(width=0)), showlegend=False,
+    return go.Bar(x=np.arange(v.size), y=v, marker={"color": colors, "line": {"width": 0}}, showlegend=False,
                   hovertemplate="feature %{x}<br>" + _escape(name) + " = %{y:.4g}<extra></extra>")
 
 
@@ -67,7 +67,7 @@ def heads_merged(z, merged, title: str) -> go.Figure:
                         subplot_titles=[f"z: the {nh} heads' outputs side by side, [nh, dh] = [{nh}, {dh}]",
                                         f"merge(H): the same values in one row of d = {nh * dh}, head by head"])
     fig.add_trace(go.Heatmap(z=z, x=np.arange(dh), y=[f"h{h}" for h in range(nh)], colorscale=SEQUENTIAL,
-                             colorbar=dict(title=dict(text="z"), len=0.55, y=1, yanchor="top"),
+                             colorbar={"title": {"text": "z"}, "len": 0.55, "y": 1, "yanchor": "top"},
                              hovertemplate="head %{y} · feature %{x}<br>z = %{z:.4g}<extra></extra>"), row=1, col=1)
     colors = [BLUE if (i // dh) % 2 == 0 else ORANGE for i in range(merged.size)]
     fig.add_trace(_bars(merged, colors, "merged"), row=2, col=1)

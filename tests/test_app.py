@@ -11,7 +11,7 @@ from gpt2viz.modes import Mode
 from gpt2viz.ui.pages import PAGE_TABLE
 
 # the plots each page draws (at least), and a piece of text it must show
-EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (3, "Embeddings"), "block": (3, "Transformer block"),
+EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (2, "Embeddings"), "block": (2, "Transformer block"),
           "layernorm": (3, "LayerNorm 1"), "attention": (2, "Causal self-attention"),
           "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
           "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting"),
@@ -315,3 +315,24 @@ def test_layernorm_shows_one_vector_before_and_after(mode):
     assert any("g = 1 and bias b = 0" in c.value for c in at.caption)
     one_bar = [c for c in charts(at) if "per position" in c.proto.spec]
     assert (len(one_bar) == 0) == (mode == "decode")
+
+
+@pytest.mark.parametrize("file", ["tokens.py", "block.py", "merge.py", "layernorm.py"])
+def test_decode_shows_the_positions_vectors_not_one_bar(file):
+    def bars_per_position(mode):
+        at = open_page(file, mode=mode)
+        assert not at.exception
+        specs = [json.loads(c.proto.spec) for c in charts(at)]
+        return [len(t["x"]) for s in specs for t in s["data"] if t["type"] == "bar" and "position" in str(t)], specs
+    per_position, specs = bars_per_position("decode")
+    assert per_position == []  # no chart of one bar for the one position
+    assert any(sum(t["type"] == "bar" and len(t.get("y", [])) == 64 for t in s["data"]) >= 2 for s in specs)
+    assert 10 in bars_per_position("full")[0]  # the full pass keeps its bar per position (10 tokens)
+
+
+def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
+    at = open_page("merge.py", mode="decode")
+    figs = [json.loads(c.proto.spec) for c in charts(at)]
+    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"])
+    heat, bars = fig["data"][:2]
+    assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64

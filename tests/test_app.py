@@ -336,3 +336,15 @@ def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
     fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"])
     heat, bars = fig["data"][:2]
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
+
+
+@pytest.mark.parametrize("file,label,lit", [("overview.py", "overview", set()), ("block.py", "Transformer block", set()),
+                                            ("attention.py", "attention", {"/attention"}), ("mlp.py", "MLP", {"/mlp"})])
+def test_pages_draw_their_diagram_with_links_that_keep_the_view(file, label, lit):
+    at = open_page(file, mode="decode", block=1, head=2)
+    svg = next(m.value for m in at.markdown if m.value.startswith("<svg"))
+    assert f'aria-label="tiny {label}"' in svg
+    hrefs = re.findall(r'<a href="([^"]+)" target="_self" data-target="([^"]+)"( aria-current="page")?', svg)
+    assert hrefs and all("mode=decode" in h and "block=1" in h and "model=tiny" in h for h, _, _ in hrefs)
+    assert {h.split("?")[0] for h, _, on in hrefs if on} == lit  # attention: the chosen head's box
+    assert "[1, 1, 64]" in svg  # decode: T = 1 (tiny: d = 64)

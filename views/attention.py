@@ -5,7 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.model import causal_mask
 from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
-
+from gpt2viz.ui.links import draw_diagram
 
 GRID_QUERIES = 16
 
@@ -28,4 +28,5 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.attn", view, states, needs=[f"blocks.{view.block}.attn.*"], children=True)
+component_page("block.attn", view, states, needs=[f"blocks.{view.block}.attn.*"], children=True,
+               lead=lambda v: draw_diagram("attention", v, current="attention"))

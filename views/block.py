@@ -4,6 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots, vector_plots
 from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.links import draw_diagram
 from gpt2viz.ui.overview import residual_norm_series
 
 STREAM = [("xₙ (resid_pre)", "resid_pre"), ("+ Δattn (attn.out)", "attn.out"), ("= x′ₙ (resid_mid)", "resid_mid"),
@@ -29,5 +30,7 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", f"blocks.{view.block}.attn.out",
-                                               f"blocks.{view.block}.mlp.out"])
+b = view.block
+component_page("block", view, states, lead=lambda v: draw_diagram("block", v, current="block"),
+               needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", f"blocks.{b}.attn.out",
+                      f"blocks.{b}.mlp.out"])

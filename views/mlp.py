@@ -4,6 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui.links import draw_diagram
 
 
 def states(view, trace):
@@ -20,4 +21,5 @@ def states(view, trace):
 
 
 view = view_state()
-component_page("block.mlp", view, states, needs=[f"blocks.{view.block}.mlp.*"], children=True)
+component_page("block.mlp", view, states, needs=[f"blocks.{view.block}.mlp.*"], children=True,
+               lead=lambda v: draw_diagram("mlp", v, current="mlp"))

@@ -3,8 +3,9 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import HOME, axis_tokens, cat_of, component_page, plot, run_values, view_state
-from gpt2viz.ui.overview import diagram_rows, residual_norm_series, top_next_tokens
+from gpt2viz.ui.anatomy import axis_tokens, component_page, plot, view_state
+from gpt2viz.ui.links import draw_diagram
+from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
 
 view = view_state()
 
@@ -20,11 +21,7 @@ def states(view, trace):
 def diagram(view):
     st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
                 "Click a part of the model to open it; the shapes are this text's, in this mode.")
-    for row in diagram_rows(cat_of(view), run_values(view, view.mode), view.mode.value):
-        cols = st.columns([3, 3, 2])
-        cols[0].page_link(f"views/{HOME[row['id']]}.py", label=row["title"], icon=":material/arrow_right:")
-        cols[1].markdown(f"`{row['shape']}`")
-        cols[2].markdown(row["params"])
+    draw_diagram("overview", view, current="overview")
 
 
 component_page("model", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"],

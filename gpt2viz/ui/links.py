@@ -51,3 +51,14 @@ def tour_next(url: str) -> None:
     if nxt:
         parts.append("next: " + anchor(f"{TITLES[nxt]} →", nxt))
     st.caption(" · ".join(parts), unsafe_allow_html=True)
+
+
+def draw_diagram(kind: str, view, current: str) -> None:
+    """One of diagram.py's drawings (overview, block, attention, mlp) of this view: the run's shapes
+    in its mode, every box a link that keeps the view, the boxes of page `current` highlighted."""
+    from .anatomy import cat_of, run_values
+
+    extra = {"head": view.head} if kind == "attention" else {}
+    svg = getattr(diagram, kind)(cat_of(view), view.mode.value, run_values(view, view.mode), diagram_links(current),
+                                 **extra)
+    st.markdown(svg, unsafe_allow_html=True)

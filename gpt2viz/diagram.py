@@ -100,7 +100,8 @@ class Box:
                 f'stroke="{stroke}" stroke-width="{width}"/>')
         current = ' aria-current="page"' if lit else ""
         href = escape(links.href(self.target, **dict(self.override)))
-        return (f'<a href="{href}" target="_self" data-target="{escape(self.target)}"{current}>'
+        return (f'<a href="{href}" target="_self" data-target="{escape(self.target)}"{current} '
+                f'style="color: inherit; text-decoration: none">'
                 f'<title>{escape(" · ".join(self.lines))}: open its page</title>{rect}{body}</a>')
 
 

@@ -344,7 +344,7 @@ def test_pages_draw_their_diagram_with_links_that_keep_the_view(file, label, lit
     at = open_page(file, mode="decode", block=1, head=2)
     svg = next(m.value for m in at.markdown if m.value.startswith("<svg"))
     assert f'aria-label="tiny {label}"' in svg
-    hrefs = re.findall(r'<a href="([^"]+)" target="_self" data-target="([^"]+)"( aria-current="page")?', svg)
+    hrefs = re.findall(r'<a href="([^"]+)" target="_self" data-target="([^"]+)"( aria-current="page")? ', svg)
     assert hrefs and all("mode=decode" in h and "block=1" in h and "model=tiny" in h for h, _, _ in hrefs)
     assert {h.split("?")[0] for h, _, on in hrefs if on} == lit  # attention: the chosen head's box
     assert "[1, 1, 64]" in svg  # decode: T = 1 (tiny: d = 64)

@@ -31,7 +31,7 @@ def draw(kind: str, model="gpt2", mode="decode", current="block", **kw) -> str:
 def anchors(svg: str) -> list[tuple[str, str, bool, str]]:
     """(href, target, highlighted, text) of every link in the SVG."""
     out = []
-    for m in re.finditer(r'<a href="([^"]*)" target="_self" data-target="([^"]*)"( aria-current="page")?>(.*?)</a>', svg):
+    for m in re.finditer(r'<a href="([^"]*)" target="_self" data-target="([^"]*)"( aria-current="page")? style="[^"]*">(.*?)</a>', svg):
         body = re.sub(r"<title>.*?</title>", "", m.group(4))
         out.append((unescape(m.group(1)), m.group(2), bool(m.group(3)), unescape(re.sub(r"<[^>]+>", " ", body))))
     return out

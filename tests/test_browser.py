@@ -186,3 +186,31 @@ def test_export_downloads_the_tensors_of_the_view(context, base, mode):
     assert sorted(tensors) == sorted(names)
     for name in names:
         assert (tensors[name] == trace[name].numpy()).all(), name
+
+
+def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, base):
+    """The block diagram is a drawing whose boxes are links: clicking Attention opens the Attention
+    page in this tab, with the same text, model, mode and block; and a mode chosen in the sidebar
+    (not from the link) is what the diagram's shapes and links then carry."""
+    page = open_view(context, base, "block?model=tiny&block=1&text=Hello%20world%20again", MIN_CHARTS["block"])
+    try:
+        tabs = len(context.pages)
+        mode = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Mode", exact=True))
+        mode.get_by_role("combobox").click()
+        page.keyboard.type("decode")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**mode=decode**")
+        wait_rendered(page, 1)
+        diagram = page.locator("svg[aria-label='tiny Transformer block']")
+        assert "decode: T = 1" in diagram.text_content()
+        screenshot(page, "block-diagram-decode")
+        diagram.locator("a[data-target='block.attn']").click()
+        page.wait_for_url("**/attention?**")
+        wait_rendered(page, MIN_CHARTS["attention"])
+        assert len(context.pages) == tabs and exceptions(page) == []
+        assert h1_ok("attention", page.locator("h1").first.inner_text().strip())
+        for kept in ("text=Hello%20world%20again", "model=tiny", "mode=decode", "block=1"):
+            assert kept in page.url, (kept, page.url)
+        assert any("block 1 head 0" in t for t in chart_titles(page))
+    finally:
+        page.close()

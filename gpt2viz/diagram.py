@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 from .catalog import Catalogue, concrete, short_axes
 from .modes import Mode
 
-FONT = 14  # px in viewBox units; the diagrams are drawn about as wide as they are shown
+FONT, SMALL = 16, 14  # px in viewBox units: large enough to read when a narrow column shrinks the drawing
 ACCENT = "#1c83e1"
 BOX_FILL = "rgba(128, 128, 128, 0.10)"
 HIGHLIGHT_FILL = "rgba(28, 131, 225, 0.22)"
@@ -66,7 +66,7 @@ def _path(d: str, arrow: bool = True) -> str:
     return f'<path d="{d}" fill="none" stroke="currentColor" stroke-width="1.5"{head}/>'
 
 
-def _vertical_text(x, y, s: str, size: int = 13) -> str:
+def _vertical_text(x, y, s: str, size: int = SMALL) -> str:
     return (f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="middle" fill="currentColor" fill-opacity="0.85" '
             f'transform="rotate(-90 {x} {y})">{escape(s)}</text>')
 
@@ -91,7 +91,7 @@ class Box:
     def svg(self, links: Links) -> str:
         lit = links.is_current(self.target) if self.lit is None else self.lit
         fill, stroke, width = (HIGHLIGHT_FILL, ACCENT, 3) if lit else (BOX_FILL, "currentColor", 1.2)
-        step = FONT + 4
+        step = FONT + 3
         top = self.y + self.h / 2 - step * (len(self.lines) - 1) / 2 + FONT / 3
         body = "".join(_text(self.x + self.w / 2, round(top + i * step, 1), s, weight="bold" if i == 0 else "normal",
                              opacity=1.0 if i == 0 else 0.85)
@@ -126,7 +126,7 @@ def params(n: int) -> str:
 
 
 def _edge_label(x, y, symbol: str, text: str) -> str:
-    return _text(x, y, symbol, anchor="start", weight="bold") + _text(x + 8 + 9 * len(symbol), y, text, anchor="start",
+    return _text(x, y, symbol, anchor="start", weight="bold") + _text(x + 8 + 10 * len(symbol), y, text, anchor="start",
                                                                      opacity=0.85)
 
 
@@ -151,7 +151,7 @@ class _Column:
         self.cat, self.mode, self.values, self.links = cat, mode, values, links
         self.x, self.w, self.mid = x, w, x + w / 2
         self.y = 40
-        self.parts = [_text(WIDTH / 2, 20, _mode_note(mode, values), size=13, opacity=0.8)]
+        self.parts = [_text(WIDTH / 2, 20, _mode_note(mode, values), size=SMALL, opacity=0.8)]
 
     def shape(self, short: str) -> str:
         return shape(short, self.mode, self.values)
@@ -174,8 +174,8 @@ class _Column:
     def side_note(self, y: float, title: str, *lines: str, dx: float = 14) -> None:
         """Bold title and lines to the right of the column (the KV cache beside what reads it)."""
         x = self.x + self.w + dx
-        self.parts.append(_text(x, y, title, size=13, anchor="start", weight="bold"))
-        self.parts += [_text(x, y + 18 * (i + 1), s, size=13, anchor="start", opacity=0.85) for i, s in enumerate(lines)]
+        self.parts.append(_text(x, y, title, size=SMALL, anchor="start", weight="bold"))
+        self.parts += [_text(x, y + 19 * (i + 1), s, size=SMALL, anchor="start", opacity=0.85) for i, s in enumerate(lines)]
 
     def close(self, summary: str, label: str) -> str:
         self.y += 20
@@ -199,7 +199,7 @@ def overview(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links)
         foot, short = x + 115, target
         col.parts += [_path(f"M {foot} {col.y + 70} L {foot} {col.y + 92} L {col.mid + (14 if x > 200 else -14)} "
                             f"{col.y + 104}"),
-                      _text(foot + 8, col.y + 88, col.shape(short), size=13, anchor="start", opacity=0.85)]
+                      _text(foot + 8, col.y + 88, col.shape(short), size=SMALL, anchor="start", opacity=0.85)]
     col.y += 70
     col.parts.append(_plus(col.mid, col.y + 46))
     col.y += 58
@@ -288,7 +288,7 @@ def attention(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links
                       "read and extended" if mode == Mode.DECODE.value else "filled")
     col.edge("Q, K, V", "attn.q", " each, split into heads", length=34)
     col.parts.append(_text(col.mid, col.y + 10, "each head: softmax(Q Kᵀ / √dh + M) V, with the causal mask M",
-                           size=13, opacity=0.85))
+                           size=SMALL, opacity=0.85))
     col.y += 20
     drawn = _heads_drawn(cat.config.n_head)
     gap, left = 6, 30

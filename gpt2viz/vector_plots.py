@@ -63,16 +63,16 @@ def heads_merged(z, merged, title: str) -> go.Figure:
     nh, dh = z.shape
     if merged.size != nh * dh:
         raise ValueError(f"merged has {merged.size} values but z is [{nh}, {dh}]: merged must be [nh · dh]")
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.16,
-                        subplot_titles=[f"z: the {nh} heads' outputs side by side, [nh, dh] = [{nh}, {dh}]",
-                                        f"merge(H): the same values in one row of d = {nh * dh}, head by head"])
+    titles = [f"z: the {nh} heads' outputs side by side, [nh, dh] = [{nh}, {dh}] (columns: feature within the head)",
+              f"merge(H): the same values in one row of d = {nh * dh}, head by head"]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.16, subplot_titles=titles)
     fig.add_trace(go.Heatmap(z=z, x=np.arange(dh), y=[f"h{h}" for h in range(nh)], colorscale=SEQUENTIAL,
                              colorbar={"title": {"text": "z"}, "len": 0.55, "y": 1, "yanchor": "top"},
                              hovertemplate="head %{y} · feature %{x}<br>z = %{z:.4g}<extra></extra>"), row=1, col=1)
     colors = [BLUE if (i // dh) % 2 == 0 else ORANGE for i in range(merged.size)]
     fig.add_trace(_bars(merged, colors, "merged"), row=2, col=1)
-    fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.update_xaxes(title_text="feature within the head (of dh)", row=1, col=1)
+    heads = [f"h{h}" for h in range(nh)]
+    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=heads, ticktext=heads, row=1, col=1)
     fig.update_xaxes(title_text=f"feature of the merged vector (head h covers h·{dh} … h·{dh} + {dh - 1})",
                      row=2, col=1)
     fig.update_annotations(font_size=12, x=0, xanchor="left")

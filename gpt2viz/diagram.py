@@ -26,6 +26,12 @@ HIGHLIGHT_FILL = "rgba(28, 131, 225, 0.22)"
 
 
 # ---------------------------------------------------------------------------- links
+def page_href(url: str, query: Mapping[str, object], default: str = "overview") -> str:
+    """`/attention?text=A%20cat&mode=decode`: a page (the default one is served at `/`) and a view."""
+    encoded = urlencode({k: str(v) for k, v in query.items()}, quote_via=quote)
+    return ("/" if url == default else "/" + url) + ("?" + encoded if encoded else "")
+
+
 @dataclass(frozen=True)
 class Links:
     """Where boxes link: the page of each target (component ids, or `dropout`), the view's query
@@ -40,10 +46,7 @@ class Links:
 
     def href(self, target: str, **override) -> str:
         """The page's address with the view's query string (`override` replaces some values)."""
-        url = self.page(target)
-        path = "/" if url == self.default else "/" + url
-        query = urlencode({**self.query, **{k: str(v) for k, v in override.items()}}, quote_via=quote)
-        return path + ("?" + query if query else "")
+        return page_href(self.page(target), {**self.query, **override}, self.default)
 
     def is_current(self, target: str) -> bool:
         return self.page(target) == self.current
@@ -55,10 +58,9 @@ def _text(x, y, s: str, size: int = FONT, anchor: str = "middle", weight: str = 
             f'fill="currentColor" fill-opacity="{opacity}">{escape(s)}</text>')
 
 
-def _line(x1, y1, x2, y2, arrow: bool = True, dash: bool = False) -> str:
-    style = ' stroke-dasharray="5 4"' if dash else ""
+def _line(x1, y1, x2, y2, arrow: bool = True) -> str:
     head = ' marker-end="url(#gpt2viz-arrow)"' if arrow else ""
-    return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="currentColor" stroke-width="1.5"{style}{head}/>'
+    return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="currentColor" stroke-width="1.5"{head}/>'
 
 
 def _path(d: str, arrow: bool = True) -> str:

@@ -6,7 +6,6 @@ head, because those live in the URL.
 """
 
 from html import escape
-from urllib.parse import quote, urlencode
 
 import streamlit as st
 
@@ -23,8 +22,7 @@ def view_query() -> dict[str, str]:
 
 def view_href(url: str, **override) -> str:
     """The address of page `url` with this view's query string (`override` replaces values)."""
-    query = urlencode({**view_query(), **{k: str(v) for k, v in override.items()}}, quote_via=quote)
-    return ("/" if url == DEFAULT else "/" + url) + ("?" + query if query else "")
+    return diagram.page_href(url, {**view_query(), **override}, DEFAULT)
 
 
 def anchor(label: str, url: str, **override) -> str:

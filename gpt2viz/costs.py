@@ -115,11 +115,12 @@ def decode_step_vs_full(cfg: GPT2Config, n: int, n_params: int) -> dict[str, Cos
     against a full pass that computes all n positions again. FLOPs of both, the attention part of
     both, the fp32 cache the step reads and the fp32 weights that both read."""
     step, full = forward_flops(cfg, 1, 1, n), forward_flops(cfg, 1, n, n)
-    heads = {r.component: r for r in step}["block.attn.heads"], {r.component: r for r in full}["block.attn.heads"]
+    heads = [next(r for r in rows if r.component == "block.attn.heads") for rows in (step, full)]
+    attention = [Cost(name, h.total, f"{cfg.n_layer} × {h.per_instance.calculation}")
+                 for name, h in zip(("decode attention", "full attention"), heads)]
     return {"decode": Cost("decode step", sum(r.total for r in step), f"T = 1, L = {n:,}"),
             "full": Cost("full pass", sum(r.total for r in full), f"T = L = {n:,}"),
-            "decode_attention": Cost("decode attention", heads[0].total, f"{cfg.n_layer} × {heads[0].per_instance.calculation}"),
-            "full_attention": Cost("full attention", heads[1].total, f"{cfg.n_layer} × {heads[1].per_instance.calculation}"),
+            "decode_attention": attention[0], "full_attention": attention[1],
             "cache": kv_cache_bytes(cfg, 1, n - 1),
             "weights": weight_bytes(n_params)[0]}
 

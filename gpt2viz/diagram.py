@@ -1,9 +1,9 @@
 """The model drawn as SVG: the overview, the Transformer block, and small diagrams of attention and
-the MLP. Pure: a catalogue, a mode, the run's dims (B, T, P, L) and where each box links in, an SVG
+the MLP. Pure: a component tree, a mode, the run's dims (B, T, P, L) and where each box links in, an SVG
 string out (no Streamlit).
 
-Every box shows its symbol and its exact parameter count from the catalogue's accounting rows; every
-edge shows the catalogue's symbolic shape of the tensor it carries, evaluated with the run's dims (so
+Every box shows its symbol and its exact parameter count from the component tree's accounting rows; every
+edge shows the schema's symbolic shape of the tensor it carries, evaluated with the run's dims (so
 decode shows T = 1 and the KV cache [B, nh, L, dh]). Each box is a link to the page that shows it,
 carrying the view's query string, and the boxes of the current page are highlighted.
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from html import escape
 from urllib.parse import quote, urlencode
 
-from .catalog import Catalogue, concrete, short_axes
-from .modes import Mode
+from .components import ComponentTree
+from .schema import CACHED_MODES, Mode, concrete, short_axes
 
 FONT, SMALL = 16, 14  # px in viewBox units: large enough to read when a narrow column shrinks the drawing
 ACCENT = "#1c83e1"
@@ -118,8 +118,8 @@ def _svg(width: int, height: int, label: str, parts: list[str]) -> str:
 
 
 # ---------------------------------------------------------------------------- shapes and counts
-def shape(short: str, mode: str, values: Mapping[str, int]) -> str:
-    """The catalogue's symbolic shape of a recorded name, evaluated with the run's dims: "[1, 10, 768]"."""
+def shape(short: str, mode: Mode | str, values: Mapping[str, int]) -> str:
+    """The schema's symbolic shape of a recorded name, evaluated with the run's dims: "[1, 10, 768]"."""
     return "[" + ", ".join(f"{v:,}" for v in concrete(short_axes(short, mode), values)) + "]"
 
 
@@ -132,28 +132,28 @@ def _edge_label(x, y, symbol: str, text: str) -> str:
                                                                      opacity=0.85)
 
 
-def _mode_note(mode: str, values: Mapping[str, int]) -> str:
-    if mode == Mode.DECODE.value:
+def _mode_note(mode: Mode, values: Mapping[str, int]) -> str:
+    if mode is Mode.DECODE:
         return f"decode: T = 1 new position after P = {values['P']:,} cached, reading L = P + 1 = {values['L']:,} keys"
-    if mode == Mode.PREFILL.value:
+    if mode is Mode.PREFILL:
         return f"prefill: T = {values['T']:,} positions into an empty cache (P = 0); logits for the last one only"
-    if mode == Mode.TRAINING.value:
+    if mode is Mode.TRAINING:
         return f"training: T = {values['T']:,} positions, dropout on, each position predicts the next"
     return f"full sequence: T = {values['T']:,} positions, no cache"
 
 
-CACHED = (Mode.PREFILL.value, Mode.DECODE.value)  # the modes with a KV cache
 
 
 class _Column:
     """A top-to-bottom chain down the middle of a drawing: boxes joined by arrows that carry a
     tensor's symbol and shape. `y` is where the next piece goes."""
 
-    def __init__(self, cat: Catalogue, mode: str, values: Mapping[str, int], links: Links, x: float, w: float):
-        self.cat, self.mode, self.values, self.links = cat, mode, values, links
+    def __init__(self, cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links,
+                 x: float, w: float):
+        self.cat, self.mode, self.values, self.links = cat, Mode.parse(mode), values, links
         self.x, self.w, self.mid = x, w, x + w / 2
         self.y = 40
-        self.parts = [_text(WIDTH / 2, 20, _mode_note(mode, values), size=SMALL, opacity=0.8)]
+        self.parts = [_text(WIDTH / 2, 20, _mode_note(self.mode, values), size=SMALL, opacity=0.8)]
 
     def shape(self, short: str) -> str:
         return shape(short, self.mode, self.values)
@@ -177,7 +177,8 @@ class _Column:
         """Bold title and lines to the right of the column (the KV cache beside what reads it)."""
         x = self.x + self.w + dx
         self.parts.append(_text(x, y, title, size=SMALL, anchor="start", weight="bold"))
-        self.parts += [_text(x, y + 19 * (i + 1), s, size=SMALL, anchor="start", opacity=0.85) for i, s in enumerate(lines)]
+        self.parts += [_text(x, y + 19 * (i + 1), s, size=SMALL, anchor="start", opacity=0.85)
+                       for i, s in enumerate(lines)]
 
     def close(self, summary: str, label: str) -> str:
         self.y += 20
@@ -189,7 +190,7 @@ WIDTH = 760  # every diagram's viewBox width
 
 
 # ---------------------------------------------------------------------------- the model
-def overview(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) -> str:
+def overview(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
     """Embeddings (wte + wpe) -> n_layer x block -> ln_f -> tied unembedding, top to bottom."""
     cfg, block = cat.config, cat["block"]
     col = _Column(cat, mode, values, links, x=210, w=340)
@@ -208,7 +209,7 @@ def overview(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links)
     col.edge("x₀", "embed.out", length=34)
     col.box("block", (f"{block.instances} × Transformer block", "LN₁ → attention → + → LN₂ → MLP → +",
                       f"{block.per_instance:,} parameters each = {block.total:,}"), h=74)
-    if mode in CACHED:
+    if col.mode in CACHED_MODES:
         col.side_note(col.y - 44, "KV cache", col.shape("attn.k_cache") + " × 2", f"in each of {cfg.n_layer} blocks")
     col.edge(f"x{_sub(cfg.n_layer)}", "resid_post", length=34)
     col.box("ln_f", ("Final LayerNorm LN_f", "μ, σ², gain g_f · bias b_f", params(cat["ln_f"].total)), h=70)
@@ -235,7 +236,7 @@ HALVES = (  # LayerNorm, its output, the sublayer, its update, the stream after 
 )
 
 
-def block(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) -> str:
+def block(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
     """x_n -> LN1 -> attention -> dropout -> + -> x'_n -> LN2 -> MLP -> dropout -> + -> x_{n+1},
     with both residual bypasses drawn on the left."""
     cfg, blk, bypass = cat.config, cat["block"], 120
@@ -251,7 +252,7 @@ def block(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) ->
         col.box(ln, (ln_title, "μ, σ², gain g · bias b", params(cat[ln].per_instance)))
         col.edge(z_sym, z)
         col.box(sub, (sub_title, detail, params(cat[sub].per_instance) + " · Open →"), h=70, inset=-20)
-        if sub == "block.attn" and mode in CACHED:
+        if sub == "block.attn" and col.mode in CACHED_MODES:
             col.side_note(col.y - 42, "KV cache K, V", col.shape("attn.k_cache") + " each", dx=34)
         col.edge(d_sym, delta)
         col.box("dropout", ("Dropout", f"p_resid = {cfg.dropout:g}, in training only"), h=50, inset=30)
@@ -279,15 +280,15 @@ def _heads_drawn(nh: int) -> list[int | None]:
     return [*range(MAX_HEADS - 3), None, nh - 2, nh - 1]
 
 
-def attention(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links, head: int = 0) -> str:
+def attention(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links, head: int = 0) -> str:
     """Z1 -> W_QKV -> the nh heads side by side -> merge -> W_O -> Δattn (the chosen head lit)."""
     col = _Column(cat, mode, values, links, x=200, w=360)
     col.entry("Z₁", "ln1.out")
     col.box("block.attn.qkv", ("Query, key and value projection W_QKV", "c_attn [d, 3d]",
                                params(cat["block.attn.qkv"].per_instance)))
-    if mode in CACHED:
+    if col.mode in CACHED_MODES:
         col.side_note(col.y - 42, "KV cache K, V", col.shape("attn.k_cache") + " each",
-                      "read and extended" if mode == Mode.DECODE.value else "filled")
+                      "read and extended" if col.mode is Mode.DECODE else "filled")
     col.edge("Q, K, V", "attn.q", " each, split into heads", length=34)
     col.parts.append(_text(col.mid, col.y + 10, "each head: softmax(Q Kᵀ / √dh + M) V, with the causal mask M",
                            size=SMALL, opacity=0.85))
@@ -307,12 +308,13 @@ def attention(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links
     col.edge("H = z", "attn.z", ": the heads' outputs")
     col.box("block.attn.merge", ("Merge heads", "lay the nh outputs side by side (a reshape)", params(0)))
     col.edge("merge(H)", "attn.merged")
-    col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d]", params(cat["block.attn.merge"].per_instance)))
+    col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d]",
+                                 params(cat["block.attn.merge"].per_instance)))
     col.edge("Δattn", "attn.out")
     return col.close(f"attention: {cat['block.attn'].per_instance:,} parameters per block", "attention")
 
 
-def mlp(cat: Catalogue, mode: str, values: Mapping[str, int], links: Links) -> str:
+def mlp(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
     """Z2 -> expand to 4d (W_fc) -> GELU -> project back to d (W_proj) -> Δmlp."""
     col = _Column(cat, mode, values, links, x=200, w=360)
     col.entry("Z₂", "ln2.out")

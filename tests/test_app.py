@@ -11,7 +11,8 @@ from gpt2viz.modes import Mode
 from gpt2viz.ui.pages import PAGE_TABLE
 
 # the plots each page draws (at least), and a piece of text it must show
-EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (2, "Embeddings"), "block": (2, "Transformer block"),
+EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (2, "Embeddings"),
+          "block": (2, "Transformer block"),
           "layernorm": (3, "LayerNorm 1"), "attention": (2, "Causal self-attention"),
           "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
           "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting"),
@@ -190,9 +191,10 @@ def test_worksheet_questions_read_as_english():
     from gpt2viz import exercises as ex
 
     assert ex.params_exercise("gpt2-medium", "model").question == "How many parameters does **gpt2-medium** have?"
-    assert ex.params_exercise("gpt2", "block.mlp").question == "How many parameters does the MLP have in one block of **gpt2**?"
-    assert all(" of **" in q or "have?" in q for q in (ex.params_exercise("gpt2", c).question for c in ex.PARAM_COMPONENTS))
-    assert not any("**GPT-2** of" in ex.params_exercise("gpt2", c).question for c in ex.PARAM_COMPONENTS)
+    mlp = ex.params_exercise("gpt2", "block.mlp").question
+    assert mlp == "How many parameters does the MLP have in one block of **gpt2**?"
+    questions = [ex.params_exercise("gpt2", c).question for c in ex.PARAM_COMPONENTS]
+    assert all(" of **" in q or "have?" in q for q in questions) and not any("**GPT-2** of" in q for q in questions)
 
 
 def test_generation_is_reproducible_from_the_url():
@@ -338,7 +340,8 @@ def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
 
 
-@pytest.mark.parametrize("file,label,lit", [("overview.py", "overview", set()), ("block.py", "Transformer block", set()),
+@pytest.mark.parametrize("file,label,lit", [("overview.py", "overview", set()),
+                                            ("block.py", "Transformer block", set()),
                                             ("attention.py", "attention", {"/attention"}), ("mlp.py", "MLP", {"/mlp"})])
 def test_pages_draw_their_diagram_with_links_that_keep_the_view(file, label, lit):
     at = open_page(file, mode="decode", block=1, head=2)

@@ -1,4 +1,4 @@
-"""The drawn diagrams: exact counts from the catalogue, shapes of the mode, links that keep the view."""
+"""The drawn diagrams: exact counts from the component tree, shapes of the mode, links that keep the view."""
 
 import re
 from html import unescape
@@ -7,8 +7,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from gpt2viz import diagram
-from gpt2viz.catalog import catalogue, dims, run_dims
+from gpt2viz.components import component_tree
 from gpt2viz.params import closed_form, closed_form_total
+from gpt2viz.schema import text_dims
 
 PAGES = {"embed.tok": "tokens", "embed.pos": "tokens", "block": "block", "block.ln1": "layernorm",
          "block.ln2": "layernorm", "ln_f": "output", "block.attn": "attention", "block.attn.qkv": "attention",
@@ -18,27 +19,26 @@ QUERY = {"text": "The cat sat & ran", "mode": "decode", "block": "3", "head": "5
 
 
 def values(model: str, mode: str, n: int = 10) -> dict:
-    cfg = catalogue(model).config
-    run = run_dims(cfg, mode, 1, T=None if mode == "decode" else n, P=n - 1 if mode == "decode" else None)
-    return dims(cfg, run["B"], run["T"], run["P"], run["L"])
+    return text_dims(component_tree(model).config, n, mode)
 
 
 def draw(kind: str, model="gpt2", mode="decode", current="block", **kw) -> str:
     links = diagram.Links(PAGES, {**QUERY, "mode": mode}, current=current)
-    return getattr(diagram, kind)(catalogue(model), mode, values(model, mode), links, **kw)
+    return getattr(diagram, kind)(component_tree(model), mode, values(model, mode), links, **kw)
 
 
 def anchors(svg: str) -> list[tuple[str, str, bool, str]]:
     """(href, target, highlighted, text) of every link in the SVG."""
     out = []
-    for m in re.finditer(r'<a href="([^"]*)" target="_self" data-target="([^"]*)"( aria-current="page")? style="[^"]*">(.*?)</a>', svg):
+    link = r'<a href="([^"]*)" target="_self" data-target="([^"]*)"( aria-current="page")? style="[^"]*">(.*?)</a>'
+    for m in re.finditer(link, svg):
         body = re.sub(r"<title>.*?</title>", "", m.group(4))
         out.append((unescape(m.group(1)), m.group(2), bool(m.group(3)), unescape(re.sub(r"<[^>]+>", " ", body))))
     return out
 
 
 def test_gpt2_counts_come_from_the_accounting():
-    cf = closed_form(catalogue("gpt2").config)
+    cf = closed_form(component_tree("gpt2").config)
     block_svg, attn_svg, mlp_svg = draw("block"), draw("attention"), draw("mlp")
     assert "7,087,872 parameters; × 12 = 85,054,464" in block_svg  # 12 d² + 13 d per block
     assert "2,362,368 parameters · Open" in block_svg and "4,722,432 parameters · Open" in block_svg
@@ -46,14 +46,15 @@ def test_gpt2_counts_come_from_the_accounting():
     assert "590,592 parameters" in attn_svg and "attention: 2,362,368 parameters per block" in attn_svg
     assert "2,362,368 parameters" in mlp_svg and "2,360,064 parameters" in mlp_svg and "4,722,432" in mlp_svg
     over = draw("overview")
-    assert f"{closed_form_total(catalogue('gpt2').config):,} parameters in all" in over  # 124,439,808
+    assert f"{closed_form_total(component_tree('gpt2').config):,} parameters in all" in over  # 124,439,808
     assert "38,597,376 parameters" in over and "786,432 parameters" in over and "1,536 parameters" in over
 
 
 @pytest.mark.parametrize("model", ["gpt2-medium", "gpt2-xl", "tiny"])
 def test_counts_follow_the_config(model):
-    cat = catalogue(model)
-    assert f"{cat['block'].per_instance:,} parameters; × {cat.config.n_layer} = {cat['block'].total:,}" in draw("block", model)
+    cat = component_tree(model)
+    block = cat["block"]
+    assert f"{block.per_instance:,} parameters; × {cat.config.n_layer} = {block.total:,}" in draw("block", model)
     assert f"{cat.root.total:,} parameters in all" in draw("overview", model)
 
 

@@ -15,16 +15,18 @@ st.title("Exercises")
 st.markdown("Questions generated from the catalogue, for every size and mode. Shapes use the reference layout "
             "(heads before positions). Type a shape as `[1, 12, 1, 64]` and a count as `4,722,432`.")
 cols = st.columns(3)
-seed = number(cols[0], "Set", 0, 10_000, 0, key="set", help="the same set number gives the same questions: share the link")
+seed = number(cols[0], "Set", 0, 10_000, 0, key="set",
+              help="the same set number gives the same questions: share the link")
 n = number(cols[1], "Questions", 1, 20, 6, key="questions")
 exercise_set = ex.exercise_set(seed, n)
-cols[2].download_button("Worksheet (Markdown)", ex.handout(exercise_set, answers=False, title=f"GPT-2 exercises, set {seed}"),
-                        file_name=f"gpt2-exercises-{seed}.md", mime="text/markdown", icon=":material/download:")
+worksheet = ex.handout(exercise_set, answers=False, title=f"GPT-2 exercises, set {seed}")
+cols[2].download_button("Worksheet (Markdown)", worksheet, file_name=f"gpt2-exercises-{seed}.md", mime="text/markdown",
+                        icon=":material/download:")
 if os.environ.get(TEACHER_ENV) == "1":
     with st.expander("Teacher: answer key", icon=":material/key:"):
         key = ex.handout(exercise_set, answers=True, title=f"GPT-2 exercises, set {seed}: answer key")
-        st.download_button("Answer key (Markdown)", key, file_name=f"gpt2-exercises-{seed}-key.md", mime="text/markdown",
-                           icon=":material/download:")
+        st.download_button("Answer key (Markdown)", key, file_name=f"gpt2-exercises-{seed}-key.md",
+                           mime="text/markdown", icon=":material/download:")
         st.markdown(key)
 
 results = st.session_state.setdefault("exercise_results", {})  # exercise id -> (correct, message)

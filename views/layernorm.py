@@ -37,7 +37,8 @@ def states(view, trace):
         plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))
     with cols[1]:
         plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"))
-    export(view, trace, [prefix + s for s in ("mean", "var", "normalized", "out")], prefix.rstrip(".").replace(".", "-"))
+    export(view, trace, [prefix + s for s in ("mean", "var", "normalized", "out")],
+           prefix.rstrip(".").replace(".", "-"))
 
 
 view = view_state()

@@ -6,13 +6,18 @@ import streamlit as st
 
 from gpt2viz.ui.links import tour_next
 from gpt2viz.ui.pages import pages
-from gpt2viz.ui.state import controls, sidebar_footer
+from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
-st.session_state["view"] = controls()
-page = st.navigation(pages(), expanded=True)
+# the page starts under the top bar's navigation, not 6rem below it: the first chart above the fold
+st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 4.5rem}</style>")
+st.session_state["selection"] = selection = controls()
+# the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
+# without scrolling past the page links
+page = st.navigation(pages(), position="top")
 sidebar_footer()
+link_notes(selection)
 tour_next(page.url_path)
 page.run()

@@ -18,7 +18,7 @@ and the expected block/head shows in a chart title (tests/streamlit_server.py, `
     Target ≤ 0.5 s. The in-page split: action → script run starts, run (server script and
     streamed elements), run end → all charts drawn (Plotly); "-" where runs were too fast for the
     page to show the state `running`.
-(b') Every page of PAGE_TABLE by goto, warm, T = 256: which page costs what.
+(b') Every page of PAGES by goto, warm, T = 256: which page costs what.
 Baselines, measured in the same run: a trivial Streamlit script written to a temporary directory
 (a slider bound to the URL and a title), without and with 4 small Plotly charts. Ratios are ours
 over the trivial baseline of the same kind. Medians over rounds; in each round every case of a
@@ -43,12 +43,12 @@ from streamlit_server import (  # noqa: E402
     EXCEPTION, StreamlitServer, chromium_path, launch_chromium, new_context, run_times, wait_rendered)
 
 from gpt2viz.tokenizer import encode  # noqa: E402
-from gpt2viz.ui.pages import PAGE_TABLE  # noqa: E402
+from gpt2viz.ui.pages import PAGES  # noqa: E402
 
 COLD_TARGET_S, WARM_TARGET_S = 10.0, 0.5
 TOKENS = 256
-PAGES = [url for _, _, url, _ in PAGE_TABLE]
-TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
+PAGES = [row.url for row in PAGES]
+TITLES = {row.url: row.title for row in PAGES}
 CYCLE = ["attention", "mlp", "block", "layernorm", "merge", "tokens", "output"]  # page changes in (b)
 N_BLOCK = N_HEAD = 12  # gpt2
 ATTENTION_CHARTS = 2  # charts on the attention page: the head's maps and the grid of every head

@@ -10,7 +10,7 @@ give K renderers and K independent Streamlit sessions. asyncio drives the K sess
 from one thread (the sync API cannot share a browser across threads).
 
 Session i (i = 0..K-1) has its own text, of 5 to 200 tokens spread over the sessions, and its own
-mode (full, training, prefill, decode in turn), and opens every page of PAGE_TABLE (href: the
+mode (full, training, prefill, decode in turn), and opens every page of PAGES (href: the
 default page at /) by URL, starting at page i so that sessions hit different pages at once. A view
 counts as rendered when tests/streamlit_server.py's predicate holds (script idle, nothing stale,
 every Plotly chart drawn; its _SETTLED_JS, polled every 100 ms rather than every frame to spare the
@@ -60,11 +60,11 @@ from gpt2viz.config import PRESETS, get_config  # noqa: E402
 from gpt2viz.modes import Mode  # noqa: E402
 from gpt2viz.params import closed_form_total  # noqa: E402
 from gpt2viz.tokenizer import encode  # noqa: E402
-from gpt2viz.ui.pages import PAGE_TABLE, href  # noqa: E402
+from gpt2viz.ui.pages import PAGES, href  # noqa: E402
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 MODES = ["full", "training", "prefill", "decode"]
-PAGES = [url for _, _, url, _ in PAGE_TABLE]
+PAGES = [row.url for row in PAGES]
 QUICK_PAGES = ["overview", "tokens", "attention", "mlp", "generation", "training"]
 MIN_TOKENS, MAX_TOKENS = 5, 200
 POLL_MS = 100

@@ -40,13 +40,15 @@ class Links:
     query: Mapping[str, str] = field(default_factory=dict)
     current: str = ""
     default: str = "overview"
+    selects: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # target -> the query values
+    # that select it on its page (LayerNorm 2 on the LayerNorm page: {"ln": "ln_2"})
 
     def page(self, target: str) -> str:
         return self.pages[target]
 
     def href(self, target: str, **override) -> str:
         """The page's address with the view's query string (`override` replaces some values)."""
-        return page_href(self.page(target), {**self.query, **override}, self.default)
+        return page_href(self.page(target), {**self.query, **self.selects.get(target, {}), **override}, self.default)
 
     def is_current(self, target: str) -> bool:
         return self.page(target) == self.current

@@ -15,8 +15,9 @@ SYMBOLS = [
     ("xₙ", "residual stream into block n", "recorded as blocks.n.resid_pre; x₀ = token + position embedding"),
     ("Z₁", "LayerNorm 1 output", "ln1.out: the normalised stream that attention reads"),
     ("Q, K, V", "queries, keys, values", "attn.q, attn.k, attn.v, each [B, nh, T, dh]"),
-    ("H = z", "per-head outputs", ("attn.z [B, nh, T, dh]: each head's weighted average of values; the equations "
-                                  "call it H, the plots and the recording z: one tensor")),
+    ("H = z", "per-head outputs", "one name for one tensor: H_h in the equations, attn.z in the recording, "
+                                  "‖z‖ on the Attention page; [B, nh, T, dh], each head's weighted average of "
+                                  "values"),
     ("Δattn", "attention's update", "attn.out [B, T, d]: merge(H) W_O + b_O, added to the stream"),
     ("x′ₙ", "stream after attention", "resid_mid = xₙ + Δattn"),
     ("Z₂", "LayerNorm 2 output", "ln2.out: the normalised stream that the MLP reads"),

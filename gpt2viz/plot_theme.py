@@ -143,7 +143,7 @@ def themed(fig: go.Figure, dark: bool = False) -> go.Figure:
     spec = fig.to_dict()
     data, layout = spec["data"], spec.setdefault("layout", {})
     layout.pop("template", None)
-    # every trace of plots.py is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
+    # every trace of gpt2viz.plots is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
     axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy"}
     axes |= {name for name in layout if _AXIS.match(name)}
     wanted = dict(look, **{name: xaxis if name[0] == "x" else yaxis for name in axes},

@@ -1,24 +1,27 @@
 """The app through Streamlit's AppTest: every page in every mode on the tiny model, controls that
 change what is shown, and bad input that gives a message instead of a traceback."""
 
+import html
 import json
 import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from gpt2viz.components import component_tree
+from gpt2viz.config import get_config
 from gpt2viz.modes import Mode
-from gpt2viz.ui.pages import PAGE_TABLE
+from gpt2viz.ui.pages import BY_URL, PAGES, home
 
-# the plots each page draws (at least), and a piece of text it must show
-EXPECT = {"start": (0, "Start here"), "overview": (2, "GPT-2"), "tokens": (2, "Embeddings"),
-          "block": (2, "Transformer block"),
-          "layernorm": (3, "LayerNorm 1"), "attention": (2, "Causal self-attention"),
-          "merge": (3, "Merge heads and project"), "mlp": (3, "MLP"), "output": (2, "Unembedding (tied)"),
-          "modes": (2, "Modes and KV cache"), "params": (1, "Parameter accounting"),
-          "generation": (2, "Generation, step by step"), "training": (3, "Training internals"),
-          "lens": (1, "Logit lens and residual decomposition"), "exercises": (0, "Exercises"),
-          "glossary": (0, "Glossary"), "about": (0, "About gpt2viz")}
+
+def h1_ok(url: str, h1: str) -> bool:
+    """A component page's h1 is its component's title (the LayerNorm page names the one it shows);
+    another page's h1 begins with its navigation title ("Logit lens" -> "Logit lens and ...")."""
+    row = BY_URL[url]
+    if row.component is None:
+        return h1.startswith(row.title)
+    cat = component_tree(get_config("tiny"))
+    return h1 in [cat[cid].title for cid in (row.component, *row.hosts)]
 
 
 def first_run(**params) -> AppTest:
@@ -29,9 +32,9 @@ def first_run(**params) -> AppTest:
     return at.run()
 
 
-def open_page(file: str, **params) -> AppTest:
+def open_page(url: str, **params) -> AppTest:
     at = first_run(**params)
-    at.switch_page(f"views/{file}")
+    at.switch_page(BY_URL[url].file)
     return at.run()
 
 
@@ -44,13 +47,12 @@ def charts(at) -> list:
 
 
 @pytest.mark.parametrize("mode", [m.value for m in Mode])
-@pytest.mark.parametrize("file,url", [(f, u) for f, _, u, _ in PAGE_TABLE])
-def test_every_page_in_every_mode(file, url, mode):
-    at = open_page(file, mode=mode)
+@pytest.mark.parametrize("url", [row.url for row in PAGES])
+def test_every_page_in_every_mode(url, mode):
+    at = open_page(url, mode=mode)
     assert not at.exception, at.exception[0].value
-    n_plots, title = EXPECT[url]
-    assert title in titles(at)
-    assert len(charts(at)) >= n_plots
+    assert h1_ok(url, titles(at)[0]), titles(at)
+    assert len(charts(at)) >= BY_URL[url].charts
 
 
 def test_sidebar_says_which_weights_are_in_use():
@@ -60,7 +62,7 @@ def test_sidebar_says_which_weights_are_in_use():
 
 
 def test_charts_carry_their_look_and_no_template():
-    at = open_page("mlp.py")
+    at = open_page("mlp")
     for chart in charts(at):
         layout = json.loads(chart.proto.spec)["layout"]
         assert chart.proto.theme == "" and layout.get("template") is None  # Streamlit's theme: drawn twice
@@ -69,14 +71,14 @@ def test_charts_carry_their_look_and_no_template():
 
 def test_changing_block_changes_the_plots():
     def heads_title(block):
-        at = open_page("attention.py", block=block)
+        at = open_page("attention", block=block)
         return [c.proto.spec for c in charts(at)]
     assert heads_title(0) != heads_title(1)
 
 
 def test_changing_mode_changes_what_is_shown():
     def shown(mode):
-        at = open_page("attention.py", mode=mode)
+        at = open_page("attention", mode=mode)
         return [s.value for s in at.subheader], [c.proto.spec for c in charts(at)]
     (full_heads, full_plots), (decode_heads, decode_plots) = shown("full"), shown("decode")
     assert "Intermediate states · Full sequence" in full_heads
@@ -84,16 +86,20 @@ def test_changing_mode_changes_what_is_shown():
     assert full_plots != decode_plots
 
 
-def test_out_of_range_url_values_fall_back_and_say_so():
+def test_out_of_range_url_values_fall_back_and_say_so_at_the_top():
+    """Issue 12 (5): the notes stand above the page's title, where the reader looks, not at the
+    bottom of the sidebar."""
     at = first_run(block=99, head=-3, mode="sideways")
     assert not at.exception
-    warnings = " ".join(w.value for w in at.sidebar.warning)
+    warnings = " ".join(w.value for w in at.main.warning)
     assert "block=`'99'`" in warnings and "head=`'-3'`" in warnings and "mode=`'sideways'`" in warnings
+    kinds = [type(e).__name__ for e in at.main.children.values()]
+    assert kinds.index("Warning") < kinds.index("Title") and not at.sidebar.warning
 
 
 @pytest.mark.parametrize("text,needle", [("   ", "empty"), ("Hi", None)])
 def test_text_edge_cases(text, needle):
-    at = open_page("attention.py", text=text, mode="training")
+    at = open_page("attention", text=text, mode="training")
     assert not at.exception
     shown = " ".join(w.value for w in at.warning)
     if needle:
@@ -103,7 +109,7 @@ def test_text_edge_cases(text, needle):
 
 
 def test_over_long_text_is_cut_and_says_how_much():
-    at = open_page("tokens.py", text="word " * 1100)
+    at = open_page("tokens", text="word " * 1100)
     assert not at.exception
     assert any("77 tokens at the end" in i.value for i in at.info)
 
@@ -128,7 +134,7 @@ def test_local_path_source_is_off_unless_enabled(monkeypatch):
     monkeypatch.delenv("GPT2VIZ_ALLOW_LOCAL_PATH", raising=False)
     at = first_run(weights="path")
     assert "path" not in at.sidebar.radio[0].options
-    assert any("weights=`'path'`" in w.value for w in at.sidebar.warning)
+    assert any("weights=`'path'`" in w.value for w in at.warning)
 
 
 def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
@@ -146,7 +152,7 @@ def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
 def test_exercise_is_checked_on_submit_with_the_worked_answer():
     from gpt2viz import exercises as ex
 
-    at = open_page("exercises.py", set=3, questions=2)
+    at = open_page("exercises", set=3, questions=2)
     first = ex.exercise_set(3, 2)[0]
     at.text_input(key=f"answer-{first.id}").input(first.answer_text)
     at.button[0].click().run()
@@ -160,7 +166,7 @@ def test_exercise_is_checked_on_submit_with_the_worked_answer():
 def test_every_answer_keeps_its_feedback_and_the_score_runs():
     from gpt2viz import exercises as ex
 
-    at = open_page("exercises.py", set=3, questions=3)
+    at = open_page("exercises", set=3, questions=3)
     first, second, _ = ex.exercise_set(3, 3)
     assert any("Score: 0 of 3" in m.value for m in at.markdown)
     at.text_input(key=f"answer-{first.id}").input(first.answer_text)
@@ -174,7 +180,7 @@ def test_every_answer_keeps_its_feedback_and_the_score_runs():
 
 def test_the_answer_key_is_for_the_operator_only(monkeypatch):
     def downloads(**params):
-        at = open_page("exercises.py", set=3, questions=4, **params)
+        at = open_page("exercises", set=3, questions=4, **params)
         assert not at.exception and not at.get("toggle")
         return [b.proto.label for b in at.get("download_button")], " ".join(m.value for m in at.markdown)
     from gpt2viz import exercises as ex
@@ -199,7 +205,7 @@ def test_worksheet_questions_read_as_english():
 
 def test_generation_is_reproducible_from_the_url():
     def continuation(**params):
-        at = open_page("generation.py", steps=5, **params)
+        at = open_page("generation", steps=5, **params)
         assert not at.exception
         return [m.value for m in at.markdown if m.value.startswith("**Continuation:**")]
     sampled = continuation(temperature=1.2, top_k=40, gen_seed=7)
@@ -208,7 +214,7 @@ def test_generation_is_reproducible_from_the_url():
 
 
 def test_about_checks_decode_against_full_live():
-    at = open_page("about.py")
+    at = open_page("about")
     text = " ".join(m.value for m in at.markdown)
     assert "agree" in text and "DISAGREE" not in text
 
@@ -219,10 +225,10 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
     monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "8")  # a full trace (60 MB of logits alone) would not fit
     trace_cache.clear()
     try:
-        at = open_page("attention.py", text="word " * 300, block=1)
+        at = open_page("attention", text="word " * 300, block=1)
         assert not at.exception
         assert any("Recording only what this page shows" in c.value for c in at.caption)
-        assert len(charts(at)) >= EXPECT["attention"][0]
+        assert len(charts(at)) >= BY_URL["attention"].charts
         cache = trace_cache()
         assert cache.budget == 6 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget
         assert all(n.startswith("blocks.1.attn.") for t in cache._items.values() for n in t.names)
@@ -234,12 +240,12 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
 def test_numbers_in_links_that_the_widget_cannot_take(value):
     at = first_run(seed=value)
     assert not at.exception
-    assert any("seed=" in w.value and "showing seed=`0`" in w.value for w in at.sidebar.warning)
+    assert any("seed=" in w.value and "showing seed=`0`" in w.value for w in at.warning)
     assert "random tiny weights (seed 0)" in " ".join(c.value for c in at.sidebar.caption)
 
 
 def test_training_page_turns_dropout_off_from_the_url():
-    on, off = open_page("training.py"), open_page("training.py", dropout="false")
+    on, off = open_page("training"), open_page("training", dropout="false")
     assert not on.exception and not off.exception
     assert [t.value for t in on.get("toggle")] == [True] and [t.value for t in off.get("toggle")] == [False]
     assert "Dropout is off" not in " ".join(c.value for c in on.caption)
@@ -251,7 +257,7 @@ def test_training_page_turns_dropout_off_from_the_url():
 
 @pytest.mark.parametrize("words,steps,room", [(1019, 8, 5), (3000, 8, 1)])
 def test_generation_at_the_end_of_the_context(words, steps, room):
-    at = open_page("generation.py", text="word " * words, steps=steps)  # " word" is one token each
+    at = open_page("generation", text="word " * words, steps=steps)  # " word" is one token each
     assert not at.exception, at.exception[0].value
     assert any(f"room for {room} more tokens; generating {room}" in i.value for i in at.info)
     rows = at.dataframe[0].value
@@ -259,7 +265,7 @@ def test_generation_at_the_end_of_the_context(words, steps, room):
 
 
 def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
-    at = open_page("glossary.py", mode="decode", block=1, text="A cat")
+    at = open_page("glossary", mode="decode", block=1, text="A cat")
     ideas = next(m.value for m in at.markdown if "**KV cache.**" in m.value)
     for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
                  "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k"):
@@ -268,7 +274,7 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     assert len(links) == 13 and '/modes?' in ideas and all("mode=decode" in h and "block=1" in h for h in links)
     assert all("text=A%20cat" in h for h in links)
     symbols = at.dataframe[0].value
-    assert "H = z" in list(symbols["symbol"]) and "recording z" in " ".join(symbols["meaning"])
+    assert "H = z" in list(symbols["symbol"]) and "attn.z in the recording" in " ".join(symbols["meaning"])
 
 
 def test_modes_page_says_why_a_decode_step_is_cheap():
@@ -278,7 +284,7 @@ def test_modes_page_says_why_a_decode_step_is_cheap():
     from gpt2viz.tokenizer import encode
 
     text = "The quick brown fox jumps over the lazy dog"
-    at = open_page("modes.py", text=text)
+    at = open_page("modes", text=text)
     said = next(m.value for m in at.markdown if "one query" in m.value)
     cfg, n = get_config("tiny"), len(encode(text))
     c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
@@ -291,14 +297,14 @@ def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
     from gpt2viz.tour import TOUR
 
     at = first_run(mode="decode", head=2)
-    assert PAGE_TABLE[0][2] == "start"  # first in the navigation
-    at.switch_page("views/start.py")
+    assert PAGES[0].url == "start"  # first in the navigation
+    at.switch_page(BY_URL["start"].file)
     at.run()
     listing = next(m.value for m in at.markdown if m.value.startswith("1. "))
     hrefs = re.findall(r'<a href="([^"]+)" target="_self">', listing)
     assert [h.split("?")[0] for h in hrefs] == [("/" if u == "overview" else "/" + u) for u, _ in TOUR]
     assert all("mode=decode" in h and "head=2" in h for h in hrefs)
-    at.switch_page("views/attention.py")
+    at.switch_page(BY_URL["attention"].file)
     at.run()
     line = next(c.value for c in at.caption if "stop " in c.value)
     i = [u for u, _ in TOUR].index("attention")
@@ -307,7 +313,7 @@ def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
 
 @pytest.mark.parametrize("mode", ["full", "decode"])
 def test_layernorm_shows_one_vector_before_and_after(mode):
-    at = open_page("layernorm.py", mode=mode, block=1)
+    at = open_page("layernorm", mode=mode, block=1)
     assert not at.exception
     stages = [json.loads(c.proto.spec) for c in charts(at) if "One position through" in c.proto.spec]
     assert len(stages) == 1
@@ -319,10 +325,10 @@ def test_layernorm_shows_one_vector_before_and_after(mode):
     assert (len(one_bar) == 0) == (mode == "decode")
 
 
-@pytest.mark.parametrize("file", ["tokens.py", "block.py", "merge.py", "layernorm.py"])
-def test_decode_shows_the_positions_vectors_not_one_bar(file):
+@pytest.mark.parametrize("url", ["tokens", "block", "merge", "layernorm"])
+def test_decode_shows_the_positions_vectors_not_one_bar(url):
     def bars_per_position(mode):
-        at = open_page(file, mode=mode)
+        at = open_page(url, mode=mode)
         assert not at.exception
         specs = [json.loads(c.proto.spec) for c in charts(at)]
         return [len(t["x"]) for s in specs for t in s["data"] if t["type"] == "bar" and "position" in str(t)], specs
@@ -333,21 +339,112 @@ def test_decode_shows_the_positions_vectors_not_one_bar(file):
 
 
 def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
-    at = open_page("merge.py", mode="decode")
+    at = open_page("merge", mode="decode")
     figs = [json.loads(c.proto.spec) for c in charts(at)]
     fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"])
     heat, bars = fig["data"][:2]
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
 
 
-@pytest.mark.parametrize("file,label,lit", [("overview.py", "overview", set()),
-                                            ("block.py", "Transformer block", set()),
-                                            ("attention.py", "attention", {"/attention"}), ("mlp.py", "MLP", {"/mlp"})])
-def test_pages_draw_their_diagram_with_links_that_keep_the_view(file, label, lit):
-    at = open_page(file, mode="decode", block=1, head=2)
+@pytest.mark.parametrize("url,label,lit", [("overview", "overview", set()),
+                                            ("block", "Transformer block", set()),
+                                            ("attention", "attention", {"/attention"}), ("mlp", "MLP", {"/mlp"})])
+def test_pages_draw_their_diagram_with_links_that_keep_the_view(url, label, lit):
+    at = open_page(url, mode="decode", block=1, head=2)
     svg = next(m.value for m in at.markdown if m.value.startswith("<svg"))
     assert f'aria-label="tiny {label}"' in svg
     hrefs = re.findall(r'<a href="([^"]+)" target="_self" data-target="([^"]+)"( aria-current="page")? ', svg)
     assert hrefs and all("mode=decode" in h and "block=1" in h and "model=tiny" in h for h, _, _ in hrefs)
     assert {h.split("?")[0] for h, _, on in hrefs if on} == lit  # attention: the chosen head's box
     assert "[1, 1, 64]" in svg  # decode: T = 1 (tiny: d = 64)
+
+
+@pytest.mark.parametrize("how", ["link", "sidebar"])
+def test_shapes_open_on_the_selected_mode(how):
+    """Issue 12 (1): "Shapes in each mode" shows the selected mode's tab first (and so open),
+    whether the mode came from the link or from the sidebar."""
+    if how == "link":
+        at = open_page("attention", mode="decode")
+    else:
+        at = open_page("attention")
+        assert at.tabs[0].label == "Full sequence"
+        at = at.sidebar.selectbox(key="mode").select("decode").run()
+    assert not at.exception
+    assert [t.label for t in at.tabs][:2] == ["Decode (KV cache)", "Full sequence"]
+    assert "L = P + 1" in " ".join(c.value for c in at.tabs[0].caption)
+
+
+def test_open_inside_keeps_the_selection_in_the_same_tab():
+    """Issue 12 (2): the links under a component's equation are page links (same tab) carrying the
+    selection; children shown on the page itself link to sections of their own."""
+    from urllib.parse import parse_qs
+
+    at = open_page("attention", block=1, head=2, mode="decode", text="Hello there, world")
+    links = {link.proto.label: link.proto for link in at.get("page_link")}
+    merge = links["Merge heads and project"]
+    assert merge.page == "merge" or merge.page.endswith("merge")
+    assert parse_qs(merge.query_string) == {"model": ["tiny"], "block": ["1"], "head": ["2"], "mode": ["decode"],
+                                            "text": ["Hello there, world"]}
+    markdown = " ".join(m.value for m in at.markdown)
+    anchors = {h.proto.anchor for h in at.subheader}
+    cat = component_tree(get_config("tiny"))
+    parents = {x.id: x.parent for x in cat}
+    shown_here = [c for c in cat["block.attn"].children if home(c.id, parents)[0].url == "attention"]
+    assert shown_here  # today: the qkv projection and the heads
+    for child in shown_here:
+        anchor = child.id.replace(".", "-")
+        assert f"[{child.title}](#{anchor})" in markdown and anchor in anchors
+    block = open_page("block", block=1)
+    ln2 = {link.proto.label: link.proto for link in block.get("page_link")}["LayerNorm 2"]
+    assert parse_qs(ln2.query_string) == {"model": ["tiny"], "block": ["1"], "ln": ["ln_2"]}
+
+
+def test_layernorm_page_says_which_layernorm():
+    """Issue 12 (5): the title names the LayerNorm the charts show (it said "LayerNorm 1" for ln_f),
+    and the charts follow the choice."""
+    first_chart = {}
+    for ln, title in [("ln_1", "LayerNorm 1"), ("ln_2", "LayerNorm 2"), ("ln_f", "Final LayerNorm")]:
+        at = open_page("layernorm", ln=ln, block=1)
+        assert not at.exception and titles(at) == [title]
+        first_chart[ln] = charts(at)[0].proto.spec
+    assert len(set(first_chart.values())) == 3
+
+
+def test_upload_limit_says_the_cap_the_server_enforces():
+    """Issue 12 (5): the upload widget said 1GB (Streamlit writes any limit above 512 MB so) while
+    the server caps uploads at 700 MB: the app says the cap itself (test_browser checks the screen)."""
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).parents[1] / ".streamlit" / "config.toml").read_text())
+    at = first_run(weights="upload")
+    assert not at.exception
+    (uploader,) = at.get("file_uploader")
+    assert uploader.proto.max_upload_size_mb == config["server"]["maxUploadSize"] == 700
+    assert any("Up to 700 MB per file" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("params,says", [({}, "before any temperature or top-k"),
+                                         ({"temperature": 1.2, "top_k": 40}, "after temperature 1.2 and top-k 40")])
+def test_generation_counts_steps_one_way_and_says_which_probabilities(params, says):
+    """Issue 12 (5): the table counted steps 0-7 while the chart ran 1-8; the probabilities chart
+    did not say whether it was before or after temperature and top-k."""
+    at = open_page("generation", steps=4, step=2, **params)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["step"]) == [1, 2, 3, 4]
+    specs = [json.loads(c.proto.spec) for c in charts(at)]
+    assert specs[0]["data"][1]["x"] == [1, 2, 3, 4]  # the cache chart's steps
+    heads = [(s["layout"]["title"]["text"], s["layout"]["title"].get("subtitle", {}).get("text", "")) for s in specs]
+    assert any(title.startswith("Step 2: ") and says in sub for title, sub in heads), heads
+    chosen = table["chosen"][1]  # step 2's token is the highlighted bar
+    bars = specs[-1]["data"][0]
+    assert chosen in [html.unescape(c[0]) for c in bars["customdata"]]
+
+
+def test_glossary_names_h_and_z_as_one_tensor():
+    """Issue 12 (5): the glossary's H and the Attention page's z are the same tensor, said so."""
+    from gpt2viz.glossary import SYMBOLS
+
+    (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
+    assert "H" in row[0] and "z" in row[0] and "‖z‖" in row[2]

@@ -3,7 +3,11 @@
 A Streamlit server (`streamlit run app.py`) runs for the module; each test opens a new tab (a new
 Streamlit session) on a URL (a view is a link: text, weights, model, seed, mode, block, head),
 waits for the app to finish running and every Plotly chart to be drawn, then asserts no exception,
-no dialog, the page's title and its charts. Screenshots go to test-artifacts/screenshots/{url}-{mode}.png.
+no dialog, the page's title and its charts. Every page is screenshotted at 1400x900 (the whole
+page, test-artifacts/screenshots/{url}-{mode}.png) and, in the same tab, at 1280x720 and 800x900
+(what the window shows: {url}-1280x720.png, {url}-800x900.png); on component pages the first
+chart starts inside the first screen at both desktop sizes, and at 800 px nothing is wider than
+the window.
 
 Needs Debian's chromium (/usr/bin/chromium, or `chromium` on PATH); without it the module is
 skipped, unless GPT2VIZ_REQUIRE_BROWSER=1, which turns the skip into a failure.
@@ -16,34 +20,25 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from test_app import h1_ok  # noqa: E402
 
-from gpt2viz.components import component_tree  # noqa: E402
 from gpt2viz.config import get_config  # noqa: E402
-from gpt2viz.ui.pages import PAGE_TABLE, href  # noqa: E402
+from gpt2viz.ui.pages import PAGES, href  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-URLS = [url for _, _, url, _ in PAGE_TABLE]
-TITLES = {url: title for _, title, url, _ in PAGE_TABLE}
+URLS = [row.url for row in PAGES]
 
-# Component pages show the component's own title as h1 (the sidebar shows the PAGE_TABLE title);
-# the other pages' h1 begins with their PAGE_TABLE title ("Logit lens" → "Logit lens and ...").
-COMPONENT_OF = {"overview": "model", "tokens": "embed", "block": "block", "layernorm": "block.ln1",
-                "attention": "block.attn", "merge": "block.attn.merge", "mlp": "block.mlp", "output": "unembed"}
-MIN_CHARTS = {"overview": 2, "tokens": 3, "block": 3, "layernorm": 4, "attention": 2, "merge": 3, "mlp": 3,
-              "output": 2, "modes": 2, "params": 1, "generation": 3, "training": 3, "lens": 1}  # others: 0
+MIN_CHARTS = {row.url: row.charts for row in PAGES}
+COMPONENT_PAGES = [row.url for row in PAGES if row.component]
+DESKTOP, PROJECTOR, NARROW = (1400, 900), (1280, 720), (800, 900)
 OTHER_MODES = [("attention", "decode"), ("output", "decode"), ("attention", "training"), ("output", "training")]
-
-
-def h1_ok(url: str, h1: str) -> bool:
-    cid = COMPONENT_OF.get(url)
-    return h1 == component_tree(get_config("tiny"))[cid].title if cid else h1.startswith(TITLES[url])
 
 
 @pytest.fixture(scope="module")
 def context():
     with chromium_for_tests() as b:
-        context = new_context(b)
+        context = new_context(b, *DESKTOP)
         yield context  # one context: its pages share the HTTP cache; each page is a new session
         context.close()
 
@@ -94,10 +89,38 @@ def chart_titles(page) -> list[str]:
     return page.eval_on_selector_all(".gtitle", "els => els.map(e => e.textContent)")
 
 
+def first_chart_top(page) -> float | None:
+    """Where the first chart starts, in px from the top of the window (None: no chart)."""
+    return page.evaluate(f"() => document.querySelector(\"{CHART}\")?.getBoundingClientRect().top ?? null")
+
+
+def resized(page, size: tuple[int, int]) -> None:
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.wait_for_timeout(300)  # let Plotly's responsive resize settle
+
+
+def check_sizes(page, url: str) -> None:
+    """In the same tab: the first screen at 1400x900 and 1280x720 shows the first chart of a
+    component page; at 800x900 the main area is not wider than the window. One screenshot each."""
+    for size in (DESKTOP, PROJECTOR, NARROW):
+        resized(page, size)
+        if size != DESKTOP:
+            page.screenshot(path=str(SHOTS / f"{url}-{size[0]}x{size[1]}.png"))
+        if url in COMPONENT_PAGES and size != NARROW:
+            top = first_chart_top(page)
+            assert top is not None and top < size[1] - 100, f"first chart of {url} starts at {top} px at {size}"
+    overflow = page.evaluate("() => { const m = document.querySelector(\"[data-testid='stMain']\");"
+                             " return m.scrollWidth - m.clientWidth }")
+    assert overflow <= 1, f"{url} is {overflow} px wider than an 800 px window"
+    resized(page, DESKTOP)
+
+
 def check_page(context, base: str, url: str, mode: str) -> None:
     page = open_view(context, base, f"{href(url)}?model=tiny&mode={mode}", MIN_CHARTS.get(url, 0))
     try:
         screenshot(page, f"{url}-{mode}")
+        if mode == "full":
+            check_sizes(page, url)
         assert exceptions(page) == []
         assert page.get_by_role("dialog").all_inner_texts() == []  # e.g. Streamlit's "Page not found"
         h1 = page.locator("h1").first.inner_text().strip()
@@ -118,13 +141,16 @@ def test_page_other_modes(context, base, url, mode):
     check_page(context, base, url, mode)
 
 
-def test_out_of_range_link_warns(context, base):
+def test_out_of_range_link_warns_at_the_top(context, base):
+    """Issue 12 (5): the notes stand above the title, in the first screen, not under the sidebar."""
     page = open_view(context, base, "attention?model=tiny&block=99&head=-3&mode=sideways", MIN_CHARTS["attention"])
     try:
         assert exceptions(page) == []
-        warnings = page.locator("[data-testid='stSidebar'] [data-testid='stAlert']").all_inner_texts()
+        alerts = page.locator("[data-testid='stMain'] [data-testid='stAlert']")
+        warnings = alerts.all_inner_texts()
         for key in ("block", "head", "mode"):
             assert any("link" in w and f"{key}=" in w for w in warnings), (key, warnings)
+        assert alerts.first.bounding_box()["y"] < page.locator("h1").first.bounding_box()["y"] < DESKTOP[1]
         assert any("block 0 head 0" in t for t in chart_titles(page))  # what is shown instead
     finally:
         page.close()
@@ -188,6 +214,66 @@ def test_export_downloads_the_tensors_of_the_view(context, base, mode):
         assert (tensors[name] == trace[name].numpy()).all(), name
 
 
+def test_block_and_head_controls_in_the_first_screen(context, base):
+    """Issue 12 (visual): at 1280x720 the Block and Head sliders are reachable without scrolling
+    past the page links (the navigation is in the top bar)."""
+    page = open_view(context, base, "attention?model=tiny", MIN_CHARTS["attention"])
+    try:
+        resized(page, PROJECTOR)
+        for label in ("Mode", "Block", "Head"):
+            box = page.get_by_test_id("stSidebar").get_by_text(label, exact=True).first.bounding_box()
+            assert box is not None and box["y"] + box["height"] < PROJECTOR[1], (label, box)
+    finally:
+        page.close()
+
+
+def test_open_inside_keeps_the_selection_in_the_same_tab(context, base):
+    """Issue 12 (2): the links under the equation open in the same tab with the same text, mode,
+    block and head; the attention page's own parts scroll to sections of their own."""
+    page = open_view(context, base, "attention?model=tiny&block=1&head=2&mode=decode&text=Hello+there+world",
+                     MIN_CHARTS["attention"])
+    try:
+        tabs = len(context.pages)
+        page.get_by_role("link", name="Attention heads").click()
+        page.wait_for_function("() => { const e = document.getElementById('block-attn-heads');"
+                               " return e && Math.abs(e.getBoundingClientRect().top) < 250 }", timeout=10_000)
+        page.get_by_test_id("stPageLink").filter(has_text="Merge heads and project").click()
+        wait_rendered(page, MIN_CHARTS["merge"], not_h1="Causal self-attention")
+        assert len(context.pages) == tabs and exceptions(page) == []
+        assert page.locator("h1").first.inner_text().strip() == "Merge heads and project"
+        for part in ("block=1", "head=2", "mode=decode", "text=Hello"):
+            assert part in page.url, (part, page.url)
+        assert any("block 1" in t for t in chart_titles(page)), chart_titles(page)
+    finally:
+        page.close()
+
+
+def test_shapes_follow_the_sidebar_mode(context, base):
+    """Issue 12 (1): after the sidebar's Mode changes, "Shapes in each mode" shows that mode."""
+    page = open_view(context, base, "attention?model=tiny", MIN_CHARTS["attention"])
+    try:
+        page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(
+            has=page.get_by_text("Mode", exact=True)).click()
+        page.get_by_role("option", name="decode").click()
+        page.wait_for_function("() => [...document.querySelectorAll('h3')].some(h => h.textContent.includes("
+                               "'Intermediate states · Decode'))", timeout=60_000)
+        wait_rendered(page, MIN_CHARTS["attention"])
+        selected = page.locator("[data-testid='stTabs'] [role='tab'][aria-selected='true']").all_inner_texts()
+        assert [t.strip() for t in selected] == ["Decode (KV cache)"]
+    finally:
+        page.close()
+
+
+def test_upload_says_the_cap_the_server_enforces(context, base):
+    """Issue 12 (5): Streamlit wrote the 700 MB cap as "1GB per file"; the sidebar says 700 MB."""
+    page = open_view(context, base, "about?model=tiny&weights=upload")
+    try:
+        sidebar = page.get_by_test_id("stSidebar").inner_text()
+        assert "Up to 700 MB per file" in sidebar and "1GB" not in sidebar
+    finally:
+        page.close()
+
+
 def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, base):
     """The block diagram is a drawing whose boxes are links: clicking Attention opens the Attention
     page in this tab, with the same text, model, mode and block; and a mode chosen in the sidebar
@@ -195,10 +281,9 @@ def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, bas
     page = open_view(context, base, "block?model=tiny&block=1&text=Hello%20world%20again", MIN_CHARTS["block"])
     try:
         tabs = len(context.pages)
-        mode = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Mode", exact=True))
-        mode.get_by_role("combobox").click()
-        page.keyboard.type("decode")
-        page.keyboard.press("Enter")
+        page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(
+            has=page.get_by_text("Mode", exact=True)).click()
+        page.get_by_role("option", name="decode").click()
         page.wait_for_url("**mode=decode**")
         wait_rendered(page, 1)
         diagram = page.locator("svg[aria-label='tiny Transformer block']")

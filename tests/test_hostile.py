@@ -27,14 +27,14 @@ KEYS = ["text", "weights", "model", "seed", "mode", "block", "head", "steps", "t
 @pytest.mark.parametrize("case", range(URL_CASES))
 def test_random_links_never_break_a_page(case):
     from test_app import open_page
-    from gpt2viz.ui.pages import PAGE_TABLE
+    from gpt2viz.ui.pages import PAGES
 
     rng = random.Random(case)
     params = {k: rng.choice(NASTY) for k in rng.sample(KEYS, rng.randint(1, 6))}
     params.setdefault("model", "tiny")
     if params["model"] not in ("tiny",):  # keep the fuzz fast: big sizes are a link away, not a test away
         params["model"] = "tiny"
-    file = rng.choice(PAGE_TABLE)[0]
+    file = rng.choice(PAGES).url
     at = open_page(file, **params)
     assert not at.exception, (file, params, at.exception[0].value if at.exception else None)
 

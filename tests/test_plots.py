@@ -36,12 +36,16 @@ def titles(fig: go.Figure) -> tuple[str, str]:
     return fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
 
 
-def test_module_imports_neither_streamlit_nor_torch():
-    tree = ast.parse(Path(plots.__file__).read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not imported & {"streamlit", "torch"}
+def test_package_imports_neither_streamlit_nor_torch():
+    """No module of the package imports them, nor anything of gpt2viz outside it but costs (which
+    imports only the config)."""
+    for path in Path(plots.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
+        assert not {name.split(".")[0] for name in imported} & {"streamlit", "torch"}, path.name
+        assert {name for name in imported if name.startswith("..")} <= {"..costs"}, path.name
 
 
 # ---------------------------------------------------------------------------- attention
@@ -74,6 +78,22 @@ def test_attention_heatmap_full():
     assert np.array_equal(covered_cells(cover, T, T), future)
     assert cover.fillcolor == plots.MASKED_GREY and cover.layer == "above"
     assert "masked" in fig.layout.title.subtitle.text
+
+
+@pytest.mark.parametrize("L", [4, 10, 16])
+def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
+    """Issue 12 (visual): cell numbers readable or not written, never clipped or overlapping."""
+    pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
+    tokens = [f"t{i}" for i in range(L)]
+    fits = {share: share * 440 / L >= 4 * 5.5 + 6 for share in (1.0, 0.5)}
+    for share, fit in fits.items():
+        fig = plots.attention_heatmap(pattern, tokens, tokens, "h", share=share)
+        assert (fig.data[0].texttemplate is not None) == fit
+    maps = plots.attention_maps(scores, pattern, np.ones(L), tokens, tokens, "m")
+    for trace, axis, chars in [(maps.data[0], maps.layout.xaxis, 5), (maps.data[1], maps.layout.xaxis2, 4)]:
+        width = (axis.domain[1] - axis.domain[0]) * 440
+        assert (trace.texttemplate is not None) == (width / L >= chars * 5.5 + 6)
+    assert maps.data[1].texttemplate is None if L >= 10 else maps.data[1].texttemplate == "%{z:.2f}"
 
 
 def test_mask_path_covers_exactly_the_masked_cells():
@@ -153,7 +173,7 @@ def test_heads_grid_stacks_heads_in_columns_on_one_colour_scale():
 def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
     with pytest.raises(ValueError, match=r"patterns must be 3-D \[nh, T, L\], got shape \(6, 6\)"):
         plots.heads_grid(causal_pattern(T, T), TOKENS, TOKENS, "t")
-    monkeypatch.setattr(plots, "MAX_GRID_CELLS", 100)
+    monkeypatch.setattr(plots.attention, "MAX_GRID_CELLS", 100)
     with pytest.raises(ValueError, match=r"nh\*T\*L = 144 cells.*query_offset=T - n"):
         plots.heads_grid(np.ones((4, 6, 6)), TOKENS, TOKENS, "t")
 
@@ -168,7 +188,8 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert np.array_equal(s.z, scores.astype(np.float32))  # masked scores keep their value and hover
     assert np.array_equal(p.z, pattern.astype(np.float32)) and np.array_equal(z.z[:, 0], norms)
     assert list(s.y) == list(p.y) == list(z.y) == list(p.x)  # one row per query in all three
-    assert (s.xaxis or "x", p.xaxis, z.xaxis) == ("x", "x2", "x3") and {s.yaxis or "y", p.yaxis or "y", z.yaxis or "y"} == {"y"}
+    assert (s.xaxis or "x", p.xaxis, z.xaxis) == ("x", "x2", "x3")
+    assert {s.yaxis or "y", p.yaxis or "y", z.yaxis or "y"} == {"y"}
     axis = fig.layout.coloraxis
     assert axis.colorscale == colorscale(plots.DIVERGING) and axis.cmin == -axis.cmax
     assert axis.cmax == pytest.approx(np.abs(scores[~mask]).max(), rel=1e-6)
@@ -178,16 +199,22 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert np.array_equal(covered_cells(veil, T, T), mask) and 0 < veil.opacity < 1 and veil.xref == "x"
     assert np.array_equal(covered_cells(grey, T, T), mask) and grey.fillcolor == plots.MASKED_GREY and grey.xref == "x2"
     assert "score %{z:.3f}" in s.hovertemplate and "attention %{z:.3f}" in p.hovertemplate and "‖z‖" in z.hovertemplate
-    notes = " ".join(a.text for a in fig.layout.annotations)
-    assert "−∞" in notes and "grey: masked" in notes
+    assert "−∞" in fig.layout.title.subtitle.text and "grey: masked" in fig.layout.title.subtitle.text
     assert fig.layout.title.text == "block 0 head 1"
+    # issue 12 (5): the ‖z‖ strip has a colour scale of its own, from 0 to the largest norm
+    strip = fig.layout.coloraxis3
+    assert strip.showscale is not False and strip.colorbar.title.text == "‖z‖" and (strip.cmin, strip.cmax) == (0, T)
+    scores_bar, p_bar, z_bar = (a.colorbar for a in (fig.layout.coloraxis, fig.layout.coloraxis2, strip))
+    assert fig.layout.xaxis.domain[1] < scores_bar.x < fig.layout.xaxis2.domain[0]  # no bar over a panel
+    assert fig.layout.xaxis2.domain[1] <= fig.layout.xaxis3.domain[0] < fig.layout.xaxis3.domain[1] < p_bar.x == z_bar.x
+    assert z_bar.y + z_bar.len / 2 < p_bar.y - p_bar.len / 2  # stacked at the right edge, apart
     unmasked = plots.attention_maps(scores, np.full((T, T), 1 / T), norms, TOKENS, TOKENS, "no mask")
     assert not unmasked.layout.shapes
 
 
 def unvalidated_builds():
-    """The builders that skip plotly.py's checks (plots._unvalidated), on masked and unmasked,
-    short and long inputs."""
+    """Every heatmap figure (made the one way, without plotly.py's checks: plots.axes.figure), on
+    masked and unmasked, short and long inputs."""
     scores = np.random.default_rng(1).normal(size=(T, T))
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)
     patterns = np.stack([causal_pattern(T, T, seed=h) for h in range(5)])
@@ -197,10 +224,13 @@ def unvalidated_builds():
     yield plots.attention_maps(np.zeros((1, T)), patterns[0, -1:], [2.0], TOKENS[-1:], TOKENS, "decode",
                                query_offset=T - 1, mask=np.zeros((1, T), dtype=bool))
     yield plots.heads_grid(patterns, TOKENS, TOKENS, "grid", max_cols=2)
+    yield plots.attention_heatmap(patterns[0], TOKENS, TOKENS, "one head")
+    yield plots.attention_heatmap(patterns[0, -1:], TOKENS[-1:], TOKENS, "decode", query_offset=T - 1)
+    yield plots.matrix_heatmap(np.ones((2, 3)), ["W_QKV", "<b>"], ["0", "1", "2"], "grads", "norm")
     yield plots.heads_grid(np.full((3, 4, 40), 1 / 40), long[-4:], long, "long", query_offset=36)
 
 
-@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("index", range(8))
 def test_unvalidated_figures_are_what_plotlys_checks_would_make(index):
     fig = list(unvalidated_builds())[index]
     checked = go.Figure(fig.to_dict())  # every value checked (and shorthands like line_width expanded)
@@ -437,9 +467,29 @@ def test_cache_growth_two_axes():
     size, L = fig.data
     assert size.type == "bar" and size.yaxis == "y2" and list(size.y) == [1_000, 2_000, 3_000_000]
     assert L.type == "scatter" and list(L.y) == [5, 6, 7] and list(L.x) == [1, 2, 3]
-    assert list(size.customdata) == ["1.00 kB", "2.00 kB", "3.00 MB"] and "%{y:,} bytes" in size.hovertemplate
+    assert list(size.customdata) == ["1000 B", "2.0 KiB", "2.9 MiB"] and "%{y:,} bytes" in size.hovertemplate
     assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.title.text == "KV cache size"
     assert titles(fig) == ("decode step", "L (positions)")
+
+
+@pytest.mark.parametrize("largest", [0, 1, 700, 737_280, 3_000_000, 5 * 2**30])
+def test_byte_axes_are_binary_like_the_text_beside_them(largest):
+    """Issue 12 (5): the Modes page said 720.0 KiB beside a chart that said 700 kB. The bytes axis
+    has ticks in the unit costs.human_bytes would write, never an SI prefix, up to the largest size."""
+    from gpt2viz.costs import human_bytes
+
+    axis = plots.cache_growth([1, 2], [largest // 2, largest], "c").layout.yaxis2
+    unit = human_bytes(largest).split()[-1]
+    assert axis.tickformat is None and axis.ticksuffix is None and axis.tickvals[-1] >= largest
+    assert all(text.endswith(" " + unit) for text in axis.ticktext), axis.ticktext
+    assert len(axis.tickvals) <= 8 and list(axis.tickvals) == sorted(axis.tickvals)
+
+
+def test_value_axes_write_tiny_numbers_without_si_prefixes():
+    """Issue 12 (5): μ is the mean on the LayerNorm page; an axis must not write 2e-6 as "2μ"."""
+    fig = plots.position_values([2e-6, -1e-6], ["a", "b"], "μ per position", "mean μ")
+    assert fig.layout.yaxis.exponentformat == "power"
+    assert plots.histogram(np.full(10, 1e-7), "h", "value").layout.xaxis.exponentformat == "power"
 
 
 @pytest.mark.parametrize("steps, sizes, message", [([1, 2], [1], "steps has 2 entries but bytes_per_step has 1"),
@@ -471,6 +521,7 @@ def test_every_figure_is_compact_with_titled_axes():
         assert 200 <= fig.layout.height <= 450 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         right_axis = "yaxis2" in fig.layout and fig.layout["yaxis2"].side == "right"  # room for its labels, title
+        right_axis |= "coloraxis3" in fig.layout  # a colour bar at the right edge
         assert fig.layout.margin.l <= 60 + plots.CHAR_PX * plots.TICK_CHARS
         assert fig.layout.margin.r <= (100 if right_axis else 30)
 

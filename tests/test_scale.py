@@ -24,7 +24,7 @@ def test_gpt2_at_the_full_context(page, n_charts):
 
 
 def test_gpt2_xl_with_any_text():
-    at = open_page("attention.py", model="gpt2-xl", block=47, head=24)
+    at = open_page("attention", model="gpt2-xl", block=47, head=24)
     assert not at.exception, at.exception[0].value
     assert any("random gpt2-xl weights" in c.value for c in at.sidebar.caption)
     titles = [c.proto.spec for c in charts(at)]

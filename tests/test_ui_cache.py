@@ -8,7 +8,7 @@ import pytest
 from gpt2viz.config import get_config
 from gpt2viz.modes import Mode, run
 from gpt2viz.trace_cache import TraceCache
-from gpt2viz.ui.cache import Weights, full_trace_bytes, get_trace, run_bytes
+from gpt2viz.ui.cache import LoadedModel, full_trace_bytes, get_trace, run_bytes
 from gpt2viz.weights import random_model
 
 IDS = (464, 2068, 7586, 21831, 18045, 625, 262)
@@ -16,7 +16,7 @@ IDS = (464, 2068, 7586, 21831, 18045, 625, 262)
 
 @pytest.fixture(scope="module")
 def weights():
-    return Weights(random_model(get_config("tiny"), 0), ("random", "tiny", 0), "random tiny", True, seed=0)
+    return LoadedModel(random_model(get_config("tiny"), 0), ("random", "tiny", 0), "random tiny", True, seed=0)
 
 
 @pytest.mark.parametrize("mode", list(Mode))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gpt2viz import vector_plots as vp
+from gpt2viz.plots import vectors as vp
 
 
 def test_layernorm_stages_centre_and_scale_the_vector():

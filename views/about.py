@@ -2,23 +2,23 @@
 
 import streamlit as st
 
-from gpt2viz.ui.anatomy import view_state
+from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.cache import decode_check
 
-view = view_state()
+sel = selection()
 st.title("About gpt2viz")
 st.markdown("gpt2viz runs its own GPT-2, written so that every intermediate tensor can be recorded, and holds it "
             "to the reference implementation number by number.")
 st.subheader("Checked live on your text")
-if view.text_error:
-    st.warning(view.text_error, icon=":material/edit:")
+if sel.text_error:
+    st.warning(sel.text_error, icon=":material/edit:")
 else:
-    diff = decode_check(view.weights, view.ids)
+    diff = decode_check(sel.weights, sel.ids)
     verdict = ":material/check_circle: agree" if diff < 1e-4 else ":material/error: DISAGREE"
-    st.markdown(f"Decoding the last token against the KV cache of the {len(view.ids) - 1} before it, and running "
+    st.markdown(f"Decoding the last token against the KV cache of the {len(sel.ids) - 1} before it, and running "
                 f"the full sequence without a cache, give last-position logits that {verdict}: the largest "
-                f"difference over all {view.config.vocab_size:,} logits is **{diff:.2e}** "
-                f"({view.weights.label}).")
+                f"difference over all {sel.config.vocab_size:,} logits is **{diff:.2e}** "
+                f"({sel.weights.label}).")
 st.subheader("What the test suite proves")
 st.markdown("""
 Against `transformers.GPT2LMHeadModel` (eager attention) on the same random weights, loaded from the

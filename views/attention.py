@@ -4,29 +4,27 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.model import causal_mask
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
 
-GRID_QUERIES = 16
+SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z"))
+GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
 
-
-def states(view, trace):
-    b, h = view.block, view.head
-    q, k, offset = axis_tokens(trace)
-    T, L = trace.T, trace.L
-    pattern = trace.get("attn.pattern", b)[0]  # [nh, T, L]
-    if view.mode.value == "decode":
-        st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
-                    f"{trace.P} from the cache and its own.")
-    scores, z = trace.get("attn.scores", b)[0, h], trace.get("attn.z", b)[0, h]  # [T, L], [T, dh]
-    plot(plots.attention_maps(scores, pattern[h], z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
-                              query_offset=offset, mask=causal_mask(T, L)))
-    n = min(T, GRID_QUERIES)  # the grid draws nh maps: keep it to the last queries on long texts
-    plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
-                          + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
-    export(view, trace, [f"blocks.{b}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")], f"block{b}-attention")
-
-
-view = view_state()
-component_page("block.attn", view, states, needs=[f"blocks.{view.block}.attn.*"], children=True,
-               lead=lambda v: draw_diagram("attention", v, current="attention"))
+page = anatomy.header("block.attn", SHOWS)
+draw_diagram("attention", page.sel, "attention", page.diagram)
+sel, trace = page.sel, page.trace
+b, h = sel.block, sel.head
+q, k, offset = axis_tokens(trace)
+T, L = trace.T, trace.L
+pattern = trace.get("attn.pattern", b)[0]  # [nh, T, L]
+if trace.P:
+    st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
+                f"{trace.P} from the cache and its own.")
+scores, z = trace.get("attn.scores", b)[0, h], trace.get("attn.z", b)[0, h]  # [T, L], [T, dh]
+plot(plots.attention_maps(scores, pattern[h], z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
+                          query_offset=offset, mask=causal_mask(T, L)))
+n = min(T, GRID_QUERIES)
+plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
+                      + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
+anatomy.footer(page)

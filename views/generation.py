@@ -3,19 +3,19 @@
 import streamlit as st
 
 from gpt2viz import costs, modes, plots
-from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, view_state
+from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection
 from gpt2viz.ui.cache import get_generation
-from gpt2viz.ui.classroom import generation_rows, step_choices
+from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
 from gpt2viz.ui.state import number
 from gpt2viz.ui.text import code_span
 
-view = view_state()
+sel = selection()
 st.title("Generation, step by step")
 st.markdown("Each step is one **decode**: the newest token reads the KV cache of every earlier position "
             "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "
             "input of the next step, and its keys and values join the cache.")
-if view.text_error:
-    st.warning(view.text_error, icon=":material/edit:")
+if sel.text_error:
+    st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
 cols = st.columns(4)
 steps = number(cols[0], "Steps", 1, 32, 8, key="steps")
@@ -24,27 +24,28 @@ st.caption("Greedy (temperature 0) takes the most likely token; the chart then s
            "Sampling draws from softmax(logits / temperature), kept to the top-k.")
 top_k = number(cols[2], "Top-k (0 = all)", 0, 50257, 0, key="top_k") or None
 seed = number(cols[3], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
-room = modes.room(view.config.n_positions, len(view.ids))
+room = modes.room(sel.config.n_positions, len(sel.ids))
 if steps > room:
     st.info(f"The context has room for {room} more tokens; generating {room}.")
     steps = room
 with st.spinner(f"Generating {steps} tokens step by step…"):
-    gen = get_generation(view.weights, view.ids, steps, temperature, top_k, seed)
-random_note(view)
-rows = generation_rows(gen, view.config, temperature, top_k)
+    gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed)
+random_note(sel)
+rows = generation_rows(gen, sel.config, temperature, top_k)
 st.dataframe(rows, hide_index=True, width="stretch")
 st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
-L_steps, bytes_steps = costs.kv_cache_series(view.config, [t.L for t in gen.traces])
+L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))
-step = int(st.slider("Step", 0, len(gen.traces) - 1, 0, key="step", bind="query-params")) if len(gen.traces) > 1 else 0
-trace, chosen = gen.traces[step], gen.ids[step]
+n = len(gen.traces)
+step = int(st.slider("Step", 1, n, 1, key="step", bind="query-params")) if n > 1 else 1  # from 1, as table and chart
+trace, chosen = gen.traces[step - 1], gen.ids[step - 1]
 q, k, offset = axis_tokens(trace)
 cols = st.columns(2)
 with cols[0]:
-    plot(plots.attention_heatmap(trace.get("attn.pattern", view.block)[0, view.head], q, k,
-                                 f"Step {step}: the new token's attention · block {view.block} head {view.head}",
-                                 query_offset=offset))
+    plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], q, k,
+                                 f"Step {step}: the new token's attention · block {sel.block} head {sel.head}",
+                                 query_offset=offset, share=0.5))
 with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
-    plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, chosen token highlighted",
-                           highlight=chosen_at))
+    plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, the chosen token highlighted",
+                           highlight=chosen_at, subtitle=distribution_label(temperature, top_k)))

@@ -1,47 +1,45 @@
-"""LayerNorm: each position's vector centred by μ, scaled by 1/√(σ²+ε), then gain and bias."""
+"""LayerNorm: each position's vector centred by μ, scaled by 1/√(σ²+ε), then gain and bias. One
+page for the three kinds: ln_1 and ln_2 of the selected block, and the final ln_f."""
 
 import streamlit as st
 
-from gpt2viz import plots, vector_plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz import plots
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot, selection
 
-INPUT = {"ln1": "resid_pre", "ln2": "resid_mid", "ln_f": "resid_post"}  # the stream each LayerNorm reads
+# the checkpoint's names (shown as they go into the URL): component, recorded prefix, the stream it reads
+LAYERNORMS = {"ln_1": ("block.ln1", "blocks.{b}.ln1.", "blocks.{b}.resid_pre"),
+              "ln_2": ("block.ln2", "blocks.{b}.ln2.", "blocks.{b}.resid_mid"),
+              "ln_f": ("ln_f", "ln_f.", "blocks.{last}.resid_post")}
 
-
-def states(view, trace):
-    b = view.block
-    q, _, offset = axis_tokens(trace)
-    st.caption("LayerNorm 2 and the final LayerNorm compute the same function with their own g and b.")
-    which = st.radio("LayerNorm", ["ln1", "ln2", "ln_f"], horizontal=True,
-                     format_func={"ln1": f"ln_1 of block {b}", "ln2": f"ln_2 of block {b}", "ln_f": "final ln_f"}.get)
-    prefix = "ln_f." if which == "ln_f" else f"blocks.{b}.{which}."
-    source = trace.get(INPUT[which], view.config.n_layer - 1 if which == "ln_f" else b)[0]  # [T, d]
-    T = source.shape[0]
-    i = int(st.slider("Position", 0, T - 1, T - 1, key="ln_pos", bind="query-params")) if T > 1 else 0
-    plot(vector_plots.layernorm_stages(source[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
-                                       view.config.layer_norm_epsilon,
-                                       f"One position through {which}: {q[i]!r} (position {offset + i})"))
-    if view.weights.random:
-        st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: "
-                   "out equals the scaled vector, which is why the last two rows above, and the two histograms "
-                   "below, are identical. Training moves g and b.")
-    if T > 1:  # one bar per position says nothing when decode computes a single position
-        cols = st.columns(2)
-        with cols[0]:
-            plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
-        with cols[1]:
-            plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²",
-                                       offset=offset))
+which = st.segmented_control("Which LayerNorm", list(LAYERNORMS), default="ln_1", key="ln", bind="query-params",
+                             help="ln_1 before attention and ln_2 before the MLP, in the selected block; "
+                                  "ln_f after the last block") or "ln_1"
+cid, prefix, source = LAYERNORMS[which]
+source = source.replace("{last}", str(selection().config.n_layer - 1))
+page = anatomy.header(cid, (source, *(prefix + s for s in ("mean", "var", "normalized", "out"))))
+sel, trace = page.sel, page.trace
+prefix, source = prefix.format(b=sel.block), source.format(b=sel.block)
+q, _, offset = axis_tokens(trace)
+x = trace[source][0]  # [T, d]: the stream this LayerNorm reads
+i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params")) if trace.T > 1 else 0
+plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
+                            sel.config.layer_norm_epsilon,
+                            f"One position through {which}: {q[i]!r} (position {offset + i})"))
+if sel.weights.random:
+    st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
+               "equals the scaled vector, which is why the last two rows above, and the two histograms below, "
+               "are identical. Training moves g and b.")
+if trace.T > 1:  # one bar per position says nothing when decode computes a single position
     cols = st.columns(2)
     with cols[0]:
-        plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))
+        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
     with cols[1]:
-        plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"))
-    export(view, trace, [prefix + s for s in ("mean", "var", "normalized", "out")],
-           prefix.rstrip(".").replace(".", "-"))
-
-
-view = view_state()
-last = view.config.n_layer - 1
-component_page("block.ln1", view, states, needs=[f"blocks.{view.block}.ln*", "ln_f.*", f"blocks.{view.block}.resid_*",
-                                                 f"blocks.{last}.resid_post"])
+        plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²",
+                                   offset=offset))
+cols = st.columns(2)
+with cols[0]:
+    plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))
+with cols[1]:
+    plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"))
+anatomy.footer(page)

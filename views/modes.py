@@ -3,30 +3,30 @@
 import streamlit as st
 
 from gpt2viz import costs, plots
-from gpt2viz.ui.anatomy import plot, random_note, view_state
+from gpt2viz.ui.anatomy import plot, random_note, selection
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap
 
-view = view_state()
-cfg = view.config
+sel = selection()
+cfg = sel.config
 st.title("Modes and KV cache")
 st.markdown(
     "The same weights run in four ways. **Full sequence** reads all T tokens at once. **Training** does the "
     "same with dropout on, scores every position against the next token, and runs backward. **Prefill** "
     "reads a prompt once and keeps every layer's keys and values (the KV cache). **Decode** then feeds one "
     "new token, which reads the P cached positions and its own: L = P + 1 keys, so no earlier work is redone.")
-if view.text_error:
-    st.warning(view.text_error, icon=":material/edit:")
+if sel.text_error:
+    st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
 
 st.subheader("Why a decode step is cheap")
-st.markdown(why_decode_is_cheap(cfg, max(len(view.ids), 2)))
+st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))
 st.subheader("This text in each mode")
-st.dataframe(mode_summary(view), hide_index=True, width="stretch")
+st.dataframe(mode_summary(sel), hide_index=True, width="stretch")
 st.subheader("Shapes side by side (block 0 shown; every block is the same)")
-st.dataframe(mode_shapes_table(view), hide_index=True, width="stretch", height=480)
+st.dataframe(mode_shapes_table(sel), hide_index=True, width="stretch", height=480)
 
 st.subheader("The KV cache")
-n = len(view.ids)
+n = len(sel.ids)
 P = n - 1
 st.latex(r"\text{bytes} = 2 \cdot n_\text{layer} \cdot B \cdot n_h \cdot L \cdot d_h \cdot \text{bytes per value}")
 for dtype in ("fp32", "fp16"):
@@ -39,4 +39,4 @@ st.markdown(f"- At the full context (L = {cfg.n_positions:,}), fp32: {full.calcu
 plot(plots.kv_cache_diagram(P, 1, cfg.n_layer, f"Decode step: {P} cached positions + 1 new, in every layer"))
 L_steps, bytes_steps = costs.kv_cache_series(cfg, range(1, n + 1))  # step 1 reads 1 key
 plot(plots.cache_growth(L_steps, bytes_steps, "Decoding this text token by token: L and cache size per step"))
-random_note(view)
+random_note(sel)

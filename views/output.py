@@ -3,20 +3,18 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import plot
 from gpt2viz.ui.overview import top_next_tokens
 
+SHOWS = ("ln_f.out", "logits", "loss.per_token", "loss")
 
-def states(view, trace):
-    q, _, offset = axis_tokens(trace)
-    probs, tokens = top_next_tokens(trace, k=10)
-    plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
-    if "loss" in trace:
-        st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
-        plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
-    plot(plots.histogram(trace["logits"][0, -1], "Logits of the last position", "logit"))
-    export(view, trace, ["ln_f.out", "logits"] + (["loss.per_token", "loss"] if "loss" in trace else []), "output")
-
-
-view = view_state()
-component_page("unembed", view, states, needs=["ln_f.*", "logits", "loss*"])
+page = anatomy.header("unembed", SHOWS)
+trace = page.trace
+probs, tokens = top_next_tokens(trace, k=10)
+plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
+if "loss" in trace:
+    st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
+    plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
+plot(plots.histogram(trace["logits"][0, -1], "Logits of the last position", "logit"))
+anatomy.footer(page)

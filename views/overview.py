@@ -1,28 +1,23 @@
-"""Overview: the model as a clickable diagram with shapes and counts; the prediction at the end."""
+"""Overview: the model drawn, each part a link to its page, with this text's shapes and the parameter
+counts; the prediction at the end and the residual stream on the way."""
 
-import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import axis_tokens, component_page, plot, view_state
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
 from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
 
-view = view_state()
+SHOWS = ("blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits")
 
-
-def states(view, trace):
-    labels, norms = residual_norm_series(trace)
-    q, _, offset = axis_tokens(trace)
-    plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
-    probs, tokens = top_next_tokens(trace, k=10)
-    plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
-
-
-def diagram(view):
-    st.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. "
-                "Click a part of the model to open it; the shapes are this text's, in this mode.")
-    draw_diagram("overview", view, current="overview")
-
-
-component_page("model", view, states, needs=["blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits"],
-               lead=diagram)
+page = anatomy.header("model", SHOWS)
+sel, trace = page.sel, page.trace
+page.diagram.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. Click a part of "
+                      "the model to open it; the shapes are this text's, in this mode.")
+draw_diagram("overview", sel, "overview", page.diagram)
+probs, tokens = top_next_tokens(trace, k=10)
+labels, norms = residual_norm_series(trace)
+q, _, offset = axis_tokens(trace)
+plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
+plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
+anatomy.footer(page)

@@ -4,17 +4,17 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.config import PRESETS
-from gpt2viz.ui.anatomy import plot, view_state
+from gpt2viz.ui.anatomy import plot, selection
 from gpt2viz.ui.params_view import accounting_csv, checkpoint_check, component_rows, report_for, totals_table
 
-view = view_state()
+sel = selection()
 st.title("Parameter accounting")
 st.markdown("Every count is computed from the config (closed form), checked against a model's parameters "
             "and, for a checkpoint, against its safetensors header alone. The tied output matrix adds 0.")
 st.subheader("Every size")
 st.dataframe(totals_table(), hide_index=True, width="stretch")
 names = list(PRESETS)
-current = view.config.name if view.config.name in PRESETS else "gpt2"
+current = sel.config.name if sel.config.name in PRESETS else "gpt2"
 size = st.selectbox("Size", names, index=names.index(current), key="params_size")
 report = report_for(size)
 st.subheader(f"{size}: {report['total']:,} parameters")
@@ -31,4 +31,4 @@ for row in report["other_totals"]:
     calc = f": {row['calculation']} = {value}" if row["calculation"] else ""
     st.markdown(f"- **{row['label']}**{calc}  \n  {row['explanation']}")
 st.subheader("Checkpoint cross-check")
-checkpoint_check(view)
+checkpoint_check(sel)

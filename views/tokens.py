@@ -2,31 +2,30 @@
 
 import streamlit as st
 
-from gpt2viz import plots, vector_plots
+from gpt2viz import plots
 from gpt2viz.tokenizer import token_bytes
-from gpt2viz.ui.anatomy import axis_tokens, component_page, export, plot, view_state
+from gpt2viz.ui import anatomy
+from gpt2viz.ui.anatomy import axis_tokens, plot
 
+SHOWS = ("embed.tok", "embed.pos", "embed.out")
 
-def states(view, trace):
-    st.markdown(f"**{len(view.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
-                "character that BPE split across tokens.")
-    st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
-                  for i, (t, s) in enumerate(zip(view.ids, trace.tokens))], hide_index=True, height=220)
-    q, _, offset = axis_tokens(trace)
-    if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each
-        plot(vector_plots.stacked_vectors([(f"wte row of {q[0]!r}", trace["embed.tok"][0, 0]),
-                                           (f"wpe row {offset}", trace["embed.pos"][0]),
-                                           ("x₀ = their sum", trace["embed.out"][0, 0])],
-                                          f"The new token's embedding · position {offset}"))
-    else:
-        cols = st.columns(2)
-        with cols[0]:
-            plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
-        with cols[1]:
-            plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
-    plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
-    export(view, trace, ["embed.tok", "embed.pos", "embed.out"], "embeddings")
-
-
-view = view_state()
-component_page("embed", view, states, needs=["embed.*"], children=True)
+page = anatomy.header("embed", SHOWS)
+sel, trace = page.sel, page.trace
+q, _, offset = axis_tokens(trace)
+if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each
+    plot(plots.stacked_vectors([(f"wte row of {q[0]!r}", trace["embed.tok"][0, 0]),
+                                (f"wpe row {offset}", trace["embed.pos"][0]),
+                                ("x₀ = their sum", trace["embed.out"][0, 0])],
+                               f"The new token's embedding · position {offset}"))
+else:
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
+    with cols[1]:
+        plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
+st.markdown(f"**{len(sel.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
+            "character that BPE split across tokens.")
+st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
+              for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
+plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
+anatomy.footer(page)

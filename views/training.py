@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.modes import Mode
-from gpt2viz.ui.anatomy import plot, random_note, view_state
+from gpt2viz.ui.anatomy import plot, random_note, selection
 from gpt2viz.ui.cache import get_trace
 from gpt2viz.ui.classroom import (
     GRAD_PARTS,
@@ -15,8 +15,8 @@ from gpt2viz.ui.classroom import (
     stream_gradient_norms,
 )
 
-view = view_state()
-cfg = view.config
+sel = selection()
+cfg = sel.config
 st.title("Training internals")
 st.markdown(
     "Training reads the **whole text at once**: every position predicts the next token in the same forward "
@@ -24,13 +24,13 @@ st.markdown(
     "predictions and one loss. Generation cannot do that: the next token does not exist until it is chosen, "
     "so **decode** reads one token at a time and keeps the cache. Training also switches dropout on "
     f"(p = {cfg.dropout}) and runs backward to get a gradient for every weight.")
-if view.text_error or len(view.ids) < 2:
-    st.warning(view.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
+if sel.text_error or len(sel.ids) < 2:
+    st.warning(sel.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
 dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params",
                     help="off: the training loss equals the evaluation loss on the same text")
-trace = get_trace(view.weights, view.ids, Mode.TRAINING, view.weights.seed, needs=TRAINING_NEEDS, dropout=dropout)
-random_note(view)
+trace = get_trace(sel.weights, sel.ids, Mode.TRAINING, sel.weights.seed, needs=TRAINING_NEEDS, dropout=dropout)
+random_note(sel)
 cols = st.columns(3)
 for col, (label, value) in zip(cols, loss_summary(trace).items()):
     col.metric(label, value)

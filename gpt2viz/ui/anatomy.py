@@ -1,27 +1,29 @@
-"""The anatomy every component page shares (DESIGN.md, "Page anatomy"): breadcrumb and children,
-title and badge, description, equation, shapes per mode, parameters, explanation, intermediate
-states, code, sources. Pages call `component_page` with the sections only they have."""
+"""The anatomy every component page shares (DESIGN.md, "Page anatomy"). A page reads top to bottom:
+
+    page = anatomy.header("block.attn", SHOWS)   # title, equation, the parts inside; runs the trace
+    plot(...)                                     # the page's own charts, from page.trace
+    anatomy.footer(page)                          # shapes, parameters, the parts, code, sources, export
+
+`SHOWS` names the recorded tensors the page shows, once ("blocks.{b}.attn.pattern" for the selected
+block, globs allowed): the run records them (alone, when a full trace would not fit) and the export
+button downloads them."""
 
 import inspect
-from collections.abc import Callable
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatch
 
 import streamlit as st
 
 from .. import model as gpt2_model
 from .. import plot_theme
 from ..components import Component, ComponentTree, component_tree
+from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
-from .pages import href
-from .state import MODE_LABELS, View
-
-# which page hosts which component (breadcrumb and "open inside" links)
-HOME = {"model": "overview", "embed": "tokens", "embed.tok": "tokens", "embed.pos": "tokens",
-        "block": "block", "block.ln1": "layernorm", "block.ln2": "layernorm", "ln_f": "output",
-        "block.attn": "attention", "block.attn.qkv": "attention", "block.attn.heads": "attention",
-        "block.attn.merge": "merge", "block.mlp": "mlp", "block.mlp.fc": "mlp", "block.mlp.gelu": "mlp",
-        "block.mlp.proj": "mlp", "unembed": "output"}
+from .pages import PageRow, home
+from .state import MODE_LABELS, Selection, link_params
 
 # this project's own code that computes each component
 OUR_CODE = {"embed": [gpt2_model.GPT2.forward], "embed.tok": [gpt2_model.GPT2.forward],
@@ -47,59 +49,152 @@ PAPERS_OF = {"block.ln1": ["layernorm"], "block.ln2": ["layernorm"], "ln_f": ["l
              "block.attn.merge": ["transformer"], "block.mlp.gelu": ["gelu"], "block.mlp": ["gelu"]}
 
 
-def cat_of(view: View) -> ComponentTree:
-    return component_tree(view.config)
+def cat_of(sel: Selection) -> ComponentTree:
+    return component_tree(sel.config)
 
 
-def run_values(view: View, mode: Mode) -> dict[str, int]:
+def page_of(cat: ComponentTree, cid: str) -> PageRow:
+    """The page that shows component `cid`."""
+    return home(cid, {c.id: c.parent for c in cat})[0]
+
+
+def run_values(sel: Selection, mode: Mode) -> dict[str, int]:
     """B, T, P, L (and model symbols) of this text in `mode`."""
-    n = max(len(view.ids), 2 if mode is Mode.TRAINING else 1)
-    return text_dims(view.config, n, mode)
+    n = max(len(sel.ids), 2 if mode is Mode.TRAINING else 1)
+    return text_dims(sel.config, n, mode)
 
 
-def view_trace(view: View, needs: list[str] | None = None) -> Trace | None:
+def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | None:
     """The cached trace of this view; None, with a clear message, when there is nothing to run.
     `needs`: the names (globs) the page shows, recorded alone when a full trace would not fit."""
-    if view.text_error:
-        st.warning(view.text_error, icon=":material/edit:")
+    if sel.text_error:
+        st.warning(sel.text_error, icon=":material/edit:")
         return None
-    if view.cut:
-        st.info(f"The text was cut to the model's context of {view.config.n_positions:,} tokens: "
-                f"{view.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
-    if needs is not None and not records_everything(view.weights, len(view.ids), view.mode):
-        full = full_trace_bytes(view.weights, len(view.ids), view.mode)
+    if sel.cut:
+        st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
+                f"{sel.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+    if needs is not None and not records_everything(sel.weights, len(sel.ids), sel.mode):
+        full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         st.caption(f":material/memory: Recording only what this page shows: every tensor of this run would take "
-                   f"{full / 2**30:.1f} GiB.")
-    seed = view.weights.seed
-    with st.spinner(f"Running {view.config.name} on {len(view.ids):,} tokens ({view.mode.value})…"):
-        return get_trace(view.weights, view.ids, view.mode, seed, None if needs is None else tuple(needs))
+                   f"{human_bytes(full)}.")
+    seed = sel.weights.seed
+    with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):
+        return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))
 
 
-def random_note(view: View) -> None:
-    if view.weights.random:
-        st.caption(":material/casino: Random, untrained weights: shapes and counts are GPT-2's exactly; "
-                   "the values only show what the computation does, not what trained GPT-2 would compute.")
+RANDOM_NOTE = ("Random, untrained weights: shapes and counts are GPT-2's exactly; the values only show what "
+               "the computation does, not what trained GPT-2 would compute.")
 
 
-# ---------------------------------------------------------------------------- sections
-def header(c: Component, cat: ComponentTree) -> None:
-    crumbs = cat.ancestors(c.id)
-    st.caption(" › ".join(a.title for a in crumbs))
+def random_note(sel: Selection) -> None:
+    if sel.weights.random:
+        st.caption(":material/casino: " + RANDOM_NOTE)
+
+
+# ---------------------------------------------------------------------------- the page
+@dataclass(frozen=True)
+class ComponentPage:
+    """What a component page's header hands the page: the selection, the component and the trace."""
+    sel: Selection
+    component: Component
+    row: PageRow  # this page's registry row
+    names: tuple[str, ...]  # the recorded names (globs) the page shows, for the selected block
+    export_label: str  # "block1-attention", or the page's url when it shows no one block
+    trace: Trace | None  # None: nothing to run (the header said why)
+    diagram: st.delta_generator.DeltaGenerator  # the slot at the top for a drawn diagram
+
+
+def selection() -> Selection:
+    """The sidebar's selection of this run (app.py declares the controls)."""
+    return st.session_state["selection"]
+
+
+def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
+    """Title, equation and the parts inside (links that keep the selection), a slot for a diagram,
+    then the run: the trace holds at least `shows` (formatted with b = the selected block). When
+    there is nothing to run it says why, draws the footer and stops the page."""
+    sel = selection()
+    cat = cat_of(sel)
+    c = cat[cid]
+    badge = ":blue-badge[learned]" if c.learned else ":gray-badge[parameter-free]"
+    st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
-    st.badge("learned" if c.learned else "parameter-free", color="blue" if c.learned else "gray")
     st.markdown(c.description)
-    st.latex(c.equation)
-    if c.children:
-        st.markdown("**Open inside:** " + " · ".join(f"[{ch.title}]({href(HOME[ch.id])})" for ch in c.children))
+    st.latex(r"\small " + c.equation)  # fits an 800 px window
+    row = page_of(cat, cid)
+    _open_inside(c, cat, row)
+    diagram = st.container()
+    names = tuple(n.format(b=sel.block) for n in shows)
+    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
+    label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
+    trace = selection_trace(sel, list(names)) if names else None
+    page = ComponentPage(sel, c, row, names, label, trace, diagram)
+    if names and page.trace is None:
+        footer(page)
+        st.stop()
+    return page
 
 
-def shapes(c: Component, view: View) -> None:
+def footer(page: ComponentPage) -> None:
+    """Below the page's charts: what it does, the parts shown on this page, shapes in each mode
+    (the selected mode first), parameters, code, sources and the export of what the page shows."""
+    c, sel = page.component, page.sel
+    st.subheader("What it does")
+    st.markdown(c.explanation)
+    cat = cat_of(sel)
+    for ch in c.children:
+        if page_of(cat, ch.id) == page.row:
+            child_section(ch, sel)
+    shapes(c, sel)
+    parameters(c, sel)
+    code(c)
+    sources(c)
+    if page.trace is not None:
+        export(page)
+
+
+def anchor(c: Component) -> str:
+    """The id of a component's section on its page ("block.attn.qkv" -> "block-attn-qkv")."""
+    return re.sub(r"[^a-z0-9]+", "-", c.id.lower())
+
+
+def _open_inside(c: Component, cat: ComponentTree, row: PageRow) -> None:
+    """One link per child: to its section when this page shows it, else to its page, in the same
+    tab with the same selection (text, weights, mode, block, head)."""
+    if not c.children:
+        return
+    with st.container(horizontal=True, gap="small"):
+        st.markdown("**Open inside:**", width="content")
+        for ch in c.children:
+            if page_of(cat, ch.id) == row:
+                st.markdown(f"[{ch.title}](#{anchor(ch)})", width="content")
+            else:
+                component_link(cat, ch.id)
+
+
+def component_link(cat: ComponentTree, cid: str, label: str | None = None, icon: str = ":material/arrow_forward:",
+                   container=st) -> None:
+    """A link to the page of component `cid` that keeps the selection (same tab)."""
+    target, params = home(cid, {x.id: x.parent for x in cat})
+    container.page_link(target.file, label=label or cat[cid].title, icon=icon, query_params=link_params() | params)
+
+
+def child_section(ch: Component, sel: Selection) -> None:
+    """A part shown on its parent's page: a section of its own (the "Open inside" links scroll here)."""
+    st.subheader(ch.title, anchor=anchor(ch))
+    st.markdown(ch.description)
+    st.latex(ch.equation)
+    st.markdown(ch.explanation)
+    parameters(ch, sel, heading=False)
+
+
+def shapes(c: Component, sel: Selection) -> None:
+    """The component's tensors in each mode; the selected mode's tab first (and open)."""
     st.subheader("Shapes in each mode")
-    labels = [MODE_LABELS[m] for m in Mode]
-    tabs = st.tabs(labels, default=MODE_LABELS[view.mode])
-    for tab, mode in zip(tabs, Mode):
+    modes = [sel.mode] + [m for m in Mode if m is not sel.mode]
+    for tab, mode in zip(st.tabs([MODE_LABELS[m] for m in modes]), modes):
         with tab:
-            values = run_values(view, mode)
+            values = run_values(sel, mode)
             rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
                     for s in c.shapes.get(mode.value, ())]
@@ -112,8 +207,9 @@ def shapes(c: Component, view: View) -> None:
                 st.caption("No tensors of this component are recorded in this mode.")
 
 
-def parameters(c: Component, view: View) -> None:
-    st.subheader("Parameters")
+def parameters(c: Component, sel: Selection, heading: bool = True) -> None:
+    if heading:
+        st.subheader("Parameters")
     if not c.per_instance:
         st.markdown(c.weights_note or "This component owns no weights.")
         return
@@ -147,15 +243,17 @@ def sources(c: Component) -> None:
     st.markdown("\n".join(f"- {PAPERS[key]}" for key in ["gpt2"] + PAPERS_OF.get(c.id, [])))
 
 
-def export(view: View, trace: Trace, names: list[str], label: str) -> None:
-    """A download of the tensors behind this view, as safetensors. The file is written only when
-    the button is clicked: given bytes, Streamlit would keep them per session and the browser would
+def export(page: ComponentPage) -> None:
+    """A download of the tensors the page shows, as safetensors. The file is written only when the
+    button is clicked: given bytes, Streamlit would keep them per session and the browser would
     fetch them again on every rerun (48 MB for the logits of 256 tokens). The click fetches the
     trace again from the cache (or records these names anew), so no session pins a trace."""
-    present = [n for n in names if n in trace]
+    present = [n for n in page.trace.names if any(fnmatch(n, glob) for glob in page.names)]
     if not present:
         return
-    weights, ids, mode, cache = view.weights, view.ids, view.mode, trace_cache()
+    sel, cache = page.sel, trace_cache()
+    weights, ids, mode = sel.weights, sel.ids, sel.mode
+    label = page.export_label
 
     def data() -> bytes:
         return get_trace(weights, ids, mode, weights.seed, tuple(present), cache=cache).to_bytes(present)
@@ -165,55 +263,12 @@ def export(view: View, trace: Trace, names: list[str], label: str) -> None:
                        on_click="ignore")
 
 
-def component_page(cid: str, view: View, states: Callable[[View, Trace], None] | None = None,
-                   needs: list[str] | None = None, children: bool = False,
-                   lead: Callable[[View], None] | None = None) -> None:
-    """Render the page of component `cid`; `states` draws its intermediate states from the trace,
-    which holds at least the names `needs` lists; `lead` draws what the page puts first after the header."""
-    cat = cat_of(view)
-    c = cat[cid]
-    header(c, cat)
-    if lead is not None:
-        lead(view)
-    shapes(c, view)
-    parameters(c, view)
-    st.subheader("What it does")
-    st.markdown(c.explanation)
-    if states is not None:
-        st.subheader(f"Intermediate states · {MODE_LABELS[view.mode]}")
-        random_note(view)
-        trace = view_trace(view, needs)
-        if trace is not None:
-            states(view, trace)
-    if children:
-        child_summaries(cid, view)
-    code(c)
-    sources(c)
-
-
 # ---------------------------------------------------------------------------- helpers for pages
-def view_state() -> View:
-    return st.session_state["view"]
-
-
 def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
     """(query tokens, key tokens, offset of the first query) of a trace: in decode the one new
     token queries all P + 1 keys; elsewhere the T tokens query themselves."""
     keys = list(trace.tokens[: trace.L])
     return keys[trace.P: trace.P + trace.T], keys, trace.P
-
-
-def child_summaries(cid: str, view: View) -> None:
-    """The parts inside: equation, parameters and explanation of each child."""
-    cat = cat_of(view)
-    st.subheader("Inside")
-    for ch in cat[cid].children:
-        per = f"{ch.per_instance:,} parameters" + (" per block" if ch.instances > 1 else "")
-        with st.expander(f"{ch.title} — {per if ch.per_instance else 'parameter-free'}"):
-            st.markdown(ch.description)
-            st.latex(ch.equation)
-            parameters(ch, view)
-            st.markdown(ch.explanation)
 
 
 def plot(fig) -> None:

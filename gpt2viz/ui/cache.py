@@ -28,7 +28,8 @@ BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 
 
 @dataclass(frozen=True, eq=False)
-class Weights:
+class LoadedModel:
+    """A model with its weights as the sidebar chose them (random, a checkpoint, an upload)."""
     model: GPT2
     key: tuple  # identity of the weights, part of every trace key
     label: str  # what the sidebar says is in use
@@ -40,21 +41,21 @@ class Weights:
 
 
 @st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")
-def random_weights(model: str, seed: int) -> Weights:
-    return Weights(random_model(get_config(model), seed), ("random", model, seed),
-                   f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
+def random_weights(model: str, seed: int) -> LoadedModel:
+    return LoadedModel(random_model(get_config(model), seed), ("random", model, seed),
+                       f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the checkpoint…")
-def file_weights(path: str, mtime_ns: int, size: int) -> Weights:
+def file_weights(path: str, mtime_ns: int, size: int) -> LoadedModel:
     loaded = load_safetensors(path)
     notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
                                    if loaded.n_head_source.startswith("assumed") else ())
-    return Weights(loaded.model, ("file", path, mtime_ns, size),
-                   f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
+    return LoadedModel(loaded.model, ("file", path, mtime_ns, size),
+                       f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
 
 
-def path_weights(path: str) -> Weights:
+def path_weights(path: str) -> LoadedModel:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ValueError(f"no weights file at {path}")
@@ -63,16 +64,16 @@ def path_weights(path: str) -> Weights:
 
 
 @st.cache_resource(max_entries=2, show_spinner="Checking the uploaded weights…")
-def _upload_weights(digest: str, _data: bytes, name: str) -> Weights:
+def _upload_weights(digest: str, _data: bytes, name: str) -> LoadedModel:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "model.safetensors"
         path.write_bytes(_data)
         loaded = load_safetensors(path)
-    return Weights(loaded.model, ("upload", digest), f"{loaded.model.config.name} from an upload", False,
-                   tuple(loaded.notes))
+    return LoadedModel(loaded.model, ("upload", digest), f"{loaded.model.config.name} from an upload", False,
+                       tuple(loaded.notes))
 
 
-def upload_weights(uploaded) -> Weights:
+def upload_weights(uploaded) -> LoadedModel:
     data = uploaded.getvalue()
     return _upload_weights(hashlib.sha256(data).hexdigest(), data, uploaded.name)
 
@@ -103,7 +104,7 @@ def trace_cache() -> TraceCache:
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget
 
 
-def _tensor_bytes(weights: Weights, n_tokens: int, mode: Mode) -> dict[str, int]:
+def _tensor_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> dict[str, int]:
     """Bytes of every tensor the run records, by name (float32 values, bool masks)."""
     return _tensor_bytes_of(weights.model.config, n_tokens, mode)
 
@@ -115,12 +116,12 @@ def _tensor_bytes_of(cfg, n_tokens: int, mode: Mode) -> dict[str, int]:
             for name, axes, dtype in recorded(cfg, mode)}
 
 
-def full_trace_bytes(weights: Weights, n_tokens: int, mode: Mode) -> int:
+def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
     """What recording every tensor of this run would take (float32 values, bool masks)."""
     return sum(_tensor_bytes(weights, n_tokens, mode).values())
 
 
-def run_bytes(weights: Weights, n_tokens: int, mode: Mode, names: tuple[str, ...] | None) -> int:
+def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None) -> int:
     """An estimate of what a run holds at its peak beyond the weights: the tensors it records (all,
     or those matching `names`), and while it computes, twice its largest tensor (the logits, or
     one block's scores and pattern); in training also every activation once more, which autograd
@@ -133,12 +134,12 @@ def run_bytes(weights: Weights, n_tokens: int, mode: Mode, names: tuple[str, ...
     return kept + working
 
 
-def records_everything(weights: Weights, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
+def records_everything(weights: LoadedModel, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
     budget = (trace_cache() if cache is None else cache).budget
     return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= budget
 
 
-def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
+def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
               cache: TraceCache | None = None, dropout: bool = True) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
     that (long texts on big models), only `needs` (names or globs) is recorded, per page.
@@ -156,7 +157,7 @@ def get_trace(weights: Weights, ids: tuple[int, ...], mode: Mode, seed: int, nee
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")
 
 
-def get_generation(weights: Weights, ids: tuple[int, ...], steps: int, temperature: float,
+def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, temperature: float,
                    top_k: int | None, seed: int) -> Generation:
     """Cached in the trace cache (within its budget) by everything that determines it (greedy
     ignores top-k and seed); the weights by their identity. Each step records only what the page
@@ -171,9 +172,9 @@ def get_generation(weights: Weights, ids: tuple[int, ...], steps: int, temperatu
 
 
 @st.cache_resource(max_entries=16)
-def _decode_vs_full(weights_key: tuple, _weights: Weights, ids: tuple[int, ...]) -> float:
+def _decode_vs_full(weights_key: tuple, _weights: LoadedModel, ids: tuple[int, ...]) -> float:
     return decode_vs_full(_weights.model, list(ids))
 
 
-def decode_check(weights: Weights, ids: tuple[int, ...]) -> float:
+def decode_check(weights: LoadedModel, ids: tuple[int, ...]) -> float:
     return _decode_vs_full(weights.key, weights, ids)

@@ -22,9 +22,9 @@ DROPOUT_SITES = [("attn.pattern_dropout_mask", "attention pattern"), ("attn.out_
 
 def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k: int | None) -> list[dict]:
     rows = []
-    for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):
+    for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):  # steps count from 1, as the charts do
         probs = shown_distribution(trace, temperature, top_k)  # [V]
-        rows.append({"step": i, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
+        rows.append({"step": i + 1, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
                      "KV cache (fp32)": f"{costs.kv_cache_bytes(cfg, 1, trace.L).value:,} B",
                      "chosen": readable(chosen), "p(chosen)": f"{float(probs[chosen]):.4f}"})
     return rows
@@ -35,6 +35,13 @@ def shown_distribution(trace: Trace, temperature: float, top_k: int | None) -> t
     decoding (temperature 0, a one-hot choice), the model's own softmax."""
     logits = trace["logits"][0, -1]  # [V]
     return distribution(logits, temperature if temperature > 0 else 1.0, top_k if temperature > 0 else None)
+
+
+def distribution_label(temperature: float, top_k: int | None) -> str:
+    """Which probabilities `shown_distribution` gives: before or after temperature and top-k."""
+    if temperature <= 0:
+        return "the model's own (greedy: before any temperature or top-k)"
+    return f"after temperature {temperature:g}" + (f" and top-k {top_k}" if top_k else "") + ": what was sampled from"
 
 
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):

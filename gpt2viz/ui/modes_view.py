@@ -6,13 +6,13 @@ from ..config import GPT2Config
 from ..modes import Mode
 from ..schema import concrete, recorded, symbolic
 from .anatomy import run_values
-from .state import MODE_LABELS, View
+from .state import MODE_LABELS, Selection
 
 
-def mode_summary(view: View) -> list[dict]:
-    cfg, rows = view.config, []
+def mode_summary(sel: Selection) -> list[dict]:
+    cfg, rows = sel.config, []
     for mode in Mode:
-        v = run_values(view, mode)
+        v = run_values(sel, mode)
         flops = costs.flops_summary(cfg, mode, v["B"], v["T"], v["L"])
         cached_before = 0 if mode is Mode.PREFILL else v["P"]  # prefill's P names the prompt it caches
         rows.append({"mode": MODE_LABELS[mode], "T (positions computed)": v["T"],
@@ -24,12 +24,12 @@ def mode_summary(view: View) -> list[dict]:
     return rows
 
 
-def mode_shapes_table(view: View) -> list[dict]:
+def mode_shapes_table(sel: Selection) -> list[dict]:
     """One row per recorded name of block 0 (and the top-level ones), one column per mode."""
-    cfg = view.config
+    cfg = sel.config
     table: dict[str, dict] = {}
     for mode in Mode:
-        v = run_values(view, mode)
+        v = run_values(sel, mode)
         for name, axes, _ in recorded(cfg, mode):
             if name.startswith(("blocks.", "grad.")) and not name.startswith(("blocks.0.", "grad.blocks.0.")):
                 continue

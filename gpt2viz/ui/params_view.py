@@ -47,14 +47,14 @@ def accounting_csv(report: dict) -> str:
     return buf.getvalue()
 
 
-def checkpoint_check(view) -> None:
-    key = view.weights.key
-    if view.weights.path is None:
+def checkpoint_check(sel) -> None:
+    key = sel.weights.key
+    if sel.weights.path is None:
         st.markdown("Load a checkpoint (Hugging Face cache or a local file) in the sidebar to count its "
                     "tensors from the header alone and reconcile them with the model, tensor by tensor. "
                     "The command line does the same: `python -m gpt2viz params --checkpoint model.safetensors`.")
         return
-    report = report_for(view.config.name if view.config.name in PRESETS else "gpt2", view.weights.path, key)
+    report = report_for(sel.config.name if sel.config.name in PRESETS else "gpt2", sel.weights.path, key)
     ck = report["checkpoint"]
     verdict = "✅ matches" if ck["matches"] else "❌ does not match"
     st.markdown(f"`{ck['path']}`: **{ck['total']:,}** parameters in the header, {ck['expected_total']:,} expected "

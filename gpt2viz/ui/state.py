@@ -5,15 +5,15 @@ an unknown mode), and `url_fallbacks` says which ones were ignored so the page c
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
 from ..config import PRESETS
 from ..modes import Mode
 from ..tokenizer import TextError, encode
+from .cache import LoadedModel, cached_checkpoints, path_weights, random_weights, upload_weights
 from .text import code_span, plain
-from .cache import Weights, cached_checkpoints, path_weights, random_weights, upload_weights
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
 MAX_TEXT_CHARS = 20_000
@@ -21,20 +21,24 @@ MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFI
                Mode.DECODE: "Decode (KV cache)"}
 SOURCES = {"random": "Random (seeded)", "hf-cache": "Hugging Face cache", "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
+UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
+# the URL keys of the sidebar's controls: what a link to another page carries over
+SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
 
 
 @dataclass(frozen=True)
-class View:
+class Selection:
     """Everything the sidebar decides; pages read it, never the widgets."""
     text: str
     ids: tuple[int, ...]  # the text's tokens, cut to the context
     cut: int  # tokens cut from the end of an over-long text
     text_error: str | None  # why there is nothing to run (empty text), else None
-    weights: Weights
+    weights: LoadedModel
     source: str  # the weights source chosen: a key of SOURCES
     mode: Mode
     block: int
     head: int
+    link_notes: tuple[str, ...] = ()  # values of the link the controls could not take, said at the page's top
 
     @property
     def config(self):
@@ -55,12 +59,14 @@ def _raw_url() -> dict[str, str]:
         return {}
 
 
-def controls() -> View:
-    """Declare the sidebar widgets (call once per run, from app.py) and return the View."""
+def controls() -> Selection:
+    """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
     raw = _raw_url()
-    sb = st.sidebar
-    text = sb.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=110, key="text",
-                        bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
+    # what a class changes most (text, mode, block, head) on top; the weights below them: the
+    # sliders' ranges come from the weights, so those are declared first, into the lower box
+    steer, sb = st.sidebar.container(), st.sidebar.container()
+    text = steer.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=90, key="text",
+                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
                       help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
     weights = _weights(sb, source)
@@ -69,22 +75,34 @@ def controls() -> View:
     for note in weights.notes:
         sb.caption(note)
     # bound widgets put their shown option in the URL, so options are shown as their URL values
-    mode = Mode(sb.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
-                             help="full: the whole text at once · training: dropout, loss, gradients · "
-                                  "prefill: fill the KV cache · decode: the last token against the cache"))
-    block = int(sb.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) if cfg.n_layer > 1 else 0
-    head = int(sb.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
+                                help="full: the whole text at once · training: dropout, loss, gradients · "
+                                     "prefill: fill the KV cache · decode: the last token against the cache"))
+    block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) \
+        if cfg.n_layer > 1 else 0
+    head = int(steer.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
-    view = View(text, ids, cut, error, weights, source, mode, block, head)
-    # the URL is cleaned after the first run; keep saying what was ignored until the view changes
+    sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
+    # the URL is cleaned after the first run; keep saying what was ignored until the selection changes
     signature = (mode, block, head, weights.key)
-    notes = url_fallbacks(raw, view)
+    notes = url_fallbacks(raw, sel)
     if notes:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))
-    for note in kept if kept_for == signature else ():
-        sb.warning(note, icon=":material/link:")
-    return view
+    return replace(sel, link_notes=tuple(kept) if kept_for == signature else ())
+
+
+def link_notes(sel: Selection) -> None:
+    """At the top of the page, where the reader looks: the link's values that were ignored."""
+    for note in sel.link_notes:
+        st.warning(note, icon=":material/link:")
+
+
+def link_params() -> dict[str, str]:
+    """The selection as the URL carries it (only what differs from the defaults), for links to
+    other pages that keep it."""
+    return {k: v for k, v in _raw_url().items() if k in SELECTION_KEYS and v is not None}
 
 
 def number(container, label: str, lo, hi, default, key: str, **kw):
@@ -102,7 +120,7 @@ def sidebar_footer() -> None:
     st.sidebar.page_link("views/glossary.py", label="Glossary: B, T, P, L, d, nh, dh, V…", icon=":material/menu_book:")
 
 
-def _weights(sb, source: str) -> Weights:
+def _weights(sb, source: str) -> LoadedModel:
     """The weights of `source`; on a bad file, say why and fall back to random gpt2."""
     if source == "random":
         model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",
@@ -119,7 +137,12 @@ def _weights(sb, source: str) -> Weights:
             if path:
                 return path_weights(path)
         else:
-            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload")
+            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload",
+                                      max_upload_size=UPLOAD_MAX_MB)
+            # Streamlit writes any limit above 512 MB as "1GB per file": say the cap ourselves
+            sb.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none}</style>")
+            sb.caption(f"Up to {UPLOAD_MAX_MB} MB per file: gpt2 and distilgpt2 in fp32. "
+                       "Larger checkpoints load from the Hugging Face cache.")
             if upload is not None:
                 return upload_weights(upload)
     except ValueError as e:  # WeightsError: the message names the file or key at fault
@@ -150,11 +173,11 @@ def _cached_checkpoint_picker(sb) -> str | None:
     return names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
 
 
-def url_fallbacks(raw: dict[str, str], view: View) -> list[str]:
+def url_fallbacks(raw: dict[str, str], sel: Selection) -> list[str]:
     """One note per URL value that the controls could not take."""
-    shown = {"mode": view.mode.value, "block": str(view.block), "head": str(view.head), "weights": view.source}
-    if view.weights.random:
-        shown |= {"model": view.weights.model_name, "seed": str(view.weights.seed)}
+    shown = {"mode": sel.mode.value, "block": str(sel.block), "head": str(sel.head), "weights": sel.source}
+    if sel.weights.random:
+        shown |= {"model": sel.weights.model_name, "seed": str(sel.weights.seed)}
     notes = []
     for key, value in raw.items():
         if key in shown and value is not None and value != shown[key]:

@@ -2,7 +2,6 @@
 
 import re
 
-
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 

@@ -1,0 +1,180 @@
+"""Attention figures: one head's pattern, every head of a block, and one head's scores, pattern
+and output norm side by side."""
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from plotly.graph_objects import Figure
+
+from . import checks
+from .axes import (
+    DIVERGING,
+    GREYS,
+    MASKED_GREY,
+    SEQUENTIAL,
+    category_axis,
+    clamp_height,
+    escape,
+    figure,
+    figure_layout,
+    fixed_margins,
+    position_labels,
+)
+from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
+
+MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
+
+# One heatmap trace per map, every cell's true value in it; masked cells are covered by a shape
+# (one SVG path of row runs), which costs the browser a fraction of a second trace of T x L cells.
+_CELL = "query %{y}<br>key %{x}<br>"
+
+# attention_maps' panels (parts of the width): the scores and their colour bar, then the pattern
+# with the ‖z‖ strip beside its rows, and their two colour bars stacked at the right edge
+SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
+
+MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
+
+
+def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
+    """(query labels, key labels) after checking counts and that queries fall within the keys."""
+    query_offset = checks.integer(query_offset, "query_offset", 0)
+    if query_offset + T > L:
+        raise ValueError(f"query_offset + T must be <= L (query i sits at key position "
+                         f"query_offset + i): got {query_offset} + {T} > {L}")
+    queries = checks.labels(query_tokens, T, "query_tokens", f"the pattern has T = {T} query rows")
+    keys = checks.labels(key_tokens, L, "key_tokens", f"the pattern has L = {L} key columns")
+    return position_labels(queries, query_offset), position_labels(keys)
+
+
+def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], subtitle: str | None = None,
+                    **extra) -> dict:
+    xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
+                                         category_axis(ylabels, "query", autorange="reversed"), 70 if subtitle else 45)
+    return figure_layout(title, height=clamp_height(230 + 16 * len(ylabels)), subtitle=subtitle,
+                         xaxis=xaxis, yaxis=yaxis, margin=margin, **extra)
+
+
+def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
+                      query_offset: int = 0, share: float = 1.0) -> Figure:
+    """One head's attention pattern [T, L]: rows are queries (absolute positions query_offset + i),
+    columns keys 0..L-1, colour the probability on a fixed 0-1 scale. FULL: T = L, offset 0.
+    DECODE: T = 1, L = P + 1, query_offset = P. Masked cells (future keys, exactly 0) are covered
+    in grey; their hover still says 0. `share`: the part of the page's width the chart gets (0.5
+    in one of two columns), for writing values into cells only where they fit."""
+    pattern = checks.array(pattern, "pattern", "T, L")
+    T, L = pattern.shape
+    ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
+    probs = heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", colorscale=colorscale(SEQUENTIAL),
+                    zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=12))
+    annotate(probs, T, L, share * NARROWEST_PX)
+    cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
+    return figure([probs], _heatmap_layout(title, ylabels, xlabels, subtitle=MASKED_NOTE if cover else None,
+                                           **({"shapes": cover} if cover else {})))
+
+
+def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title: str,
+               max_cols: int = 4, query_offset: int = 0) -> Figure:
+    """Every head's pattern [nh, T, L] on one shared 0-1 colour scale: up to max_cols columns, each
+    one heatmap of its heads stacked (head h in column h // rows), separated by white lines; the
+    y axis names the heads, hover names head, query, key and probability. At most MAX_GRID_CELLS
+    cells: for long texts pass the last n queries, patterns[:, -n:], tokens_q[-n:], with
+    query_offset = T - n."""
+    patterns = checks.array(patterns, "patterns", "nh, T, L")
+    nh, T, L = patterns.shape
+    if patterns.size > MAX_GRID_CELLS:
+        raise ValueError(f"heads_grid would draw nh*T*L = {patterns.size:,} cells, more than "
+                         f"{MAX_GRID_CELLS:,}: pass fewer query rows (patterns[:, -n:], "
+                         f"tokens_q[-n:], query_offset=T - n)")
+    ylabels, xlabels = _attention_axes(T, L, tokens_q, tokens_k, query_offset)
+    cols = min(checks.integer(max_cols, "max_cols", 1), nh)
+    rows = math.ceil(nh / cols)  # heads per column
+    cols = math.ceil(nh / rows)
+    masked = [future_zeros(p, query_offset) for p in patterns]
+    data, layout = [], dict(shapes=[])
+    gap = 0.07  # of the width, between columns: room for the next column's "head h" labels
+    for c in range(cols):
+        heads = range(c * rows, min(nh, (c + 1) * rows))
+        s = "" if c == 0 else str(c + 1)
+        y = [f"head {h} · {label}" for h in heads for label in ylabels]
+        data.append(heatmap(patterns[heads.start: heads.stop].reshape(-1, L), xlabels, y,
+                            "%{y}<br>key %{x}<br>attention %{z:.3f}", coloraxis="coloraxis",
+                            xaxis=f"x{s}", yaxis=f"y{s}"))
+        middle = [y[r * T + T // 2] for r in range(len(heads))]
+        xaxis, yaxis, margin = fixed_margins(
+            category_axis(xlabels, "key", max_ticks=8),
+            dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"head {h}" for h in heads],
+                 tickfont=dict(size=10), range=[rows * T - 0.5, -0.5]), 70, x_span_px=900 / cols)
+        layout[f"xaxis{s}"] = dict(xaxis, anchor=f"y{s}", domain=[c / cols + (gap if c else 0), (c + 1) / cols])
+        layout[f"yaxis{s}"] = dict(yaxis, anchor=f"x{s}")
+        path = "".join(mask_path(masked[h], r * T) for r, h in enumerate(heads))
+        layout["shapes"] += mask_cover(path, f"x{s}", f"y{s}", fillcolor=MASKED_GREY)
+        layout["shapes"] += [dict(type="line", xref=f"x{s} domain", yref=f"y{s}", x0=0, x1=1, y0=r * T - 0.5,
+                                  y1=r * T - 0.5, line=dict(color="white", width=3)) for r in range(1, len(heads))]
+    row_px = max(min(170, 70 + 12 * T), 120 if rows == 1 else 0)  # one row (decode): room for the colour bar
+    if not layout["shapes"]:
+        del layout["shapes"]  # as plotly.py's checks leave an empty list
+    return figure(data, dict(layout, **figure_layout(
+        title, height=margin["b"] + 40 + rows * row_px, margin=margin,
+        subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
+        coloraxis=dict(colorscale=colorscale(SEQUENTIAL), cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="p"), thickness=12)))))
+
+
+def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
+                   title: str, query_offset: int = 0, mask=None) -> Figure:
+    """One head, one figure, one row per query: the raw scores q·k/sqrt(dh) [T, L] (diverging,
+    centred on 0, range set by the cells `mask` keeps; masked cells veiled in white, their hover
+    keeps the score), the softmax pattern [T, L] (0-1; masked cells, exactly 0, in grey) and the
+    norm of the head's output z for each query [T] (a strip beside the pattern). One figure rather
+    than three: each Plotly chart costs the browser a fixed part of a redraw."""
+    scores, pattern = checks.array(scores, "scores", "T, L"), checks.array(pattern, "pattern", "T, L")
+    z_norms = checks.array(z_norms, "z_norms", "T")
+    T, L = scores.shape
+    if pattern.shape != scores.shape or z_norms.shape != (T,):
+        raise ValueError(f"scores {scores.shape}, pattern {pattern.shape} and z_norms {z_norms.shape} "
+                         f"must be [T, L], [T, L] and [T]")
+    ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
+    mask = np.zeros((T, L), dtype=bool) if mask is None else checks.mask(mask, scores.shape)
+    kept_cells = scores[~mask] if (~mask).any() else scores
+    bound = float(np.abs(kept_cells).max()) or 1.0  # symmetric around 0; 1 if all scores are 0
+    traces = [
+        heatmap(scores, xlabels, ylabels, _CELL + "score %{z:.3f}", coloraxis="coloraxis"),
+        heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", coloraxis="coloraxis2", xaxis="x2"),
+        heatmap(z_norms[:, None], ["‖z‖"], ylabels, "query %{y}<br>‖z‖₂ = ‖H_h‖₂ = %{z:.4g}",
+                coloraxis="coloraxis3",
+                xaxis="x3"),
+    ]
+    for trace, ((left, right), chars) in zip(traces, [(SCORES, 5), (PATTERN, 4)]):  # scores may be "-0.04"
+        annotate(trace, T, L, (right - left) * NARROWEST_PX, chars)
+    veil = mask_cover(mask_path(mask), **MASK_VEIL)
+    grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
+    # the title, a subtitle when something is veiled, then the panels' own titles above them
+    top = 92 if veil or grey else 70
+    xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
+                                         category_axis(ylabels, "query", autorange="reversed"), top, 400)
+    # three panels, each with its colour bar to its right: short panel titles, so that nothing
+    # overlaps in an 800 px window; what the veils mean goes into the subtitle
+    bar = dict(thickness=10, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=9), title=dict(side="top"))
+    panels = {"xaxis": (xaxis, SCORES), "xaxis2": (xaxis, PATTERN),
+              "xaxis3": (dict(type="category", automargin=False, showticklabels=False), NORMS)}
+    layout = {name: dict(axis, domain=list(domain), anchor="y") for name, (axis, domain) in panels.items()}
+    edge = NORMS[1] + 0.02
+    for name, scale, limits, (x, y, length), text in [
+            ("coloraxis", DIVERGING, (-bound, bound), (SCORES[1] + 0.01, 0.42, 0.85), "score"),
+            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.44), "p"),
+            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.22, 0.44), "‖z‖")]:
+        layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
+                            colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
+    notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
+    layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
+                                  yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
+    veiled = [what for what, shown in [("veiled: masked, −∞ before the softmax", veil),
+                                       ("grey: masked, exactly 0", grey)] if shown]
+    if veil or grey:
+        layout["shapes"] = veil + grey
+    return figure(traces, dict(layout, **figure_layout(
+        # at least 150 px of plot: in decode (one query row) the stacked colour bars stay readable
+        title, height=clamp_height(top + margin["b"] + max(170, 30 + 16 * T)), subtitle=" · ".join(veiled) or None,
+        margin=dict(margin, r=40),
+        yaxis=yaxis)))

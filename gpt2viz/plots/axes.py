@@ -1,0 +1,147 @@
+"""What every figure shares: the palette, sizes, tick labels (positions, tokens, thinning, cutting),
+axes, margins sized from their labels, titles, and the one way to make a figure from plain dicts."""
+
+import html
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from . import checks
+
+SEQUENTIAL = "Viridis"
+
+DIVERGING = "PuOr"
+
+BLUE, ORANGE, VERMILLION, SKY = "#0072B2", "#E69F00", "#D55E00", "#56B4E9"
+
+GREY = "#999999"  # Okabe-Ito's grey: visible on the light and the dark theme
+
+MASKED_GREY = "#d0d0d0"
+
+GREYS = "Greys"
+
+HEIGHT = 400  # default figure height in px
+
+MAX_TICKS = 32  # tick labels per axis before thinning
+
+TICK_CHARS = 14  # tick labels are cut to this many characters ("…"); hover shows them whole
+
+CHAR_PX = 6.5  # width of a character of a 10 px tick label, generously (for fixed margins)
+
+NUMBER_CHARS = 7  # characters of a numeric axis' tick labels ("−0.0015", "1.2k"), for fixed margins
+
+MARGIN_LEFT, MARGIN_BOTTOM = 90, 76  # px: what automargin widened the default margins to, measured
+
+
+def escape(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def position_labels(tokens: Sequence[str], start: int = 0) -> list[str]:
+    """Unique category labels "3·␣the": absolute position, middle dot, escaped token."""
+    return [f"{start + i}·{escape(token)}" for i, token in enumerate(tokens)]
+
+
+def checked_positions(tokens, T: int, source: str, offset: int = 0) -> list[str]:
+    tokens = checks.labels(tokens, T, "tokens", f"{source} has T = {T} positions")
+    return position_labels(tokens, checks.integer(offset, "offset", 0))
+
+
+def thinned(labels: list, max_ticks: int = MAX_TICKS) -> list:
+    """Every k-th label, so that at most max_ticks remain."""
+    return labels[:: max(1, math.ceil(len(labels) / max_ticks))]
+
+
+def category_axis(labels: list[str], title: str, max_ticks: int = MAX_TICKS, **extra) -> dict:
+    shown = thinned(labels, max_ticks)
+    return dict(dict(type="category", title=dict(text=title), tickmode="array", tickvals=shown,
+                     ticktext=[short(label) for label in shown], tickfont=dict(size=10), automargin=True), **extra)
+
+
+def short(label: str, n: int = TICK_CHARS) -> str:
+    """A tick label cut to n characters (hover keeps the whole label); entities stay whole."""
+    text = html.unescape(label)
+    return label if len(text) <= n else escape(text[: n - 1] + "…")
+
+
+def fixed_margins(xaxis: dict, yaxis: dict, top: int, x_span_px: float = 500) -> tuple[dict, dict, dict]:
+    """(xaxis, yaxis, margin) with margins sized from the tick labels and automargin off: measuring
+    labels in the browser (automargin) cost a tenth of a second per heatmap redraw. Long key axes
+    get labels at -45°, sized for at x_span_px of plot width."""
+    x_chars, y_chars = label_chars(xaxis.get("ticktext", ())), label_chars(yaxis.get("ticktext", ()))
+    rotated = len(xaxis["ticktext"]) * (x_chars * CHAR_PX + 6) > x_span_px
+    bottom = 30 + (0.71 * CHAR_PX * x_chars + 12 if rotated else 16)
+    left = 30 + CHAR_PX * y_chars
+    return (dict(xaxis, automargin=False, tickangle=-45 if rotated else 0), dict(yaxis, automargin=False),
+            dict(l=int(left), r=20, t=top, b=int(bottom)))
+
+
+def index_axis(labels: list[str], title: str, **extra) -> dict:
+    """A numeric axis 0..n-1 labelled with `labels` (which may repeat)."""
+    return dict(title=dict(text=title), tickmode="array", tickvals=list(range(len(labels))),
+                ticktext=labels, automargin=True, **extra)
+
+
+def value_axis(title: str, **extra) -> dict:
+    """A numeric axis. Tick labels never take SI prefixes: "2μ" would read as a mean of 2 here, so
+    tiny values are written 2×10⁻⁶ (a caller may ask for "B": 50k, 7M on counts)."""
+    return dict(dict(title=dict(text=title), automargin=True, exponentformat="power"), **extra)
+
+
+BYTE_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
+
+
+def bytes_axis(title: str, largest: int, n_ticks: int = 5, **extra) -> dict:
+    """A numeric axis of byte sizes with binary units (KiB, MiB, GiB, as costs.human_bytes writes
+    them): ticks at 1, 2 or 5 × 10^k of the unit that fits the largest value."""
+    name, unit = next((n, u) for n, u in BYTE_UNITS if largest >= u or u == 1)
+    raw = max(largest / unit / n_ticks, 1e-9)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    values = [i * step for i in range(int(largest / unit / step) + 2)]
+    return value_axis(title, tickmode="array", tickvals=[v * unit for v in values],
+                      ticktext=[f"{v:g} {name}" for v in values], **extra)
+
+
+def clamp_height(px: float) -> int:
+    return int(min(450, max(200, px)))
+
+
+def default_margin(subtitle: str | None = None, **sides) -> dict:
+    """Room for numeric tick labels and an axis title at the app's font sizes (plot_theme.py), or
+    the given sides: a margin the browser has to widen (automargin) costs a chart a second drawing."""
+    return dict(dict(l=MARGIN_LEFT, r=20, t=70 if subtitle else 45, b=MARGIN_BOTTOM), **sides)
+
+
+def label_chars(labels) -> int:
+    """Characters of the longest tick label as shown (NUMBER_CHARS for a numeric axis)."""
+    return max((len(html.unescape(str(t))) for t in labels), default=NUMBER_CHARS)
+
+
+def label_px(labels, floor: int, rotated: bool = False) -> int:
+    """Room for the longest of these tick labels and the axis title beside them, at least floor."""
+    return max(floor, int(56 + (0.71 if rotated else 1) * CHAR_PX * label_chars(labels)))
+
+
+def figure_layout(title: str, height: int = HEIGHT, subtitle: str | None = None, **extra) -> dict:
+    # titles may carry tokens ("<br>" is one): plotly would render them as markup
+    heading = dict(text=escape(title), x=0.01, xanchor="left", font=dict(size=15))
+    if subtitle:
+        heading["subtitle"] = dict(text=escape(subtitle), font=dict(size=11))
+    extra.setdefault("margin", default_margin(subtitle))
+    return dict(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
+
+
+def with_layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
+                **extra) -> go.Figure:
+    fig.update_layout(**figure_layout(title, height, subtitle, **extra))
+    return fig
+
+
+def figure(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain trace and layout dicts, without plotly.py checking each value again
+    (`_validate=False`, its switch for trusted JSON): for the maps of long texts, where the checks
+    cost ~20 ms a figure on every view change. Plain dicts only (no "line_width" shorthands):
+    test_plots.py builds each such figure again with the checks and compares."""
+    return go.Figure(dict(data=data, layout=layout), _validate=False)

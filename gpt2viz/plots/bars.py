@@ -1,0 +1,139 @@
+"""Bar charts: one value per position, the most active neurons, the loss per prediction, the top
+next tokens and the parameter counts (horizontal bars)."""
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from . import checks
+from .axes import (
+    BLUE,
+    MARGIN_LEFT,
+    VERMILLION,
+    category_axis,
+    checked_positions,
+    clamp_height,
+    default_margin,
+    escape,
+    fixed_margins,
+    index_axis,
+    label_px,
+    position_labels,
+    value_axis,
+    with_layout,
+)
+
+
+def position_norms(x, tokens: Sequence[str], title: str, offset: int = 0) -> go.Figure:
+    """The L2 norm of each position's vector in x [T, d], one bar per position
+    (positions offset..offset+T-1; pass offset=P for a DECODE step)."""
+    x = checks.array(x, "x", "T, d")
+    checked_positions(tokens, x.shape[0], "x", offset)  # errors name x, the caller's argument
+    return position_values(np.linalg.norm(x, axis=1), tokens, title, "L2 norm ‖x‖₂", offset)
+
+
+def position_values(values, tokens: Sequence[str], title: str, y_title: str, offset: int = 0) -> go.Figure:
+    """One value per position [T] (a LayerNorm's μ or σ², a norm), one bar per position."""
+    v = checks.array(values, "values", "T")
+    labels = checked_positions(tokens, v.shape[0], "values", offset)
+    bars = go.Bar(x=labels, y=v, marker_color=BLUE,
+                  hovertemplate="position·token %{x}<br>" + escape(y_title) + " = %{y:.4g}<extra></extra>")
+    xaxis, yaxis, margin = fixed_margins(category_axis(labels, "position·token"), value_axis(y_title), 45)
+    return with_layout(go.Figure(bars), title, xaxis=xaxis, yaxis=yaxis, margin=margin)
+
+
+def top_neurons(post, tokens: Sequence[str], k: int = 10, position: int | None = None,
+                title: str = "", offset: int = 0) -> go.Figure:
+    """The k MLP neurons of post [T, 4d] with the largest activation: the mean over positions
+    (position=None) or at one position (an index into T; negative counts from the end)."""
+    post = checks.array(post, "post", "T, 4d")
+    T, n = post.shape
+    labels = checked_positions(tokens, T, "post", offset)
+    k = checks.integer(k, "k", 1)
+    if k > n:
+        raise ValueError(f"k must be <= the {n} neurons of post, got {k}")
+    if position is None:
+        score, where = post.mean(axis=0), f"mean over {T} positions"
+    else:
+        p = checks.index(position, T, "position")
+        score, where = post[p], f"at {labels[p]}"
+    top = np.argsort(-score, kind="stable")[:k]
+    bars = go.Bar(x=[f"#{i}" for i in top], y=score[top], marker_color=BLUE,
+                  customdata=[[int(i), where] for i in top],
+                  hovertemplate="neuron %{customdata[0]}<br>%{customdata[1]}<br>activation %{y:.3f}<extra></extra>")
+    return with_layout(go.Figure(bars), title or f"Top {k} neurons", subtitle=where,
+                       xaxis=value_axis("neuron", type="category"), yaxis=value_axis("activation (GELU output)"))
+
+
+def loss_per_token(per_token, tokens: Sequence[str], title: str) -> go.Figure:
+    """Cross-entropy per prediction [T-1]: bar t sits at target position t+1, labelled with the
+    target token; hover "predicting TOKEN from …context". Mean and perplexity in the subtitle."""
+    loss = checks.array(per_token, "per_token", "T-1")
+    n = loss.size
+    tokens = checks.labels(tokens, n + 1, "tokens", f"per_token has T-1 = {n} losses, so T = {n + 1}")
+    targets = position_labels(tokens)[1:]
+    bars = go.Bar(x=targets, y=loss, marker_color=BLUE, customdata=[_context(tokens, t) for t in range(n)],
+                  hovertemplate="predicting %{x}<br>from %{customdata}<br>loss %{y:.3f} nats<extra></extra>")
+    mean = float(loss.mean(dtype=np.float64))
+    fig = go.Figure(bars).add_hline(y=mean, line=dict(color=VERMILLION, dash="dash", width=1.5))
+    return with_layout(fig, title, subtitle=f"mean {mean:.3f} nats · perplexity {math.exp(min(mean, 700)):.4g}",
+                       xaxis=category_axis(targets, "target position·token"), yaxis=value_axis("cross-entropy (nats)"))
+
+
+def _context(tokens: list[str], last: int, width: int = 4) -> str:
+    """The context ending at position `last`: its last `width` tokens, "…" if there are more."""
+    start = max(0, last + 1 - width)
+    span = "position 0" if last == 0 else f"positions 0–{last}"
+    return ("…" if start else "") + escape("".join(tokens[start:last + 1])) + f" ({span})"
+
+_HBAR_PX = 30  # height per horizontal bar
+
+
+def _hbars(values, labels: list[str], text: list[str], customdata: list, hovertemplate: str,
+           colours) -> go.Bar:
+    """Horizontal bars on a numeric y axis 0..n-1 (labelled by the caller), first bar on top."""
+    return go.Bar(x=values, y=list(range(len(labels))), orientation="h", marker_color=colours,
+                  text=text, textposition="outside", cliponaxis=False, customdata=customdata,
+                  hovertemplate=hovertemplate + "<extra></extra>")
+
+
+def _hbar_xaxis(values, title: str) -> dict:
+    """A value axis from 0 with room for the bar labels drawn outside the bars."""
+    lo, hi = min(0.0, float(np.min(values))), max(0.0, float(np.max(values)))
+    pad = 0.2 * ((hi - lo) or 1.0)
+    return value_axis(title, range=[lo - pad if lo < 0 else lo, hi + pad if hi > 0 else hi])
+
+
+def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "probability",
+                highlight: int | None = None, subtitle: str | None = None) -> go.Figure:
+    """The top-k next tokens as horizontal bars in the order given (the first on top); `highlight`
+    (an index into values, e.g. the sampled token) is drawn in vermillion, the rest in blue;
+    `subtitle` says what the values are (e.g. before or after temperature and top-k)."""
+    values = checks.array(values, "values", "k")
+    k = values.size
+    labels = [escape(s) for s in checks.labels(labels, k, "labels", f"values has k = {k} entries")]
+    chosen = None if highlight is None else checks.index(highlight, k, "highlight")
+    colours = [VERMILLION if i == chosen else BLUE for i in range(k)]
+    notes = ["<br>(chosen)" if i == chosen else "" for i in range(k)]
+    bars = _hbars(values, labels, [f"{v:.3g}" for v in values], [list(z) for z in zip(labels, notes)],
+                  "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
+    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (k + 3)), subtitle=subtitle,
+                       margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)),
+                       xaxis=_hbar_xaxis(values, x_title), yaxis=index_axis(labels, "next token", autorange="reversed"))
+
+
+def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) -> go.Figure:
+    """Parameter counts per component as horizontal bars, exact with thousands separators."""
+    counts = checks.integers(counts, "counts")
+    labels = [escape(s) for s in checks.labels(labels, len(counts), "labels", f"counts has {len(counts)} entries")]
+    total = sum(counts)
+    shares = [f"{c / total:.1%}" if total else "0%" for c in counts]
+    bars = _hbars(counts, labels, [f"{c:,}" for c in counts], [list(z) for z in zip(labels, shares)],
+                  "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
+    subtitle = f"total {total:,}"
+    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (len(counts) + 4)),
+                       subtitle=subtitle, margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)),
+                       xaxis=_hbar_xaxis(counts, "parameters"),
+                       yaxis=index_axis(labels, "component", autorange="reversed"))

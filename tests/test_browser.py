@@ -89,9 +89,12 @@ def chart_titles(page) -> list[str]:
     return page.eval_on_selector_all(".gtitle", "els => els.map(e => e.textContent)")
 
 
-def first_chart_top(page) -> float | None:
-    """Where the first chart starts, in px from the top of the window (None: no chart)."""
-    return page.evaluate(f"() => document.querySelector(\"{CHART}\")?.getBoundingClientRect().top ?? null")
+DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/diagram.py)
+
+
+def first_visual_top(page) -> float | None:
+    """Where the first chart or drawn diagram starts, in px from the top of the window (None: none)."""
+    return page.evaluate(f"() => document.querySelector(\"{CHART}, {DIAGRAM}\")?.getBoundingClientRect().top ?? null")
 
 
 def resized(page, size: tuple[int, int]) -> None:
@@ -100,15 +103,15 @@ def resized(page, size: tuple[int, int]) -> None:
 
 
 def check_sizes(page, url: str) -> None:
-    """In the same tab: the first screen at 1400x900 and 1280x720 shows the first chart of a
+    """In the same tab: the first screen at 1400x900 and 1280x720 shows the first chart (or diagram) of a
     component page; at 800x900 the main area is not wider than the window. One screenshot each."""
     for size in (DESKTOP, PROJECTOR, NARROW):
         resized(page, size)
         if size != DESKTOP:
             page.screenshot(path=str(SHOTS / f"{url}-{size[0]}x{size[1]}.png"))
         if url in COMPONENT_PAGES and size != NARROW:
-            top = first_chart_top(page)
-            assert top is not None and top < size[1] - 100, f"first chart of {url} starts at {top} px at {size}"
+            top = first_visual_top(page)
+            assert top is not None and top < size[1] - 100, f"first visual of {url} starts at {top} px at {size}"
     overflow = page.evaluate("() => { const m = document.querySelector(\"[data-testid='stMain']\");"
                              " return m.scrollWidth - m.clientWidth }")
     assert overflow <= 1, f"{url} is {overflow} px wider than an 800 px window"

@@ -11,7 +11,7 @@ from safetensors import SafetensorError
 
 from . import costs
 from .components import component_tree
-from .config import PRESETS, get_config
+from .config import PRESETS, GPT2Config, custom_config, get_config
 from .schema import Mode, concrete, dims, recorded, recorded_names, run_dims, symbolic
 
 
@@ -37,6 +37,43 @@ def _no_dropout(p):
                    help="training with dropout off (its loss is then the evaluation loss; no masks recorded)")
 
 
+SIZE_FLAGS = ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner")
+
+
+def _custom_config_flags(p):
+    """Any GPT-2-shaped config: the sizes given override the --model preset's."""
+    g = p.add_argument_group("a custom config (any flag given makes one; the rest come from --model)")
+    for flag in SIZE_FLAGS:
+        g.add_argument("--" + flag.replace("_", "-"), type=int, metavar="N")
+    g.add_argument("--no-bias", action="store_true", help="no Linear or LayerNorm biases (nanoGPT's bias=False)")
+    g.add_argument("--untied-head", action="store_true", help="a separate output matrix lm_head [V, d]")
+
+
+def model_config(a):
+    """The preset --model, or the custom config the size flags describe."""
+    base = get_config(a.model)
+    given = {f: getattr(a, f) for f in SIZE_FLAGS if getattr(a, f) is not None}
+    if not given and not a.no_bias and not a.untied_head:
+        return base
+    if getattr(a, "checkpoint", None):
+        raise UsageError("gpt2viz: error: --checkpoint counts a file: give it without the custom config flags")
+    sizes = {f: getattr(base, f) for f in SIZE_FLAGS} | {"n_inner": None} | given
+    return custom_config(**sizes, bias=not a.no_bias, tied=not a.untied_head)
+
+
+def _recipe_options(p) -> None:
+    """One option per number of the demo model's Recipe (--seed, --steps, --n-head, ...)."""
+    from dataclasses import fields
+
+    from .demo_model import Recipe
+
+    kinds = {"int": int, "float": float, "str": str}
+    for f in fields(Recipe):
+        if str(getattr(f.type, "__name__", f.type)) in kinds:
+            kind = kinds[str(getattr(f.type, "__name__", f.type))]
+            p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default, help=f"default {f.default}")
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="gpt2viz", description="Record, count and shape every tensor GPT-2 computes.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -59,6 +96,7 @@ def build_parser() -> Parser:
     p = sub.add_parser("params", help="the exact parameter accounting of every component")
     _common_model(p, weights=False)
     p.add_argument("--checkpoint", help="count from this safetensors header alone and reconcile")
+    _custom_config_flags(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("shapes", help="every recorded tensor's shape in a mode")
@@ -68,7 +106,13 @@ def build_parser() -> Parser:
     p.add_argument("--tokens", type=int, default=None, help="T (default 8; 1 in decode)")
     p.add_argument("--past", type=int, default=None, help="P, cached positions (prefill/decode)")
     _no_dropout(p)
+    _custom_config_flags(p)
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("train-demo", help="train the small demo model (assets/demo-model/model.safetensors)")
+    _recipe_options(p)
+    p.add_argument("--out", help="where to write model.safetensors (default: the app's demo model)")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
@@ -76,16 +120,18 @@ def build_parser() -> Parser:
 
 
 # ---------------------------------------------------------------------------- shapes
-def shapes_report(model_name: str, mode, B: int = 1, T: int | None = None, P: int | None = None,
+def shapes_report(model: str | GPT2Config, mode, B: int = 1, T: int | None = None, P: int | None = None,
                   dropout: bool = True) -> dict:
-    """Every recorded tensor of `mode`, symbolic and concrete, in execution order, with the costs."""
-    cfg = get_config(model_name)
+    """Every recorded tensor of `mode` for a preset (by name) or any config, symbolic and concrete,
+    in execution order, with the costs."""
+    cfg = get_config(model) if isinstance(model, str) else model
     mode = Mode.parse(mode)
     run = run_dims(cfg, mode, B, T, P)
     values = dims(cfg, run["B"], run["T"], run["P"], run["L"])
     tensors = [{"name": name, "symbolic": symbolic(axes), "shape": concrete(axes, values), "dtype": dtype}
                for name, axes, dtype in recorded(cfg, mode, dropout)]
-    return {"model": cfg.name, "mode": mode.value, **run, "symbols": values, "tensors": tensors,
+    variant = "".join(f" {v}" for v in cfg.variant())
+    return {"model": cfg.name, "mode": mode.value, **run, "symbols": values, "variant": variant, "tensors": tensors,
             "costs": costs.mode_costs(cfg, mode, run, [(t["shape"], t["dtype"]) for t in tensors],
                                       component_tree(cfg).root.total)}
 
@@ -94,7 +140,7 @@ def format_shapes(report: dict) -> str:
     """A readable table of `shapes_report`: name, symbolic and concrete shape, then the costs."""
     s = report["symbols"]
     head = (f"{report['model']} · {report['mode']} · B={report['B']} T={report['T']} P={report['P']} "
-            f"L={report['L']} · d={s['d']} nh={s['nh']} dh={s['dh']} V={s['V']:,} · "
+            f"L={report['L']} · d={s['d']} nh={s['nh']} dh={s['dh']} V={s['V']:,}{report['variant']} · "
             f"{len(report['tensors'])} tensors")
     width = max(len(t["name"]) for t in report["tensors"])
     lines = [head]
@@ -143,26 +189,62 @@ def cmd_names(a) -> int:
 def cmd_params(a) -> int:
     from .params import accounting_report, format_accounting
 
-    report = accounting_report(a.model, checkpoint=a.checkpoint)
+    report = accounting_report(model_config(a), checkpoint=a.checkpoint)
     print(json.dumps(report, indent=1) if a.json else format_accounting(report))
     return 0
 
 
 def cmd_shapes(a) -> int:
-    report = shapes_report(a.model, a.mode, B=a.batch, T=a.tokens, P=a.past, dropout=a.dropout)
+    report = shapes_report(model_config(a), a.mode, B=a.batch, T=a.tokens, P=a.past, dropout=a.dropout)
     print(json.dumps(report, indent=1) if a.json else format_shapes(report))
     return 0
 
 
-def cmd_download(a) -> int:
-    from .download import download
+def cmd_train_demo(a) -> int:
+    from dataclasses import fields
+    from pathlib import Path
 
-    print(download(a.name))
+    import torch
+
+    from .demo_model import DEMO_PATH, Recipe, train_demo
+
+    recipe = Recipe(**{f.name: getattr(a, f.name) for f in fields(Recipe) if hasattr(a, f.name)})
+    if a.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {a.threads}")
+    torch.set_num_threads(a.threads)
+    out = Path(a.out) if a.out else DEMO_PATH
+    scores = train_demo(recipe, out, log=lambda line: print(line, flush=True))
+    (li, hi, ind), (lp, hp, prev) = scores.best("induction"), scores.best("previous")
+    print(f"wrote {out}: induction head block {li} head {hi} ({ind:.2f}), previous-token head block {lp} "
+          f"head {hp} ({prev:.2f}), loss {scores.loss_fresh:.2f} on fresh words, {scores.loss_repeated:.2f} on repeats")
+    return 0
+
+
+def cmd_download(a) -> int:
+    """Fetch a checkpoint; progress on stderr, one line a file as it completes (a tty sees it grow)."""
+    from .download import describe, download
+
+    shown: dict[str, int] = {}
+    line_open = [False]
+
+    def progress(file: str, done: int, size: int | None) -> None:
+        step = 100 * done // size if size else done >> 20  # percent, or MiB when the size is unknown
+        if shown.get(file) != step:
+            shown[file] = step
+            line_open[0] = not (size and done >= size)
+            print("\r" + describe(file, done, size), end="" if line_open[0] else "\n", file=sys.stderr, flush=True)
+
+    try:
+        print(download(a.name, progress))
+    except BaseException:
+        if line_open[0]:  # end the progress line, so the error stands on a line of its own
+            print(file=sys.stderr)
+        raise
     return 0
 
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
-            "download": cmd_download}
+            "download": cmd_download, "train-demo": cmd_train_demo}
 
 
 def main(argv=None) -> int:

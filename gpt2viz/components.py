@@ -21,6 +21,8 @@ from .schema import (
     axis_value,
     block_name,
     dims,
+    for_config,
+    has_parameter,
     parameter_axes,
     recorded_in,
     short_axes,
@@ -310,6 +312,11 @@ SPECS = (
                 "hf.config_tie", "hf.loss_call", "hf.causal_lm_loss")),
 )
 TIED_ROW = ("W_U tied to wte.weight (no tensor of its own)", ())
+UNTIED_ROW = ("lm_head: W_U [V, d], a matrix of its own (untied)", ("lm_head.weight",))
+UNTIED_EXPLANATION = ("This config unties the output matrix: lm_head.weight [V, d] is learned separately "
+                      "from the token table and adds V × d parameters of its own (GPT-2 and nanoGPT tie them). "
+                      "In prefill only the last position's logits are computed; in training they feed the "
+                      "next-token cross-entropy loss.")
 
 
 # ---------------------------------------------------------------------------- building
@@ -318,9 +325,15 @@ def fmt(n: int) -> str:
 
 
 def tensor_row(name: str, tensors: tuple[str, ...], cfg: GPT2Config) -> Row:
-    """A row from parameter names: "768 × 3,072 + 3,072" is the weight's shape product plus the bias."""
+    """A row from parameter names: "768 × 3,072 + 3,072" is the weight's shape product plus the bias
+    (a config without biases drops them from the row)."""
     values = dims(cfg)
-    axes = [parameter_axes(t.replace("{i}", "0")) for t in tensors]
+    kept = tuple(t for t in tensors if has_parameter(t, cfg))
+    if kept != tensors:  # "gain g₁ and bias b₁" without its bias is "gain g₁"
+        name, tensors = name.split(" and ")[0], kept
+    if not cfg.standard_mlp:  # "c_fc: W_fc [d, 4d]" in a config whose MLP is not 4d wide
+        name = name.replace("4d", "d_mlp")
+    axes = [for_config(parameter_axes(t.replace("{i}", "0")), cfg) for t in tensors]
     calc = " + ".join(" × ".join(fmt(axis_value(a, values)) for a in ax) for ax in axes) or "0"
     sym = " + ".join(" × ".join(ax) for ax in axes) or "0"
     count = sum(math.prod(axis_value(a, values) for a in ax) for ax in axes)
@@ -357,7 +370,7 @@ def _shapes(inputs, outputs, cfg: GPT2Config) -> Mapping[str, tuple[TensorShape,
             for n in names:
                 if n.recorded and not recorded_in(n.short, cfg, mode):
                     continue
-                axes = short_axes(n.short, mode)
+                axes = for_config(short_axes(n.short, mode), cfg)
                 lines.append(TensorShape(role, n, symbolic(axes), DTYPES.get(n.short, "float32"), axes))
         out[mode] = tuple(lines)
     return MappingProxyType(out)
@@ -368,17 +381,20 @@ def _component(spec: _Spec, cfg: GPT2Config, children: tuple[Component, ...]) ->
     if children:
         rows = tuple(r for c in children for r in (c.rows if c.instances == instances else (group_row(c),)))
     elif spec.id == "unembed":
-        rows = (tensor_row(*TIED_ROW, cfg),)
+        rows = (tensor_row(*(TIED_ROW if cfg.tied else UNTIED_ROW), cfg),)
     else:
         rows = tuple(tensor_row(name, tensors, cfg) for name, tensors in spec.rows)
     refs = references()
     inputs, outputs = _names(spec, spec.inputs, cfg), _names(spec, spec.outputs, cfg)
+    title, explanation, weights_note = spec.title, spec.explanation, spec.weights_note
+    if spec.id == "unembed" and not cfg.tied:
+        title, explanation, weights_note = "Unembedding (untied)", UNTIED_EXPLANATION, None
     return Component(
-        id=spec.id, title=spec.title, parent=spec.parent, children=children, learned=spec.learned,
-        equation=spec.equation, description=spec.description, explanation=spec.explanation,
+        id=spec.id, title=title, parent=spec.parent, children=children, learned=spec.learned,
+        equation=spec.equation, description=spec.description, explanation=explanation,
         inputs=inputs, outputs=outputs, shapes=_shapes(inputs, outputs, cfg), rows=rows,
         per_instance=sum(r.parameters for r in rows), instances=instances,
-        weights_note=spec.weights_note, references=tuple(refs[r] for r in spec.refs))
+        weights_note=weights_note, references=tuple(refs[r] for r in spec.refs))
 
 
 def _build(spec: _Spec, cfg: GPT2Config, out: dict) -> Component:

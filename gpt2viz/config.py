@@ -4,6 +4,10 @@ The sizes are those of the released checkpoints (openai/gpt-2 `hparams.json`, tr
 `GPT2Config`); `tiny` is ours, a 2-layer model with the full vocabulary for fast tests. A preset
 that has a published checkpoint names its Hugging Face repository (`hf_repo`): adding a model size
 is adding one line here.
+Three switches cover the GPT-2-shaped models people train themselves (nanoGPT, minGPT): the MLP
+width `n_inner` (transformers' name; default 4d), `bias` (nanoGPT's `bias=False` drops every Linear
+and LayerNorm bias) and `tied` (False: a separate output matrix `lm_head.weight` [V, d]).
+`custom_config` builds one from user input with range checks and one-line errors.
 """
 
 from dataclasses import dataclass, field
@@ -20,10 +24,13 @@ class GPT2Config:
     layer_norm_epsilon: float = 1e-5
     dropout: float = 0.1  # embd_pdrop = attn_pdrop = resid_pdrop in every released config
     activation: str = "gelu_new"  # the tanh approximation of GELU
+    n_inner: int | None = None  # MLP width; None means 4 · n_embd, as in every released GPT-2
+    bias: bool = True  # False: no Linear or LayerNorm biases (nanoGPT's bias=False)
+    tied: bool = True  # False: lm_head.weight [V, d] is a matrix of its own
     hf_repo: str | None = field(default=None, compare=False)  # where `gpt2viz download` fetches it
 
     def __post_init__(self):
-        for name in ("n_layer", "n_head", "n_embd", "vocab_size", "n_positions"):
+        for name in ("n_layer", "n_head", "n_embd", "vocab_size", "n_positions", "d_mlp"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.n_embd % self.n_head:
@@ -37,7 +44,23 @@ class GPT2Config:
 
     @property
     def d_mlp(self) -> int:
-        return 4 * self.n_embd
+        return 4 * self.n_embd if self.n_inner is None else self.n_inner
+
+    @property
+    def standard_mlp(self) -> bool:
+        """Whether the MLP is 4d wide (then shapes read `4d`, else `d_mlp`)."""
+        return self.d_mlp == 4 * self.n_embd
+
+    def variant(self) -> list[str]:
+        """How this config departs from GPT-2's shape: ["d_mlp=1,000", "no biases", "untied head"]."""
+        return ([] if self.standard_mlp else [f"d_mlp={self.d_mlp:,}"]) + \
+            ([] if self.bias else ["no biases"]) + ([] if self.tied else ["untied head"])
+
+    def sizes(self) -> dict:
+        """The numbers that determine the parameter count, as a custom config takes them."""
+        return {"vocab_size": self.vocab_size, "n_positions": self.n_positions, "n_embd": self.n_embd,
+                "n_layer": self.n_layer, "n_head": self.n_head, "n_inner": self.d_mlp, "bias": self.bias,
+                "tied": self.tied}
 
 
 PRESETS = {
@@ -49,6 +72,32 @@ PRESETS = {
     "distilgpt2": GPT2Config("distilgpt2", n_layer=6, n_head=12, n_embd=768, hf_repo="distilbert/distilgpt2"),
     "tiny": GPT2Config("tiny", n_layer=2, n_head=4, n_embd=64),
 }
+
+
+# What a custom config may ask for: wide enough for any published GPT-shaped model, small enough
+# that a link cannot ask the page for absurd arithmetic.
+LIMITS = {"vocab_size": 10_000_000, "n_positions": 10_000_000, "n_embd": 1_000_000, "n_layer": 10_000,
+          "n_head": 100_000, "n_inner": 10_000_000}
+
+
+def custom_config(vocab_size: int, n_positions: int, n_embd: int, n_layer: int, n_head: int,
+                  n_inner: int | None = None, bias: bool = True, tied: bool = True,
+                  name: str = "custom") -> GPT2Config:
+    """Any GPT-2-shaped config, checked: a ValueError with one line says what is wrong."""
+    given = {"vocab_size": vocab_size, "n_positions": n_positions, "n_embd": n_embd, "n_layer": n_layer,
+             "n_head": n_head, "n_inner": n_inner}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if value < 1:
+            raise ValueError(f"{key} must be positive, got {value}")
+        if value > LIMITS[key]:
+            raise ValueError(f"{key} {value:,} is out of range (at most {LIMITS[key]:,})")
+    if n_embd % n_head:
+        raise ValueError(f"n_embd {n_embd} is not divisible by n_head {n_head}: each head gets d / nh dimensions")
+    n_inner = None if n_inner == 4 * n_embd else n_inner  # one config, however the default is spelled
+    return GPT2Config(name, n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab_size=vocab_size,
+                      n_positions=n_positions, n_inner=n_inner, bias=bias, tied=tied)
 
 
 def get_config(name: str) -> GPT2Config:

@@ -81,15 +81,16 @@ class Flops:
 def forward_flops(cfg: GPT2Config, B: int, T: int, L: int, T_out: int | None = None) -> list[Flops]:
     """Matmul FLOPs of one forward pass by component: T new positions reading L keys; T_out
     positions get logits (1 in prefill, T otherwise)."""
-    d, n, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
+    d, n, V, m = cfg.n_embd, cfg.n_layer, cfg.vocab_size, cfg.d_mlp
+    w = "4d" if cfg.standard_mlp else "d_mlp"  # the MLP width's symbol
     T_out = T if T_out is None else T_out
     return [
         Flops("block.attn.qkv", _product("block.attn.qkv", [2, B, T, d, 3 * d], "2 · B · T · d · 3d"), n),
         Flops("block.attn.heads", _product("block.attn.heads", [4, B, T, L, cfg.n_head, cfg.d_head],
                                            "4 · B · T · L · nh · dh (QKᵀ and pattern · V)"), n),
         Flops("block.attn.merge", _product("block.attn.merge", [2, B, T, d, d], "2 · B · T · d · d"), n),
-        Flops("block.mlp.fc", _product("block.mlp.fc", [2, B, T, d, 4 * d], "2 · B · T · d · 4d"), n),
-        Flops("block.mlp.proj", _product("block.mlp.proj", [2, B, T, 4 * d, d], "2 · B · T · 4d · d"), n),
+        Flops("block.mlp.fc", _product("block.mlp.fc", [2, B, T, d, m], f"2 · B · T · d · {w}"), n),
+        Flops("block.mlp.proj", _product("block.mlp.proj", [2, B, T, m, d], f"2 · B · T · {w} · d"), n),
         Flops("unembed", _product("unembed", [2, B, T_out, d, V], "2 · B · T_out · d · V"), 1),
     ]
 

@@ -11,6 +11,8 @@ SYMBOLS = [
     ("dh", "head size", "d / nh = 64 for every GPT-2 size"),
     ("V", "vocabulary", "50,257 tokens: 50,000 merges, 256 bytes, and <|endoftext|>"),
     ("n_layer", "blocks", "Transformer blocks: 12, 24, 36, 48 for the four sizes"),
+    ("d_mlp", "MLP width, n_inner", "the MLP's hidden width: 4d in every GPT-2 (shapes then read 4d); "
+                                    "a custom config may set another"),
     ("n_ctx", "context", "the most positions GPT-2 can read: 1,024 (the rows of wpe)"),
     ("xₙ", "residual stream into block n", "recorded as blocks.n.resid_pre; x₀ = token + position embedding"),
     ("Z₁", "LayerNorm 1 output", "ln1.out: the normalised stream that attention reads"),

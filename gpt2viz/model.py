@@ -36,33 +36,36 @@ def no_dropout(rec: Recorder, name: str, x: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------- layers
 class Conv1D(nn.Module):
-    """A linear layer stored as in the checkpoint: y = x W + b with W of shape [in, out]."""
+    """A linear layer stored as in the checkpoint: y = x W + b with W of shape [in, out] (no b
+    when the config has no biases)."""
 
-    def __init__(self, n_in: int, n_out: int):
+    def __init__(self, n_in: int, n_out: int, bias: bool = True):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(n_in, n_out))
-        self.bias = nn.Parameter(torch.zeros(n_out))
+        self.bias = nn.Parameter(torch.zeros(n_out)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight)  # [B*T, out]
+        flat = x.reshape(-1, x.shape[-1])  # [B*T, in]
+        flat = flat @ self.weight if self.bias is None else torch.addmm(self.bias, flat, self.weight)  # [B*T, out]
         return flat.view(*x.shape[:-1], self.weight.shape[1])  # [B, T, out]
 
 
 class LayerNorm(nn.Module):
     """LayerNorm over the last axis, written out so mean and variance can be recorded."""
 
-    def __init__(self, d: int, eps: float):
+    def __init__(self, d: int, eps: float, bias: bool = True):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d))  # gain g
-        self.bias = nn.Parameter(torch.zeros(d))  # bias b
+        self.bias = nn.Parameter(torch.zeros(d)) if bias else None  # bias b
 
     def forward(self, x: torch.Tensor, rec: Recorder, prefix: str) -> torch.Tensor:
         mean = rec(prefix + "mean", x.mean(-1, keepdim=True))  # [B, T, 1]
         centered = x - mean  # [B, T, d]
         var = rec(prefix + "var", (centered * centered).mean(-1, keepdim=True))  # [B, T, 1]
         normalized = rec(prefix + "normalized", centered * torch.rsqrt(var + self.eps))  # [B, T, d]
-        return rec(prefix + "out", torch.addcmul(self.bias, normalized, self.weight))  # [B, T, d]
+        out = normalized * self.weight if self.bias is None else torch.addcmul(self.bias, normalized, self.weight)
+        return rec(prefix + "out", out)  # [B, T, d]
 
 
 def gelu_new(x: torch.Tensor) -> torch.Tensor:
@@ -88,8 +91,8 @@ class Attention(nn.Module):
     def __init__(self, cfg: GPT2Config):
         super().__init__()
         self.n_head, self.d_head = cfg.n_head, cfg.d_head
-        self.c_attn = Conv1D(cfg.n_embd, 3 * cfg.n_embd)
-        self.c_proj = Conv1D(cfg.n_embd, cfg.n_embd)
+        self.c_attn = Conv1D(cfg.n_embd, 3 * cfg.n_embd, cfg.bias)
+        self.c_proj = Conv1D(cfg.n_embd, cfg.n_embd, cfg.bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -123,12 +126,12 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: GPT2Config):
         super().__init__()
-        self.c_fc = Conv1D(cfg.n_embd, cfg.d_mlp)
-        self.c_proj = Conv1D(cfg.d_mlp, cfg.n_embd)
+        self.c_fc = Conv1D(cfg.n_embd, cfg.d_mlp, cfg.bias)
+        self.c_proj = Conv1D(cfg.d_mlp, cfg.n_embd, cfg.bias)
 
     def forward(self, x, rec: Recorder, p: str, *, drop):
-        pre = rec(p + "pre", self.c_fc(x))  # [B, T, 4d]
-        post = rec(p + "post", gelu_new(pre))  # [B, T, 4d]
+        pre = rec(p + "pre", self.c_fc(x))  # [B, T, 4d] (d_mlp)
+        post = rec(p + "post", gelu_new(pre))  # [B, T, 4d] (d_mlp)
         out = drop(rec, p + "out_dropout_mask", self.c_proj(post))  # [B, T, d]
         return rec(p + "out", out)
 
@@ -136,9 +139,9 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, cfg: GPT2Config):
         super().__init__()
-        self.ln_1 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
+        self.ln_1 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon, cfg.bias)
         self.attn = Attention(cfg)
-        self.ln_2 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
+        self.ln_2 = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon, cfg.bias)
         self.mlp = MLP(cfg)
 
     def forward(self, x, rec: Recorder, p: str, *, past, use_cache: bool, drop):
@@ -163,8 +166,11 @@ class GPT2(nn.Module):
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd, _weight=torch.empty(cfg.vocab_size, cfg.n_embd))
         self.wpe = nn.Embedding(cfg.n_positions, cfg.n_embd, _weight=torch.empty(cfg.n_positions, cfg.n_embd))
         self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon)
-        # lm_head is wte itself (tied): the logits are computed from self.wte.weight below.
+        self.ln_f = LayerNorm(cfg.n_embd, cfg.layer_norm_epsilon, cfg.bias)
+        # GPT-2's lm_head is wte itself (tied): the logits are computed from self.wte.weight below.
+        # An untied config has an output matrix of its own, [V, d] like wte.
+        if not cfg.tied:
+            self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
 
     def forward(self, ids: torch.Tensor, rec: Recorder | None = None, *, past=None, use_cache: bool = False,
                 drop=no_dropout, last_only: bool = False):
@@ -184,5 +190,6 @@ class GPT2(nn.Module):
         x = self.ln_f(x, rec, "ln_f.")  # [B, T, d]
         if last_only:
             x = x[:, -1:]  # [B, 1, d]
-        logits = rec("logits", F.linear(x, self.wte.weight))  # [B, T, V]
+        w_u = self.wte.weight if self.config.tied else self.lm_head.weight  # [V, d]
+        logits = rec("logits", F.linear(x, w_u))  # [B, T, V]
         return logits, (presents if use_cache else None)

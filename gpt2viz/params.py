@@ -26,7 +26,8 @@ from .model import GPT2
 from .weights import FLOAT_DTYPES, _n_head_from, canonical, expected_shapes, infer_config, read_header, split_keys
 
 # ---------------------------------------------------------------------------- names to components
-TOP_COMPONENT = {"wte.weight": "embed.tok", "wpe.weight": "embed.pos", "ln_f.weight": "ln_f", "ln_f.bias": "ln_f"}
+TOP_COMPONENT = {"wte.weight": "embed.tok", "wpe.weight": "embed.pos", "ln_f.weight": "ln_f", "ln_f.bias": "ln_f",
+                 "lm_head.weight": "unembed"}  # lm_head only in an untied config
 BLOCK_COMPONENT = {"ln_1": "block.ln1", "attn.c_attn": "block.attn.qkv", "attn.c_proj": "block.attn.merge",
                    "ln_2": "block.ln2", "mlp.c_fc": "block.mlp.fc", "mlp.c_proj": "block.mlp.proj"}
 _BLOCK = re.compile(r"^h\.\d+\.(.+)\.(weight|bias)$")
@@ -42,24 +43,41 @@ def component_of(name: str) -> str | None:
 
 # ---------------------------------------------------------------------------- 1. closed form
 def closed_form(cfg: GPT2Config) -> dict[str, int]:
-    """Parameters per instance of every learned leaf, by formula."""
-    d, V = cfg.n_embd, cfg.vocab_size
-    return {"embed.tok": V * d, "embed.pos": cfg.n_positions * d, "block.ln1": 2 * d,
-            "block.attn.qkv": d * 3 * d + 3 * d, "block.attn.merge": d * d + d, "block.ln2": 2 * d,
-            "block.mlp.fc": d * 4 * d + 4 * d, "block.mlp.proj": 4 * d * d + d, "ln_f": 2 * d}
+    """Parameters per instance of every learned leaf, by formula (m = d_mlp, b = 1 with biases)."""
+    d, V, m, b = cfg.n_embd, cfg.vocab_size, cfg.d_mlp, int(cfg.bias)
+    out = {"embed.tok": V * d, "embed.pos": cfg.n_positions * d, "block.ln1": d + b * d,
+           "block.attn.qkv": d * 3 * d + b * 3 * d, "block.attn.merge": d * d + b * d, "block.ln2": d + b * d,
+           "block.mlp.fc": d * m + b * m, "block.mlp.proj": m * d + b * d, "ln_f": d + b * d}
+    return out if cfg.tied else out | {"unembed": V * d}
 
 
 def closed_form_total(cfg: GPT2Config) -> int:
-    d = cfg.n_embd
-    return cfg.vocab_size * d + cfg.n_positions * d + cfg.n_layer * (12 * d * d + 13 * d) + 2 * d
+    """GPT-2: V·d + n_ctx·d + n_layer·(12·d² + 13·d) + 2·d; in general the MLP width m replaces 4d,
+    a config without biases keeps only the LayerNorm gains (2·d per block, d at the end), and an
+    untied head adds V·d."""
+    d, V, m = cfg.n_embd, cfg.vocab_size, cfg.d_mlp
+    block = 4 * d * d + 2 * d * m + (9 * d + m if cfg.bias else 2 * d)
+    final = 2 * d if cfg.bias else d
+    return V * d + cfg.n_positions * d + cfg.n_layer * block + final + (0 if cfg.tied else V * d)
 
 
 def total_formula(cfg: GPT2Config) -> dict:
     """The total as a formula and as arithmetic text that evaluates to it."""
-    d = cfg.n_embd
-    calc = (f"{fmt(cfg.vocab_size)} × {fmt(d)} + {fmt(cfg.n_positions)} × {fmt(d)} + "
-            f"{cfg.n_layer} × (12 × {fmt(d)} × {fmt(d)} + 13 × {fmt(d)}) + 2 × {fmt(d)}")
-    return {"symbolic": "V·d + n_ctx·d + n_layer·(12·d² + 13·d) + 2·d", "calculation": calc,
+    m, D = cfg.d_mlp, fmt(cfg.n_embd)
+    if cfg.standard_mlp:
+        weights, weights_calc = "12·d²", f"12 × {D} × {D}"
+    else:
+        weights, weights_calc = "4·d² + 2·d·d_mlp", f"4 × {D} × {D} + 2 × {D} × {fmt(m)}"
+    if not cfg.bias:
+        small, small_calc, final, final_calc = "2·d", f"2 × {D}", "d", D
+    elif cfg.standard_mlp:
+        small, small_calc, final, final_calc = "13·d", f"13 × {D}", "2·d", f"2 × {D}"
+    else:
+        small, small_calc, final, final_calc = "9·d + d_mlp", f"9 × {D} + {fmt(m)}", "2·d", f"2 × {D}"
+    head, head_calc = ("", "") if cfg.tied else (" + V·d", f" + {fmt(cfg.vocab_size)} × {D}")
+    calc = (f"{fmt(cfg.vocab_size)} × {D} + {fmt(cfg.n_positions)} × {D} + "
+            f"{cfg.n_layer} × ({weights_calc} + {small_calc}) + {final_calc}{head_calc}")
+    return {"symbolic": f"V·d + n_ctx·d + n_layer·({weights} + {small}) + {final}{head}", "calculation": calc,
             "parameters": closed_form_total(cfg)}
 
 
@@ -197,23 +215,35 @@ PAPER_LABELS = {"gpt2": "117M", "gpt2-medium": "345M", "gpt2-large": "762M", "gp
 
 def other_totals(cfg: GPT2Config) -> list[dict]:
     """The totals people meet for this config, each with its arithmetic and what it counts."""
-    d, V, n = cfg.n_embd, cfg.vocab_size, cfg.n_layer
+    d, V, n, m = cfg.n_embd, cfg.vocab_size, cfg.n_layer, cfg.d_mlp
     total, wte, wpe = closed_form_total(cfg), V * d, cfg.n_positions * d
+    width = "4d" if cfg.standard_mlp else "d_mlp"
     rows = [
-        {"label": "tied total (transformers num_parameters())", "value": total,
-         "calculation": total_formula(cfg)["calculation"],
-         "explanation": "Every parameter once; the output matrix is the token table, so it is not counted again."},
+        {"label": "tied total (transformers num_parameters())" if cfg.tied else "total (untied: lm_head counted)",
+         "value": total, "calculation": total_formula(cfg)["calculation"],
+         "explanation": "Every parameter once; the output matrix is the token table, so it is not counted again."
+                        if cfg.tied else "Every parameter once, the separate output matrix lm_head [V, d] included."},
         {"label": "without embeddings (transformers num_parameters(exclude_embeddings=True))",
          "value": total - wte - wpe, "calculation": f"{fmt(total)} − {fmt(wte)} − {fmt(wpe)}",
-         "explanation": "Drops the token table (V × d) and the position table (n_ctx × d); "
-                        "LayerNorms and biases stay in."},
-        {"label": "weight matrices only (TransformerLens cfg.n_params)", "value": n * 12 * d * d,
-         "calculation": f"{n} × (4 × {fmt(d)} × {fmt(d)} + 2 × {fmt(d)} × {fmt(4 * d)})",
-         "explanation": "Per block W_Q, W_K, W_V, W_O (4 · d · nh · dh = 4d²) and W_in, W_out (2 · d · 4d); "
+         "explanation": "Drops the token table (V × d) and the position table (n_ctx × d); " +
+                        ("LayerNorms and biases" if cfg.bias else "LayerNorm gains") + " stay in"
+                        + ("." if cfg.tied else ", and so does the untied lm_head.")},
+        {"label": "without the position table (nanoGPT's get_num_params())", "value": total - wpe,
+         "calculation": f"{fmt(total)} − {fmt(cfg.n_positions)} × {fmt(d)}",
+         "explanation": "nanoGPT prints its model size as get_num_params(non_embedding=True), which subtracts "
+                        "only the position table wpe (n_ctx × d). The token table stays in: nanoGPT ties it to "
+                        "the output layer, so those weights also serve as the final projection."},
+        {"label": "weight matrices only (TransformerLens cfg.n_params)", "value": n * (4 * d * d + 2 * d * m),
+         "calculation": f"{n} × (4 × {fmt(d)} × {fmt(d)} + 2 × {fmt(d)} × {fmt(m)})",
+         "explanation": f"Per block W_Q, W_K, W_V, W_O (4 · d · nh · dh = 4d²) and W_in, W_out (2 · d · {width}); "
                         "no biases, no LayerNorms, no embeddings."},
         {"label": "if the output matrix were untied", "value": total + wte,
          "calculation": f"{fmt(total)} + {fmt(V)} × {fmt(d)}",
-         "explanation": "A separate lm_head [V, d] would add a second V × d matrix (GPT-2 ties it: 0)."},
+         "explanation": "A separate lm_head [V, d] would add a second V × d matrix (GPT-2 ties it: 0)."}
+        if cfg.tied else
+        {"label": "if the output matrix were tied (as in GPT-2 and nanoGPT)", "value": total - wte,
+         "calculation": f"{fmt(total)} − {fmt(V)} × {fmt(d)}",
+         "explanation": "Tying reuses the token table as the output matrix, so lm_head's V × d would go."},
     ]
     if cfg.name in PAPER_LABELS:
         rows.append({
@@ -265,17 +295,17 @@ def _list(shape):
     return None if shape is None else list(shape)
 
 
-def accounting_report(model_name: str, checkpoint: str | None = None) -> dict:
-    """The accounting of a preset; with `checkpoint`, of the model its header describes, counted
-    from the header alone and reconciled with that model tensor by tensor."""
-    cfg = preset = get_config(model_name)
+def accounting_report(model: str | GPT2Config, checkpoint: str | None = None) -> dict:
+    """The accounting of a preset (by name) or any config; with `checkpoint`, of the model its header
+    describes, counted from the header alone and reconciled with that model tensor by tensor."""
+    cfg = preset = get_config(model) if isinstance(model, str) else model
     ckpt = None
     if checkpoint is not None:
         h = count_header(checkpoint, fallback=preset)
         cfg, ckpt = h.config, _checkpoint_dict(h, preset)
     cat = component_tree(cfg)
     assert cat.root.total == closed_form_total(cfg), "component rows disagree with the closed form"
-    return {"model": cfg.name, "total": cat.root.total, "formula": total_formula(cfg),
+    return {"model": cfg.name, "config": cfg.sizes(), "total": cat.root.total, "formula": total_formula(cfg),
             "components": [_component_dict(c) for c in cat],
             "other_totals": other_totals(cfg),
             "weight_bytes": [c.as_dict() for c in costs.weight_bytes(cat.root.total)],
@@ -293,7 +323,11 @@ def _depths(components: list[dict]) -> dict[str, int]:
 def format_accounting(report: dict) -> str:
     """The report as a text table with the arithmetic of every row."""
     f = report["formula"]
-    lines = [f"{report['model']}: {report['total']:,} parameters",
+    c = report["config"]
+    sizes = (f"V={c['vocab_size']:,} n_ctx={c['n_positions']:,} d={c['n_embd']:,} n_layer={c['n_layer']} "
+             f"n_head={c['n_head']} d_mlp={c['n_inner']:,}" + ("" if c["bias"] else " · no biases")
+             + ("" if c["tied"] else " · untied head"))
+    lines = [f"{report['model']}: {report['total']:,} parameters ({sizes})",
              f"  {f['symbolic']}", f"  = {f['calculation']}", f"  = {f['parameters']:,}", "",
              f"  {'component':52s} {'per instance':>13s}  {'×':>3s} {'total':>14s}"]
     depth = _depths(report["components"])

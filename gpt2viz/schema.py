@@ -53,7 +53,12 @@ _AXIS = re.compile(r"^(\d*)([A-Za-z_]*)(?:-(\d+))?$")
 def dims(cfg: GPT2Config, B: int = 1, T: int = 1, P: int = 0, L: int | None = None) -> dict[str, int]:
     """The value of every symbol for a config and a run (L defaults to P + T)."""
     return {"B": B, "T": T, "P": P, "L": P + T if L is None else L, "d": cfg.n_embd, "nh": cfg.n_head,
-            "dh": cfg.d_head, "V": cfg.vocab_size, "n_ctx": cfg.n_positions}
+            "dh": cfg.d_head, "V": cfg.vocab_size, "n_ctx": cfg.n_positions, "d_mlp": cfg.d_mlp}
+
+
+def for_config(axes: tuple[str, ...], cfg: GPT2Config) -> tuple[str, ...]:
+    """The tables write the MLP width as `4d`; a config with another width (n_inner) reads `d_mlp`."""
+    return axes if cfg.standard_mlp else tuple("d_mlp" if a == "4d" else a for a in axes)
 
 
 def axis_value(axis: str, values: Mapping[str, int]) -> int:
@@ -149,19 +154,27 @@ BLOCK_PARAMS = {
     "mlp.c_proj.weight": ("4d", "d"), "mlp.c_proj.bias": ("d",),
 }
 FINAL_PARAMS = {"ln_f.weight": ("d",), "ln_f.bias": ("d",)}
+UNTIED_PARAMS = {"lm_head.weight": ("V", "d")}  # only when the config unties the output matrix
 _BLOCK_KEY = re.compile(r"^h\.(\d+)\.(.+)$")
+
+
+def has_parameter(name: str, cfg: GPT2Config) -> bool:
+    """Whether `cfg` has this parameter: biases need `bias`, lm_head needs an untied head."""
+    if name in UNTIED_PARAMS:
+        return not cfg.tied
+    return cfg.bias or not name.endswith(".bias")
 
 
 def parameter_names(cfg: GPT2Config) -> list[str]:
     """Every parameter's checkpoint name, in the order of `GPT2.named_parameters()`."""
     blocks = [f"h.{i}.{k}" for i in range(cfg.n_layer) for k in BLOCK_PARAMS]
-    return [*TOP_PARAMS, *blocks, *FINAL_PARAMS]
+    return [n for n in (*TOP_PARAMS, *blocks, *FINAL_PARAMS, *UNTIED_PARAMS) if has_parameter(n, cfg)]
 
 
 def parameter_axes(name: str) -> tuple[str, ...]:
     """Symbolic shape of a parameter given its checkpoint name (`h.3.mlp.c_fc.weight` -> (d, 4d))."""
     m = _BLOCK_KEY.match(name)
-    table, key = (BLOCK_PARAMS, m.group(2)) if m else ({**TOP_PARAMS, **FINAL_PARAMS}, name)
+    table, key = (BLOCK_PARAMS, m.group(2)) if m else ({**TOP_PARAMS, **FINAL_PARAMS, **UNTIED_PARAMS}, name)
     if key not in table:
         raise ValueError(f"{name!r} is not a GPT-2 parameter name")
     return table[key]
@@ -226,15 +239,18 @@ def recorded(cfg: GPT2Config, mode, dropout: bool = True) -> list[tuple[str, tup
     """(full name, symbolic axes, dtype) of every tensor the model records in `mode`, in order
     (`dropout` False: a TRAINING run with dropout off, which records no masks)."""
     mode = Mode.parse(mode)
-    out = [(n, short_axes(n, mode), DTYPES.get(n, "float32"))
-           for n in TOP_NAMES if recorded_in(n, cfg, mode, dropout)]
+
+    def axes(short):
+        return for_config(short_axes(short, mode), cfg)
+
+    out = [(n, axes(n), DTYPES.get(n, "float32")) for n in TOP_NAMES if recorded_in(n, cfg, mode, dropout)]
     for i in range(cfg.n_layer):
-        out += [(block_name(n, i), short_axes(n, mode), DTYPES.get(n, "float32"))
+        out += [(block_name(n, i), axes(n), DTYPES.get(n, "float32"))
                 for n in BLOCK_NAMES if recorded_in(n, cfg, mode, dropout)]
-    out += [(n, short_axes(n, mode), "float32") for n in FINAL_NAMES]
+    out += [(n, axes(n), "float32") for n in FINAL_NAMES]
     if mode is Mode.TRAINING:
         out += [(n, SHAPES[n], "float32") for n in LOSS_NAMES]
-        out += [(f"grad.{p}", parameter_axes(p), "float32") for p in parameter_names(cfg)]
+        out += [(f"grad.{p}", for_config(parameter_axes(p), cfg), "float32") for p in parameter_names(cfg)]
         out += [("grad." + block_name(s, i), BTd, "float32") for i in range(cfg.n_layer) for s in GRAD_STREAMS]
     return out
 

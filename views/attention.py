@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.model import causal_mask
-from gpt2viz.ui import anatomy
+from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
 
@@ -14,6 +14,8 @@ GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long
 page = anatomy.header("block.attn", SHOWS)
 draw_diagram("attention", page.sel, "attention", page.diagram)
 sel, trace = page.sel, page.trace
+if sel.weights.demo:
+    demo.heads_pointer(sel)
 b, h = sel.block, sel.head
 q, k, offset = axis_tokens(trace)
 T, L = trace.T, trace.L

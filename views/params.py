@@ -3,9 +3,16 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.config import PRESETS
 from gpt2viz.ui.anatomy import plot, selection
-from gpt2viz.ui.params_view import accounting_csv, checkpoint_check, component_rows, report_for, totals_table
+from gpt2viz.ui.params_view import (
+    accounting_csv,
+    checkpoint_check,
+    component_rows,
+    report_for,
+    shapes_and_costs,
+    size_picker,
+    totals_table,
+)
 
 sel = selection()
 st.title("Parameter accounting")
@@ -13,11 +20,12 @@ st.markdown("Every count is computed from the config (closed form), checked agai
             "and, for a checkpoint, against its safetensors header alone. The tied output matrix adds 0.")
 st.subheader("Every size")
 st.dataframe(totals_table(), hide_index=True, width="stretch")
-names = list(PRESETS)
-current = sel.config.name if sel.config.name in PRESETS else "gpt2"
-size = st.selectbox("Size", names, index=names.index(current), key="params_size")
-report = report_for(size)
-st.subheader(f"{size}: {report['total']:,} parameters")
+cfg = size_picker(sel.config.name)
+if cfg is None:
+    st.stop()
+size = cfg.name
+report = report_for(cfg)
+st.subheader(f"{size}: {report['total']:,} parameters" + "".join(f" · {v}" for v in cfg.variant()))
 st.markdown(f"`{report['formula']['symbolic']}`  \n= {report['formula']['calculation']} = **{report['total']:,}**")
 st.dataframe(component_rows(report), hide_index=True, width="stretch", height=520)
 leaves = [c for c in report["components"] if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
@@ -30,5 +38,7 @@ for row in report["other_totals"]:
     value = f"**{row['value']:,}**" if row["value"] is not None else ""
     calc = f": {row['calculation']} = {value}" if row["calculation"] else ""
     st.markdown(f"- **{row['label']}**{calc}  \n  {row['explanation']}")
+st.subheader("Shapes, memory and FLOPs per mode")
+shapes_and_costs(cfg)
 st.subheader("Checkpoint cross-check")
 checkpoint_check(sel)

@@ -21,6 +21,7 @@ from ..components import Component, ComponentTree, component_tree
 from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
+from . import demo
 from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
@@ -87,7 +88,10 @@ RANDOM_NOTE = ("Random, untrained weights: shapes and counts are GPT-2's exactly
 
 
 def random_note(sel: Selection) -> None:
-    if sel.weights.random:
+    """What the weights in use are not: random weights compute nothing trained, the demo model is no GPT-2."""
+    if sel.weights.demo:
+        demo.note(sel)
+    elif sel.weights.random:
         st.caption(":material/casino: " + RANDOM_NOTE)
 
 
@@ -126,6 +130,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     diagram = st.container()
     names = tuple(n.format(b=sel.block) for n in shows)
     st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
+    if sel.weights.demo:
+        demo.note(sel)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)

@@ -8,7 +8,7 @@ import functools
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import streamlit as st
 
 from .. import costs
 from ..config import get_config
+from ..demo_model import DEMO_PATH
 from ..generation import Sampler
 from ..model import GPT2
 from ..modes import Generation, Mode, decode_vs_full, generate, greedy, last_keys, run
@@ -38,6 +39,7 @@ class LoadedModel:
     model_name: str = ""  # the preset, for random weights
     seed: int = 0  # of random weights; also the dropout seed in training
     path: str | None = None  # of file weights
+    demo: bool = False  # the small model trained here (gpt2viz/demo_model.py)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")
@@ -61,6 +63,12 @@ def path_weights(path: str) -> LoadedModel:
         raise ValueError(f"no weights file at {path}")
     stat = p.stat()
     return file_weights(str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+def demo_weights() -> LoadedModel:
+    """The demo model shipped in assets/, trained by `python -m gpt2viz train-demo`."""
+    weights = path_weights(str(DEMO_PATH))
+    return replace(weights, label="demo model trained here: it copies repeats, it knows no English", demo=True)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Checking the uploaded weights…")

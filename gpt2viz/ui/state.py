@@ -10,16 +10,19 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from ..config import PRESETS
+from ..demo_model import DEMO_PATH
 from ..modes import Mode
 from ..tokenizer import TextError, encode
-from .cache import LoadedModel, cached_checkpoints, path_weights, random_weights, upload_weights
+from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights, upload_weights
+from .fetch import offer_download, select_fetched
 from .text import code_span, plain
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
 MAX_TEXT_CHARS = 20_000
 MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFILL: "Prefill",
                Mode.DECODE: "Decode (KV cache)"}
-SOURCES = {"random": "Random (seeded)", "hf-cache": "Hugging Face cache", "path": "Local file", "upload": "Upload"}
+SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache": "Hugging Face cache",
+           "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
 # the URL keys of the sidebar's controls: what a link to another page carries over
@@ -46,7 +49,7 @@ class Selection:
 
 
 def sources_enabled() -> list[str]:
-    allowed = ["random", "hf-cache", "upload"]
+    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache", "upload"]
     if os.environ.get(ALLOW_LOCAL_PATH) == "1":
         allowed.insert(2, "path")
     return allowed
@@ -128,6 +131,8 @@ def _weights(sb, source: str) -> LoadedModel:
         seed = number(sb, "Seed", 0, 2**31 - 1, 0, key="seed")
         return random_weights(model, seed)
     try:
+        if source == "demo":
+            return demo_weights()
         if source == "hf-cache":
             path = _cached_checkpoint_picker(sb)
             if path:
@@ -168,9 +173,13 @@ def _cached_checkpoint_picker(sb) -> str | None:
     if not found:
         sb.info("No GPT-2 checkpoint in the Hugging Face cache. Put a model.safetensors there "
                 "(see the README), or choose Random.")
+        offer_download(sb, expanded=True)
         return None
     names = {c.name: c.path for c in found}
-    return names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
+    select_fetched(list(names))
+    path = names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
+    offer_download(sb, expanded=False)
+    return path
 
 
 def url_fallbacks(raw: dict[str, str], sel: Selection) -> list[str]:

@@ -86,6 +86,17 @@ def greedy(logits: torch.Tensor) -> int:
     return int(logits.argmax())
 
 
+def room(n_positions: int, n_tokens: int) -> int:
+    """How many tokens generation can still make after a text of `n_tokens`: step k (from 0) decodes
+    at L = n_tokens + k keys, so the last step, at L = n_positions, is step n_positions - n_tokens."""
+    return n_positions - n_tokens + 1
+
+
+def last_keys(n_tokens: int, steps: int) -> int:
+    """L of the last of `steps` decode steps after a text of `n_tokens`: the longest step's keys."""
+    return n_tokens + steps - 1
+
+
 def generate(model: GPT2, ids, steps: int, *, names=None,
              choose: Callable[[torch.Tensor], int] = greedy) -> Generation:
     """Decode `steps` tokens, one DECODE trace per step. Step 0 decodes the text's last token against
@@ -95,7 +106,7 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
         raise ValueError("generation runs one sequence at a time (B = 1)")
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
-    if ids.shape[1] + steps - 1 > model.config.n_positions:
+    if steps > room(model.config.n_positions, ids.shape[1]):
         raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
     traces, chosen = [], []
     with torch.no_grad():

@@ -19,7 +19,7 @@ from ..config import get_config
 from ..demo_model import DEMO_PATH
 from ..generation import Sampler
 from ..model import GPT2
-from ..modes import Generation, Mode, decode_vs_full, generate, greedy, run
+from ..modes import Generation, Mode, decode_vs_full, generate, greedy, last_keys, run
 from ..schema import concrete, recorded, text_dims
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
@@ -174,8 +174,7 @@ def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, tempe
         temperature, top_k, seed = 0.0, None, 0
     choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
     key = ("generation", weights.key, ids, steps, temperature, top_k, seed)
-    n = len(ids) + steps  # the longest step's L
-    estimate = steps * run_bytes(weights, n, Mode.DECODE, GENERATION_NAMES)
+    estimate = steps * run_bytes(weights, last_keys(len(ids), steps), Mode.DECODE, GENERATION_NAMES)
     return trace_cache().get_or_compute(
         key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES), estimate)
 

@@ -28,10 +28,11 @@ class PageRow:
 
 
 PAGES = (
+    PageRow("start", "Start here", ":material/flag:", "Start"),
     PageRow("overview", "Overview", ":material/map:", "The model", "model", 2),
-    PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 3),
-    PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 3),
-    PageRow("layernorm", "LayerNorm", ":material/straighten:", "The model", "block.ln1", 4,
+    PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 2),
+    PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 2),
+    PageRow("layernorm", "LayerNorm", ":material/straighten:", "The model", "block.ln1", 3,
             {"block.ln2": {"ln": "ln_2"}, "ln_f": {"ln": "ln_f"}}),
     PageRow("attention", "Attention", ":material/visibility:", "The model", "block.attn", 2),
     PageRow("merge", "Merge and project", ":material/merge:", "The model", "block.attn.merge", 3),

@@ -6,14 +6,27 @@ traces, and the estimated peak of every run in flight. Anything with an `nbytes`
 (a Generation, several traces, is one).
 """
 
+import hashlib
+import logging
 import threading
+import time
 from collections import OrderedDict
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 from .memory import release_freed_memory
 from .trace import Trace
 
 DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
+log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
+
+
+class _Flight:
+    """One run in progress; the askers of its key wait on `done`."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.trace: Trace | None = None  # set when the run succeeded
+        self.waiting = 0  # askers waiting for it
 
 
 class TraceCache:
@@ -29,10 +42,11 @@ class TraceCache:
         self._items: OrderedDict[Hashable, Trace] = OrderedDict()
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a reservation ends
-        self._key_locks: dict[Hashable, threading.Lock] = {}
+        self._flights: dict[Hashable, _Flight] = {}  # runs in progress, by key
         self.in_flight = 0  # bytes reserved by runs in progress
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
-        self.hits = self.misses = 0
+        self.hits = self.misses = 0  # misses: runs computed
+        self.shared = 0  # askers that waited for another asker's run of the same key
 
     @property
     def nbytes(self) -> int:
@@ -44,26 +58,34 @@ class TraceCache:
             return len(self._items)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0) -> Trace:
-        """The cached trace for `key`, or compute it once (concurrent askers of one key wait for
-        the first) and keep it, evicting least recently used traces beyond the budget. `estimate`:
-        the bytes the computation holds at its peak, reserved while it runs."""
+        """The cached trace for `key`, or compute it once and keep it, evicting least recently used
+        traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
+        its trace, even one too large to keep; if that run fails, the next asker runs it.
+        `estimate`: the bytes the computation holds at its peak, reserved while it runs."""
         with self._lock:
             if key in self._items:
                 self.hits += 1
                 self._items.move_to_end(key)
                 return self._items[key]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
+            flight = self._flights.get(key)
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+                leading = True
+            else:
+                self.shared += 1
+                flight.waiting += 1
+                leading = False
+        if not leading:
+            flight.done.wait()
+            return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate)
+        try:
             with self._lock:
-                if key in self._items:
-                    self.hits += 1
-                    return self._items[key]
                 self._reserve(estimate)
+            t0 = time.perf_counter()
             try:
                 trace = compute()
-            finally:  # a failed computation leaves no lock and no reservation behind
+            finally:  # a failed computation leaves no reservation behind
                 with self._lock:
-                    self._key_locks.pop(key, None)
                     self.in_flight -= estimate
                     self._room.notify_all()
             with self._lock:
@@ -71,6 +93,13 @@ class TraceCache:
                 self._items[key] = trace
                 self._evict()
                 self._note_peak()
+            flight.trace = trace
+            log.info("run %s: %.2f s, %d asker(s) waited for it", key_digest(key), time.perf_counter() - t0,
+                     flight.waiting)
+        finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
+            with self._lock:
+                self._flights.pop(key, None)
+            flight.done.set()
         release_freed_memory()
         return trace
 
@@ -96,3 +125,8 @@ class TraceCache:
 
     def _note_peak(self) -> None:
         self.peak_reserved = max(self.peak_reserved, self._cached() + self.in_flight)
+
+
+def key_digest(key: Hashable) -> str:
+    """A short name for a key in logs (keys carry every token id)."""
+    return hashlib.sha1(repr(key).encode()).hexdigest()[:12]

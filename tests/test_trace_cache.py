@@ -54,6 +54,70 @@ def test_concurrent_askers_share_one_computation():
     assert len(calls) == 1 and len({id(t) for t in got}) == 1
 
 
+def until(condition, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def ask_together(cache, key, compute, n=2):
+    """n threads ask for `key` at once; their answers (the exception, for one that raised)."""
+    got = [None] * n
+
+    def ask(i):
+        try:
+            got[i] = cache.get_or_compute(key, compute)
+        except RuntimeError as e:
+            got[i] = e
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=20)
+    return got
+
+
+def held_run(cache, runs, waiting, nbytes):
+    """A computation that ends only once `waiting` other askers wait for it: no timing luck involved."""
+    def compute():
+        runs.append(1)
+        assert until(lambda: cache.shared == waiting)
+        return make(nbytes)
+    return compute
+
+
+def test_two_askers_at_once_cause_one_run():
+    cache, runs = TraceCache(10_000), []
+    got = ask_together(cache, "k", held_run(cache, runs, 1, 40))
+    assert len(runs) == 1 and got[0] is got[1] is not None
+    assert (cache.misses, cache.shared, cache.hits) == (1, 1, 0) and not cache._flights
+
+
+def test_a_trace_too_large_to_keep_is_still_shared_with_those_waiting():
+    cache, runs = TraceCache(100), []
+    got = ask_together(cache, "big", held_run(cache, runs, 2, 400), n=3)
+    assert len(runs) == 1 and got[0] is got[1] is got[2] is not None and len(cache) == 0
+
+
+def test_when_the_shared_run_fails_a_waiting_asker_runs_it_again():
+    cache, runs = TraceCache(10_000), []
+
+    def compute():
+        runs.append(1)
+        if len(runs) == 1:
+            assert until(lambda: cache.shared == 1)
+            raise RuntimeError("first run fails")
+        return make(40)
+
+    got = ask_together(cache, "k", compute)
+    assert len(runs) == 2 and sum(isinstance(g, RuntimeError) for g in got) == 1
+    assert len(cache) == 1 and not cache._flights and cache.in_flight == 0
+
+
 def test_budget_must_be_positive():
     with pytest.raises(ValueError):
         TraceCache(0)
@@ -67,7 +131,7 @@ def test_a_failed_computation_is_not_cached_and_leaves_no_lock():
 
     with pytest.raises(ValueError):
         cache.get_or_compute("k", boom)
-    assert len(cache) == 0 and not cache._key_locks
+    assert len(cache) == 0 and not cache._flights
     assert cache.get_or_compute("k", lambda: make(40)).nbytes == 40
 
 
@@ -131,6 +195,7 @@ def test_a_failed_run_gives_its_reservation_back():
 
 
 def test_freed_memory_is_given_back_on_glibc():
-    from gpt2viz.memory import release_freed_memory
     import platform
+
+    from gpt2viz.memory import release_freed_memory
     assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")

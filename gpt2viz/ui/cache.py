@@ -6,6 +6,7 @@ that determines the value (weights identity, token ids, mode, seed).
 
 import functools
 import hashlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, replace
@@ -23,9 +24,11 @@ from ..modes import Generation, Mode, decode_vs_full, generate, greedy, last_key
 from ..schema import concrete, recorded, text_dims
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
+from ..trace_cache import log as run_log
 from ..weights import find_hf_checkpoints, load_safetensors, random_model
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
+LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,6 +109,9 @@ def trace_cache() -> TraceCache:
     load test, figures being built, Streamlit's per-session state and allocator slack took up to
     ~150 MiB more at the kernel's high-water mark."""
     budget = budget_bytes()
+    if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
+        run_log.addHandler(logging.StreamHandler())
+        run_log.setLevel(logging.INFO)
     return TraceCache(budget - budget // HEADROOM_SHARE)
 
 

@@ -72,6 +72,7 @@ class Session:
         self.session_id = ""  # the server's id for this session, sent back when reconnecting
         self.page_hashes: dict[str, str] = {}  # url path → page_script_hash
         self.current_hash = ""
+        self.replica: str | None = None  # the X-Gpt2viz-Replica header of the websocket's handshake (nginx)
 
     # ------------------------------------------------------------------ connection
     async def open(self, page: str = "", query: str = "", timeout: float = 30.0) -> None:
@@ -105,6 +106,17 @@ class Session:
         except (TimeoutError, OSError, websockets.InvalidHandshake) as e:
             raise Disconnected(f"websocket: {type(e).__name__}: {e}") from e
         self.current_hash = ""  # a new connection starts like a first load: the page by name
+        self.replica = self.ws.response.headers.get("X-Gpt2viz-Replica")
+
+    async def closed_within(self, seconds: float) -> bool:
+        """Wait up to `seconds` while the tab shows its page; True as soon as the websocket closes."""
+        if self.ws is None:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(self.ws.wait_closed()), seconds)
+            return True
+        except TimeoutError:
+            return False
 
     async def close(self) -> None:
         if self.ws is not None:

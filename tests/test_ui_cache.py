@@ -79,3 +79,22 @@ def test_two_sessions_asking_for_one_view_at_once_cause_one_forward_pass(weights
     assert got[0] is got[1] and got[0].nbytes == full_trace_bytes(weights, len(IDS), Mode.FULL)
     assert get_trace(weights, IDS, Mode.FULL, 0, ("blocks.0.*",), cache=cache) is got[0]  # another page: a hit
     assert len(runs) == 1
+
+
+def test_training_pages_share_one_trace_without_the_weights_gradients(weights, monkeypatch):
+    """In training the parameters' gradients are as large as the weights, so a full trace rarely fits:
+    the pages that show none of them share one run of everything else; the training page, which
+    shows them, gets its own."""
+    full = full_trace_bytes(weights, len(IDS), Mode.TRAINING)
+    _, nbytes = ui_cache._all_but_weight_grads(weights.model.config, len(IDS))
+    assert nbytes < full // 2
+    cache, runs = TraceCache(4 * nbytes + (4 * full - 4 * nbytes) // 2), []  # room for one, not the other
+    monkeypatch.setattr(ui_cache, "run", lambda *a, **kw: runs.append(kw["names"]) or run(*a, **kw))
+    mlp = get_trace(weights, IDS, Mode.TRAINING, 0, ("blocks.0.mlp.*",), cache=cache)
+    attn = get_trace(weights, IDS, Mode.TRAINING, 0, ("blocks.1.attn.*", "loss*"), cache=cache)
+    assert attn is mlp and len(runs) == 1 and mlp.nbytes == nbytes
+    assert not any(ui_cache.is_weight_grad(n) for n in mlp.names)
+    assert set(mlp.names) == {n for n in ui_cache._tensor_bytes(weights, len(IDS), Mode.TRAINING)
+                              if not ui_cache.is_weight_grad(n)}
+    grads = get_trace(weights, IDS, Mode.TRAINING, 0, ("grad.h.*.weight", "loss"), cache=cache)
+    assert grads is not mlp and len(runs) == 2 and any(ui_cache.is_weight_grad(n) for n in grads.names)

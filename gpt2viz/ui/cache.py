@@ -153,14 +153,44 @@ def records_everything(weights: LoadedModel, n_tokens: int, mode: Mode, cache: T
     return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= budget
 
 
+def is_weight_grad(name: str) -> bool:
+    """A parameter's gradient (grad.wte.weight, grad.h.0.attn.c_attn.weight, ...), not the stream's."""
+    return name.startswith("grad.") and not name.startswith("grad.blocks.")
+
+
+@functools.lru_cache(maxsize=256)
+def _all_but_weight_grads(cfg, n_tokens: int) -> tuple[tuple[str, ...], int]:
+    """Globs for every tensor of a training run except the parameters' gradients (the size of the
+    weights, whatever the text: 475 MiB on gpt2), and the bytes they take."""
+    sizes = _tensor_bytes_of(cfg, n_tokens, Mode.TRAINING)
+    names = ("blocks.*", "grad.blocks.*") + tuple(n for n in sizes if not n.startswith(("blocks.", "grad.")))
+    return names, sum(n for name, n in sizes.items() if not is_weight_grad(name))
+
+
+def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None,
+                   cache: TraceCache) -> tuple[str, ...] | None:
+    """What the run behind a page records: everything (None) while that fits, one trace for every
+    page; in training, everything but the parameters' gradients while that fits, one trace for every
+    page that shows none of them (all but the training page); else only the page's `needs`."""
+    if needs is None or records_everything(weights, n_tokens, mode, cache):
+        return None
+    if mode is Mode.TRAINING:
+        names, nbytes = _all_but_weight_grads(weights.model.config, n_tokens)
+        sizes = _tensor_bytes(weights, n_tokens, mode)
+        wants_grads = any(fnmatch(name, g) for name in sizes if is_weight_grad(name) for g in needs)
+        if not wants_grads and nbytes * FULL_TRACE_SHARE <= cache.budget:
+            return names
+    return tuple(needs)
+
+
 def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
               cache: TraceCache | None = None, dropout: bool = True) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
-    that (long texts on big models), only `needs` (names or globs) is recorded, per page.
-    `cache`: the trace cache, for callers outside a script run (a deferred download).
+    that (long texts on big models), only `needs` (names or globs) is recorded, per page (see
+    `recorded_names`). `cache`: the trace cache, for callers outside a script run (a deferred download).
     `dropout`: False runs TRAINING with dropout off."""
     cache = trace_cache() if cache is None else cache
-    names = None if needs is None or records_everything(weights, len(ids), mode, cache) else tuple(needs)
+    names = recorded_names(weights, len(ids), mode, needs, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,

@@ -26,7 +26,7 @@ another value). Memory: RSS of each server (VmRSS every 0.5 s, VmHWM at the end)
 runtime + weights after a warm-up view; peak growth is compared with GPT2VIZ_TRACE_BUDGET_MB.
 
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M]
-            [--scenario all|classroom|burst|replicas] [--budget-mb 1024]
+            [--scenario all|classroom|burst|replicas] [--budget-mb 2048]
 The last line: sessions=K views=N errors=N p50_s=X p95_s=X peak_growth_mib=X budget_mib=X (the
 one-server classroom; the replicas' classroom with --scenario replicas).
 """
@@ -36,13 +36,9 @@ import asyncio
 import os
 import random
 import re
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -62,15 +58,15 @@ from load_test import (
     session_text,
     table,
 )
+from nginx_proxy import NGINX, Proxy
 from st_protocol import Disconnected, Session, ViewResult
-from streamlit_server import StreamlitServer, free_port
+from streamlit_server import StreamlitServer
 
 from gpt2viz.tokenizer import encode
+from gpt2viz.trace_cache import DEFAULT_BUDGET
 from gpt2viz.ui.pages import PAGE_TABLE, href
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
-NGINX = "/usr/sbin/nginx"
-TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
 PAGES = [href(url).lstrip("/") for _, _, url, _ in PAGE_TABLE]  # the default page is the root: ""
 QUICK_PAGES = ["", "tokens", "attention", "mlp", "output", "generation", "training", "lens"]
 MIN_TOKENS, MAX_TOKENS = 5, 200
@@ -117,11 +113,6 @@ def make_students(k: int, pages: list[str], seed: int = 0) -> list[Student]:
         order = pages[i % len(pages):] + pages[: i % len(pages)]
         students.append(Student(i, session_text(i, n), MODES[i % len(MODES)], order, random.Random(seed * 1000 + i)))
     return students
-
-
-def replica_of(session: Session) -> str:
-    """The replica that answered (nginx's $upstream_addr: the last one it tried), "" without a proxy."""
-    return (session.replica or "").split(",")[-1].strip()
 
 
 def problem(r: ViewResult, s: Student) -> str | None:
@@ -173,7 +164,7 @@ async def student(s: Student, base: str, t_end: float, kill: dict | None, view_t
             try:
                 r = await session.view(page, query, timeout=view_timeout)
                 s.views.append(View(s.index, page, r.seconds, problem(r, s), kill is not None and kill["done"]))
-                s.served_by.append(replica_of(session))
+                s.served_by.append(session.replica or "")
             except Disconnected as e:
                 await lost(session, s, page, query, t0, kill, str(e))
             n += 1
@@ -195,7 +186,7 @@ async def lost(session: Session, s: Student, page: str, query: str, t_lost: floa
         s.views.append(View(s.index, page, None, f"not recovered within {kill['recover_s']:.0f} s", True))
         raise Disconnected(why)
     s.recovered.append(time.monotonic() - t_lost)
-    s.served_by.append(replica_of(session))
+    s.served_by.append(session.replica or "")
     s.views.append(View(s.index, page, r.seconds, problem(r, s), True))
 
 
@@ -302,52 +293,6 @@ class AppServer:
         self.sampler.stop_event.set()
         self.server.stop()
         return log
-
-
-def nginx_config(template: str, prefix: str, listen: str, servers: list[str]) -> str:
-    lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
-    return template.replace("@PREFIX@", prefix).replace("@LISTEN@", listen).replace("@SERVERS@", lines)
-
-
-class Proxy:
-    """Debian's nginx in the foreground, on a free loopback port, in front of `servers`."""
-
-    def __init__(self, servers: list[str]):
-        self.dir = tempfile.mkdtemp(prefix="gpt2viz-nginx-")
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        conf = Path(self.dir) / "nginx.conf"
-        conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"127.0.0.1:{self.port}", servers))
-        with open(Path(self.dir) / "stdout.log", "w") as out:  # nginx's messages before its error log opens
-            self.proc = subprocess.Popen([NGINX, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
-                                          "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-        end = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen(self.base + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > end:
-                    why = self.error_log()
-                    self.stop()
-                    raise RuntimeError(f"nginx did not start: {why}")
-            time.sleep(0.1)
-
-    def error_log(self) -> str:
-        logs = [Path(self.dir) / name for name in ("error.log", "stdout.log")]
-        return " ".join(p.read_text(errors="replace")[-2000:] for p in logs if p.exists())
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------- report
@@ -500,7 +445,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help=f"8 students, {len(QUICK_PAGES)} pages, 1 minute per scenario")
     ap.add_argument("--minutes", type=float, default=None, help="length of the classroom scenarios (3; 1 with --quick)")
     ap.add_argument("--scenario", choices=["all", "classroom", "burst", "replicas"], default="all")
-    ap.add_argument("--budget-mb", type=int, default=1024, help=f"{BUDGET_ENV} of each server (MiB)")
+    ap.add_argument("--budget-mb", type=int, default=DEFAULT_BUDGET // MIB,
+                    help=f"{BUDGET_ENV} of each server (MiB; the app's default)")
     ap.add_argument("--view-timeout", type=float, default=120.0, help="seconds one view may take")
     args = ap.parse_args()
     k = args.sessions or (8 if args.quick else 30)

@@ -72,7 +72,7 @@ class Session:
         self.session_id = ""  # the server's id for this session, sent back when reconnecting
         self.page_hashes: dict[str, str] = {}  # url path → page_script_hash
         self.current_hash = ""
-        self.replica: str | None = None  # the X-Gpt2viz-Replica header of the websocket's handshake (nginx)
+        self.replica: str | None = None  # which replica answered the websocket's handshake, behind nginx
 
     # ------------------------------------------------------------------ connection
     async def open(self, page: str = "", query: str = "", timeout: float = 30.0) -> None:
@@ -106,7 +106,8 @@ class Session:
         except (TimeoutError, OSError, websockets.InvalidHandshake) as e:
             raise Disconnected(f"websocket: {type(e).__name__}: {e}") from e
         self.current_hash = ""  # a new connection starts like a first load: the page by name
-        self.replica = self.ws.response.headers.get("X-Gpt2viz-Replica")
+        tried = self.ws.response.headers.get("X-Gpt2viz-Replica", "")  # nginx's $upstream_addr: "a, b" after a retry
+        self.replica = tried.split(",")[-1].strip() or None
 
     async def closed_within(self, seconds: float) -> bool:
         """Wait up to `seconds` while the tab shows its page; True as soon as the websocket closes."""

@@ -1,7 +1,11 @@
 """benchmarks/st_protocol.py against a small Streamlit app started here: a real script_finished,
-an exception when a page raises, page links by hash, a page that does not exist, a lost server."""
+an exception when a page raises, page links by hash, a page that does not exist, a lost server;
+and deploy/nginx.conf.template in front of two of them: affinity, and a session that comes back
+with its view on the other replica when its own is killed."""
 
 import asyncio
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from nginx_proxy import NGINX, Proxy
 from st_protocol import Disconnected, Session
 from streamlit_server import StreamlitServer
 
@@ -91,3 +96,33 @@ def test_a_server_gone_is_disconnected(folder):
                 await session.reopen(timeout=5)
     asyncio.run(go())
 
+
+
+@pytest.mark.skipif(not os.access(NGINX, os.X_OK), reason=f"no nginx at {NGINX}")
+def test_through_nginx_sessions_stick_to_a_replica_and_come_back_on_the_other(folder):
+    with StreamlitServer("app.py", folder) as a, StreamlitServer("app.py", folder) as b:
+        a.wait_healthy(timeout=60)
+        b.wait_healthy(timeout=60)
+        servers = {f"127.0.0.1:{s.port}": s for s in (a, b)}
+        with Proxy(list(servers)) as proxy:
+            async def go():
+                sessions = [Session(proxy.base) for _ in range(4)]
+                for i, s in enumerate(sessions):
+                    await s.open("", f"name=S{i}")
+                    first = await s.view("", f"name=S{i}", timeout=30)
+                    again = await s.view("", f"name=S{i}", timeout=30)
+                    assert first.ok and again.ok and again.h1 == f"Home of S{i}"
+                    assert s.replica in servers and s.cookies  # nginx's affinity cookie
+                homes = [s.replica for s in sessions]
+                victim = homes[0]
+                os.killpg(servers[victim].proc.pid, signal.SIGKILL)
+                servers[victim].proc.wait(timeout=10)
+                for i, s in enumerate(sessions):
+                    if homes[i] == victim:
+                        with pytest.raises(Disconnected):
+                            await s.view("", f"name=S{i}", timeout=30)
+                        await s.reopen(timeout=10)
+                    back = await s.view("", f"name=S{i}", timeout=30)
+                    assert back.ok and back.h1 == f"Home of S{i}" and s.replica != victim
+                    await s.close()
+            asyncio.run(go())

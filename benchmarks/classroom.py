@@ -8,7 +8,8 @@ Scenarios (all by default, in this order):
 
 - classroom: K students (30) on one server, each with its own text (5 to 200 tokens, spread over
   the class) and mode (full, training, prefill, decode in turn), walking the pages from a different
-  start (block and head move along), one view every 3 to 8 s (uniform, seeded), for --minutes.
+  start (block and head move along), one view every 3 to 8 s (uniform, seeded), for --minutes;
+  every 4th view asks for the view on screen again (the Rerun menu item): it should cost no run.
 - burst: the teacher says "open this link now": K students open the same link (the attention page,
   a text no one has asked for) within one second. The server logs each trace run (GPT2VIZ_LOG_RUNS=1):
   the forward pass for that text must run once while the others wait for it.
@@ -71,6 +72,7 @@ PAGES = [href(url).lstrip("/") for _, _, url, _ in PAGE_TABLE]  # the default pa
 QUICK_PAGES = ["", "tokens", "attention", "mlp", "output", "generation", "training", "lens"]
 MIN_TOKENS, MAX_TOKENS = 5, 200
 THINK_S = (3.0, 8.0)
+AGAIN_EVERY = 4  # every 4th view asks for the view on screen again (Rerun, or a widget set to its value)
 BURST_WINDOW_S = 1.0
 BURST_PAGE = "attention"
 MODEL = "gpt2"
@@ -86,6 +88,7 @@ class View:
     seconds: float | None
     error: str | None = None
     after_kill: bool = False
+    again: bool = False  # the same view asked again
 
 
 @dataclass
@@ -154,16 +157,19 @@ async def recover(session: Session, s: Student, page: str, query: str, until: fl
 async def student(s: Student, base: str, t_end: float, kill: dict | None, view_timeout: float) -> None:
     """Walk the pages, one view every THINK_S seconds, until t_end. A lost connection is recovered
     (kill given: replicas) or counted as an error (one server)."""
-    n = 0
+    n, walked = 0, 0
     page, query = s.order[0], s.query(0)
     session = await open_session(base, page, query, time.monotonic() + 60)
     try:
         while time.monotonic() < t_end:
-            page, query = s.order[n % len(s.order)], s.query(n)
+            again = n % AGAIN_EVERY == AGAIN_EVERY - 1
+            if not again:
+                page, query = s.order[walked % len(s.order)], s.query(walked)
+                walked += 1
             t0 = time.monotonic()
             try:
                 r = await session.view(page, query, timeout=view_timeout)
-                s.views.append(View(s.index, page, r.seconds, problem(r, s), kill is not None and kill["done"]))
+                s.views.append(View(s.index, page, r.seconds, problem(r, s), kill is not None and kill["done"], again))
                 s.served_by.append(session.replica or "")
             except Disconnected as e:
                 await lost(session, s, page, query, t0, kill, str(e))
@@ -302,10 +308,11 @@ def times(views: list[View]) -> list[float]:
 
 def page_table(views: list[View]) -> str:
     rows = []
-    for page in dict.fromkeys(v.page for v in views):
-        vs = [v for v in views if v.page == page]
+    label = lambda v: "the same view again" if v.again else "/" + v.page
+    for page in dict.fromkeys(label(v) for v in views):
+        vs = [v for v in views if label(v) == page]
         t = times(vs)
-        rows.append(["/" + page, len(vs), sum(1 for v in vs if v.error), fmt(pct(t, 50)), fmt(pct(t, 95)),
+        rows.append([page, len(vs), sum(1 for v in vs if v.error), fmt(pct(t, 50)), fmt(pct(t, 95)),
                      fmt(max(t) if t else None)])
     return table(rows, ["page", "views", "errors", "p50 s", "p95 s", "max s"])
 

@@ -336,7 +336,8 @@ def load_line(used: dict, wall: float, budget: int) -> str:
     return (f"server CPU {used['cpu']:.0f} s over {wall:.0f} s = {used['cpu'] / wall:.2f} of {os.cpu_count()} cores; "
             f"peak RSS {used['peak_kib'] / 1024:.0f} MiB, growth over runtime + weights {fmt(growth, 0)} MiB "
             f"(budget {budget} MiB: {'within' if growth is not None and growth <= budget else 'OVER'}); "
-            f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute); "
+            f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute; "
+            f"{len(used['runs']) - len({r[0] for r in used['runs']})} of a key run before, i.e. evicted); "
             f"load average {os.getloadavg()[0]:.2f}")
 
 

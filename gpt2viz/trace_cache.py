@@ -57,11 +57,14 @@ class TraceCache:
         with self._lock:
             return len(self._items)
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0) -> Trace:
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0,
+                       evict_first: bool = False) -> Trace:
         """The cached trace for `key`, or compute it once and keep it, evicting least recently used
         traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
         its trace, even one too large to keep; if that run fails, the next asker runs it.
-        `estimate`: the bytes the computation holds at its peak, reserved while it runs."""
+        `estimate`: the bytes the computation holds at its peak, reserved while it runs.
+        `evict_first`: keep the new trace as the least recently used one (the next to go), for a
+        trace that serves one page, so that it does not push out traces that serve every page."""
         with self._lock:
             if key in self._items:
                 self.hits += 1
@@ -77,7 +80,8 @@ class TraceCache:
                 leading = False
         if not leading:
             flight.done.wait()
-            return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate)
+            return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
+                                                                                       evict_first)
         try:
             with self._lock:
                 self._reserve(estimate)
@@ -91,6 +95,8 @@ class TraceCache:
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
+                if evict_first:
+                    self._items.move_to_end(key, last=False)
                 self._evict()
                 self._note_peak()
             flight.trace = trace

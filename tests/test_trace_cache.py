@@ -31,6 +31,16 @@ def test_evicts_least_recently_used_within_budget():
     assert list(cache._items) == ["b", "d"]
 
 
+def test_a_trace_for_one_page_is_evicted_before_older_shared_ones():
+    cache = TraceCache(1_000)
+    cache.get_or_compute("shared1", lambda: make(300))
+    cache.get_or_compute("shared2", lambda: make(300))
+    cache.get_or_compute("page", lambda: make(300), evict_first=True)
+    assert list(cache._items) == ["page", "shared1", "shared2"]
+    cache.get_or_compute("shared3", lambda: make(300))
+    assert list(cache._items) == ["shared1", "shared2", "shared3"]
+
+
 def test_a_trace_larger_than_the_budget_is_returned_but_not_kept():
     cache = TraceCache(100)
     t = cache.get_or_compute("big", lambda: make(400))

@@ -187,15 +187,18 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
               cache: TraceCache | None = None, dropout: bool = True) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
     that (long texts on big models), only `needs` (names or globs) is recorded, per page (see
-    `recorded_names`). `cache`: the trace cache, for callers outside a script run (a deferred download).
+    `recorded_names`), and such a page's trace is the first the cache evicts: in a class, the training
+    page's (the gradients weigh as much as the weights) would otherwise push out several students'
+    shared traces. `cache`: the trace cache, for callers outside a script run (a deferred download).
     `dropout`: False runs TRAINING with dropout off."""
     cache = trace_cache() if cache is None else cache
     names = recorded_names(weights, len(ids), mode, needs, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
+    shared = names is None or (mode is Mode.TRAINING and names == _all_but_weight_grads(weights.model.config, len(ids))[0])
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
                                                  dropout=dropout),
-                                estimate=run_bytes(weights, len(ids), mode, names))
+                                estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared)
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

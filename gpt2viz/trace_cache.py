@@ -33,9 +33,10 @@ class TraceCache:
     """LRU by bytes. The budget covers the cached traces and the runs in flight: a run reserves its
     estimated peak (`estimate`) before it starts, waiting while others' reservations would exceed
     the budget and evicting least recently used traces to make room. A run alone may exceed the
-    budget (it is never refused); it then waits until it is alone."""
+    budget (it is never refused); it then waits until it is alone. `max_runs`: at most this many
+    runs compute at once (the others wait their turn), None for as many as the budget lets in."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_BUDGET):
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None):
         if budget_bytes <= 0:
             raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
         self.budget = budget_bytes
@@ -44,6 +45,7 @@ class TraceCache:
         self._room = threading.Condition(self._lock)  # notified when a reservation ends
         self._flights: dict[Hashable, _Flight] = {}  # runs in progress, by key
         self.in_flight = 0  # bytes reserved by runs in progress
+        self.running, self.max_runs = 0, max_runs  # runs in progress, and how many may be
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
@@ -91,6 +93,7 @@ class TraceCache:
             finally:  # a failed computation leaves no reservation behind
                 with self._lock:
                     self.in_flight -= estimate
+                    self.running -= 1
                     self._room.notify_all()
             with self._lock:
                 self.misses += 1
@@ -113,10 +116,13 @@ class TraceCache:
         return sum(t.nbytes for t in self._items.values())
 
     def _reserve(self, estimate: int) -> None:
-        """Wait (lock held) until `estimate` fits beside the other runs in flight, or none is left,
-        then evict until cached + in flight + estimate fits, and reserve it."""
-        while self.in_flight and self.in_flight + estimate > self.budget:
+        """Wait (lock held) until `estimate` fits beside the other runs in flight and there are
+        fewer than `max_runs` of them, or none is left, then evict until cached + in flight +
+        estimate fits, and reserve it."""
+        while self.running and (self.in_flight + estimate > self.budget
+                                or self.max_runs is not None and self.running >= self.max_runs):
             self._room.wait()
+        self.running += 1
         self.in_flight += estimate
         self._evict()
         self._note_peak()

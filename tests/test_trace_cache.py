@@ -175,6 +175,27 @@ def test_runs_in_flight_share_the_budget_with_the_cache():
     assert "old1" not in cache._items  # evicted to make room for the first reservation
 
 
+def test_no_more_runs_at_once_than_max_runs():
+    cache, running, most = TraceCache(10**9, max_runs=2), [0], [0]
+    lock = threading.Lock()
+
+    def compute():
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        until(lambda: running[0] >= 2, timeout=2)  # keep the turn until another run is in: they overlap
+        with lock:
+            running[0] -= 1
+        return make(4)
+
+    threads = [threading.Thread(target=cache.get_or_compute, args=(f"k{i}", compute)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 2 and len(cache) == 6 and cache.running == 0
+
+
 def test_small_runs_run_together_and_a_huge_one_runs_alone():
     cache = TraceCache(1_000)
     barrier = threading.Barrier(2, timeout=5)  # both must be inside compute at once, or this fails

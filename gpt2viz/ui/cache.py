@@ -29,6 +29,8 @@ from ..weights import find_hf_checkpoints, load_safetensors, random_model
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
+MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
+MAX_RUNS = 2  # runs computing at once: each uses every core (torch's threads); more only slow each other
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +99,12 @@ def cached_checkpoints():
 HEADROOM_SHARE = 4  # of the budget, kept for what is not a trace: pages being built, sessions' state
 
 
+def max_runs(env=os.environ) -> int:
+    """GPT2VIZ_MAX_RUNS (default 2): how many runs compute at once; the others wait their turn."""
+    n = env.get(MAX_RUNS_ENV, "")
+    return int(n) if n.isdigit() and int(n) > 0 else MAX_RUNS
+
+
 def budget_bytes(env=os.environ) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB (default 2 GiB): what the server may use beyond its runtime and weights."""
     mb = env.get(BUDGET_ENV)
@@ -107,12 +115,14 @@ def budget_bytes(env=os.environ) -> int:
 def trace_cache() -> TraceCache:
     """The traces and the runs computing them get all of the budget but a headroom of 1/4: under the
     load test, figures being built, Streamlit's per-session state and allocator slack took up to
-    ~150 MiB more at the kernel's high-water mark."""
+    ~150 MiB more at the kernel's high-water mark. At most `max_runs()` runs compute at once: in a
+    class, more runs in flight only reserved more of the budget, evicting the traces the students
+    came back for, and shared the cores between them."""
     budget = budget_bytes()
     if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
         run_log.addHandler(logging.StreamHandler())
         run_log.setLevel(logging.INFO)
-    return TraceCache(budget - budget // HEADROOM_SHARE)
+    return TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs())
 
 
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget

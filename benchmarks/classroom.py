@@ -16,10 +16,10 @@ Scenarios (all by default, in this order):
 - replicas: two app servers behind a real nginx (Debian's /usr/sbin/nginx, deploy/nginx.conf.template
   filled in with loopback ports; affinity by cookie), the classroom scenario through the proxy; half
   way through, the replica serving the most students is killed (SIGKILL). A student whose websocket
-  closes does what the browser does: pings /_stcore/health, opens a new websocket (nginx sends it to
-  the living replica) and asks for the same page with the same query string; the recovery time runs
-  from the lost connection to that view's script-finished message, and the view must show the
-  student's own text and mode again.
+  closes does what the browser does: pings /_stcore/health and opens a new websocket (nginx sends it
+  to the living replica), trying again for up to --view-timeout as a browser keeps trying, then asks
+  for the same page with the same query string; the recovery time runs from the lost connection to
+  that view's script-finished message, and the view must show the student's own text and mode again.
 
 An error is a view that did not finish (timeout, page not found, a closed socket on one server), an
 exception the page sent, or a view that is not the student's (its text box or mode box shows
@@ -404,7 +404,7 @@ def replicas(args, k: int, pages: list[str], seconds: float) -> str:
         proxy = Proxy([app.addr for app in servers])
         marks = [app.mark() for app in servers]
         students = make_students(k, pages, seed=1)
-        kill = {"servers": {app.addr: app for app in servers}, "done": False, "reconnect_s": 60.0,
+        kill = {"servers": {app.addr: app for app in servers}, "done": False, "reconnect_s": args.view_timeout,
                 "view_timeout": args.view_timeout}
         wall = asyncio.run(classroom(students, proxy.base, seconds, args.view_timeout, kill))
         views = [v for s in students for v in s.views]

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # streamlit_server: a gpt2viz-independent helper
 
-from load_test import (
+from load_test import (  # noqa: E402
     MODES,
     MemorySampler,
     _status_kib,
@@ -59,13 +59,13 @@ from load_test import (
     session_text,
     table,
 )
-from nginx_proxy import NGINX, Proxy
-from st_protocol import Disconnected, Session, ViewResult
-from streamlit_server import StreamlitServer
+from nginx_proxy import NGINX, Proxy  # noqa: E402
+from st_protocol import Disconnected, Session, ViewResult  # noqa: E402
+from streamlit_server import StreamlitServer  # noqa: E402
 
-from gpt2viz.tokenizer import encode
-from gpt2viz.trace_cache import DEFAULT_BUDGET
-from gpt2viz.ui.pages import PAGE_TABLE, href
+from gpt2viz.tokenizer import encode  # noqa: E402
+from gpt2viz.trace_cache import DEFAULT_BUDGET  # noqa: E402
+from gpt2viz.ui.pages import PAGE_TABLE, href  # noqa: E402
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 PAGES = [href(url).lstrip("/") for _, _, url, _ in PAGE_TABLE]  # the default page is the root: ""
@@ -176,7 +176,8 @@ async def student(s: Student, base: str, t_end: float, kill: dict | None, view_t
             n += 1
             pause = s.rng.uniform(*THINK_S) - (time.monotonic() - t0)
             if pause > 0 and await session.closed_within(min(pause, max(0.0, t_end - time.monotonic()))):
-                await lost(session, s, page, query, time.monotonic(), kill, "closed while reading")  # the page on screen
+                # closed while the student reads the page on screen
+                await lost(session, s, page, query, time.monotonic(), kill, "closed while reading")
     finally:
         await session.close()
 
@@ -309,8 +310,10 @@ def times(views: list[View]) -> list[float]:
 
 
 def page_table(views: list[View]) -> str:
+    def label(v: View) -> str:
+        return "the same view again" if v.again else "/" + v.page
+
     rows = []
-    label = lambda v: "the same view again" if v.again else "/" + v.page
     for page in dict.fromkeys(label(v) for v in views):
         vs = [v for v in views if label(v) == page]
         t = times(vs)
@@ -433,7 +436,8 @@ def replicas(args, k: int, pages: list[str], seconds: float) -> str:
         for app, mark in zip(servers, marks):
             if app.server.proc.poll() is None:
                 print(f"{app.addr}: " + load_line(app.since(mark), wall, args.budget_mb))
-        growth = max((app.since(m)["growth_mib"] or 0) for app, m in zip(servers, marks) if app.server.proc.poll() is None)
+        alive = [(app, m) for app, m in zip(servers, marks) if app.server.proc.poll() is None]
+        growth = max((app.since(m)["growth_mib"] or 0) for app, m in alive)
         return final_line(k, views, growth, args.budget_mb)
     finally:
         if proxy is not None:

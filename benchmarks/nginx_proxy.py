@@ -41,11 +41,11 @@ class Proxy:
                 with urllib.request.urlopen(self.base + "/_stcore/health", timeout=2) as r:
                     if r.status == 200:
                         return
-            except OSError:
+            except OSError as e:
                 if self.proc.poll() is not None or time.monotonic() > end:
                     why = self.error_log()
                     self.stop()
-                    raise RuntimeError(f"nginx did not start: {why}")
+                    raise RuntimeError(f"nginx did not start: {why}") from e
             time.sleep(0.1)
 
     def error_log(self) -> str:

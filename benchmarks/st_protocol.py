@@ -154,7 +154,8 @@ class Session:
         else:  # a first load: the page by the name in its path
             state.page_name = page
         info = state.context_info
-        info.timezone, info.locale, info.color_scheme = (self.context[k] for k in ("timezone", "locale", "color_scheme"))
+        info.timezone, info.locale = self.context["timezone"], self.context["locale"]
+        info.color_scheme = self.context["color_scheme"]
         info.timezone_offset = 0
         info.url = self._address(page, query)
         return msg

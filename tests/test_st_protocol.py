@@ -14,9 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from nginx_proxy import NGINX, Proxy
-from st_protocol import Disconnected, Session
-from streamlit_server import StreamlitServer
+from nginx_proxy import NGINX, Proxy  # noqa: E402
+from st_protocol import Disconnected, Session  # noqa: E402
+from streamlit_server import StreamlitServer  # noqa: E402
 
 APP = '''
 import streamlit as st

@@ -205,7 +205,8 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     names = recorded_names(weights, len(ids), mode, needs, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
-    shared = names is None or (mode is Mode.TRAINING and names == _all_but_weight_grads(weights.model.config, len(ids))[0])
+    all_but_grads = mode is Mode.TRAINING and names == _all_but_weight_grads(weights.model.config, len(ids))[0]
+    shared = names is None or all_but_grads
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
                                                  dropout=dropout),
                                 estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared)

@@ -29,7 +29,7 @@ runtime + weights after a warm-up view; peak growth is compared with GPT2VIZ_TRA
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M]
             [--scenario all|classroom|burst|replicas] [--budget-mb 2048]
 The last line: sessions=K views=N errors=N p50_s=X p95_s=X peak_growth_mib=X budget_mib=X (the
-one-server classroom; the replicas' classroom with --scenario replicas).
+one-server classroom; the burst or the replicas' classroom when only that scenario runs).
 """
 
 import argparse
@@ -392,6 +392,7 @@ def one_server(args, k: int, pages: list[str], seconds: float) -> str | None:
             if s["errors"]:
                 print(error_lines(views))
             print(load_line(used, wall, args.budget_mb))
+            final = final or final_line(k, views, used["growth_mib"], args.budget_mb)
     finally:
         log = app.stop()
         report_tracebacks(log)

@@ -65,10 +65,11 @@ from streamlit_server import StreamlitServer  # noqa: E402
 
 from gpt2viz.tokenizer import encode  # noqa: E402
 from gpt2viz.trace_cache import DEFAULT_BUDGET  # noqa: E402
-from gpt2viz.ui.pages import PAGE_TABLE, href  # noqa: E402
+from gpt2viz.ui.pages import PAGES as PAGE_ROWS  # noqa: E402
+from gpt2viz.ui.pages import href  # noqa: E402
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
-PAGES = [href(url).lstrip("/") for _, _, url, _ in PAGE_TABLE]  # the default page is the root: ""
+PAGES = [href(row.url).lstrip("/") for row in PAGE_ROWS]  # the default page is the root: ""
 QUICK_PAGES = ["", "tokens", "attention", "mlp", "output", "generation", "training", "lens"]
 MIN_TOKENS, MAX_TOKENS = 5, 200
 THINK_S = (3.0, 8.0)

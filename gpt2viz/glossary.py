@@ -3,8 +3,10 @@ meets, each with the page that shows it."""
 
 SYMBOLS = [
     ("B", "batch", "how many texts run side by side; the app runs one (B = 1)"),
-    ("T", "positions computed", "tokens this step computes: the whole text in full and training, the prompt in prefill, 1 in decode"),
-    ("P", "cached positions", "tokens already in the KV cache before this step: P = 0 in full, training and prefill (which fills the cache), the text before the new token in decode"),
+    ("T", "positions computed", "tokens this step computes: the whole text in full and training, the prompt "
+                                "in prefill, 1 in decode"),
+    ("P", "cached positions", "tokens already in the KV cache before this step: P = 0 in full, training and "
+                              "prefill (which fills the cache), the text before the new token in decode"),
     ("L", "keys read", "positions each query may attend to in this step: L = P + T (the lower-right causal mask)"),
     ("d", "width, n_embd", "the size of every residual-stream vector: 768 for gpt2, 1,600 for gpt2-xl"),
     ("nh", "heads, n_head", "attention heads per block: 12 for gpt2"),
@@ -26,7 +28,8 @@ SYMBOLS = [
     ("Δmlp", "the MLP's update", "mlp.out [B, T, d], added to the stream"),
     ("xₙ₊₁", "stream out of block n", "resid_post = x′ₙ + Δmlp, the next block's xₙ"),
     ("μ", "mean", "LayerNorm's mean over the d features of one position (ln*.mean, [B, T, 1])"),
-    ("σ²", "variance", "LayerNorm's biased variance over the d features (ln*.var, [B, T, 1]); ε = 1e-5 is added before the square root"),
+    ("σ²", "variance", "LayerNorm's biased variance over the d features (ln*.var, [B, T, 1]); ε = 1e-5 is "
+                       "added before the square root"),
     ("g, b", "gain and bias", "LayerNorm's learned per-feature scale and shift (ln_*.weight, ln_*.bias)"),
     ("W_E, W_P", "token and position tables", "wte [V, d] and wpe [n_ctx, d]; W_E also makes the logits (tied)"),
     ("M", "causal mask", "−∞ where key j comes after query i, 0 elsewhere; added to the scores before the softmax"),

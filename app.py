@@ -2,6 +2,10 @@
 
 from pathlib import Path
 
+# pandas whole, under the import lock, before any session draws: plotly and st.dataframe look it up
+# in sys.modules without importing it, and two first sessions at once saw it half-initialised
+# ("partially initialized module 'pandas' has no attribute 'Series'")
+import pandas  # noqa: F401
 import streamlit as st
 
 from gpt2viz.ui.links import tour_next

@@ -23,13 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
 from gpt2viz.tokenizer import encode, readable_tokens  # noqa: E402
+from gpt2viz.ui.pages import BY_URL  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = {"A": "Alpha apples arrive", "B": "Zebra zeppelins zoom"}
 TOKENS = {s: readable_tokens(encode(t)) for s, t in TEXT.items()}  # A: Alpha ␣apples ␣arrive; B: Z ebra ␣ze…
 WORDS = {s: t.split() for s, t in TEXT.items()}
 OTHER = {"A": "B", "B": "A"}
-PAGES = {"tokens": 3, "generation": 3}  # page → charts it draws
+PAGES = {url: BY_URL[url].charts for url in ("tokens", "generation")}  # page → charts it draws in every mode
 MODE_HEADING = {"full": "Intermediate states · Full sequence", "decode": "Intermediate states · Decode (KV cache)"}
 
 # Values of the column `header` of the page's st.dataframe, from the grid's accessible table

@@ -14,12 +14,13 @@ class Recorder:
     """Call it as `x = rec(name, x)`: keeps `x` under `name` when the names filter wants it.
 
     names: None records everything; otherwise an iterable of full names or glob patterns
-    (`blocks.*.attn.pattern`). keep_graph: names whose undetached tensors are kept in `live`,
+    (`blocks.*.attn.q`). keep_graph: names whose undetached tensors are kept in `live`,
     for gradients with respect to them.
     """
 
     def __init__(self, names=None, keep_graph=()):
         self._patterns = None if names is None else tuple(names)
+        self._literal = frozenset(() if names is None else (n for n in self._patterns if not _is_glob(n)))
         self._wanted: dict[str, bool] = {}
         self._keep_graph = frozenset(keep_graph)
         self.tensors: dict[str, torch.Tensor] = {}
@@ -34,7 +35,8 @@ class Recorder:
             return True
         hit = self._wanted.get(name)
         if hit is None:
-            hit = self._wanted[name] = any(fnmatchcase(name, p) for p in self._patterns)
+            hit = self._wanted[name] = name in self._literal or any(
+                fnmatchcase(name, p) for p in self._patterns if _is_glob(p))
         return hit
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -45,3 +47,7 @@ class Recorder:
             t = x.detach()
             self.tensors[name] = t if t.dtype in (torch.float32, torch.bool) else t.float()
         return x
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")

@@ -19,8 +19,17 @@ def test_golden_names_in_execution_order(tiny, mode):
 
 
 def test_names_filter_records_only_what_is_asked(tiny):
-    trace = run(tiny, IDS, "full", names=["blocks.*.attn.pattern", "logits"])
-    assert trace.names == ["blocks.0.attn.pattern", "blocks.1.attn.pattern", "logits"]
+    trace = run(tiny, IDS, "full", names=["blocks.*.ln1.mean", "logits"])
+    assert trace.names == ["blocks.0.ln1.mean", "blocks.1.ln1.mean", "logits"]
+
+
+@pytest.mark.parametrize("mode, keys", [(Mode.FULL, "attn.k"), (Mode.DECODE, "attn.k_cache")])
+def test_asking_for_a_derived_name_records_its_sources(tiny, mode, keys):
+    trace = run(tiny, IDS, mode, names=["blocks.1.attn.pattern", "logits"])
+    assert set(trace.tensors) == {"blocks.1.attn.q", f"blocks.1.{keys}", "logits"}
+    assert trace.names == ["blocks.1.attn.q", f"blocks.1.{keys}", "blocks.1.attn.scores",
+                           "blocks.1.attn.pattern", "logits"]
+    assert torch.equal(trace["blocks.1.attn.pattern"], run(tiny, IDS, mode)["blocks.1.attn.pattern"])
 
 
 def test_recording_keeps_references_not_copies(tiny):

@@ -47,6 +47,23 @@ def _sources(name: str, cfg: GPT2Config, mode: Mode) -> tuple[str, ...]:
     return (f"{prefix}{group}.normalized",)  # ln*.out
 
 
+def _part(name: str, cfg: GPT2Config, mode: str):
+    """For the scores and the pattern: a function (trace, head, queries) computing only
+    `[:, head, queries]`, from the same rows of q and the head's keys (and the mask's rows)."""
+    prefix, short = _split(name)
+    if short not in ("attn.scores", "attn.pattern"):
+        return None
+    q_name, k_name = _sources(prefix + "attn.scores", cfg, mode)
+
+    def part(trace, head, queries):
+        q, k = trace[q_name], trace[k_name]  # [B, nh, T, dh], [B, nh, L, dh]
+        if short == "attn.scores":
+            return attention_scores(q[:, head, queries], k[:, head])  # [B, (nh,) n, L]
+        scores = trace.part(prefix + "attn.scores", head, queries)  # [B, (nh,) n, L]
+        return causal_softmax(scores, causal_mask(q.shape[2], k.shape[2])[queries])  # [B, (nh,) n, L]
+    return part
+
+
 def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
     prefix, short = _split(name)
     group, _, part = short.partition(".")
@@ -73,7 +90,7 @@ def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
         if _split(name)[1] in DERIVED:
             sources = _sources(name, model.config, mode)
             if all(s in stored or s in out for s in sources):
-                out[name] = Derivation(sources, _compute(name, model))
+                out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode))
     return out
 
 

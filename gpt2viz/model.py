@@ -89,7 +89,7 @@ def gelu_new(x: torch.Tensor) -> torch.Tensor:
 
 def causal_mask(T: int, L: int) -> torch.Tensor:
     """True where query i (absolute position L - T + i) may not read key j: the lower-right mask."""
-    return torch.ones(T, L, dtype=torch.bool).triu_(L - T + 1)  # [T, L]
+    return torch.arange(L) > torch.arange(L - T, L)[:, None]  # [T, L]
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:

@@ -29,10 +29,16 @@ from .schema import Mode, block_name
 class Derivation(NamedTuple):
     sources: tuple[str, ...]  # full names, stored or derived
     compute: Callable[..., torch.Tensor]  # called with the sources' tensors, in order
+    # (trace, head, queries) -> the tensor indexed [:, head, queries], computing only that part
+    part: Callable[["Trace", int | slice, slice], torch.Tensor] | None = None
 
 
 def _bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
+
+
+def _slice_key(s: slice) -> tuple:
+    return s.start, s.stop, s.step  # (slices are not hashable before Python 3.12)
 
 
 def _c_order(a: np.ndarray) -> np.ndarray:
@@ -96,21 +102,41 @@ class Trace:
         return name in self.tensors or name in self.derived
 
     def _derive(self, name: str) -> torch.Tensor:
+        how = self.derived[name]
+        return self._cached(name, lambda: how.compute(*(self[s] for s in how.sources)))
+
+    def _cached(self, key, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """The cached tensor under `key`, or compute and cache it, evicting the oldest beyond the bound."""
         with self._lock:  # one derivation at a time per trace: the cache's bound holds
-            if name in self._cache:
-                self._cache.move_to_end(name)
-                return self._cache[name]
-            how = self.derived[name]
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
             with torch.no_grad():
-                tensor = how.compute(*(self[s] for s in how.sources))
-            self._cache[name] = tensor
+                tensor = compute()
+            self._cache[key] = tensor
             while sum(_bytes(t) for t in self._cache.values()) > self.derived_cache_bytes:
                 self._cache.popitem(last=False)  # this one too, when it alone exceeds the bound
             return tensor
 
-    def get(self, short: str, block: int | None = None) -> torch.Tensor:
-        """Look up `attn.z` in block 3 as get("attn.z", 3); top-level names without a block."""
-        return self[short if block is None else block_name(short, block)]
+    def get(self, short: str, block: int | None = None, *, head: int | None = None,
+            queries: slice | None = None) -> torch.Tensor:
+        """Look up `attn.z` in block 3 as get("attn.z", 3); top-level names without a block.
+        `head`, `queries`: of a [B, nh, T, ...] tensor, only that head (`t[:, head]`) and those query
+        rows (`t[:, :, queries]`); a derived attention name then computes that part alone."""
+        name = short if block is None else block_name(short, block)
+        if head is None and queries is None:
+            return self[name]
+        return self.part(name, slice(None) if head is None else head, slice(None) if queries is None else queries)
+
+    def part(self, name: str, head: int | slice, queries: slice) -> torch.Tensor:
+        """`self[name][:, head, queries]`; of a derived name that can, computed (and cached) alone."""
+        how = self.derived.get(name)
+        with self._lock:
+            whole = self.tensors.get(name, self._cache.get(name))
+            if whole is not None or how is None or how.part is None:
+                return (self[name] if whole is None else whole)[:, head, queries]
+            key = (name, head if isinstance(head, int) else _slice_key(head), _slice_key(queries))
+            return self._cached(key, lambda: how.part(self, head, queries))
 
     # ------------------------------------------------------------------ safetensors
     def metadata(self) -> dict[str, str]:

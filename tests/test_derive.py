@@ -82,3 +82,19 @@ def test_bytes_held_are_the_catalogues(tiny, mode):
     views = {n for n in trace.tensors if not owns_storage(n, tiny.config, mode, trace.P)}
     owners = {trace[n].untyped_storage().data_ptr() for n in trace.tensors if n not in views}
     assert all(trace[n].untyped_storage().data_ptr() in owners for n in views)  # each a view of one counted
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE, Mode.TRAINING])
+def test_one_head_or_some_queries_derive_that_part_alone(tiny, mode):
+    whole = run(tiny, IDS, mode)
+    rows = slice(whole.T - 2, whole.T) if whole.T > 1 else slice(0, 1)
+    for b in range(tiny.config.n_layer):
+        for short in ("attn.scores", "attn.pattern"):
+            trace = run(tiny, IDS, mode)
+            held, part = trace.nbytes, trace.get(short, b, head=1)
+            parts = (1 if short == "attn.scores" else 2) * part.numel() * 4  # a pattern's and its scores' rows
+            assert trace.nbytes - held == parts  # the parts are cached, never the whole
+            torch.testing.assert_close(part, whole.get(short, b)[:, 1], rtol=0, atol=1e-6)
+            torch.testing.assert_close(trace.get(short, b, queries=rows), whole.get(short, b)[:, :, rows],
+                                       rtol=0, atol=1e-6)
+        assert torch.equal(whole.get("attn.pattern", b, head=2, queries=rows), whole.get("attn.pattern", b)[:, 2, rows])

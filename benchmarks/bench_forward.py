@@ -141,7 +141,8 @@ def case_fn(key: str, models: dict, ids: torch.Tensor):
 def max_logit_diff(models: dict, ids: torch.Tensor) -> float:
     with torch.no_grad():
         ours, _ = models["ours"](ids)
-        diffs = [(models[k](input_ids=ids, use_cache=False).logits - ours).abs().max().item() for k in ("sdpa", "eager")]
+        diffs = [(models[k](input_ids=ids, use_cache=False).logits - ours).abs().max().item()
+                 for k in ("sdpa", "eager")]
         if "tl" in models:
             diffs.append((models["tl"](ids) - ours).abs().max().item())
         return max(diffs)

@@ -38,7 +38,8 @@ def main() -> None:
         ui.get_trace(weights, tuple(ids.tolist()), Mode.FULL, 0, needs=("blocks.0.attn.*",), cache=cache)
         held.append(len(cache))
     full = ui.full_trace_bytes(weights, args.tokens, Mode.FULL)
-    print(f"budget for traces {cache.budget / MiB:,.0f} MiB; a FULL trace of T={args.tokens} holds {full / MiB:,.1f} MiB "
+    print(f"budget for traces {cache.budget / MiB:,.0f} MiB; "
+          f"a FULL trace of T={args.tokens} holds {full / MiB:,.1f} MiB "
           f"(recorded whole: {ui.records_everything(weights, args.tokens, Mode.FULL, cache)})")
     print(f"traces held after each of {args.texts} texts: {held}; {cache.nbytes / MiB:,.1f} MiB held")
     print(f"traces_held T={args.tokens}: {held[-1]}")

@@ -1,4 +1,4 @@
-"""Names a trace derives on demand instead of storing them (catalog.DERIVED).
+"""Names a trace derives on demand instead of storing them (schema.DERIVED).
 
 Each is a pure function of names the forward pass records, computed with the very functions
 `model.py` runs, so a derived tensor equals the one the forward pass computed: the attention
@@ -15,7 +15,7 @@ import torch
 
 from .config import GPT2Config
 from .model import GPT2, attention_scores, causal_mask, causal_softmax, gelu_new, normalize, scale_shift
-from .schema import CACHED_MODES, DERIVED, Mode, recorded_names
+from .schema import CACHED_MODES, DERIVED, Mode, block_name, recorded_names
 from .trace import Derivation
 
 STREAM = {"ln1": "resid_pre", "ln2": "resid_mid", "ln_f": "resid_post"}  # what each LayerNorm reads
@@ -26,7 +26,7 @@ def _split(name: str) -> tuple[str, str]:
     """("blocks.3.", "attn.pattern") for a block name, ("", "ln_f.out") for a top-level one."""
     if name.startswith("blocks."):
         _, b, short = name.split(".", 2)
-        return f"blocks.{b}.", short
+        return block_name("", int(b)), short
     return "", name
 
 
@@ -42,7 +42,7 @@ def _sources(name: str, cfg: GPT2Config, mode: Mode) -> tuple[str, ...]:
     if short == "mlp.post":
         return (prefix + "mlp.pre",)
     if part == "normalized":
-        stream = f"blocks.{cfg.n_layer - 1}.resid_post" if group == "ln_f" else prefix + STREAM[group]
+        stream = block_name("resid_post", cfg.n_layer - 1) if group == "ln_f" else prefix + STREAM[group]
         return (stream, f"{prefix}{group}.mean", f"{prefix}{group}.var")
     return (f"{prefix}{group}.normalized",)  # ln*.out
 
@@ -79,7 +79,8 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
         eps = model.config.layer_norm_epsilon
         return lambda x, mean, var: normalize(x, mean, var, eps)
     ln = model.ln_f if group == "ln_f" else getattr(model.h[int(prefix.split(".")[1])], LN_MODULE[group])
-    gain, bias = ln.weight.detach(), ln.bias.detach()  # the model's own, not copies
+    gain = ln.weight.detach()  # the model's own, not copies; no bias when the config has none
+    bias = None if ln.bias is None else ln.bias.detach()
     return lambda normalized: scale_shift(normalized, gain, bias)
 
 

@@ -4,10 +4,10 @@ forward pass computes, in every mode and block; stored by a save; counted by the
 import pytest
 import torch
 
-from gpt2viz.schema import DERIVED, owns_storage, recorded_names, stored
 from gpt2viz.model import Dropout, no_dropout
-from gpt2viz.modes import Mode, as_batch, prefill, run
+from gpt2viz.modes import as_batch, prefill, run
 from gpt2viz.record import Recorder
+from gpt2viz.schema import DERIVED, Mode, owns_storage, recorded_names, stored
 from gpt2viz.trace import Trace
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 13]
@@ -70,7 +70,8 @@ def test_a_saved_trace_stores_the_derived_names(tiny, tmp_path, mode):
         assert torch.equal(back[name], trace[name]), name
     (tmp_path / "one.safetensors").write_bytes(trace.to_bytes(["blocks.1.attn.pattern"]))  # a page's export
     one = Trace.load(tmp_path / "one.safetensors")
-    assert one.names == ["blocks.1.attn.pattern"] and torch.equal(one["blocks.1.attn.pattern"], back["blocks.1.attn.pattern"])
+    assert one.names == ["blocks.1.attn.pattern"]
+    assert torch.equal(one["blocks.1.attn.pattern"], back["blocks.1.attn.pattern"])
 
 
 @pytest.mark.parametrize("mode", list(Mode))

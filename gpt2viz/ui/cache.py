@@ -9,7 +9,6 @@ import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, replace
-from fnmatch import fnmatch
 from pathlib import Path
 
 import streamlit as st

@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--texts", type=int, default=16)
     args = parser.parse_args()
-    weights = ui.Weights(random_model(get_config("gpt2"), seed=0), ("random", "gpt2", 0), "random gpt2", True)
+    weights = ui.LoadedModel(random_model(get_config("gpt2"), seed=0), ("random", "gpt2", 0), "random gpt2", True)
     budget = ui.budget_bytes()
     cache = TraceCache(budget - budget // ui.HEADROOM_SHARE)
     held = []

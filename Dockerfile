@@ -3,10 +3,13 @@
 #         (torch from PyPI is a CUDA build of several GB; pass --build-arg TORCH_INDEX=<PyTorch's CPU
 #          wheel index URL> for the CPU build)
 # Run:    docker run -p 8501:8501 -v ~/.cache/huggingface:/home/app/.cache/huggingface:ro gpt2viz
+# Replicas behind nginx (deploy/nginx.conf.template): one STREAMLIT_SERVER_COOKIE_SECRET for all of
+#         them; see docs/deploy.md. Not built here (no Docker engine on the project machines).
 FROM python:3.11-slim
 
 ARG TORCH_INDEX=""
-ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    GPT2VIZ_TRACE_BUDGET_MB=2048
 
 RUN useradd --create-home --uid 1000 app
 WORKDIR /home/app/gpt2viz

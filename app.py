@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from gpt2viz.ui.links import tour_next
 from gpt2viz.ui.pages import pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 
@@ -18,4 +19,5 @@ st.session_state["selection"] = selection = controls()
 page = st.navigation(pages(), position="top")
 sidebar_footer()
 link_notes(selection)
+tour_next(page.url_path)
 page.run()

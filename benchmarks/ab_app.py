@@ -27,9 +27,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from playwright.sync_api import sync_playwright  # noqa: E402
-
 from bench_app import ATTENTION_CHARTS, long_text, press_slider, table  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
 from streamlit_server import StreamlitServer, launch_chromium, new_context, wait_rendered  # noqa: E402
 
 

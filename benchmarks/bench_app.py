@@ -40,15 +40,22 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # streamlit_server: a gpt2viz-independent helper
 
 from streamlit_server import (  # noqa: E402
-    EXCEPTION, StreamlitServer, chromium_path, launch_chromium, new_context, run_times, wait_rendered)
+    EXCEPTION,
+    StreamlitServer,
+    chromium_path,
+    launch_chromium,
+    new_context,
+    run_times,
+    wait_rendered,
+)
 
 from gpt2viz.tokenizer import encode  # noqa: E402
-from gpt2viz.ui.pages import PAGES  # noqa: E402
+from gpt2viz.ui.pages import PAGES as REGISTRY  # noqa: E402
 
 COLD_TARGET_S, WARM_TARGET_S = 10.0, 0.5
 TOKENS = 256
-PAGES = [row.url for row in PAGES]
-TITLES = {row.url: row.title for row in PAGES}
+PAGES = [row.url for row in REGISTRY]
+TITLES = {row.url: row.title for row in REGISTRY}
 CYCLE = ["attention", "mlp", "block", "layernorm", "merge", "tokens", "output"]  # page changes in (b)
 N_BLOCK = N_HEAD = 12  # gpt2
 ATTENTION_CHARTS = 2  # charts on the attention page: the head's maps and the grid of every head
@@ -146,8 +153,9 @@ def cold_start(browser, script: Path, cwd: Path, path: str, min_charts: int) -> 
 
 def long_text(n_tokens: int) -> str:
     """An English text of at most n_tokens GPT-2 tokens (whole words, as close as they allow)."""
-    words = ("The model reads every token once, writes a residual stream, and each block adds what its "
-             "attention and its MLP computed from a normalised copy of that stream. ").split()
+    words = ["The", "model", "reads", "every", "token", "once,", "writes", "a", "residual", "stream,", "and",
+             "each", "block", "adds", "what", "its", "attention", "and", "its", "MLP", "computed", "from", "a",
+             "normalised", "copy", "of", "that", "stream."]
     text = ""
     for i in range(10 * n_tokens):
         candidate = (text + " " + words[i % len(words)]).strip()
@@ -179,7 +187,8 @@ def med(samples: list[Sample], field: str) -> float | None:
 
 
 def errors(named: dict[str, list[Sample]]) -> list[str]:
-    return [f"  {name}: {sum(1 for s in ss if s.error)} of {len(ss)} failed, e.g. {next(s.error for s in ss if s.error)}"
+    return [f"  {name}: {sum(1 for s in ss if s.error)} of {len(ss)} failed, "
+            f"e.g. {next(s.error for s in ss if s.error)}"
             for name, ss in named.items() if any(s.error for s in ss)]
 
 
@@ -189,7 +198,10 @@ def fmt(x: float | None, unit: str = "s") -> str:
 
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+    def line(r):
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
@@ -201,8 +213,8 @@ def main() -> None:
     cold_reps, warm_rounds, page_reps = (1, 3, 1) if args.quick else (3, 5, 2)
     if chromium_path() is None:
         sys.exit("no chromium (/usr/bin/chromium or `chromium` on PATH)")
-    from playwright.sync_api import sync_playwright
     import streamlit
+    from playwright.sync_api import sync_playwright
 
     text256 = long_text(TOKENS)
     T = len(encode(text256))
@@ -236,7 +248,10 @@ def main() -> None:
 
 def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_reps: int):
     texts = {"T=256": quote(text256), "default": None}
-    q = lambda t: f"?model=gpt2&text={texts[t]}" if texts[t] else "?model=gpt2"
+
+    def q(t):
+        return f"?model=gpt2&text={texts[t]}" if texts[t] else "?model=gpt2"
+
     tabs: dict[str, object] = {}
 
     def tab(name: str, url: str, min_charts: int):
@@ -269,17 +284,22 @@ def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_r
             tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/attention{q(t)}&head={r % N_HEAD}",
             ATTENTION_CHARTS, f"block 0 head {r % N_HEAD}")
         gotos[f"goto page · {t}"] = lambda r, t=t: timed_goto(
-            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS), f"{app}/{CYCLE[r % len(CYCLE)]}{q(t)}", 1, None)
+            tab(f"goto-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS),
+            f"{app}/{CYCLE[r % len(CYCLE)]}{q(t)}", 1, None)
     for charts in (0, 4):
         suffix = f"&charts={charts}" if charts else ""
         label = "trivial" if charts == 0 else "trivial + 4 charts"
         gotos[f"goto · {label}"] = lambda r, s=suffix, c=charts: timed_goto(
-            tab(f"base-goto{c}", f"{base}/?block=0{s}", c), f"{base}/?block={r % N_BLOCK}{s}", c, f"block {r % N_BLOCK}")
+            tab(f"base-goto{c}", f"{base}/?block=0{s}", c), f"{base}/?block={r % N_BLOCK}{s}", c,
+            f"block {r % N_BLOCK}")
     warm = run_rounds(gotos, rounds)
 
     # session: what one user does in one warm tab: a slider step (0 → 1, or back), a page link
     for t in texts:
-        session = lambda: tab(f"session-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS)
+
+        def session(t=t):
+            return tab(f"session-{t}", f"{app}/attention{q(t)}", ATTENTION_CHARTS)
+
         warm |= run_rounds({
             f"session Block slider · {t}": lambda r: slider_step(
                 on_page(session(), "attention", ATTENTION_CHARTS), "Block", r, "block {block} head {head}"),
@@ -349,7 +369,8 @@ def report(cold, warm, per_page, T) -> None:
         wall = med(samples, "wall")
         ok = [x.wall for x in samples if x.wall is not None]
         rows.append([name, fmt(wall), fmt(med(samples, "to_run")), fmt(med(samples, "run")),
-                     fmt(med(samples, "draw")), fmt(ratio(wall, base_goto if name.startswith("goto") else base_session), "x"),
+                     fmt(med(samples, "draw")),
+                     fmt(ratio(wall, base_goto if name.startswith("goto") else base_session), "x"),
                      "" if "trivial" in name else "-" if wall is None else "yes" if wall <= WARM_TARGET_S else "NO",
                      f"{min(ok):.2f}–{max(ok):.2f}" if ok else "-"])
     print(table(rows, ["case", "total", "→run", "run", "draw", "÷ trivial", f"≤ {WARM_TARGET_S} s", "range"]))

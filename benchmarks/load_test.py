@@ -38,6 +38,7 @@ Usage:  .venv/bin/python benchmarks/load_test.py [--quick] [--sessions K] [--mod
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import statistics
@@ -53,8 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # streamlit_server: a gpt2viz-independent helper
 
-from streamlit_server import (  # noqa: E402
-    _SETTLED_JS, APP_IDLE, StreamlitServer, chromium_path, launch_chromium)
+from streamlit_server import _SETTLED_JS, APP_IDLE, StreamlitServer, chromium_path, launch_chromium  # noqa: E402
 
 from gpt2viz.config import PRESETS, get_config  # noqa: E402
 from gpt2viz.modes import Mode  # noqa: E402
@@ -92,9 +92,10 @@ SIDEBAR_DRAWN_JS = """
          && document.querySelector("[data-testid='stSidebar'] input[aria-label='Mode']")?.value)
 """
 
-WORDS = ("every reader brings a different sentence to the model and watches how attention moves the "
-         "residual stream through each block while the cache of keys and values grows one token at "
-         "a time until the logits choose what comes next").split()
+WORDS = ["every", "reader", "brings", "a", "different", "sentence", "to", "the", "model", "and", "watches",
+         "how", "attention", "moves", "the", "residual", "stream", "through", "each", "block", "while", "the",
+         "cache", "of", "keys", "and", "values", "grows", "one", "token", "at", "a", "time", "until", "the",
+         "logits", "choose", "what", "comes", "next"]
 
 
 # ---------------------------------------------------------------------------- sessions and views
@@ -223,10 +224,8 @@ async def run_session(browser, s: Session, base: str, model: str, deadline: floa
                 view.error = "JavaScript error: " + s.js_errors[js_before]
             if crashed["now"]:
                 crashed["now"] = False
-                try:
+                with contextlib.suppress(PlaywrightError):
                     await page.close()
-                except PlaywrightError:
-                    pass
                 page = await new_page()
     finally:
         await context.close()
@@ -398,11 +397,13 @@ def report(args, sessions: list[Session], sampler: MemorySampler, mem: dict, wal
           f"{len(sampler.samples)} samples)")
     rows = [
         ["server after /_stcore/health (app not run yet)", f"{mem['health'] / 1024:.0f}"],
-        [f"server after warm-up (runtime + {args.model} weights)", f"{mem['baseline'] / 1024:.0f}" if mem["baseline"] else "-"],
+        [f"server after warm-up (runtime + {args.model} weights)",
+         f"{mem['baseline'] / 1024:.0f}" if mem["baseline"] else "-"],
         [f"server peak RSS, sampled (at {t_peak:.0f} s)", f"{peak / 1024:.0f}"],
         ["server VmHWM at the end (kernel's peak of the streamlit process)", f"{mem['hwm'] / 1024:.0f}"],
         ["server RSS at the end", f"{mem['end'] / 1024:.0f}"],
-        [f"{args.model} weights, fp32 ({closed_form_total(get_config(args.model)):,} parameters)", f"{weights_mib:.0f}"],
+        [f"{args.model} weights, fp32 ({closed_form_total(get_config(args.model)):,} parameters)",
+         f"{weights_mib:.0f}"],
         [f"trace cache budget ({BUDGET_ENV})", f"{budget}"],
         ["weights + budget", f"{weights_mib + budget:.0f}"],
     ]
@@ -441,7 +442,8 @@ async def drive(args, sessions: list[Session], base: str, deadline: float, warme
                 await context.close()
                 warmed()
             gate, ready = asyncio.Event(), [asyncio.Event() for _ in sessions]
-            tasks = [asyncio.create_task(run_session(browser, s, base, args.model, deadline, args.view_timeout, r, gate))
+            tasks = [asyncio.create_task(run_session(browser, s, base, args.model, deadline, args.view_timeout,
+                                                     r, gate))
                      for s, r in zip(sessions, ready)]
             await asyncio.wait_for(asyncio.gather(*(r.wait() for r in ready)), timeout=120)  # every tab open
             t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`python -m gpt2viz {trace,names,params,shapes}`: the command-line contract of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch}`: the command-line contract of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
@@ -113,6 +113,23 @@ def build_parser() -> Parser:
     p.add_argument("--out", help="where to write model.safetensors (default: the app's demo model)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
 
+    p = sub.add_parser("ablate", help="knock out a head, a block's attention, its MLP or a neuron, and compare")
+    p.add_argument("--text", required=True)
+    _common_model(p)
+    p.add_argument("--block", type=int, required=True)
+    part = p.add_mutually_exclusive_group()
+    part.add_argument("--head", type=int, help="this head's output (attn.z); default: the block's whole attention")
+    part.add_argument("--mlp", action="store_true", help="the block's MLP (mlp.out)")
+    part.add_argument("--neuron", type=int, help="this neuron of the MLP (mlp.post)")
+    p.add_argument("--method", default="zero", choices=["zero", "mean"], help="zero, or the mean over positions")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("patch", help="activation patching: clean text's activations into the corrupt text's run")
+    p.add_argument("--clean", required=True, help="text A, whose activations are patched in")
+    p.add_argument("--corrupt", required=True, help="text B, of the same length in tokens")
+    _common_model(p)
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
@@ -151,9 +168,8 @@ def format_shapes(report: dict) -> str:
 
 
 # ---------------------------------------------------------------------------- commands
-def cmd_trace(a) -> int:
-    from . import tokenizer
-    from .modes import run
+def _model(a):
+    """The model of --weights, or random --model weights of --seed."""
     from .weights import load_safetensors, random_model
 
     if a.weights:
@@ -162,8 +178,15 @@ def cmd_trace(a) -> int:
         if loaded.n_head_source.startswith("assumed"):
             print(f"gpt2viz: note: {a.weights} does not record its head count; assumed {model.config.n_head} "
                   f"(head size {model.config.d_head}); pass --n-head to set it", file=sys.stderr)
-    else:
-        model = random_model(get_config(a.model), a.seed)
+        return model
+    return random_model(get_config(a.model), a.seed)
+
+
+def cmd_trace(a) -> int:
+    from . import tokenizer
+    from .modes import run
+
+    model = _model(a)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
     trace = run(model, ids, a.mode, names=a.names, seed=a.seed, dropout=a.dropout)
     if a.out:
@@ -178,6 +201,48 @@ def cmd_trace(a) -> int:
               + (f" → {a.out}" if a.out else ""))
         for name in trace.names:  # derived ones computed one at a time
             print(f"  {name:40s} {list(trace[name].shape)}")
+    return 0
+
+
+def cmd_ablate(a) -> int:
+    from . import tokenizer
+    from .whatif import Target, ablation_report
+
+    model = _model(a)
+    ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
+    part, index = ("head", a.head) if a.head is not None else ("neuron", a.neuron) if a.neuron is not None else (
+        ("mlp", 0) if a.mlp else ("attn", 0))
+    r = ablation_report(model, ids, Target(a.block, part, index), a.method)
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    top = r["top_token"]
+    print(f"{r['model']} · {len(ids)} tokens · {part} {r['target']['name']} knocked out ({a.method})")
+    print(f"  top next token {top['token']!r}: p {top['prob_before']:.4g} -> {top['prob_after']:.4g}, "
+          f"logit change {top['logit_change']:+.4g}")
+    if r["loss_before"] is not None:
+        print(f"  mean next-token loss {r['loss_before']:.4f} -> {r['loss_after']:.4f}")
+    print("  changed most: " + ", ".join(f"{c['name']} ({c['relative_change']:.3g})" for c in r["changed_most"]))
+    return 0
+
+
+def cmd_patch(a) -> int:
+    from . import tokenizer
+    from .whatif import patching_report
+
+    model = _model(a)
+    clean = tokenizer.encode(a.clean, max_tokens=model.config.n_positions)
+    corrupt = tokenizer.encode(a.corrupt, max_tokens=model.config.n_positions)
+    r = patching_report(model, clean, corrupt)
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    (ta, tb) = (x["token"] for x in r["answers"])
+    print(f"{r['model']} · {len(clean)} tokens · metric logit[{ta!r}] - logit[{tb!r}]: "
+          f"clean {r['clean_logit_diff']:.4g}, corrupt {r['corrupt_logit_diff']:.4g}")
+    print("restored fraction, resid_pre (rows: blocks, columns: positions)")
+    for b, row in enumerate(r["restored"]["resid_pre"]):
+        print(f"  {b:3d} " + " ".join("   nan" if v is None else f"{v:6.2f}" for v in row))
     return 0
 
 
@@ -244,7 +309,7 @@ def cmd_download(a) -> int:
 
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
-            "download": cmd_download, "train-demo": cmd_train_demo}
+            "download": cmd_download, "train-demo": cmd_train_demo, "ablate": cmd_ablate, "patch": cmd_patch}
 
 
 def main(argv=None) -> int:

@@ -111,6 +111,21 @@ def flops_summary(cfg: GPT2Config, mode: Mode, B: int, T: int, L: int) -> dict:
     return out
 
 
+def decode_step_vs_full(cfg: GPT2Config, n: int, n_params: int) -> dict[str, Cost]:
+    """Why decoding the last of n tokens is cheap: its one query reads L = n cached keys and values,
+    against a full pass that computes all n positions again. FLOPs of both, the attention part of
+    both, the fp32 cache the step reads and the fp32 weights that both read."""
+    step, full = forward_flops(cfg, 1, 1, n), forward_flops(cfg, 1, n, n)
+    heads = [next(r for r in rows if r.component == "block.attn.heads") for rows in (step, full)]
+    attention = [Cost(name, h.total, f"{cfg.n_layer} × {h.per_instance.calculation}")
+                 for name, h in zip(("decode attention", "full attention"), heads)]
+    return {"decode": Cost("decode step", sum(r.total for r in step), f"T = 1, L = {n:,}"),
+            "full": Cost("full pass", sum(r.total for r in full), f"T = L = {n:,}"),
+            "decode_attention": attention[0], "full_attention": attention[1],
+            "cache": kv_cache_bytes(cfg, 1, n - 1),
+            "weights": weight_bytes(n_params)[0]}
+
+
 # ---------------------------------------------------------------------------- one mode
 def mode_costs(cfg: GPT2Config, mode: Mode, run: dict, tensors, n_params: int) -> dict:
     """Every cost of one run: weights, cache (prefill/decode), the recorded trace, FLOPs."""

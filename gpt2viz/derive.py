@@ -5,7 +5,9 @@ Each is a pure function of names the forward pass records, computed with the ver
 scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
 LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
 bias, references to the model's parameters), the GELU from `mlp.pre`, `resid_mid` from `resid_pre +
-attn.out`. A recording of names that include a derived one records its sources instead.
+attn.out`. A recording of names that include a derived one records its sources instead, but for a
+name the run intervenes on (interventions.py): that one is stored after the intervention, as the
+model carried on with it, and what derives from it is then derived from those values.
 """
 
 from collections.abc import Callable
@@ -85,25 +87,27 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
 
 
 def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
-    """Every derived name of `mode` whose sources are stored (or derivable), in execution order."""
+    """Every derived name of `mode` whose sources are stored (or derivable), in execution order;
+    not one stored itself (a run that intervened on it keeps what it recorded)."""
     out: dict[str, Derivation] = {}
     for name in recorded_names(model.config, mode):
-        if _split(name)[1] in DERIVED:
+        if _split(name)[1] in DERIVED and name not in stored:
             sources = _sources(name, model.config, mode)
             if all(s in stored or s in out for s in sources):
                 out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode))
     return out
 
 
-def to_record(cfg: GPT2Config, mode: Mode, names=None) -> frozenset[str]:
+def to_record(cfg: GPT2Config, mode: Mode, names=None, keep=()) -> frozenset[str]:
     """The names a run must store to give `names` (full names or globs; None: everything): the
-    stored ones as they are, the derived ones through their sources."""
+    stored ones as they are, the derived ones through their sources, but those in `keep` (the
+    names a run intervenes on) as they are."""
     every = recorded_names(cfg, mode)
     asked = every if names is None else [n for n in every if any(fnmatchcase(n, p) for p in names)]
     kept, todo = set(), list(asked)
     while todo:
         name = todo.pop()
-        if _split(name)[1] in DERIVED:
+        if _split(name)[1] in DERIVED and name not in keep:
             todo += _sources(name, cfg, mode)
         else:
             kept.add(name)

@@ -103,9 +103,27 @@ def params_exercise(model: str, component: str) -> Exercise:
         lines.append(f"- Sum: {' + '.join(f'{t:,}' for t in terms)} = {per:,}")
     if c.instances > 1 and per:
         lines.append(f"- Across all {c.instances} blocks: {per:,} × {c.instances} = {c.total:,}")
-    scope = " in one block" if c.instances > 1 else " in total" if component == "model" else ""
-    question = f"How many parameters does **{c.title}** of **{model}** have{scope}?"
-    return Exercise(f"params:{model}:{component}", "params", question, (per,), "\n".join(lines))
+    return Exercise(f"params:{model}:{component}", "params", params_question(model, component), (per,),
+                    "\n".join(lines))
+
+
+# what each counted component is called in a question
+NOUNS = {"embed.tok": "the token embedding (wte)", "embed.pos": "the position embedding (wpe)",
+         "block.ln1": "LayerNorm 1", "block.attn.qkv": "attention's query, key and value projection (c_attn)",
+         "block.attn.merge": "attention's output projection (c_proj)", "block.attn": "the attention sublayer",
+         "block.mlp.fc": "the MLP's expansion (c_fc)", "block.mlp.proj": "the MLP's projection (c_proj)",
+         "block.mlp": "the MLP", "ln_f": "the final LayerNorm (ln_f)", "unembed": "the tied unembedding"}
+
+
+def params_question(model: str, component: str) -> str:
+    """The question in plain English: "How many parameters does gpt2-medium have?"."""
+    if component == "model":
+        return f"How many parameters does **{model}** have?"
+    if component == "block":
+        return f"How many parameters does one Transformer block of **{model}** have?"
+    if component_tree(model)[component].instances > 1:
+        return f"How many parameters does {NOUNS[component]} have in one block of **{model}**?"
+    return f"How many parameters does {NOUNS[component]} of **{model}** have?"
 
 
 # ---------------------------------------------------------------------------- sets, answers, handouts

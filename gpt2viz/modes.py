@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from .derive import derivations, to_record
+from .interventions import check_reached, recorder
 from .model import GPT2, Dropout, no_dropout
 from .record import Recorder
 from .schema import GRAD_STREAMS, Mode, block_name, recorded_names
@@ -31,17 +32,24 @@ def as_batch(ids) -> torch.Tensor:
 
 
 def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True,
-        dropout: bool = True) -> Trace:
-    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all).
+        dropout: bool = True, interventions=()) -> Trace:
+    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all), with
+    `interventions` (interventions.py) made on the way; in DECODE the cache is built with them too.
     TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
     is the evaluation loss on the same text and no dropout masks are recorded."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
+    if interventions and mode is Mode.TRAINING:
+        raise ValueError("interventions run in full, prefill and decode, not in training")
     if mode is Mode.TRAINING:
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
         return _training(model, ids, names, drop, grads)
-    rec = Recorder(to_record(model.config, mode, names))
+    if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
+        raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
+    # a derived name intervened on is stored as the run made it, not derived from its sources
+    stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
+    rec = recorder(stored, interventions, offset=ids.shape[1] - 1 if mode is Mode.DECODE else 0)
     with torch.no_grad():
         if mode is Mode.FULL:
             model(ids, rec)
@@ -51,16 +59,20 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
             P, T = 0, ids.shape[1]
         else:
             P, T = ids.shape[1] - 1, 1
-            _, past = prefill(model, ids[:, :P])
+            cache_rec = recorder((), interventions)
+            _, past = prefill(model, ids[:, :P], cache_rec)
             model(ids[:, P:], rec, past=past, use_cache=True)
+            rec.intervened = [*cache_rec.intervened, *rec.intervened]
+    check_reached(interventions, rec.intervened)
     return _trace(model, mode, ids, P, T, rec)
 
 
-def prefill(model: GPT2, ids: torch.Tensor):
-    """(logits of the last position, KV cache) for ids [B, P], recording nothing; P may be 0."""
+def prefill(model: GPT2, ids: torch.Tensor, rec: Recorder | None = None):
+    """(logits of the last position, KV cache) for ids [B, P], recording nothing (unless `rec`
+    does); P may be 0."""
     if ids.shape[1] == 0:
         return None, None
-    logits, past = model(ids, use_cache=True, last_only=True)
+    logits, past = model(ids, rec, use_cache=True, last_only=True)
     return logits, past
 
 
@@ -77,6 +89,17 @@ def greedy(logits: torch.Tensor) -> int:
     return int(logits.argmax())
 
 
+def room(n_positions: int, n_tokens: int) -> int:
+    """How many tokens generation can still make after a text of `n_tokens`: step k (from 0) decodes
+    at L = n_tokens + k keys, so the last step, at L = n_positions, is step n_positions - n_tokens."""
+    return n_positions - n_tokens + 1
+
+
+def last_keys(n_tokens: int, steps: int) -> int:
+    """L of the last of `steps` decode steps after a text of `n_tokens`: the longest step's keys."""
+    return n_tokens + steps - 1
+
+
 def generate(model: GPT2, ids, steps: int, *, names=None,
              choose: Callable[[torch.Tensor], int] = greedy) -> Generation:
     """Decode `steps` tokens, one DECODE trace per step. Step 0 decodes the text's last token against
@@ -86,7 +109,7 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
         raise ValueError("generation runs one sequence at a time (B = 1)")
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
-    if ids.shape[1] + steps - 1 > model.config.n_positions:
+    if steps > room(model.config.n_positions, ids.shape[1]):
         raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
     traces, chosen = [], []
     with torch.no_grad():
@@ -128,7 +151,8 @@ def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Reco
     order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
     return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tuple(readable_tokens(rows[0])),
                  P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
-                 derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4)
+                 derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
+                 intervened=tuple(dict.fromkeys(rec.intervened)))
 
 
 def decode_vs_full(model: GPT2, ids) -> float:

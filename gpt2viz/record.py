@@ -18,6 +18,8 @@ class Recorder:
     for gradients with respect to them.
     """
 
+    intervened = ()  # names an intervention changed (interventions.py): none here
+
     def __init__(self, names=None, keep_graph=()):
         self._patterns = None if names is None else tuple(names)
         self._literal = frozenset(() if names is None else (n for n in self._patterns if not _is_glob(n)))
@@ -29,6 +31,10 @@ class Recorder:
     @classmethod
     def off(cls) -> "Recorder":
         return cls(names=())
+
+    def changes(self, name: str) -> bool:
+        """Whether calling it with `name` may replace the tensor (an intervention): none here."""
+        return False
 
     def wants(self, name: str) -> bool:
         if self._patterns is None:

@@ -58,6 +58,7 @@ class Trace:
     derived: Mapping[str, "Derivation"] = field(default_factory=dict, repr=False)  # computed when asked
     derived_cache_bytes: int = 0  # bound of the cache of derived tensors
     order: tuple[str, ...] = field(default=(), repr=False)  # every name in execution order (default: as given)
+    intervened: tuple[str, ...] = ()  # names an intervention changed: their values, and all after, differ
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode.parse(self.mode))
@@ -143,7 +144,7 @@ class Trace:
         return {"mode": self.mode.value, "model": self.model, "P": str(self.P), "T": str(self.T),
                 "token_ids": json.dumps(list(self.token_ids)), "tokens": json.dumps(list(self.tokens)),
                 "rows": json.dumps([list(r) for r in self.rows]), "order": json.dumps(self.names),
-                "format": "gpt2viz-trace"}
+                "format": "gpt2viz-trace", "intervened": json.dumps(list(self.intervened))}
 
     def _arrays(self, names) -> dict[str, np.ndarray]:
         # numpy arrays, so views that share storage (q, k, v of one qkv) are written as they are
@@ -167,4 +168,5 @@ class Trace:
             tensors = {name: f.get_tensor(name) for name in names}
         return cls(mode=Mode.parse(meta["mode"]), model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
                    tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
-                   tensors=tensors, rows=tuple(map(tuple, json.loads(meta.get("rows", "[]")))))
+                   tensors=tensors, rows=tuple(map(tuple, json.loads(meta.get("rows", "[]")))),
+                   intervened=tuple(json.loads(meta.get("intervened", "[]"))))

@@ -6,33 +6,49 @@ traces, and the estimated peak of every run in flight. Anything with an `nbytes`
 (a Generation, several traces, is one).
 """
 
+import hashlib
+import logging
 import threading
+import time
 from collections import OrderedDict
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 from .memory import release_freed_memory
 from .trace import Trace
 
 DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
+log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
+
+
+class _Flight:
+    """One run in progress; the askers of its key wait on `done`."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.trace: Trace | None = None  # set when the run succeeded
+        self.waiting = 0  # askers waiting for it
 
 
 class TraceCache:
     """LRU by bytes. The budget covers the cached traces and the runs in flight: a run reserves its
     estimated peak (`estimate`) before it starts, waiting while others' reservations would exceed
     the budget and evicting least recently used traces to make room. A run alone may exceed the
-    budget (it is never refused); it then waits until it is alone."""
+    budget (it is never refused); it then waits until it is alone. `max_runs`: at most this many
+    runs compute at once (the others wait their turn), None for as many as the budget lets in."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_BUDGET):
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None):
         if budget_bytes <= 0:
             raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
         self.budget = budget_bytes
         self._items: OrderedDict[Hashable, Trace] = OrderedDict()
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a reservation ends
-        self._key_locks: dict[Hashable, threading.Lock] = {}
+        self._flights: dict[Hashable, _Flight] = {}  # runs in progress, by key
         self.in_flight = 0  # bytes reserved by runs in progress
+        self.running, self.max_runs = 0, max_runs  # runs in progress, and how many may be
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
-        self.hits = self.misses = 0
+        self.hits = self.misses = 0  # misses: runs computed
+        self.shared = 0  # askers that waited for another asker's run of the same key
 
     @property
     def nbytes(self) -> int:
@@ -43,34 +59,56 @@ class TraceCache:
         with self._lock:
             return len(self._items)
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0) -> Trace:
-        """The cached trace for `key`, or compute it once (concurrent askers of one key wait for
-        the first) and keep it, evicting least recently used traces beyond the budget. `estimate`:
-        the bytes the computation holds at its peak, reserved while it runs."""
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0,
+                       evict_first: bool = False) -> Trace:
+        """The cached trace for `key`, or compute it once and keep it, evicting least recently used
+        traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
+        its trace, even one too large to keep; if that run fails, the next asker runs it.
+        `estimate`: the bytes the computation holds at its peak, reserved while it runs.
+        `evict_first`: keep the new trace as the least recently used one (the next to go), for a
+        trace that serves one page, so that it does not push out traces that serve every page."""
         with self._lock:
             if key in self._items:
                 self.hits += 1
                 self._items.move_to_end(key)
                 return self._items[key]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
+            flight = self._flights.get(key)
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+                leading = True
+            else:
+                self.shared += 1
+                flight.waiting += 1
+                leading = False
+        if not leading:
+            flight.done.wait()
+            return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
+                                                                                       evict_first)
+        try:
             with self._lock:
-                if key in self._items:
-                    self.hits += 1
-                    return self._items[key]
                 self._reserve(estimate)
+            t0 = time.perf_counter()
             try:
                 trace = compute()
-            finally:  # a failed computation leaves no lock and no reservation behind
+            finally:  # a failed computation leaves no reservation behind
                 with self._lock:
-                    self._key_locks.pop(key, None)
                     self.in_flight -= estimate
+                    self.running -= 1
                     self._room.notify_all()
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
+                if evict_first:
+                    self._items.move_to_end(key, last=False)
                 self._evict()
                 self._note_peak()
+            flight.trace = trace
+            log.info("run %s: %.2f s, %d asker(s) waited for it", key_digest(key), time.perf_counter() - t0,
+                     flight.waiting)
+        finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
+            with self._lock:
+                self._flights.pop(key, None)
+            flight.done.set()
         release_freed_memory()
         return trace
 
@@ -78,10 +116,13 @@ class TraceCache:
         return sum(t.nbytes for t in self._items.values())
 
     def _reserve(self, estimate: int) -> None:
-        """Wait (lock held) until `estimate` fits beside the other runs in flight, or none is left,
-        then evict until cached + in flight + estimate fits, and reserve it."""
-        while self.in_flight and self.in_flight + estimate > self.budget:
+        """Wait (lock held) until `estimate` fits beside the other runs in flight and there are
+        fewer than `max_runs` of them, or none is left, then evict until cached + in flight +
+        estimate fits, and reserve it."""
+        while self.running and (self.in_flight + estimate > self.budget
+                                or self.max_runs is not None and self.running >= self.max_runs):
             self._room.wait()
+        self.running += 1
         self.in_flight += estimate
         self._evict()
         self._note_peak()
@@ -96,3 +137,8 @@ class TraceCache:
 
     def _note_peak(self) -> None:
         self.peak_reserved = max(self.peak_reserved, self._cached() + self.in_flight)
+
+
+def key_digest(key: Hashable) -> str:
+    """A short name for a key in logs (keys carry every token id)."""
+    return hashlib.sha1(repr(key).encode()).hexdigest()[:12]

@@ -107,7 +107,8 @@ class StreamlitServer:
     def __init__(self, script: str | Path, cwd: str | Path, port: int | None = None):
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="streamlit-", suffix=".log", delete=False)
+        # kept open for the server's lifetime and closed in stop()
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="streamlit-", suffix=".log", delete=False)  # noqa: SIM115
         cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(self.port),
                "--server.address", "127.0.0.1", "--server.headless", "true",
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]

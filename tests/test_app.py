@@ -3,6 +3,7 @@ change what is shown, and bad input that gives a message instead of a traceback.
 
 import html
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -162,11 +163,44 @@ def test_exercise_is_checked_on_submit_with_the_worked_answer():
     assert any(first.worked.splitlines()[0] in m.value for m in at.markdown)
 
 
-def test_teacher_view_offers_the_handouts():
-    at = open_page("exercises", set=3, questions=4, teacher="true")
-    assert not at.exception
-    labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Answer key (Markdown)", "Worksheet without answers (Markdown)"]
+def test_every_answer_keeps_its_feedback_and_the_score_runs():
+    from gpt2viz import exercises as ex
+
+    at = open_page("exercises", set=3, questions=3)
+    first, second, _ = ex.exercise_set(3, 3)
+    assert any("Score: 0 of 3" in m.value for m in at.markdown)
+    at.text_input(key=f"answer-{first.id}").input(first.answer_text)
+    at.button[0].click().run()
+    at.text_input(key=f"answer-{second.id}").input("7")
+    at.button[1].click().run()
+    assert [s.value for s in at.success] == [f"Correct: {first.answer_text}."]  # the first answer's feedback stays
+    assert any(second.answer_text in e.value for e in at.error)
+    assert any("Score: 1 of 3** correct · 2 answered" in m.value for m in at.markdown)
+
+
+def test_the_answer_key_is_for_the_operator_only(monkeypatch):
+    def downloads(**params):
+        at = open_page("exercises", set=3, questions=4, **params)
+        assert not at.exception and not at.get("toggle")
+        return [b.proto.label for b in at.get("download_button")], " ".join(m.value for m in at.markdown)
+    from gpt2viz import exercises as ex
+
+    answer = ex.exercise_set(3, 4)[0].answer_text
+    labels, text = downloads(teacher="true")
+    assert labels == ["Worksheet (Markdown)"] and "**Answer:**" not in text and "answer key" not in text
+    monkeypatch.setenv("GPT2VIZ_TEACHER", "1")
+    labels, text = downloads()
+    assert labels == ["Worksheet (Markdown)", "Answer key (Markdown)"] and f"**Answer:** {answer}" in text
+
+
+def test_worksheet_questions_read_as_english():
+    from gpt2viz import exercises as ex
+
+    assert ex.params_exercise("gpt2-medium", "model").question == "How many parameters does **gpt2-medium** have?"
+    mlp = ex.params_exercise("gpt2", "block.mlp").question
+    assert mlp == "How many parameters does the MLP have in one block of **gpt2**?"
+    questions = [ex.params_exercise("gpt2", c).question for c in ex.PARAM_COMPONENTS]
+    assert all(" of **" in q or "have?" in q for q in questions) and not any("**GPT-2** of" in q for q in questions)
 
 
 def test_generation_is_reproducible_from_the_url():
@@ -221,6 +255,110 @@ def test_training_page_turns_dropout_off_from_the_url():
     assert loss[on] != loss[off]  # the same text, with and without dropout
 
 
+@pytest.mark.parametrize("words,steps,room", [(1019, 8, 5), (3000, 8, 1)])
+def test_generation_at_the_end_of_the_context(words, steps, room):
+    at = open_page("generation", text="word " * words, steps=steps)  # " word" is one token each
+    assert not at.exception, at.exception[0].value
+    assert any(f"room for {room} more tokens; generating {room}" in i.value for i in at.info)
+    rows = at.dataframe[0].value
+    assert len(rows) == room and rows["L (keys)"].iloc[-1] == 1024
+
+
+def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
+    at = open_page("glossary", mode="decode", block=1, text="A cat")
+    ideas = next(m.value for m in at.markdown if "**KV cache.**" in m.value)
+    for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
+                 "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k"):
+        assert f"**{idea}.**" in ideas
+    links = re.findall(r'<a href="([^"]+)" target="_self">', ideas)
+    assert len(links) == 13 and '/modes?' in ideas and all("mode=decode" in h and "block=1" in h for h in links)
+    assert all("text=A%20cat" in h for h in links)
+    symbols = at.dataframe[0].value
+    assert "H = z" in list(symbols["symbol"]) and "attn.z in the recording" in " ".join(symbols["meaning"])
+
+
+def test_modes_page_says_why_a_decode_step_is_cheap():
+    from gpt2viz import costs
+    from gpt2viz.components import component_tree
+    from gpt2viz.config import get_config
+    from gpt2viz.tokenizer import encode
+
+    text = "The quick brown fox jumps over the lazy dog"
+    at = open_page("modes", text=text)
+    said = next(m.value for m in at.markdown if "one query" in m.value)
+    cfg, n = get_config("tiny"), len(encode(text))
+    c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
+    assert f"**L = {n}** keys" in said and f"{n - 1} read from the cache" in said
+    assert f"**{c['decode'].value:,} FLOPs**" in said and f"**{c['full'].value:,}**" in said
+    assert f"**{c['cache'].value:,} bytes**" in said and c["full"].value > 3 * c["decode"].value
+
+
+def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
+    from gpt2viz.tour import TOUR
+
+    at = first_run(mode="decode", head=2)
+    assert PAGES[0].url == "start"  # first in the navigation
+    at.switch_page(BY_URL["start"].file)
+    at.run()
+    listing = next(m.value for m in at.markdown if m.value.startswith("1. "))
+    hrefs = re.findall(r'<a href="([^"]+)" target="_self">', listing)
+    assert [h.split("?")[0] for h in hrefs] == [("/" if u == "overview" else "/" + u) for u, _ in TOUR]
+    assert all("mode=decode" in h and "head=2" in h for h in hrefs)
+    at.switch_page(BY_URL["attention"].file)
+    at.run()
+    line = next(c.value for c in at.caption if "stop " in c.value)
+    i = [u for u, _ in TOUR].index("attention")
+    assert f"stop {i + 1} of {len(TOUR)}" in line and f'href="/{TOUR[i + 1][0]}?' in line and "mode=decode" in line
+
+
+@pytest.mark.parametrize("mode", ["full", "decode"])
+def test_layernorm_shows_one_vector_before_and_after(mode):
+    at = open_page("layernorm", mode=mode, block=1)
+    assert not at.exception
+    stages = [json.loads(c.proto.spec) for c in charts(at) if "One position through" in c.proto.spec]
+    assert len(stages) == 1
+    rows = [t for t in stages[0]["data"] if t["type"] == "bar"]
+    assert len(rows) == 4 and all(len(r["y"]) == 64 for r in rows)  # tiny: d = 64
+    assert rows[2]["y"] == rows[3]["y"]  # a fresh model: g = 1, b = 0
+    assert any("g = 1 and bias b = 0" in c.value for c in at.caption)
+    one_bar = [c for c in charts(at) if "per position" in c.proto.spec]
+    assert (len(one_bar) == 0) == (mode == "decode")
+
+
+@pytest.mark.parametrize("url", ["tokens", "block", "merge", "layernorm"])
+def test_decode_shows_the_positions_vectors_not_one_bar(url):
+    def bars_per_position(mode):
+        at = open_page(url, mode=mode)
+        assert not at.exception
+        specs = [json.loads(c.proto.spec) for c in charts(at)]
+        return [len(t["x"]) for s in specs for t in s["data"] if t["type"] == "bar" and "position" in str(t)], specs
+    per_position, specs = bars_per_position("decode")
+    assert per_position == []  # no chart of one bar for the one position
+    assert any(sum(t["type"] == "bar" and len(t.get("y", [])) == 64 for t in s["data"]) >= 2 for s in specs)
+    assert 10 in bars_per_position("full")[0]  # the full pass keeps its bar per position (10 tokens)
+
+
+def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
+    at = open_page("merge", mode="decode")
+    figs = [json.loads(c.proto.spec) for c in charts(at)]
+    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"])
+    heat, bars = fig["data"][:2]
+    assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
+
+
+@pytest.mark.parametrize("url,label,lit", [("overview", "overview", set()),
+                                            ("block", "Transformer block", set()),
+                                            ("attention", "attention", {"/attention"}), ("mlp", "MLP", {"/mlp"})])
+def test_pages_draw_their_diagram_with_links_that_keep_the_view(url, label, lit):
+    at = open_page(url, mode="decode", block=1, head=2)
+    svg = next(m.value for m in at.markdown if m.value.startswith("<svg"))
+    assert f'aria-label="tiny {label}"' in svg
+    hrefs = re.findall(r'<a href="([^"]+)" target="_self" data-target="([^"]+)"( aria-current="page")? ', svg)
+    assert hrefs and all("mode=decode" in h and "block=1" in h and "model=tiny" in h for h, _, _ in hrefs)
+    assert {h.split("?")[0] for h, _, on in hrefs if on} == lit  # attention: the chosen head's box
+    assert "[1, 1, 64]" in svg  # decode: T = 1 (tiny: d = 64)
+
+
 @pytest.mark.parametrize("how", ["link", "sidebar"])
 def test_shapes_open_on_the_selected_mode(how):
     """Issue 12 (1): "Shapes in each mode" shows the selected mode's tab first (and so open),
@@ -244,7 +382,7 @@ def test_open_inside_keeps_the_selection_in_the_same_tab():
     at = open_page("attention", block=1, head=2, mode="decode", text="Hello there, world")
     links = {link.proto.label: link.proto for link in at.get("page_link")}
     merge = links["Merge heads and project"]
-    assert merge.page == "merge" or merge.page.endswith("merge.py")
+    assert merge.page == "merge" or merge.page.endswith("merge")
     assert parse_qs(merge.query_string) == {"model": ["tiny"], "block": ["1"], "head": ["2"], "mode": ["decode"],
                                             "text": ["Hello there, world"]}
     markdown = " ".join(m.value for m in at.markdown)

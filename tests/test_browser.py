@@ -89,9 +89,12 @@ def chart_titles(page) -> list[str]:
     return page.eval_on_selector_all(".gtitle", "els => els.map(e => e.textContent)")
 
 
-def first_chart_top(page) -> float | None:
-    """Where the first chart starts, in px from the top of the window (None: no chart)."""
-    return page.evaluate(f"() => document.querySelector(\"{CHART}\")?.getBoundingClientRect().top ?? null")
+DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/diagram.py)
+
+
+def first_visual_top(page) -> float | None:
+    """Where the first chart or drawn diagram starts, in px from the top of the window (None: none)."""
+    return page.evaluate(f"() => document.querySelector(\"{CHART}, {DIAGRAM}\")?.getBoundingClientRect().top ?? null")
 
 
 def resized(page, size: tuple[int, int]) -> None:
@@ -100,15 +103,15 @@ def resized(page, size: tuple[int, int]) -> None:
 
 
 def check_sizes(page, url: str) -> None:
-    """In the same tab: the first screen at 1400x900 and 1280x720 shows the first chart of a
+    """In the same tab: the first screen at 1400x900 and 1280x720 shows the first chart (or diagram) of a
     component page; at 800x900 the main area is not wider than the window. One screenshot each."""
     for size in (DESKTOP, PROJECTOR, NARROW):
         resized(page, size)
         if size != DESKTOP:
             page.screenshot(path=str(SHOTS / f"{url}-{size[0]}x{size[1]}.png"))
         if url in COMPONENT_PAGES and size != NARROW:
-            top = first_chart_top(page)
-            assert top is not None and top < size[1] - 100, f"first chart of {url} starts at {top} px at {size}"
+            top = first_visual_top(page)
+            assert top is not None and top < size[1] - 100, f"first visual of {url} starts at {top} px at {size}"
     overflow = page.evaluate("() => { const m = document.querySelector(\"[data-testid='stMain']\");"
                              " return m.scrollWidth - m.clientWidth }")
     assert overflow <= 1, f"{url} is {overflow} px wider than an 800 px window"
@@ -270,5 +273,50 @@ def test_upload_says_the_cap_the_server_enforces(context, base):
     try:
         sidebar = page.get_by_test_id("stSidebar").inner_text()
         assert "Up to 700 MB per file" in sidebar and "1GB" not in sidebar
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("path,button,must_see,min_charts", [
+    ("whatif?model=tiny&block=1&head=2&part=head&method=mean", "Sweep every head", "each head knocked out", 4),
+    ("patch?model=tiny&text=Mary+gave+John+a&text_b=John+gave+Mary+a&block=1&head=1", "Patch A into B",
+     "Patching one head", 6),
+])
+def test_whatif_buttons_draw_their_maps(context, base, path, button, must_see, min_charts):
+    """The deep link restores the view; the sweep and patch buttons run (with a progress bar) and draw."""
+    page = open_view(context, base, path, min_charts - 1 if "whatif" in path else min_charts - 2)
+    try:
+        page.get_by_role("button", name=button).click()
+        wait_rendered(page, min_charts, must_see=must_see)
+        screenshot(page, path.split("?")[0] + "-clicked")
+        assert exceptions(page) == []
+        assert page.locator(CHART).count() >= min_charts
+    finally:
+        page.close()
+
+
+def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, base):
+    """The block diagram is a drawing whose boxes are links: clicking Attention opens the Attention
+    page in this tab, with the same text, model, mode and block; and a mode chosen in the sidebar
+    (not from the link) is what the diagram's shapes and links then carry."""
+    page = open_view(context, base, "block?model=tiny&block=1&text=Hello%20world%20again", MIN_CHARTS["block"])
+    try:
+        tabs = len(context.pages)
+        page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(
+            has=page.get_by_text("Mode", exact=True)).click()
+        page.get_by_role("option", name="decode").click()
+        page.wait_for_url("**mode=decode**")
+        wait_rendered(page, 1)
+        diagram = page.locator("svg[aria-label='tiny Transformer block']")
+        assert "decode: T = 1" in diagram.text_content()
+        screenshot(page, "block-diagram-decode")
+        diagram.locator("a[data-target='block.attn']").click()
+        page.wait_for_url("**/attention?**")
+        wait_rendered(page, MIN_CHARTS["attention"])
+        assert len(context.pages) == tabs and exceptions(page) == []
+        assert h1_ok("attention", page.locator("h1").first.inner_text().strip())
+        for kept in ("text=Hello%20world%20again", "model=tiny", "mode=decode", "block=1"):
+            assert kept in page.url, (kept, page.url)
+        assert any("block 1 head 0" in t for t in chart_titles(page))
     finally:
         page.close()

@@ -3,8 +3,8 @@ each checked against an independent computation."""
 
 import pytest
 import torch
-
 from arith import evaluate
+
 from gpt2viz import exercises as ex
 from gpt2viz.config import get_config
 from gpt2viz.generation import Sampler, distribution
@@ -157,3 +157,16 @@ def test_sets_never_repeat_an_exercise():
 @pytest.mark.parametrize("text", ["[1,12,1,1001]", "1 12 1 1001", "(1, 12, 1, 1001)"])
 def test_shape_answers_in_any_spacing(text):
     assert ex.check(ex.shape_exercise("gpt2", "decode", "attn.scores", 1, None, 1000), text)[0]
+
+
+def test_generation_reaches_the_last_position_of_the_context(tiny):
+    from gpt2viz.modes import room
+
+    n_ctx = tiny.config.n_positions
+    ids = [464] * 1020
+    assert room(n_ctx, len(ids)) == 5
+    gen = generate(tiny, ids, 5, names=("logits",))
+    assert [t.L for t in gen.traces] == [1020, 1021, 1022, 1023, 1024]  # the last step reads exactly n_ctx keys
+    with pytest.raises(ValueError, match="exceed the context"):
+        generate(tiny, ids, 6, names=("logits",))
+    assert room(n_ctx, n_ctx) == 1 and [t.L for t in generate(tiny, [464] * n_ctx, 1, names=()).traces] == [1024]

@@ -104,3 +104,37 @@ def test_download_repos_come_from_the_presets():
     assert {n: c.hf_repo for n, c in PRESETS.items() if c.hf_repo} == download.REPOS
     assert "tiny" not in download.REPOS and download.REPOS["gpt2"] == "openai-community/gpt2"
     assert all(repo.split("/")[1] == name for name, repo in download.REPOS.items())
+
+
+def test_ablate_json_reports_the_change():
+    p = cli("ablate", "--model", "tiny", "--text", "The quick brown fox", "--block", "1", "--head", "2",
+            "--method", "zero", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["target"] == {"block": 1, "part": "head", "index": 2, "name": "blocks.1.attn.z"}
+    assert len(r["top_before"]) == 5 and r["top_token"]["id"] == r["top_before"][0]["id"]
+    assert r["top_token"]["logit_change"] != 0 and r["loss_before"] != r["loss_after"]
+    assert r["changed_most"] and not r["changed_most"][0]["name"].startswith("blocks.0.")
+
+
+def test_patch_json_has_a_grid_per_block():
+    p = cli("patch", "--model", "tiny", "--clean", "Mary gave John a", "--corrupt", "John gave Mary a", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    T = len(r["clean_tokens"])
+    assert len(r["restored"]["resid_pre"]) == 2 and all(len(row) == T for row in r["restored"]["resid_pre"])
+    assert len(r["restored"]["attn_z"][0]) == 4 and len(r["answers"]) == 2
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["ablate", "--model", "tiny", "--text", "hi there", "--block", "7"], "block must be between 0 and 1"),
+    (["ablate", "--model", "tiny", "--text", "hi there", "--block", "0", "--head", "9"], "head must be between"),
+    (["ablate", "--model", "tiny", "--text", "hi", "--block", "0", "--head", "1", "--mlp"], "not allowed with"),
+    (["ablate", "--model", "tiny", "--text", "hi", "--block", "0", "--method", "shuffle"], "invalid choice"),
+    (["ablate", "--model", "tiny", "--text", "", "--block", "0"], "empty"),
+    (["patch", "--model", "tiny", "--clean", "one two three", "--corrupt", "one"], "equal length"),
+])
+def test_whatif_bad_input_is_one_line_exit_2(args, needle):
+    p = cli(*args)
+    assert p.returncode == 2, p.stdout
+    assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr

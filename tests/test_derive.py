@@ -4,11 +4,14 @@ forward pass computes, in every mode and block; stored by a save; counted by the
 import pytest
 import torch
 
-from gpt2viz.model import Dropout, no_dropout
+from gpt2viz import model as model_module
+from gpt2viz.interventions import InterveningRecorder, Intervention
+from gpt2viz.model import Dropout, causal_mask, fused_attention, gelu_new, no_dropout
 from gpt2viz.modes import as_batch, prefill, run
 from gpt2viz.record import Recorder
 from gpt2viz.schema import DERIVED, Mode, owns_storage, recorded_names, stored
 from gpt2viz.trace import Trace
+from gpt2viz.whatif import Target, knockout, last_logits
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 13]
 
@@ -100,3 +103,59 @@ def test_one_head_or_some_queries_derive_that_part_alone(tiny, mode):
             torch.testing.assert_close(trace.get(short, b, queries=rows), whole.get(short, b)[:, :, rows],
                                        rtol=0, atol=1e-6)
         assert torch.equal(whole.get("attn.pattern", b, head=2, queries=rows), whole.get("attn.pattern", b)[:, 2, rows])
+
+
+# ---------------------------------------------------------------------------- interventions on derived names
+def as_computed(model, ids, interventions) -> dict[str, torch.Tensor]:
+    """Every tensor the model hands to an intervening recorder (fused attention but where an
+    intervention changes the scores or the pattern): what the run actually computed."""
+    rec = InterveningRecorder(interventions)
+    with torch.no_grad():
+        model(as_batch(ids), rec=rec)
+    return rec.tensors
+
+
+def test_an_intervened_derived_name_is_stored_as_changed(tiny):
+    neuron = Target(1, "neuron", 3)
+    ivs = [neuron.intervention("zero"), Intervention("blocks.0.resid_mid", "zero", position=2)]
+    trace = run(tiny, IDS, interventions=ivs)
+    assert set(trace.intervened) == {"blocks.1.mlp.post", "blocks.0.resid_mid"}
+    for name in trace.intervened:  # stored after the intervention, not derived from the sources
+        assert name in trace.tensors and name not in trace.derived
+    post, resid_mid = trace["blocks.1.mlp.post"], trace["blocks.0.resid_mid"]  # [B, T, 4d], [B, T, d]
+    assert not post[..., 3].any() and not resid_mid[:, 2].any()
+    others = [u for u in range(post.shape[-1]) if u != 3]
+    assert torch.equal(post[..., others], gelu_new(trace["blocks.1.mlp.pre"])[..., others])
+    rest = [p for p in range(len(IDS)) if p != 2]
+    assert torch.equal(resid_mid[:, rest], (trace["blocks.0.resid_pre"] + trace["blocks.0.attn.out"])[:, rest])
+    # what derives from an intervened name stays derived, and equals what the model computed from it
+    assert "blocks.0.ln2.normalized" in trace.derived and "blocks.1.mlp.pre" in trace.tensors
+    computed = as_computed(tiny, IDS, ivs)
+    for name, t in computed.items():
+        torch.testing.assert_close(trace[name], t, rtol=0, atol=1e-6, msg=name)
+    # downstream: the logits are what-if's (one knock-out: its own page's run; both: its batched run)
+    assert torch.equal(knockout(tiny, IDS, neuron, "zero")["logits"],
+                       run(tiny, IDS, interventions=ivs[:1])["logits"])
+    torch.testing.assert_close(trace["logits"][:, -1], last_logits(tiny, IDS, ivs), rtol=0, atol=1e-5)
+    assert not torch.allclose(trace["logits"], run(tiny, IDS)["logits"])
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.DECODE])
+def test_an_intervention_on_scores_or_pattern_writes_that_block_out(tiny, mode, monkeypatch):
+    fused = []
+    monkeypatch.setattr(model_module, "fused_attention", lambda *a: fused.append(1) or fused_attention(*a))
+    head = Intervention("blocks.1.attn.pattern", "zero", head=1)
+    trace = run(tiny, IDS, mode, interventions=[head])
+    blocks_run = tiny.config.n_layer * (2 if mode is Mode.DECODE else 1)  # decode: its prefill too
+    assert len(fused) == blocks_run - (2 if mode is Mode.DECODE else 1)  # block 1 written out, block 0 fused
+    assert "blocks.1.attn.pattern" in trace.tensors and trace.intervened == ("blocks.1.attn.pattern",)
+    assert not trace["blocks.1.attn.pattern"][:, 1].any() and not trace["blocks.1.attn.z"][:, 1].any()
+    # a head's pattern zeroed is its z zeroed (the fused path in that block)
+    via_z = run(tiny, IDS, mode, interventions=[Intervention("blocks.1.attn.z", "zero", head=1)])
+    torch.testing.assert_close(trace["logits"], via_z["logits"], rtol=0, atol=1e-5)
+    # scores zeroed on one head: its derived pattern is uniform over the keys each query reads
+    flat = run(tiny, IDS, mode, interventions=[Intervention("blocks.0.attn.scores", "zero", head=0)])
+    assert "blocks.0.attn.scores" in flat.tensors and "blocks.0.attn.pattern" in flat.derived
+    pattern = flat["blocks.0.attn.pattern"][0, 0]  # [T, L]
+    reads = (~causal_mask(flat.T, flat.L)).float()  # [T, L]
+    torch.testing.assert_close(pattern, reads / reads.sum(-1, keepdim=True), rtol=0, atol=1e-6)

@@ -27,6 +27,7 @@ KEYS = ["text", "weights", "model", "seed", "mode", "block", "head", "steps", "t
 @pytest.mark.parametrize("case", range(URL_CASES))
 def test_random_links_never_break_a_page(case):
     from test_app import open_page
+
     from gpt2viz.ui.pages import PAGES
 
     rng = random.Random(case)

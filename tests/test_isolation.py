@@ -20,8 +20,7 @@ from urllib.parse import quote
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import (  # noqa: E402
-    EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered)
+from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
 from gpt2viz.tokenizer import encode, readable_tokens  # noqa: E402
 
@@ -111,7 +110,7 @@ def test_two_sessions_see_only_their_own_view(browser, base):
         tabs = {(s, p): contexts[s].new_page() for s in TEXT for p in PAGES}
         for (s, p), tab in tabs.items():  # start all four at once: their script runs overlap
             tab.goto(url(base, s, p), wait_until="commit")
-        for (s, p), tab in tabs.items():
+        for (_, p), tab in tabs.items():
             wait_rendered(tab, PAGES[p], timeout_ms=30_000)
         column = {"tokens": "token", "generation": "reads token"}
         rows = {"tokens": 3, "generation": 1}

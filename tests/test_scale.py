@@ -30,3 +30,17 @@ def test_gpt2_xl_with_any_text():
     assert any("random gpt2-xl weights" in c.value for c in at.sidebar.caption)
     titles = [c.proto.spec for c in charts(at)]
     assert any("block 47 head 24" in t for t in titles)  # the last block and head exist and are shown
+
+
+def test_a_decode_step_costs_one_row_of_a_full_pass():
+    from gpt2viz import costs
+    from gpt2viz.components import component_tree
+    from gpt2viz.config import get_config
+
+    cfg = get_config("gpt2")
+    n, d, V = 11, cfg.n_embd, cfg.vocab_size
+    c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
+    matmuls = 2 * (12 * d * d) * cfg.n_layer  # QKV 3d², W_O d², MLP 8d² per block, per row
+    assert c["decode"].value == matmuls + 4 * n * d * cfg.n_layer + 2 * d * V
+    assert c["full"].value == n * matmuls + 4 * n * n * d * cfg.n_layer + n * 2 * d * V
+    assert c["cache"].value == 2 * cfg.n_layer * (n - 1) * d * 4 and c["weights"].value == 124_439_808 * 4

@@ -15,7 +15,8 @@ def test_known_ids():
     assert tok.encoding().n_vocab == 50257
 
 
-@pytest.mark.parametrize("text", ["naïve café, déjà vu", "emoji 🌍🎉 and 👩‍👩‍👧", "日本語のテキスト", "tabs\tand\nnewlines  "])
+@pytest.mark.parametrize("text", ["naïve café, déjà vu", "emoji 🌍🎉 and 👩‍👩‍👧", "日本語のテキスト",
+                                  "tabs\tand\nnewlines  "])
 def test_round_trip(text):
     assert tok.decode(tok.encode(text)) == text
 

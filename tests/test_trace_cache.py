@@ -31,6 +31,16 @@ def test_evicts_least_recently_used_within_budget():
     assert list(cache._items) == ["b", "d"]
 
 
+def test_a_trace_for_one_page_is_evicted_before_older_shared_ones():
+    cache = TraceCache(1_000)
+    cache.get_or_compute("shared1", lambda: make(300))
+    cache.get_or_compute("shared2", lambda: make(300))
+    cache.get_or_compute("page", lambda: make(300), evict_first=True)
+    assert list(cache._items) == ["page", "shared1", "shared2"]
+    cache.get_or_compute("shared3", lambda: make(300))
+    assert list(cache._items) == ["shared1", "shared2", "shared3"]
+
+
 def test_a_trace_larger_than_the_budget_is_returned_but_not_kept():
     cache = TraceCache(100)
     t = cache.get_or_compute("big", lambda: make(400))
@@ -54,6 +64,70 @@ def test_concurrent_askers_share_one_computation():
     assert len(calls) == 1 and len({id(t) for t in got}) == 1
 
 
+def until(condition, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def ask_together(cache, key, compute, n=2):
+    """n threads ask for `key` at once; their answers (the exception, for one that raised)."""
+    got = [None] * n
+
+    def ask(i):
+        try:
+            got[i] = cache.get_or_compute(key, compute)
+        except RuntimeError as e:
+            got[i] = e
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=20)
+    return got
+
+
+def held_run(cache, runs, waiting, nbytes):
+    """A computation that ends only once `waiting` other askers wait for it: no timing luck involved."""
+    def compute():
+        runs.append(1)
+        assert until(lambda: cache.shared == waiting)
+        return make(nbytes)
+    return compute
+
+
+def test_two_askers_at_once_cause_one_run():
+    cache, runs = TraceCache(10_000), []
+    got = ask_together(cache, "k", held_run(cache, runs, 1, 40))
+    assert len(runs) == 1 and got[0] is got[1] is not None
+    assert (cache.misses, cache.shared, cache.hits) == (1, 1, 0) and not cache._flights
+
+
+def test_a_trace_too_large_to_keep_is_still_shared_with_those_waiting():
+    cache, runs = TraceCache(100), []
+    got = ask_together(cache, "big", held_run(cache, runs, 2, 400), n=3)
+    assert len(runs) == 1 and got[0] is got[1] is got[2] is not None and len(cache) == 0
+
+
+def test_when_the_shared_run_fails_a_waiting_asker_runs_it_again():
+    cache, runs = TraceCache(10_000), []
+
+    def compute():
+        runs.append(1)
+        if len(runs) == 1:
+            assert until(lambda: cache.shared == 1)
+            raise RuntimeError("first run fails")
+        return make(40)
+
+    got = ask_together(cache, "k", compute)
+    assert len(runs) == 2 and sum(isinstance(g, RuntimeError) for g in got) == 1
+    assert len(cache) == 1 and not cache._flights and cache.in_flight == 0
+
+
 def test_budget_must_be_positive():
     with pytest.raises(ValueError):
         TraceCache(0)
@@ -67,7 +141,7 @@ def test_a_failed_computation_is_not_cached_and_leaves_no_lock():
 
     with pytest.raises(ValueError):
         cache.get_or_compute("k", boom)
-    assert len(cache) == 0 and not cache._key_locks
+    assert len(cache) == 0 and not cache._flights
     assert cache.get_or_compute("k", lambda: make(40)).nbytes == 40
 
 
@@ -101,6 +175,27 @@ def test_runs_in_flight_share_the_budget_with_the_cache():
     assert "old1" not in cache._items  # evicted to make room for the first reservation
 
 
+def test_no_more_runs_at_once_than_max_runs():
+    cache, running, most = TraceCache(10**9, max_runs=2), [0], [0]
+    lock = threading.Lock()
+
+    def compute():
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        until(lambda: running[0] >= 2, timeout=2)  # keep the turn until another run is in: they overlap
+        with lock:
+            running[0] -= 1
+        return make(4)
+
+    threads = [threading.Thread(target=cache.get_or_compute, args=(f"k{i}", compute)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 2 and len(cache) == 6 and cache.running == 0
+
+
 def test_small_runs_run_together_and_a_huge_one_runs_alone():
     cache = TraceCache(1_000)
     barrier = threading.Barrier(2, timeout=5)  # both must be inside compute at once, or this fails
@@ -131,6 +226,7 @@ def test_a_failed_run_gives_its_reservation_back():
 
 
 def test_freed_memory_is_given_back_on_glibc():
-    from gpt2viz.memory import release_freed_memory
     import platform
+
+    from gpt2viz.memory import release_freed_memory
     assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")

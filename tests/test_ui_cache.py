@@ -1,6 +1,8 @@
 """The app's run accounting: what a full trace takes, what a run reserves, and recording only the
 page's names when a full trace would not fit the cache."""
 
+import threading
+import time
 from fnmatch import fnmatch
 
 import pytest
@@ -8,6 +10,7 @@ import pytest
 from gpt2viz.config import get_config
 from gpt2viz.modes import Mode, run
 from gpt2viz.trace_cache import TraceCache
+from gpt2viz.ui import cache as ui_cache
 from gpt2viz.ui.cache import LoadedModel, full_trace_bytes, get_trace, run_bytes
 from gpt2viz.weights import random_model
 
@@ -47,3 +50,51 @@ def test_only_the_pages_names_are_recorded_when_a_full_trace_does_not_fit(weight
     for name in partial.names:
         assert (partial[name] == everything[name]).all()
     assert tight.peak_reserved <= tight.budget and tight.in_flight == 0
+
+
+def test_two_sessions_asking_for_one_view_at_once_cause_one_forward_pass(weights, monkeypatch):
+    """Two script threads (two sessions) ask for the same text, mode and weights while the first
+    run is under way: one forward pass, one trace object for both."""
+    cache, runs = TraceCache(100 * full_trace_bytes(weights, len(IDS), Mode.FULL)), []
+
+    def counted_run(*args, **kwargs):
+        runs.append(1)
+        end = time.monotonic() + 10
+        while cache.shared < 1 and time.monotonic() < end:  # hold the run until the other waits
+            time.sleep(0.005)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(ui_cache, "run", counted_run)
+    got = [None, None]
+
+    def session(i):
+        got[i] = get_trace(weights, IDS, Mode.FULL, 0, ("logits",), cache=cache)
+
+    threads = [threading.Thread(target=session, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(runs) == 1 and cache.shared == 1
+    assert got[0] is got[1] and got[0].nbytes == full_trace_bytes(weights, len(IDS), Mode.FULL)
+    assert get_trace(weights, IDS, Mode.FULL, 0, ("blocks.0.*",), cache=cache) is got[0]  # another page: a hit
+    assert len(runs) == 1
+
+
+def test_training_pages_share_one_trace_without_the_weights_gradients(weights, monkeypatch):
+    """In training the parameters' gradients are as large as the weights, so a full trace rarely fits:
+    the pages that show none of them share one run of everything else; the training page, which
+    shows them, gets its own."""
+    full = full_trace_bytes(weights, len(IDS), Mode.TRAINING)
+    _, nbytes = ui_cache._all_but_weight_grads(weights.model.config, len(IDS))
+    assert nbytes < full // 2
+    cache, runs = TraceCache(4 * nbytes + (4 * full - 4 * nbytes) // 2), []  # room for one, not the other
+    monkeypatch.setattr(ui_cache, "run", lambda *a, **kw: runs.append(kw["names"]) or run(*a, **kw))
+    mlp = get_trace(weights, IDS, Mode.TRAINING, 0, ("blocks.0.mlp.*",), cache=cache)
+    attn = get_trace(weights, IDS, Mode.TRAINING, 0, ("blocks.1.attn.*", "loss*"), cache=cache)
+    assert attn is mlp and len(runs) == 1 and mlp.nbytes == nbytes
+    assert not any(ui_cache.is_weight_grad(n) for n in mlp.names)
+    assert set(mlp.names) == {n for n in ui_cache._tensor_bytes(weights, len(IDS), Mode.TRAINING)
+                              if not ui_cache.is_weight_grad(n)}
+    grads = get_trace(weights, IDS, Mode.TRAINING, 0, ("grad.h.*.weight", "loss"), cache=cache)
+    assert grads is not mlp and len(runs) == 2 and any(ui_cache.is_weight_grad(n) for n in grads.names)

@@ -9,8 +9,15 @@ import torch
 from safetensors.torch import save_file
 
 from gpt2viz.config import GPT2Config, get_config
-from gpt2viz.weights import (WeightsError, find_hf_checkpoints, infer_config, load_safetensors,
-                             random_model, read_header, save_safetensors)
+from gpt2viz.weights import (
+    WeightsError,
+    find_hf_checkpoints,
+    infer_config,
+    load_safetensors,
+    random_model,
+    read_header,
+    save_safetensors,
+)
 
 
 def test_initialisation_statistics():

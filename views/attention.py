@@ -6,11 +6,13 @@ from gpt2viz import plots
 from gpt2viz.model import causal_mask
 from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
+from gpt2viz.ui.links import draw_diagram
 
 SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z"))
 GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
 
 page = anatomy.header("block.attn", SHOWS)
+draw_diagram("attention", page.sel, "attention", page.diagram)
 sel, trace = page.sel, page.trace
 if sel.weights.demo:
     demo.heads_pointer(sel)

@@ -5,19 +5,27 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
+from gpt2viz.ui.links import draw_diagram
 from gpt2viz.ui.overview import residual_norm_series
 
 SHOWS = ("blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "blocks.{b}.attn.out",
          "blocks.{b}.mlp.out")
+STREAM = [("xₙ (resid_pre)", "resid_pre"), ("+ Δattn (attn.out)", "attn.out"), ("= x′ₙ (resid_mid)", "resid_mid"),
+          ("+ Δmlp (mlp.out)", "mlp.out"), ("= xₙ₊₁ (resid_post)", "resid_post")]
 
 page = anatomy.header("block", SHOWS)
+draw_diagram("block", page.sel, "block", page.diagram)
 trace, b = page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
 labels, norms = residual_norm_series(trace)
-cols = st.columns(2)
-with cols[0]:
-    plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ added by block {b}", offset=offset))
-with cols[1]:
-    plot(plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
+if trace.T == 1:  # decode: the one position's stream and the two updates added to it
+    plot(plots.stacked_vectors([(label, trace.get(short, b)[0, 0]) for label, short in STREAM],
+                               f"Block {b} on the new token {q[0]!r}: the stream and its two updates"))
+else:
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ added by block {b}", offset=offset))
+    with cols[1]:
+        plot(plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
 anatomy.footer(page)

@@ -1,32 +1,46 @@
-"""Exercises: predict a shape, compute a parameter count; checked on submit with the worked answer.
-A teacher view turns the same set into a handout with or without the answer key."""
+"""Exercises: predict a shape, compute a parameter count; every answer keeps its feedback, with a
+running score. The answer key is for the operator: shown only when the server was started with
+GPT2VIZ_TEACHER=1, never by a control or a link a student could use."""
+
+import os
 
 import streamlit as st
 
 from gpt2viz import exercises as ex
 from gpt2viz.ui.state import number
 
+TEACHER_ENV = "GPT2VIZ_TEACHER"
+
 st.title("Exercises")
 st.markdown("Questions generated from the catalogue, for every size and mode. Shapes use the reference layout "
             "(heads before positions). Type a shape as `[1, 12, 1, 64]` and a count as `4,722,432`.")
 cols = st.columns(3)
-seed = number(cols[0], "Set", 0, 10_000, 0, key="set", help="the same set number gives the same questions: share the link")
+seed = number(cols[0], "Set", 0, 10_000, 0, key="set",
+              help="the same set number gives the same questions: share the link")
 n = number(cols[1], "Questions", 1, 20, 6, key="questions")
-teacher = cols[2].toggle("Teacher view", key="teacher", bind="query-params")
 exercise_set = ex.exercise_set(seed, n)
-if teacher:
-    st.download_button("Answer key (Markdown)", ex.handout(exercise_set, answers=True, title=f"GPT-2 exercises, set {seed}: answer key"),
-                       file_name=f"gpt2-exercises-{seed}-key.md", mime="text/markdown", icon=":material/download:")
-    st.download_button("Worksheet without answers (Markdown)", ex.handout(exercise_set, answers=False, title=f"GPT-2 exercises, set {seed}"),
-                       file_name=f"gpt2-exercises-{seed}.md", mime="text/markdown", icon=":material/download:")
-    st.markdown(ex.handout(exercise_set, answers=True, title=f"Set {seed}: answer key"))
-    st.stop()
+worksheet = ex.handout(exercise_set, answers=False, title=f"GPT-2 exercises, set {seed}")
+cols[2].download_button("Worksheet (Markdown)", worksheet, file_name=f"gpt2-exercises-{seed}.md", mime="text/markdown",
+                        icon=":material/download:")
+if os.environ.get(TEACHER_ENV) == "1":
+    with st.expander("Teacher: answer key", icon=":material/key:"):
+        key = ex.handout(exercise_set, answers=True, title=f"GPT-2 exercises, set {seed}: answer key")
+        st.download_button("Answer key (Markdown)", key, file_name=f"gpt2-exercises-{seed}-key.md",
+                           mime="text/markdown", icon=":material/download:")
+        st.markdown(key)
+
+results = st.session_state.setdefault("exercise_results", {})  # exercise id -> (correct, message)
+score = st.empty()
 for i, e in enumerate(exercise_set, 1):
     with st.form(f"exercise-{e.id}"):
         st.markdown(f"**{i}. {'Predict the shape' if e.kind == 'shape' else 'Count the parameters'}.** {e.question}")
         given = st.text_input("Your answer", key=f"answer-{e.id}", max_chars=200)
         if st.form_submit_button("Check"):
-            ok, message = ex.check(e, given)
+            results[e.id] = ex.check(e, given)
+        if e.id in results:
+            ok, message = results[e.id]
             (st.success if ok else st.error)(message)
             with st.expander("Worked answer", expanded=not ok):
                 st.markdown(e.worked)
+answered = [results[e.id][0] for e in exercise_set if e.id in results]
+score.markdown(f"**Score: {sum(answered)} of {len(exercise_set)}** correct · {len(answered)} answered")

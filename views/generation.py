@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gpt2viz import costs, plots
+from gpt2viz import costs, modes, plots
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
@@ -24,7 +24,7 @@ st.caption("Greedy (temperature 0) takes the most likely token; the chart then s
            "Sampling draws from softmax(logits / temperature), kept to the top-k.")
 top_k = number(cols[2], "Top-k (0 = all)", 0, 50257, 0, key="top_k") or None
 seed = number(cols[3], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
-room = sel.config.n_positions - len(sel.ids) + 1
+room = modes.room(sel.config.n_positions, len(sel.ids))
 if steps > room:
     st.info(f"The context has room for {room} more tokens; generating {room}.")
     steps = room

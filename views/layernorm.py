@@ -5,25 +5,38 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.ui import anatomy
-from gpt2viz.ui.anatomy import axis_tokens, plot
+from gpt2viz.ui.anatomy import axis_tokens, plot, selection
 
-# the checkpoint's names (shown as they go into the URL): component, recorded prefix
-LAYERNORMS = {"ln_1": ("block.ln1", "blocks.{b}.ln1."), "ln_2": ("block.ln2", "blocks.{b}.ln2."),
-              "ln_f": ("ln_f", "ln_f.")}
+# the checkpoint's names (shown as they go into the URL): component, recorded prefix, the stream it reads
+LAYERNORMS = {"ln_1": ("block.ln1", "blocks.{b}.ln1.", "blocks.{b}.resid_pre"),
+              "ln_2": ("block.ln2", "blocks.{b}.ln2.", "blocks.{b}.resid_mid"),
+              "ln_f": ("ln_f", "ln_f.", "blocks.{last}.resid_post")}
 
 which = st.segmented_control("Which LayerNorm", list(LAYERNORMS), default="ln_1", key="ln", bind="query-params",
                              help="ln_1 before attention and ln_2 before the MLP, in the selected block; "
                                   "ln_f after the last block") or "ln_1"
-cid, prefix = LAYERNORMS[which]
-page = anatomy.header(cid, tuple(prefix + s for s in ("mean", "var", "normalized", "out")))
-trace = page.trace
-prefix = prefix.format(b=page.sel.block)
+cid, prefix, source = LAYERNORMS[which]
+source = source.replace("{last}", str(selection().config.n_layer - 1))
+page = anatomy.header(cid, (source, *(prefix + s for s in ("mean", "var", "normalized", "out"))))
+sel, trace = page.sel, page.trace
+prefix, source = prefix.format(b=sel.block), source.format(b=sel.block)
 q, _, offset = axis_tokens(trace)
-cols = st.columns(2)
-with cols[0]:
-    plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
-with cols[1]:
-    plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²", offset=offset))
+x = trace[source][0]  # [T, d]: the stream this LayerNorm reads
+i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params")) if trace.T > 1 else 0
+plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
+                            sel.config.layer_norm_epsilon,
+                            f"One position through {which}: {q[i]!r} (position {offset + i})"))
+if sel.weights.random:
+    st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
+               "equals the scaled vector, which is why the last two rows above, and the two histograms below, "
+               "are identical. Training moves g and b.")
+if trace.T > 1:  # one bar per position says nothing when decode computes a single position
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
+    with cols[1]:
+        plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²",
+                                   offset=offset))
 cols = st.columns(2)
 with cols[0]:
     plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))

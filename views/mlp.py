@@ -5,10 +5,12 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
+from gpt2viz.ui.links import draw_diagram
 
 SHOWS = ("blocks.{b}.mlp.pre", "blocks.{b}.mlp.post", "blocks.{b}.mlp.out")
 
 page = anatomy.header("block.mlp", SHOWS)
+draw_diagram("mlp", page.sel, "mlp", page.diagram)
 trace, b = page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
 plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it"))

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import plot, random_note, selection
-from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary
+from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap
 
 sel = selection()
 cfg = sel.config
@@ -18,6 +18,8 @@ if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
 
+st.subheader("Why a decode step is cheap")
+st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))
 st.subheader("This text in each mode")
 st.dataframe(mode_summary(sel), hide_index=True, width="stretch")
 st.subheader("Shapes side by side (block 0 shown; every block is the same)")

@@ -28,7 +28,8 @@ report = report_for(cfg)
 st.subheader(f"{size}: {report['total']:,} parameters" + "".join(f" · {v}" for v in cfg.variant()))
 st.markdown(f"`{report['formula']['symbolic']}`  \n= {report['formula']['calculation']} = **{report['total']:,}**")
 st.dataframe(component_rows(report), hide_index=True, width="stretch", height=520)
-leaves = [c for c in report["components"] if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
+leaves = [c for c in report["components"]
+          if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
 plot(plots.param_breakdown([c["title"] + (f" ×{c['instances']}" if c["instances"] > 1 else "") for c in leaves],
                            [c["total"] for c in leaves], f"{size}: where the parameters are"))
 st.download_button("Accounting table (CSV)", accounting_csv(report), file_name=f"{size}-parameters.csv",

@@ -12,11 +12,17 @@ SHOWS = ("embed.tok", "embed.pos", "embed.out")
 page = anatomy.header("embed", SHOWS)
 sel, trace = page.sel, page.trace
 q, _, offset = axis_tokens(trace)
-cols = st.columns(2)
-with cols[0]:
-    plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
-with cols[1]:
-    plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
+if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each
+    plot(plots.stacked_vectors([(f"wte row of {q[0]!r}", trace["embed.tok"][0, 0]),
+                                (f"wpe row {offset}", trace["embed.pos"][0]),
+                                ("x₀ = their sum", trace["embed.out"][0, 0])],
+                               f"The new token's embedding · position {offset}"))
+else:
+    cols = st.columns(2)
+    with cols[0]:
+        plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
+    with cols[1]:
+        plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
 st.markdown(f"**{len(sel.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
             "character that BPE split across tokens.")
 st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}

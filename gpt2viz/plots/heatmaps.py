@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from . import checks
 from .axes import (
+    DIVERGING,
     MARGIN_LEFT,
     SEQUENTIAL,
     category_axis,
@@ -78,14 +79,16 @@ def mask_cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dic
 
 
 def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, value_title: str,
-                   x_title: str = "block", y_title: str = "") -> go.Figure:
+                   x_title: str = "block", y_title: str = "", signed: bool = False) -> go.Figure:
     """A small labelled matrix [rows, cols] on the sequential scale, e.g. gradient norms per
-    component (rows) and block (columns); hover names the row, the column and the value."""
+    component (rows) and block (columns), or with `signed` on the diverging scale centred on 0
+    (an effect that can go either way); hover names the row, the column and the value."""
     z = checks.array(z, "z", "rows, cols")
     rows = checks.labels(row_labels, z.shape[0], "row_labels", f"z has {z.shape[0]} rows")
     cols = checks.labels(col_labels, z.shape[1], "col_labels", f"z has {z.shape[1]} columns")
     rows, cols = [escape(r) for r in rows], [escape(c) for c in cols]
-    trace = heatmap(z, cols, rows, "%{y} · %{x}<br>" + value_title + " %{z:.3g}", colorscale=colorscale(SEQUENTIAL),
+    scale = dict(colorscale=colorscale(DIVERGING), zmid=0) if signed else dict(colorscale=colorscale(SEQUENTIAL))
+    trace = heatmap(z, cols, rows, "%{y} · %{x}<br>" + value_title + " %{z:.3g}", **scale,
                     colorbar=dict(title=dict(text=value_title)))
     return figure([trace], figure_layout(title, height=clamp_height(150 + 28 * len(rows)),
                                          margin=default_margin(l=label_px(map(short, rows), MARGIN_LEFT)),

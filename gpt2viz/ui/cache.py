@@ -6,9 +6,11 @@ that determines the value (weights identity, token ids, mode, seed).
 
 import functools
 import hashlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, replace
+from fnmatch import fnmatch
 from pathlib import Path
 
 import streamlit as st
@@ -19,13 +21,17 @@ from ..demo_model import DEMO_PATH
 from ..derive import to_record
 from ..generation import Sampler
 from ..model import GPT2
-from ..modes import Generation, Mode, decode_vs_full, generate, greedy, run
+from ..modes import Generation, Mode, decode_vs_full, generate, greedy, last_keys, run
 from ..schema import concrete, owns_storage, recorded, text_dims
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
+from ..trace_cache import log as run_log
 from ..weights import find_hf_checkpoints, load_safetensors, random_model
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
+LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
+MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
+MAX_RUNS = 2  # runs computing at once: each uses every core (torch's threads); more only slow each other
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +100,12 @@ def cached_checkpoints():
 HEADROOM_SHARE = 4  # of the budget, kept for what is not a trace: pages being built, sessions' state
 
 
+def max_runs(env=os.environ) -> int:
+    """GPT2VIZ_MAX_RUNS (default 2): how many runs compute at once; the others wait their turn."""
+    n = env.get(MAX_RUNS_ENV, "")
+    return int(n) if n.isdigit() and int(n) > 0 else MAX_RUNS
+
+
 def budget_bytes(env=os.environ) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB (default 2 GiB): what the server may use beyond its runtime and weights."""
     mb = env.get(BUDGET_ENV)
@@ -104,9 +116,14 @@ def budget_bytes(env=os.environ) -> int:
 def trace_cache() -> TraceCache:
     """The traces and the runs computing them get all of the budget but a headroom of 1/4: under the
     load test, figures being built, Streamlit's per-session state and allocator slack took up to
-    ~150 MiB more at the kernel's high-water mark."""
+    ~150 MiB more at the kernel's high-water mark. At most `max_runs()` runs compute at once: in a
+    class, more runs in flight only reserved more of the budget, evicting the traces the students
+    came back for, and shared the cores between them."""
     budget = budget_bytes()
-    return TraceCache(budget - budget // HEADROOM_SHARE)
+    if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
+        run_log.addHandler(logging.StreamHandler())
+        run_log.setLevel(logging.INFO)
+    return TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs())
 
 
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget
@@ -151,19 +168,53 @@ def records_everything(weights: LoadedModel, n_tokens: int, mode: Mode, cache: T
     return full_trace_bytes(weights, n_tokens, mode) * FULL_TRACE_SHARE <= budget
 
 
+def is_weight_grad(name: str) -> bool:
+    """A parameter's gradient (grad.wte.weight, grad.h.0.attn.c_attn.weight, ...), not the stream's."""
+    return name.startswith("grad.") and not name.startswith("grad.blocks.")
+
+
+@functools.lru_cache(maxsize=256)
+def _all_but_weight_grads(cfg, n_tokens: int) -> tuple[tuple[str, ...], int]:
+    """Globs for every tensor of a training run except the parameters' gradients (the size of the
+    weights, whatever the text: 475 MiB on gpt2), and the bytes they take."""
+    sizes, owners = _tensor_bytes_of(cfg, n_tokens, Mode.TRAINING)
+    names = ("blocks.*", "grad.blocks.*") + tuple(n for n in sizes if not n.startswith(("blocks.", "grad.")))
+    return names, sum(sizes[name] for name in owners if not is_weight_grad(name))
+
+
+def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None,
+                   cache: TraceCache) -> tuple[str, ...] | None:
+    """What the run behind a page records: everything (None) while that fits, one trace for every
+    page; in training, everything but the parameters' gradients while that fits, one trace for every
+    page that shows none of them (all but the training page); else only the page's `needs`."""
+    if needs is None or records_everything(weights, n_tokens, mode, cache):
+        return None
+    if mode is Mode.TRAINING:
+        names, nbytes = _all_but_weight_grads(weights.model.config, n_tokens)
+        sizes = _tensor_bytes(weights, n_tokens, mode)
+        wants_grads = any(fnmatch(name, g) for name in sizes if is_weight_grad(name) for g in needs)
+        if not wants_grads and nbytes * FULL_TRACE_SHARE <= cache.budget:
+            return names
+    return tuple(needs)
+
+
 def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
               cache: TraceCache | None = None, dropout: bool = True) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
-    that (long texts on big models), only `needs` (names or globs) is recorded, per page.
-    `cache`: the trace cache, for callers outside a script run (a deferred download).
+    that (long texts on big models), only `needs` (names or globs) is recorded, per page (see
+    `recorded_names`), and such a page's trace is the first the cache evicts: in a class, the training
+    page's (the gradients weigh as much as the weights) would otherwise push out several students'
+    shared traces. `cache`: the trace cache, for callers outside a script run (a deferred download).
     `dropout`: False runs TRAINING with dropout off."""
     cache = trace_cache() if cache is None else cache
-    names = None if needs is None or records_everything(weights, len(ids), mode, cache) else tuple(needs)
+    names = recorded_names(weights, len(ids), mode, needs, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
+    all_but_grads = mode is Mode.TRAINING and names == _all_but_weight_grads(weights.model.config, len(ids))[0]
+    shared = names is None or all_but_grads
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
                                                  dropout=dropout),
-                                estimate=run_bytes(weights, len(ids), mode, names))
+                                estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared)
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")
@@ -178,8 +229,7 @@ def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, tempe
         temperature, top_k, seed = 0.0, None, 0
     choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
     key = ("generation", weights.key, ids, steps, temperature, top_k, seed)
-    n = len(ids) + steps  # the longest step's L
-    estimate = steps * run_bytes(weights, n, Mode.DECODE, GENERATION_NAMES)
+    estimate = steps * run_bytes(weights, last_keys(len(ids), steps), Mode.DECODE, GENERATION_NAMES)
     return trace_cache().get_or_compute(
         key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES), estimate)
 

@@ -1,6 +1,8 @@
 """Data for the modes page: the text in every mode, shapes side by side, cache growth."""
 
 from .. import costs
+from ..components import component_tree
+from ..config import GPT2Config
 from ..modes import Mode
 from ..schema import concrete, recorded, symbolic
 from .anatomy import run_values
@@ -31,11 +33,24 @@ def mode_shapes_table(sel: Selection) -> list[dict]:
         for name, axes, _ in recorded(cfg, mode):
             if name.startswith(("blocks.", "grad.")) and not name.startswith(("blocks.0.", "grad.blocks.0.")):
                 continue
-            if name.startswith("grad.h.") or name.startswith("grad.wte") or name.startswith("grad.wpe") \
-                    or name.startswith("grad.ln_f"):
+            if name.startswith(("grad.h.", "grad.wte", "grad.wpe", "grad.ln_f")):
                 continue
             row = table.setdefault(name, {"tensor": name, "symbolic": symbolic(axes)})
             row[MODE_LABELS[mode]] = str(concrete(axes, v))
     return [{k: row.get(k, "—") for k in ["tensor", "symbolic"] + [MODE_LABELS[m] for m in Mode]}
             for row in table.values()]
 
+
+def why_decode_is_cheap(cfg: GPT2Config, n: int) -> str:
+    """In words, with the figures of costs.decode_step_vs_full: one query against L cached keys."""
+    c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
+    ratio = c["full"].value / c["decode"].value
+    return (f"Decoding the last of these **{n:,}** tokens runs **one query**, the new token's, against **L = {n:,}** "
+            f"keys and values: {n - 1:,} read from the cache and its own. That step takes "
+            f"**{c['decode'].value:,} FLOPs**; a full pass over the same text takes **{c['full'].value:,}**, "
+            f"{ratio:,.1f} times as many. Every matrix multiply works on 1 row instead of {n:,}, and attention "
+            f"compares 1 query with {n:,} keys ({c['decode_attention'].value:,} FLOPs) instead of {n:,} queries with "
+            f"up to {n:,} keys ({c['full_attention'].value:,}). What the step reads instead is the cache: "
+            f"**{c['cache'].value:,} bytes** ({costs.human_bytes(c['cache'].value)}, fp32) of keys and values for the "
+            f"{n - 1:,} earlier positions, beside the {c['weights'].value:,} bytes "
+            f"({costs.human_bytes(c['weights'].value)}) of fp32 weights that both read.")

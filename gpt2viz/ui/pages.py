@@ -28,10 +28,11 @@ class PageRow:
 
 
 PAGES = (
+    PageRow("start", "Start here", ":material/flag:", "Start"),
     PageRow("overview", "Overview", ":material/map:", "The model", "model", 2),
-    PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 3),
-    PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 3),
-    PageRow("layernorm", "LayerNorm", ":material/straighten:", "The model", "block.ln1", 4,
+    PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 2),
+    PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 2),
+    PageRow("layernorm", "LayerNorm", ":material/straighten:", "The model", "block.ln1", 3,
             {"block.ln2": {"ln": "ln_2"}, "ln_f": {"ln": "ln_f"}}),
     PageRow("attention", "Attention", ":material/visibility:", "The model", "block.attn", 2),
     PageRow("merge", "Merge and project", ":material/merge:", "The model", "block.attn.merge", 3),
@@ -42,6 +43,8 @@ PAGES = (
     PageRow("generation", "Generation, step by step", ":material/play_arrow:", "Classroom", charts=3),
     PageRow("training", "Training internals", ":material/school:", "Classroom", charts=3),
     PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=1),
+    PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
+    PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
     PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
     PageRow("about", "About", ":material/info:", "Reference"),

@@ -1,0 +1,69 @@
+"""Debian's nginx in front of app replicas, from deploy/nginx.conf.template, on a free loopback port.
+
+Used by benchmarks/classroom.py and tests/test_st_protocol.py; nginx runs in the foreground as a
+child (never as a daemon), with its pid, logs and temporary files in a directory of its own.
+"""
+
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from streamlit_server import free_port
+
+NGINX = "/usr/sbin/nginx"
+TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf.template"
+
+
+def nginx_config(template: str, prefix: str, listen: str, servers: list[str]) -> str:
+    lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
+    return template.replace("@PREFIX@", prefix).replace("@LISTEN@", listen).replace("@SERVERS@", lines)
+
+
+class Proxy:
+    """Debian's nginx in the foreground, on a free loopback port, in front of `servers`."""
+
+    def __init__(self, servers: list[str]):
+        self.dir = tempfile.mkdtemp(prefix="gpt2viz-nginx-")
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        conf = Path(self.dir) / "nginx.conf"
+        conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"127.0.0.1:{self.port}", servers))
+        with open(Path(self.dir) / "stdout.log", "w") as out:  # nginx's messages before its error log opens
+            self.proc = subprocess.Popen([NGINX, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
+                                          "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        end = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(self.base + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError as e:
+                if self.proc.poll() is not None or time.monotonic() > end:
+                    why = self.error_log()
+                    self.stop()
+                    raise RuntimeError(f"nginx did not start: {why}") from e
+            time.sleep(0.1)
+
+    def error_log(self) -> str:
+        logs = [Path(self.dir) / name for name in ("error.log", "stdout.log")]
+        return " ".join(p.read_text(errors="replace")[-2000:] for p in logs if p.exists())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,232 @@
+"""A Streamlit session without a browser: the messages a browser sends, the replies timed.
+
+What Streamlit 1.67's frontend does, and this client does the same way (frontend/app/src/App.tsx
+`sendRerunBackMsg`, connection/WebsocketConnection.tsx; the minified copy in streamlit/static):
+
+- loads the page (an HTTP GET of the page's address, which also brings the proxy's cookies), then
+  opens `ws://host/_stcore/stream` with the subprotocols `["streamlit", <xsrf token or
+  "PLACEHOLDER_AUTH_TOKEN">, <the last session id, when reconnecting>]` and the page's Origin;
+- on the first connection sends `BackMsg.rerun_script` (a `ClientState`) with the query string
+  (without "?"), `page_name` taken from the path and an empty `page_script_hash` (it does not
+  know the pages yet), no widget states, and `context_info` (timezone, locale, url, colour scheme);
+- on a page link sends the page's `page_script_hash` (from the `navigation` ForwardMsg's
+  `app_pages`) with the query string it keeps.
+
+One difference: a browser also sends the widget states of the widgets still on screen; this client
+sends none, and the view's state travels in the query string (gpt2viz binds its controls to the
+URL, so both carry the same values). Nor does it report cached message hashes, like a first visit.
+
+A view is timed from the rerun request to the `script_finished` ForwardMsg; the `Exception`
+elements the run sent (`delta.new_element.exception`) are counted, and "page not found", a script
+that did not finish successfully, a closed socket or a timeout are errors.
+"""
+
+import asyncio
+import http.cookiejar
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.asyncio.client import connect
+
+STREAM_PATH = "/_stcore/stream"
+FINISHED = ForwardMsg.ScriptFinishedStatus
+SUBPROTOCOL = "streamlit"
+NO_TOKEN = "PLACEHOLDER_AUTH_TOKEN"  # what the frontend sends without an xsrf cookie
+
+
+class Disconnected(Exception):
+    """The websocket closed (the server or the proxy went away) or could not be opened."""
+
+
+@dataclass
+class ViewResult:
+    page: str  # url path of the page ("" for the default page)
+    query: str
+    seconds: float | None = None  # request → script_finished, when it finished
+    exceptions: list[str] = field(default_factory=list)  # type: message, of each Exception element
+    error: str | None = None  # not finished successfully: why
+    elements: int = 0  # new elements the run sent
+    h1: str | None = None  # the first title the run sent
+    boxes: dict[str, str] = field(default_factory=dict)  # label → value of the text areas and select boxes
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.exceptions
+
+
+class Session:
+    """One browser tab: a cookie jar, a websocket, the app's pages as the server announced them."""
+
+    def __init__(self, base: str, timezone: str = "UTC", locale: str = "en-US"):
+        self.base = base.rstrip("/")
+        self.cookies = http.cookiejar.CookieJar()
+        self._http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies),
+                                                 urllib.request.ProxyHandler({}))
+        self.context = {"timezone": timezone, "locale": locale, "color_scheme": "light"}
+        self.ws = None
+        self.session_id = ""  # the server's id for this session, sent back when reconnecting
+        self.page_hashes: dict[str, str] = {}  # url path → page_script_hash
+        self.current_hash = ""
+        self.replica: str | None = None  # which replica answered the websocket's handshake, behind nginx
+
+    # ------------------------------------------------------------------ connection
+    async def open(self, page: str = "", query: str = "", timeout: float = 30.0) -> None:
+        """Load the page over HTTP (cookies), then open the websocket."""
+        await asyncio.to_thread(self._get, self._address(page, query), timeout)
+        await self._connect(timeout)
+
+    async def reopen(self, timeout: float = 30.0) -> None:
+        """What the frontend does after losing the connection: ping `/_stcore/health`, then open a
+        new websocket offering the last session id (a server that does not know it starts a new one)."""
+        await asyncio.to_thread(self._get, self.base + "/_stcore/health", timeout)
+        await self._connect(timeout)
+
+    def _get(self, url: str, timeout: float) -> None:
+        try:
+            with self._http.open(url, timeout=timeout) as r:
+                r.read()
+        except OSError as e:
+            raise Disconnected(f"GET {urlsplit(url).path}: {e}") from e
+
+    async def _connect(self, timeout: float) -> None:
+        await self.close()
+        xsrf = next((c.value for c in self.cookies if c.name == "_streamlit_xsrf"), None)
+        protocols = [SUBPROTOCOL, xsrf or NO_TOKEN] + ([self.session_id] if self.session_id else [])
+        cookie = "; ".join(f"{c.name}={c.value}" for c in self.cookies)
+        ws_base = "ws" + self.base[len("http"):]
+        try:
+            self.ws = await connect(ws_base + STREAM_PATH, origin=self.base, subprotocols=protocols,
+                                    additional_headers={"Cookie": cookie} if cookie else None,
+                                    max_size=None, open_timeout=timeout, proxy=None)
+        except (TimeoutError, OSError, websockets.InvalidHandshake) as e:
+            raise Disconnected(f"websocket: {type(e).__name__}: {e}") from e
+        self.current_hash = ""  # a new connection starts like a first load: the page by name
+        tried = self.ws.response.headers.get("X-Gpt2viz-Replica", "")  # nginx's $upstream_addr: "a, b" after a retry
+        self.replica = tried.split(",")[-1].strip() or None
+
+    async def closed_within(self, seconds: float) -> bool:
+        """Wait up to `seconds` while the tab shows its page; True as soon as the websocket closes."""
+        if self.ws is None:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(self.ws.wait_closed()), seconds)
+            return True
+        except TimeoutError:
+            return False
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            ws, self.ws = self.ws, None
+            await ws.close()
+
+    # ------------------------------------------------------------------ views
+    async def view(self, page: str, query: str, timeout: float = 120.0) -> ViewResult:
+        """Ask for `page` (url path, "" for the default) with `query` (no "?"); wait for the run to
+        end. Raises Disconnected when the websocket closes meanwhile."""
+        if self.ws is None:
+            raise Disconnected("not connected")
+        result = ViewResult(page, query)
+        await self._drain()
+        t0 = time.perf_counter()
+        await self._send(self._rerun(page, query))
+        try:
+            async with asyncio.timeout(timeout):
+                while not await self._receive(result):
+                    pass
+        except TimeoutError:
+            result.error = f"no script_finished after {timeout:.0f} s"
+            return result
+        result.seconds = time.perf_counter() - t0
+        return result
+
+    def _rerun(self, page: str, query: str) -> BackMsg:
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = query
+        target = self.page_hashes.get(page)
+        if self.current_hash and target:  # a page link: the page by its hash
+            state.page_script_hash = target
+        else:  # a first load: the page by the name in its path
+            state.page_name = page
+        info = state.context_info
+        info.timezone, info.locale = self.context["timezone"], self.context["locale"]
+        info.color_scheme = self.context["color_scheme"]
+        info.timezone_offset = 0
+        info.url = self._address(page, query)
+        return msg
+
+    async def _send(self, msg: BackMsg) -> None:
+        try:
+            await self.ws.send(msg.SerializeToString())
+        except websockets.ConnectionClosed as e:
+            raise Disconnected(f"closed while sending ({e})") from e
+
+    async def _drain(self) -> None:
+        """Read what the server sent while the tab was idle (nothing, usually)."""
+        while True:
+            try:
+                data = await asyncio.wait_for(self.ws.recv(), 0.001)
+            except TimeoutError:
+                return
+            except websockets.ConnectionClosed as e:
+                raise Disconnected(f"closed while idle ({e})") from e
+            self._note(ForwardMsg.FromString(data), None)
+
+    async def _receive(self, result: ViewResult) -> bool:
+        """Read one ForwardMsg into `result`; True when the run has ended."""
+        try:
+            data = await self.ws.recv()
+        except websockets.ConnectionClosed as e:
+            raise Disconnected(f"closed during the run ({e})") from e
+        return self._note(ForwardMsg.FromString(data), result)
+
+    def _note(self, msg: ForwardMsg, result: ViewResult | None) -> bool:
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.session_id = msg.new_session.initialize.session_id or self.session_id
+            self.current_hash = msg.new_session.page_script_hash
+        elif kind == "navigation":
+            self._pages(msg.navigation.app_pages)
+            self.current_hash = msg.navigation.page_script_hash
+        elif kind == "session_event" or result is None:
+            pass
+        elif kind == "page_not_found":
+            result.error = f"page not found: {msg.page_not_found.page_name!r}"
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            result.elements += 1
+            self._element(msg.delta.new_element, result)
+        elif kind == "script_finished":
+            status = msg.script_finished
+            if status == FINISHED.FINISHED_EARLY_FOR_RERUN:
+                return False  # another rerun took over; its own script_finished follows
+            if status != FINISHED.FINISHED_SUCCESSFULLY:
+                result.error = f"script finished with {FINISHED.Name(status)}"
+            return True
+        return False
+
+    @staticmethod
+    def _element(element, result: ViewResult) -> None:
+        kind = element.WhichOneof("type")
+        if kind == "exception":
+            result.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:300])
+        elif kind == "heading" and element.heading.tag == "h1" and result.h1 is None:
+            result.h1 = element.heading.body
+        elif kind == "text_area":
+            box = element.text_area
+            result.boxes[box.label] = box.value if box.set_value else box.default
+        elif kind == "selectbox":
+            box = element.selectbox
+            shown = box.options[box.default] if 0 <= box.default < len(box.options) else ""
+            result.boxes[box.label] = box.raw_value if box.set_value else shown
+
+    def _pages(self, app_pages) -> None:
+        """st.navigation's pages: the default one is served at the root, url path "" """
+        self.page_hashes.update({p.url_pathname: p.page_script_hash for p in app_pages})
+
+    def _address(self, page: str, query: str) -> str:
+        return f"{self.base}/{page}" + (f"?{query}" if query else "")

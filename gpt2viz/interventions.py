@@ -1,0 +1,142 @@
+"""Interventions: change a recorded tensor during the forward pass, and let the rest of the model react.
+
+An `Intervention` names a recording point (`blocks.3.attn.z`), optionally a slice of it (one head,
+one position, one unit of the last axis such as a neuron of `mlp.post`, one batch row), and what
+replaces it: zeros, its mean over positions, or the same tensor from another run (activation
+patching). `InterveningRecorder` applies them where the model calls `x = rec(name, x)`: it returns
+the replaced tensor, which the model carries on with, and records the values after the
+intervention. The model needs no change, and a run without interventions uses the plain
+`Recorder`, so it pays nothing.
+
+Batched experiments (a sweep over every head) give each intervention a `row` of the batch: the run
+starts with one row and fans out to as many rows as the interventions name at the input of the
+first block they touch (`blocks.{b}.resid_pre`), so the blocks before it run once, not once a row.
+
+Axes follow the recording layouts: per-head tensors `[B, nh, T, ·]` (heads before positions), the
+others `[B, T, ·]`. Positions are absolute: in DECODE the cached positions were computed by the
+prefill and the new one sits at P.
+"""
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from .record import Recorder
+
+METHODS = ("zero", "mean", "patch")
+HEAD_MAJOR = ("attn.q", "attn.k", "attn.v", "attn.k_cache", "attn.v_cache", "attn.scores", "attn.pattern",
+              "attn.z")
+_BLOCK = re.compile(r"blocks\.(\d+)\.(.+)")
+
+
+def block_of(name: str) -> tuple[int | None, str]:
+    """(block, short name) of a recording name: ("blocks.3.attn.z") -> (3, "attn.z")."""
+    m = _BLOCK.fullmatch(name)
+    return (int(m.group(1)), m.group(2)) if m else (None, name)
+
+
+@dataclass(frozen=True, eq=False)
+class Intervention:
+    """Replace `name` (or a slice of it) by zeros, its mean over positions, or `source`."""
+    name: str  # a full recording name: blocks.3.attn.z, blocks.0.resid_pre, blocks.5.mlp.post
+    method: str = "zero"  # one of METHODS
+    head: int | None = None  # per-head tensors only: this head
+    position: int | None = None  # this absolute position
+    unit: int | None = None  # this index of the last axis (a neuron of mlp.post, a dimension of d)
+    row: int | None = None  # this batch row (None: every row)
+    source: torch.Tensor | None = None  # patch: the tensor at `name` in another run, every position
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if (self.method == "patch") != (self.source is not None):
+            raise ValueError("a patch needs a source tensor, and only a patch takes one")
+        if self.head is not None and block_of(self.name)[1] not in HEAD_MAJOR:
+            raise ValueError(f"{self.name} has no head axis; heads are in {', '.join(HEAD_MAJOR)}")
+
+    @property
+    def key(self) -> tuple:
+        """Everything but the source tensor (callers key patches by the source run)."""
+        return (self.name, self.method, self.head, self.position, self.unit, self.row)
+
+    @property
+    def position_axis(self) -> int:
+        return 2 if block_of(self.name)[1] in HEAD_MAJOR else 1
+
+    def apply(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x with the intervention made, as a new tensor (x itself is never written). `offset`: the
+        absolute position of x's first position (P in decode)."""
+        pos, T = self.position_axis, x.shape[self.position_axis]
+        if self.row is not None and self.row >= x.shape[0]:
+            raise ValueError(f"{self.name}: row {self.row} of a batch of {x.shape[0]}")
+        index = [slice(None)] * x.ndim
+        if self.row is not None:
+            index[0] = slice(self.row, self.row + 1)
+        if self.head is not None:
+            index[1] = slice(self.head, self.head + 1)
+        if self.position is not None:
+            p = self.position - offset
+            if not 0 <= p < T:
+                return x  # the position is not computed in this call (decode: cached, or still to come)
+            index[pos] = slice(p, p + 1)
+        if self.unit is not None:
+            index[-1] = slice(self.unit, self.unit + 1)
+        index = tuple(index)
+        if self.method == "zero":
+            value = 0.0
+        elif self.method == "mean":
+            value = x.mean(dim=pos, keepdim=True).expand_as(x)[index]  # the mean over this run's positions
+        else:
+            source = self.source.narrow(pos, offset, T)  # the positions of this call
+            value = source.expand(x.shape[0], *source.shape[1:])[index] if source.shape[0] == 1 else source[index]
+        out = x.clone()
+        out[index] = value
+        return out
+
+
+class InterveningRecorder(Recorder):
+    """A Recorder that first applies the interventions of each name it is called with.
+
+    offset: the absolute position of the first position of this call. With row-specific
+    interventions, a batch of one fans out to as many rows as they name, at the input of the first
+    block they touch.
+    """
+
+    def __init__(self, interventions, names=None, offset: int = 0):
+        super().__init__(names)
+        self.offset = offset
+        self._by_name: dict[str, list[Intervention]] = {}
+        for iv in interventions:
+            self._by_name.setdefault(iv.name, []).append(iv)
+        rows = [iv for iv in interventions if iv.row is not None]
+        self.rows = 1 + max((iv.row for iv in rows), default=0)
+        first = min((block_of(iv.name)[0] or 0 for iv in rows), default=0)
+        self._fan_out = f"blocks.{first}.resid_pre" if rows else None
+        self.intervened: list[str] = []
+
+    def changes(self, name: str) -> bool:
+        return name in self._by_name
+
+    def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        if name == self._fan_out and x.shape[0] == 1:
+            x = x.expand(self.rows, *x.shape[1:])  # [rows, T, d]: the same input in every row
+        todo = self._by_name.get(name)
+        if todo:
+            for iv in todo:
+                x = iv.apply(x, self.offset)
+            self.intervened.append(name)
+        return super().__call__(name, x)
+
+
+def check_reached(interventions, intervened) -> None:
+    """Raise if an intervention's name never came through the recorder (not a recording point of
+    this run, e.g. attn.k_cache in FULL): it would otherwise change nothing, silently."""
+    missed = sorted({iv.name for iv in interventions} - set(intervened))
+    if missed:
+        raise ValueError(f"no recording point {', '.join(missed)} in this run: nothing was changed there")
+
+
+def recorder(names=None, interventions=(), offset: int = 0) -> Recorder:
+    """The plain Recorder when there is nothing to change; else an InterveningRecorder."""
+    return InterveningRecorder(interventions, names, offset) if interventions else Recorder(names)

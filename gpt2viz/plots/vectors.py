@@ -1,0 +1,80 @@
+"""Figures of one position's vectors: where a plot per position would be one bar (decode computes a
+single position), show that position's d values instead.
+
+- `stacked_vectors`: several d-vectors of one position, one row each, on a shared feature axis
+  (the stream before and after a block's updates; a token's wte and wpe rows and their sum);
+- `layernorm_stages`: one position's vector as it enters a LayerNorm, centred, scaled, and with
+  gain and bias applied;
+- `heads_merged`: the nh heads' outputs z [nh, dh] side by side, and the merged vector [d] they
+  become, coloured by the head each stretch of it came from.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .axes import BLUE, ORANGE, SEQUENTIAL, escape, value_axis, with_layout
+from .checks import array
+
+ROW_PX = 125  # height of one vector's row
+
+
+def _bars(v: np.ndarray, colors=BLUE, name: str = "") -> go.Bar:
+    return go.Bar(x=np.arange(v.size), y=v, marker={"color": colors, "line": {"width": 0}}, showlegend=False,
+                  hovertemplate="feature %{x}<br>" + escape(name) + " = %{y:.4g}<extra></extra>")
+
+
+def stacked_vectors(rows: Sequence[tuple[str, object]], title: str, x_title: str = "feature i (of d)") -> go.Figure:
+    """One bar chart per (label, vector [d]) row, top to bottom, sharing the feature axis."""
+    if not rows:
+        raise ValueError("rows is empty: give at least one (label, vector)")
+    vectors = [array(v, f"rows[{i}] ({label!r})", "d") for i, (label, v) in enumerate(rows)]
+    d = vectors[0].size
+    for i, v in enumerate(vectors):
+        if v.size != d:
+            raise ValueError(f"rows[{i}] has {v.size} values, rows[0] has {d}: every vector must be [d]")
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.22 / len(rows),
+                        subplot_titles=[escape(label) for label, _ in rows])
+    for i, ((label, _), v) in enumerate(zip(rows, vectors), 1):
+        fig.add_trace(_bars(v, name=label), row=i, col=1)
+    fig.update_xaxes(title_text=x_title, row=len(rows), col=1)
+    fig.update_annotations(font_size=12, x=0, xanchor="left")
+    return with_layout(fig, title, height=min(900, 90 + ROW_PX * len(rows)), bargap=0)
+
+
+def layernorm_stages(x, normalized, out, eps: float, title: str) -> go.Figure:
+    """x [d] as it enters, centred (x − μ), scaled ((x − μ)/√(σ² + ε), as recorded) and out
+    (g ⊙ scaled + b, as recorded), with μ, σ² and each stage's spread in the row titles."""
+    x = array(x, "x", "d")
+    mu, var = float(x.mean()), float(x.var())
+    rows = [(f"entering: x   (μ = {mu:.3g}, σ² = {var:.3g})", x),
+            (f"centred: x − μ   (mean 0, σ² = {var:.3g})", x - mu),
+            (f"scaled: (x − μ) / √(σ² + ε), ε = {eps:g}   (mean 0, variance ≈ 1)", normalized),
+            ("out: g ⊙ scaled + b   (the learned gain and bias)", out)]
+    return stacked_vectors(rows, title)
+
+
+def heads_merged(z, merged, title: str) -> go.Figure:
+    """z [nh, dh] (each head's output for one position) as nh rows, above the merged vector [d]
+    whose stretch h·dh … (h+1)·dh − 1 is head h's row, coloured by head."""
+    z = array(z, "z", "nh, dh")
+    merged = array(merged, "merged", "d")
+    nh, dh = z.shape
+    if merged.size != nh * dh:
+        raise ValueError(f"merged has {merged.size} values but z is [{nh}, {dh}]: merged must be [nh · dh]")
+    titles = [f"z: the {nh} heads' outputs side by side, [nh, dh] = [{nh}, {dh}] (columns: feature within the head)",
+              f"merge(H): the same values in one row of d = {nh * dh}, head by head"]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.16, subplot_titles=titles)
+    fig.add_trace(go.Heatmap(z=z, x=np.arange(dh), y=[f"h{h}" for h in range(nh)], colorscale=SEQUENTIAL,
+                             colorbar={"title": {"text": "z"}, "len": 0.55, "y": 1, "yanchor": "top"},
+                             hovertemplate="head %{y} · feature %{x}<br>z = %{z:.4g}<extra></extra>"), row=1, col=1)
+    colors = [BLUE if (i // dh) % 2 == 0 else ORANGE for i in range(merged.size)]
+    fig.add_trace(_bars(merged, colors, "merged"), row=2, col=1)
+    heads = [f"h{h}" for h in range(nh)]
+    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=heads, ticktext=heads, row=1, col=1)
+    fig.update_xaxes(title_text=f"feature of the merged vector (head h covers h·{dh} … h·{dh} + {dh - 1})",
+                     row=2, col=1)
+    fig.update_annotations(font_size=12, x=0, xanchor="left")
+    return with_layout(fig, title, height=max(360, 200 + 18 * nh), bargap=0, yaxis2=value_axis("value"))

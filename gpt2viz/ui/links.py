@@ -1,0 +1,57 @@
+"""Links that keep the view: the selection's URL values carried to another page, in the same tab.
+
+Streamlit opens a Markdown link in a new tab, so these are HTML anchors with target="_self" (for
+st.markdown with unsafe_allow_html): the page reloads with the same text, weights, mode, block and
+head, because those live in the URL. The drawn diagrams' boxes are such links too.
+"""
+
+from html import escape
+
+import streamlit as st
+
+from .. import diagram, tour
+from .anatomy import cat_of, run_values
+from .pages import BY_URL, DEFAULT, home
+from .state import Selection, link_params
+
+
+def view_href(url: str, **override) -> str:
+    """The address of page `url` with this selection's query string (`override` replaces values)."""
+    return diagram.page_href(url, {**link_params(), **override}, DEFAULT)
+
+
+def anchor(label: str, url: str, **override) -> str:
+    """An HTML link to page `url` that keeps the selection and the tab."""
+    return f'<a href="{escape(view_href(url, **override))}" target="_self">{escape(label)}</a>'
+
+
+def diagram_links(sel: Selection, current: str) -> diagram.Links:
+    """Where the diagrams' boxes go: each component's page from the registry, with the values that
+    select it there (LayerNorm 2: ln=ln_2), dropout to Training; every link keeps the selection."""
+    cat = cat_of(sel)
+    parents = {c.id: c.parent for c in cat}
+    homes = {c.id: home(c.id, parents) for c in cat}
+    return diagram.Links({cid: row.url for cid, (row, _) in homes.items()} | {"dropout": "training"},
+                         link_params(), current=current, default=DEFAULT,
+                         selects={cid: params for cid, (_, params) in homes.items() if params})
+
+
+def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
+    """One of diagram.py's drawings (overview, block, attention, mlp) of this selection: the run's
+    shapes in its mode, every box a link that keeps the selection, the current page's boxes lit."""
+    extra = {"head": sel.head} if kind == "attention" else {}
+    svg = getattr(diagram, kind)(cat_of(sel), sel.mode, run_values(sel, sel.mode), diagram_links(sel, current),
+                                 **extra)
+    container.markdown(svg, unsafe_allow_html=True)
+
+
+def tour_next(url: str) -> None:
+    """On a page the tour visits: its place in the tour and a link to the next stop, keeping the view."""
+    i = tour.stop(url or DEFAULT)
+    if i is None:
+        return
+    nxt = tour.TOUR[i + 1][0] if i + 1 < len(tour.TOUR) else None
+    parts = [anchor("Start here", "start") + f" · stop {i + 1} of {len(tour.TOUR)}"]
+    if nxt:
+        parts.append("next: " + anchor(f"{BY_URL[nxt].title} →", nxt))
+    st.caption(" · ".join(parts), unsafe_allow_html=True)

@@ -1,0 +1,268 @@
+"""The "What if" and "Compare and patch" pages' logic: their controls (bound to the URL), the cached
+knock-outs, sweeps and patchings (in the trace cache, within its budget), and the sections they draw.
+
+Every run here is a FULL run of the whole text, whatever the sidebar's mode: a knock-out changes
+what every later position computes, and the mean over positions needs them all.
+"""
+
+from dataclasses import dataclass
+
+import streamlit as st
+import torch
+
+from .. import plots
+from ..schema import Mode
+from ..tokenizer import TextError, encode, readable
+from ..trace import Trace
+from ..whatif import (
+    Patching,
+    Target,
+    changed_most,
+    default_answers,
+    knockout,
+    log_probs,
+    loss_per_position,
+    patch,
+    sweep,
+)
+from .anatomy import plot
+from .cache import get_trace, records_everything, run_bytes, trace_cache
+from .state import Selection, number
+from .text import code_span
+
+# bound widgets put the option they show into the URL, so options are shown as their URL values
+PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
+METHODS = {"zero": "zero", "mean": "mean over positions"}
+DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"
+MAX_PATCH_TOKENS = 64  # patching every (block, position) takes n_layer x T runs
+SWEEP_SHARE = 4  # a sweep's batch may hold at most 1/4 of the trace budget
+TOP_K = 10
+
+RANDOM_WEIGHTS_NOTE = (
+    "**Random weights: these effects are noise.** Nothing here has learned anything, so no part matters "
+    "more than another for a reason. With trained weights (a GPT-2 checkpoint, or the small demo model "
+    "trained for this project, under *Weights*) a few parts carry most of a prediction: on a repeated "
+    "sequence, the induction heads and the previous-token heads that feed them; knocking them out or "
+    "patching them moves it a lot, while most heads hardly matter.")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A sweep's result, cached in the trace cache (which needs nbytes)."""
+    values: torch.Tensor  # [n_layer, nh] or [n_layer, 1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.numel() * 4
+
+
+# ---------------------------------------------------------------------------- controls
+def stop_without_text(sel: Selection, error_b: str | None = None) -> None:
+    """Say why there is nothing to run (an empty text A or B), and stop the page; then the weights note."""
+    if sel.text_error or error_b:
+        st.warning(sel.text_error or f"Text B: {error_b}", icon=":material/edit:")
+        st.stop()
+    if sel.weights.random:
+        st.info(RANDOM_WEIGHTS_NOTE, icon=":material/casino:")
+
+
+def target_controls(sel: Selection) -> tuple[Target, str]:
+    """Part and method (and neuron) pickers, URL-bound; block and head come from the sidebar."""
+    cols = st.columns([3, 2, 2])
+    part = PARTS[cols[0].radio("Knock out", list(PARTS), horizontal=True, key="part", bind="query-params",
+                               help="head: one head's output · attention: the block's whole attention update · "
+                                    "MLP: the block's MLP update · neuron: one MLP neuron")]
+    method = cols[1].radio("Replace by", list(METHODS), horizontal=True, key="method", bind="query-params",
+                           help="zero, or the mean over the text's positions")
+    index = sel.head
+    if part == "neuron":
+        index = number(cols[2], "Neuron", 0, sel.config.d_mlp - 1, 0, key="neuron")
+    return Target(sel.block, part, index), method
+
+
+def what_is_replaced(target: Target, method: str, T: int) -> str:
+    where = {"head": f"head {target.index}'s slice of {code_span(target.name)} (its output before W_O, "
+                     "every position)",
+             "attn": f"{code_span(target.name)}, the update Δattn the attention adds to the stream",
+             "mlp": f"{code_span(target.name)}, the update Δmlp the MLP adds to the stream",
+             "neuron": f"neuron {target.index} of {code_span(target.name)} (after the GELU), every position"}
+    how = ("zeros" if method == "zero" else
+           f"its mean over this text's {T} positions (the same vector at every position; positions are "
+           "averaged over the whole text, later ones included)")
+    return f"Replaces {where[target.part]} by {how}. The sidebar's block and head choose where."
+
+
+def text_b_box() -> str:
+    return st.text_area("Text B", value=DEFAULT_TEXT_B, max_chars=20_000, height=80, key="text_b",
+                        bind="query-params", help="The sidebar's text is A. Patching needs A and B of equal length.")
+
+
+def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], str | None]:
+    try:
+        return tuple(encode(text)[:n_positions]), None
+    except TextError as e:
+        return (), str(e)
+
+
+# ---------------------------------------------------------------------------- cached runs
+# what the pages read when a full recording would not fit the budget (long texts on big models)
+NEEDS = ("blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "blocks.*.attn.pattern", "logits")
+
+
+def _names(sel: Selection, n_tokens: int) -> tuple[str, ...] | None:
+    return None if records_everything(sel.weights, n_tokens, Mode.FULL) else NEEDS
+
+
+def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
+    return get_trace(sel.weights, sel.ids if ids is None else ids, Mode.FULL, sel.weights.seed, NEEDS)
+
+
+def knocked_trace(sel: Selection, target: Target, method: str) -> Trace:
+    names = _names(sel, len(sel.ids))
+    key = ("knockout", sel.weights.key, sel.ids, target, method, names)
+    return trace_cache().get_or_compute(
+        key, lambda: knockout(sel.weights.model, list(sel.ids), target, method, names=names),
+        estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
+
+
+def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
+    """How many rows a batched run may have: at most `most`, within 1/SWEEP_SHARE of the budget."""
+    per_row = run_bytes(sel.weights, n_tokens, Mode.FULL, ("logits",))
+    return max(1, min(most, trace_cache().budget // SWEEP_SHARE // per_row))
+
+
+def _progress(label: str):
+    bar = st.progress(0.0, text=label)
+    return lambda done, total: bar.progress(done / total, text=f"{label}: {done} of {total} runs")
+
+
+def sweep_grid(sel: Selection, part: str, method: str, token: int) -> Grid:
+    cfg = sel.config
+    batch = rows_per_run(sel, len(sel.ids), cfg.n_head)
+    key = ("sweep", sel.weights.key, sel.ids, part, method, token)
+    n = cfg.n_layer * (cfg.n_head if part == "head" else 1)
+
+    def compute():
+        values = sweep(sel.weights.model, list(sel.ids), part, method, token, batch,
+                       _progress(f"Knocking out {n} {'heads' if part == 'head' else 'MLPs'} one at a time"))
+        return Grid(values)
+    return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
+                                                                                  Mode.FULL, ("logits",)))
+
+
+def patching(sel: Selection, ids_b: tuple[int, ...]) -> Patching:
+    batch = rows_per_run(sel, len(ids_b), max(sel.config.n_head, len(ids_b)))
+    key = ("patch", sel.weights.key, sel.ids, ids_b)
+    return trace_cache().get_or_compute(
+        key, lambda: patch(sel.weights.model, sel.ids, ids_b, batch=batch, progress=_progress("Patching A into B")),
+        estimate=batch * run_bytes(sel.weights, len(ids_b), Mode.FULL, ("logits",)))
+
+
+def requested(key: tuple, pressed: bool) -> bool:
+    """True once the button for `key` was pressed in this session (the result is then cached)."""
+    done = st.session_state.setdefault("_whatif_requested", set())
+    if pressed:
+        done.add(key)
+    return key in done
+
+
+# ---------------------------------------------------------------------------- sections
+def top_tokens(trace: Trace, k: int = TOP_K) -> tuple[list[float], list[str], list[int]]:
+    top = log_probs(trace).exp().topk(k)
+    return top.values.tolist(), [readable(int(i)) for i in top.indices], top.indices.tolist()
+
+
+def before_after(clean: Trace, knocked: Trace, label: str) -> None:
+    """Next-token probabilities side by side, the top token's change, the loss per position."""
+    cols = st.columns(2)
+    probs, labels, ids = top_tokens(clean)
+    with cols[0]:
+        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"))
+    with cols[1]:
+        after = log_probs(knocked).exp()
+        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"))
+    top = ids[0]
+    new_top = int(after.argmax())
+    cols = st.columns(3)
+    cols[0].metric(f"p({readable(top)!r})", f"{after[top]:.4g}", f"{float(after[top]) - probs[0]:+.3g}")
+    cols[1].metric("Top token after", repr(readable(new_top)), "unchanged" if new_top == top else "changed",
+                   delta_color="off")
+    if len(clean.token_ids) > 1:
+        loss_b, loss_a = loss_per_position(clean), loss_per_position(knocked)  # [T-1]
+        cols[2].metric("Mean next-token loss", f"{float(loss_a.mean()):.4f}", f"{float((loss_a - loss_b).mean()):+.4f}",
+                       delta_color="inverse")
+        plot(plots.position_values(loss_a - loss_b, list(clean.tokens[1:]),
+                                   "Change in loss at each position (after − before; up = worse)",
+                                   "Δ cross-entropy (nats)", offset=1))
+
+
+def changed_table(clean: Trace, knocked: Trace) -> None:
+    st.caption("The knocked-out run's trace records the values after the change, and that it changed "
+               + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
+               "bit for bit; below, the tensors after it that moved most.")
+    rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
+            for name, c in changed_most(clean, knocked)]
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
+    cfg = sel.config
+    ids = top_tokens(clean)[2]
+    shown = [readable(i) for i in ids]
+    token = ids[shown.index(st.selectbox("Token to track", shown, key="track", bind="query-params",
+                                         help="one of the 10 most likely next tokens before any knock-out"))]
+    st.caption(f"Each cell: log p({readable(token)!r}) at the last position with that one part knocked out "
+               f"({METHODS[method]}), minus the same without any knock-out. Orange: the part helped this token.")
+    cols = st.columns(2)
+    heads = cols[0].button(f"Sweep every head ({cfg.n_layer} × {cfg.n_head} runs)", key="sweep_heads")
+    mlps = cols[1].button(f"Sweep every MLP ({cfg.n_layer} runs)", key="sweep_mlps")
+    for part, pressed in (("head", heads), ("mlp", mlps)):
+        if requested(("sweep", sel.weights.key, sel.ids, part, method, token), pressed):
+            grid = sweep_grid(sel, part, method, token).values
+            cols_ = [f"head {h}" for h in range(cfg.n_head)] if part == "head" else ["MLP"]
+            plot(plots.matrix_heatmap(grid, [f"block {b}" for b in range(cfg.n_layer)], cols_,
+                                      f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "
+                                      "knocked out", "Δ log p", x_title="head" if part == "head" else "",
+                                      y_title="block", signed=True))
+
+
+def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
+    """The chosen head's pattern and the next-token prediction of A and B, in two columns."""
+    for col, trace, name in zip(st.columns(2), (a, b), ("A", "B")):
+        with col:
+            tokens = list(trace.tokens)
+            plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], tokens, tokens,
+                                         f"{name}: block {sel.block} head {sel.head}"))
+            probs, labels, _ = top_tokens(trace)
+            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"))
+
+
+def patching_section(sel: Selection, a: Trace, b: Trace) -> None:
+    answers = default_answers(a["logits"][0, -1], b["logits"][0, -1])
+    ta, tb = (code_span(readable(t)) for t in answers)
+    against = ("B's best other token (both texts' top token is the same)"
+               if answers[1] != int(b["logits"][0, -1].argmax()) else "B's top token")
+    st.markdown(f"Metric: the logit difference m = logit({ta}) − logit({tb}) at the last position (A's top next "
+                f"token against {against}). Each cell runs B with one activation taken from A's run and shows the "
+                "**restored fraction** (m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's "
+                "margin is back in full.")
+    if len(b.token_ids) > MAX_PATCH_TOKENS:
+        st.warning(f"Patching every (block, position) takes {sel.config.n_layer} × {len(b.token_ids)} runs; this "
+                   f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")
+        return
+    pressed = st.button(f"Patch A into B ({sel.config.n_layer} × {len(sel.ids)} positions, then "
+                        f"{sel.config.n_layer} × {sel.config.n_head} heads)", key="run_patch")
+    if not requested(("patch", sel.weights.key, sel.ids, b.token_ids), pressed):
+        return
+    p = patching(sel, b.token_ids)
+    st.caption(f"m_A = {p.clean_diff:.4g} · m_B = {p.corrupt_diff:.4g}")
+    if p.clean_diff == p.corrupt_diff:
+        st.warning("A and B give this answer pair the same margin: there is nothing to restore.")
+        return
+    blocks = [f"block {i}" for i in range(sel.config.n_layer)]
+    positions = [f"{i}·{t}" for i, t in enumerate(b.tokens)]
+    plot(plots.matrix_heatmap(p.resid, blocks, positions, "Patching resid_pre at (block, position) from A into B",
+                              "restored", x_title="position·token of B", y_title="block", signed=True))
+    plot(plots.matrix_heatmap(p.heads, blocks, [f"head {h}" for h in range(sel.config.n_head)],
+                              "Patching one head's attn.z (every position) from A into B", "restored",
+                              x_title="head", y_title="block", signed=True))

@@ -1,0 +1,122 @@
+"""The "What if" and "Compare and patch" pages through AppTest (as tests/test_app.py drives the
+others): deep links, the sweep and patch buttons, the honest notes, and bad input said plainly."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.config import get_config
+from gpt2viz.modes import run
+from gpt2viz.tokenizer import encode
+from gpt2viz.weights import random_model
+from gpt2viz.whatif import Target, knockout, log_probs
+
+
+def open_page(file: str, **params) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=180)
+    for key, value in {"model": "tiny", **params}.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page(f"views/{file}")
+    return at.run()
+
+
+def specs(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def heatmap_z(spec: dict) -> np.ndarray:
+    z = spec["data"][0]["z"]  # plotly's binary form: base64 of the float32 values, and their shape
+    shape = [int(n) for n in z["shape"].split(",")]
+    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+
+
+def text_of(at) -> str:
+    return " ".join(e.value for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind))
+
+
+def test_whatif_deep_link_sets_target_and_method():
+    at = open_page("whatif.py", block=1, head=3, part="head", method="mean")
+    assert not at.exception
+    assert at.radio(key="part").value == "head" and at.radio(key="method").value == "mean"
+    shown = text_of(at)
+    assert "head 3's slice of" in shown and "blocks.1.attn.z" in shown and "mean over this text's" in shown
+    assert "that it changed `blocks.1.attn.z`" in shown
+    assert "Random weights: these effects are noise" in shown and "trained weights" in shown
+    titles = [s["layout"]["title"]["text"] for s in specs(at)]
+    assert any("After knocking out head 1.3" in t for t in titles)
+
+
+def test_whatif_after_chart_is_the_knockout():
+    at = open_page("whatif.py", block=0, head=2, part="head", method="zero")
+    after = next(s for s in specs(at) if s["layout"]["title"]["text"].startswith("After"))
+    model = random_model(get_config("tiny"), 0)
+    ids = encode("The quick brown fox jumps over the lazy dog because")
+    want = log_probs(knockout(model, ids, Target(0, "head", 2), "zero")).exp()
+    clean_top = log_probs(run(model, ids)).exp().topk(10).indices
+    assert torch.allclose(torch.tensor(after["data"][0]["x"]), want[clean_top], atol=1e-6)
+
+
+def test_sweep_button_draws_the_block_by_head_map():
+    at = open_page("whatif.py", part="mlp")
+    n = len(specs(at))
+    at.button(key="sweep_heads").click().run()
+    assert not at.exception
+    maps = [s for s in specs(at) if s["data"][0]["type"] == "heatmap"]
+    assert len(specs(at)) == n + 1 and len(maps) == 1
+    z = heatmap_z(maps[0])
+    assert z.shape == (2, 4)  # tiny: 2 blocks x 4 heads
+    model = random_model(get_config("tiny"), 0)
+    ids = encode("The quick brown fox jumps over the lazy dog because")
+    clean = log_probs(run(model, ids))
+    token = int(clean.argmax())  # the token tracked by default: the top one
+    single = log_probs(knockout(model, ids, Target(1, "head", 2), "zero"))[token] - clean[token]
+    assert abs(float(z[1, 2]) - float(single)) < 1e-4
+
+
+def test_patch_page_patches_on_request():
+    at = open_page("patch.py", text="Mary gave John a", text_b="John gave Mary a", block=1, head=1)
+    assert not at.exception
+    assert at.text_area(key="text_b").value == "John gave Mary a"
+    n = len(specs(at))
+    assert n == 4  # two patterns, two predictions
+    at.button(key="run_patch").click().run()
+    assert not at.exception
+    maps = [s for s in specs(at)[n:] if s["data"][0]["type"] == "heatmap"]
+    assert len(maps) == 2
+    assert heatmap_z(maps[0]).shape == (2, 4)  # blocks x positions
+    assert heatmap_z(maps[1]).shape == (2, 4)  # blocks x heads
+
+
+def test_patch_page_says_when_lengths_differ():
+    at = open_page("patch.py", text="Mary gave John a drink", text_b="John gave")
+    assert not at.exception
+    assert "A has 5 tokens and B has 2" in text_of(at)
+    assert not at.get("button") or all(b.key != "run_patch" for b in at.get("button"))
+
+
+def test_patch_page_empty_text_b_is_said():
+    at = open_page("patch.py", text_b=" ")
+    assert not at.exception and "Text B" in text_of(at)
+
+
+def test_patch_page_bounds_the_number_of_runs():
+    long = " ".join(["word"] * 70)
+    at = open_page("patch.py", text=long, text_b=long)
+    assert not at.exception
+    assert "patches texts of up to 64 tokens" in text_of(at)
+    assert all(b.key != "run_patch" for b in at.get("button"))
+
+
+@pytest.mark.parametrize("part,name", [("attention", "blocks.1.attn.out"), ("MLP", "blocks.1.mlp.out"),
+                                       ("neuron", "blocks.1.mlp.post")])
+def test_whatif_knocks_out_each_part(part, name):
+    at = open_page("whatif.py", block=1, part=part, neuron=7)
+    assert not at.exception
+    shown = text_of(at)
+    assert f"that it changed `{name}`" in shown
+    assert part != "neuron" or "neuron 7 of" in shown

@@ -1,0 +1,26 @@
+"""Compare and patch: two texts side by side, and activation patching from text A into text B."""
+
+import streamlit as st
+
+from gpt2viz.ui import whatif_view as wv
+from gpt2viz.ui.anatomy import selection
+
+sel = selection()
+st.title("Compare and patch")
+st.markdown("Text A is the sidebar's text; text B is below. Run both, compare what the chosen head attends to "
+            "and what each predicts, then move one piece of A's computation into B's run at a time "
+            "(**activation patching**) to find where the difference between their answers is carried.")
+text_b = wv.text_b_box()
+ids_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
+wv.stop_without_text(sel, error_b)
+a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
+wv.side_by_side(sel, a, b)
+st.subheader("Activation patching: A into B")
+st.caption("With trained weights, try A = a few random words repeated twice, and B = the same with one word of "
+           "the repeat changed: the restored fraction lights up the induction heads that copy the earlier token.")
+if len(sel.ids) != len(ids_b):
+    st.warning(f"A has {len(sel.ids)} tokens and B has {len(ids_b)}: patching takes each position of A into the "
+               "same position of B, so it needs texts of equal length in tokens. Change one word for another "
+               "of one token.", icon=":material/straighten:")
+    st.stop()
+wv.patching_section(sel, a, b)

@@ -1,0 +1,23 @@
+"""What if: knock out a head, a block's attention, its MLP or one neuron, and watch the prediction move."""
+
+import streamlit as st
+
+from gpt2viz.ui import whatif_view as wv
+from gpt2viz.ui.anatomy import selection
+
+sel = selection()
+st.title("What if: knock a part out")
+st.markdown("Replace one part's output by zero, or by its average over the text, run the rest of the model on "
+            "as usual, and compare the prediction with the untouched run. A part whose removal changes the "
+            "prediction was doing something for it.")
+wv.stop_without_text(sel)
+target, method = wv.target_controls(sel)
+st.caption(wv.what_is_replaced(target, method, len(sel.ids)) + " Runs the whole text (full mode).")
+clean = wv.clean_trace(sel)
+with st.spinner(f"Running with {target.label} knocked out…"):
+    knocked = wv.knocked_trace(sel, target, method)
+wv.before_after(clean, knocked, target.label)
+st.subheader("Which later tensors changed most")
+wv.changed_table(clean, knocked)
+st.subheader("Every part, one at a time")
+wv.sweep_section(sel, clean, method)

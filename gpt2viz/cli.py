@@ -12,7 +12,7 @@ from safetensors import SafetensorError
 from . import costs
 from .components import component_tree
 from .config import PRESETS, GPT2Config, custom_config, get_config
-from .schema import Mode, concrete, dims, recorded, recorded_names, run_dims, symbolic
+from .schema import Mode, concrete, dims, recorded, recorded_names, run_dims, stored, symbolic
 
 
 class UsageError(Exception):
@@ -148,9 +148,9 @@ def shapes_report(model: str | GPT2Config, mode, B: int = 1, T: int | None = Non
     tensors = [{"name": name, "symbolic": symbolic(axes), "shape": concrete(axes, values), "dtype": dtype}
                for name, axes, dtype in recorded(cfg, mode, dropout)]
     variant = "".join(f" {v}" for v in cfg.variant())
+    held = [(concrete(axes, values), dtype) for _, axes, dtype in stored(cfg, mode, run["P"], dropout)]
     return {"model": cfg.name, "mode": mode.value, **run, "symbols": values, "variant": variant, "tensors": tensors,
-            "costs": costs.mode_costs(cfg, mode, run, [(t["shape"], t["dtype"]) for t in tensors],
-                                      component_tree(cfg).root.total)}
+            "costs": costs.mode_costs(cfg, mode, run, held, component_tree(cfg).root.total)}
 
 
 def format_shapes(report: dict) -> str:
@@ -194,13 +194,13 @@ def cmd_trace(a) -> int:
     if a.json:
         print(json.dumps({"model": trace.model, "mode": trace.mode.value, "token_ids": list(trace.token_ids),
                           "tokens": list(trace.tokens), "P": trace.P, "L": trace.L,
-                          "tensors": {n: list(t.shape) for n, t in trace.tensors.items()}}))
+                          "tensors": {n: list(trace[n].shape) for n in trace.names}}))
     else:
         print(f"{trace.model} · {trace.mode.value} · {len(trace.token_ids)} tokens · P={trace.P} L={trace.L} · "
-              f"{len(trace.tensors)} tensors, {trace.nbytes / 2**20:,.1f} MiB"
+              f"{len(trace.names)} tensors, {trace.nbytes / 2**20:,.1f} MiB held"
               + (f" → {a.out}" if a.out else ""))
-        for name, t in trace.tensors.items():
-            print(f"  {name:40s} {list(t.shape)}")
+        for name in trace.names:  # derived ones computed one at a time
+            print(f"  {name:40s} {list(trace[name].shape)}")
     return 0
 
 

@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from . import tokenizer
 from .config import GPT2Config
 from .model import GPT2
-from .record import Recorder
+from .modes import run
+from .schema import Mode
 from .weights import init_weights, read_header, save_safetensors
 
 DEMO_PATH = Path(__file__).resolve().parents[1] / "assets" / "demo-model" / "model.safetensors"
@@ -154,9 +155,9 @@ def head_scores(model: GPT2, ids: torch.Tensor, source: torch.Tensor) -> HeadSco
     T = ids.shape[1]
     induction, previous, fresh, repeated = 0.0, 0.0, [], []
     for seq, src in zip(ids, source):
-        rec = Recorder(names=["blocks.*.attn.pattern"])
-        logits, _ = model(seq[None], rec)  # [1, T, V]
-        patterns = torch.stack([rec.tensors[f"blocks.{n}.attn.pattern"][0] for n in range(model.config.n_layer)])
+        trace = run(model, seq[None], Mode.FULL, names=["blocks.*.attn.pattern", "logits"])  # patterns derived
+        logits = trace["logits"]  # [1, T, V]
+        patterns = torch.stack([trace.get("attn.pattern", n)[0] for n in range(model.config.n_layer)])
         # [n_layer, nh, T, T]; induction: from i (a repeat of source[i]) to source[i] + 1, which precedes i
         i = ((src >= 0) & (src + 1 < torch.arange(T))).nonzero()[:, 0]
         induction = induction + patterns[:, :, i, src[i] + 1].sum(-1)  # [n_layer, nh]

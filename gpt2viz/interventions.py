@@ -115,6 +115,9 @@ class InterveningRecorder(Recorder):
         self._fan_out = f"blocks.{first}.resid_pre" if rows else None
         self.intervened: list[str] = []
 
+    def changes(self, name: str) -> bool:
+        return name in self._by_name
+
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
         if name == self._fan_out and x.shape[0] == 1:
             x = x.expand(self.rows, *x.shape[1:])  # [rows, T, d]: the same input in every row

@@ -2,9 +2,13 @@
 
 Parameter names are the checkpoint's (`wte`, `wpe`, `h.{i}.ln_1`, `h.{i}.attn.c_attn`, ...), and
 the projections keep Conv1D's `[in, out]` weight layout, so a Hugging Face state dict loads as it
-is, with no transposes. LayerNorm, attention and GELU are written out so that mu, sigma^2, the
-scores and the pattern are visible. References: openai/gpt-2 `src/model.py` (functional model),
-transformers `modeling_gpt2.py` (module names, eager attention). Shapes use B, T, P, L, d, nh, dh, V.
+is, with no transposes. LayerNorm and GELU are written out so that mu and sigma^2 are visible.
+Attention runs as torch's fused `scaled_dot_product_attention` where no gradient is wanted (the
+scores and the pattern are never materialised; a trace derives them per block from q and k with
+`attention_scores` and `causal_softmax` below); under autograd (TRAINING) it is written out, with the
+pattern's dropout mask, and so it is in a block whose scores or pattern an intervention changes.
+References: openai/gpt-2 `src/model.py` (functional model), transformers `modeling_gpt2.py` (module
+names, eager attention). Shapes use B, T, P, L, d, nh, dh, V.
 """
 
 
@@ -63,9 +67,20 @@ class LayerNorm(nn.Module):
         mean = rec(prefix + "mean", x.mean(-1, keepdim=True))  # [B, T, 1]
         centered = x - mean  # [B, T, d]
         var = rec(prefix + "var", (centered * centered).mean(-1, keepdim=True))  # [B, T, 1]
-        normalized = rec(prefix + "normalized", centered * torch.rsqrt(var + self.eps))  # [B, T, d]
-        out = normalized * self.weight if self.bias is None else torch.addcmul(self.bias, normalized, self.weight)
-        return rec(prefix + "out", out)  # [B, T, d]
+        normalized = rec(prefix + "normalized", normalize(x, mean, var, self.eps, centered))  # [B, T, d]
+        return rec(prefix + "out", scale_shift(normalized, self.weight, self.bias))  # [B, T, d]
+
+
+def normalize(x: torch.Tensor, mean: torch.Tensor, var: torch.Tensor, eps: float,
+              centered: torch.Tensor | None = None) -> torch.Tensor:
+    """(x - mu) / sqrt(sigma^2 + eps): the same operations whether the forward pass or a trace runs it."""
+    centered = x - mean if centered is None else centered  # [B, T, d]
+    return centered * torch.rsqrt(var + eps)  # [B, T, d]
+
+
+def scale_shift(normalized: torch.Tensor, gain: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """g * normalized + b (no b when the config has no biases)."""
+    return normalized * gain if bias is None else torch.addcmul(bias, normalized, gain)  # [B, T, d]
 
 
 def gelu_new(x: torch.Tensor) -> torch.Tensor:
@@ -75,7 +90,24 @@ def gelu_new(x: torch.Tensor) -> torch.Tensor:
 
 def causal_mask(T: int, L: int) -> torch.Tensor:
     """True where query i (absolute position L - T + i) may not read key j: the lower-right mask."""
-    return torch.ones(T, L, dtype=torch.bool).triu_(L - T + 1)  # [T, L]
+    return torch.arange(L) > torch.arange(L - T, L)[:, None]  # [T, L]
+
+
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Q K^T / sqrt(dh) before the mask, the scale in place into the fresh matmul output."""
+    return (q @ k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)  # [B, nh, T, L]
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(dh) + M) V in one fused kernel, M the lower-right causal mask. torch's
+    `is_causal` aligns the mask top-left (query i reads keys 0..i), right only when T = L; one query
+    (decode) reads every key; any other T < L gets the mask written out."""
+    T, L = q.shape[2], k.shape[2]
+    if T == L:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, nh, T, dh]
+    if T == 1:
+        return F.scaled_dot_product_attention(q, k, v)  # [B, nh, 1, dh]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=~causal_mask(T, L))  # [B, nh, T, dh]
 
 
 def causal_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -111,14 +143,14 @@ class Attention(nn.Module):
         if use_cache:
             rec(p + "k_cache", k)
             rec(p + "v_cache", v)
-        L = k.shape[2]
-        # two [B, nh, T, L] buffers per layer and no temporaries: the scale goes in place into the
-        # fresh matmul output, the softmax into the masked copy
-        scores = rec(p + "scores", (q @ k.transpose(-1, -2)).mul_(self.d_head**-0.5))  # [B, nh, T, L]
-        pattern = rec(p + "pattern", causal_softmax(scores, causal_mask(T, L)))  # [B, nh, T, L]
-        pattern = drop(rec, p + "pattern_dropout_mask", pattern)
-        z = rec(p + "z", pattern @ v)  # [B, nh, T, dh]
-        merged = rec(p + "merged", z.transpose(1, 2).reshape(B, T, d))  # [B, T, d]
+        # written out where autograd and the pattern's dropout need it, or an intervention changes them
+        if torch.is_grad_enabled() or rec.changes(p + "scores") or rec.changes(p + "pattern"):
+            scores = rec(p + "scores", attention_scores(q, k))  # [B, nh, T, L]
+            pattern = rec(p + "pattern", causal_softmax(scores, causal_mask(T, k.shape[2])))  # [B, nh, T, L]
+            z = rec(p + "z", drop(rec, p + "pattern_dropout_mask", pattern) @ v)  # [B, nh, T, dh]
+        else:
+            z = rec(p + "z", fused_attention(q, k, v))  # [B, nh, T, dh], laid out as [B, T, nh, dh]
+        merged = rec(p + "merged", z.transpose(1, 2).reshape(B, T, d))  # [B, T, d], a view when it can be
         out = drop(rec, p + "out_dropout_mask", self.c_proj(merged))  # [B, T, d]
         return rec(p + "out", out), ((k, v) if use_cache else None)
 

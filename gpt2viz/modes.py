@@ -14,10 +14,11 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from .derive import derivations, to_record
 from .interventions import check_reached, recorder
 from .model import GPT2, Dropout, no_dropout
 from .record import Recorder
-from .schema import GRAD_STREAMS, Mode, block_name
+from .schema import GRAD_STREAMS, Mode, block_name, recorded_names
 from .tokenizer import readable_tokens
 from .trace import Trace
 
@@ -46,7 +47,9 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
         return _training(model, ids, names, drop, grads)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
         raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
-    rec = recorder(names, interventions, offset=ids.shape[1] - 1 if mode is Mode.DECODE else 0)
+    # a derived name intervened on is stored as the run made it, not derived from its sources
+    stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
+    rec = recorder(stored, interventions, offset=ids.shape[1] - 1 if mode is Mode.DECODE else 0)
     with torch.no_grad():
         if mode is Mode.FULL:
             model(ids, rec)
@@ -112,7 +115,7 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
     with torch.no_grad():
         _, past = prefill(model, ids[:, :-1])
         for _ in range(steps):
-            rec = Recorder(names if names is None else [*names, "logits"])
+            rec = Recorder(to_record(model.config, Mode.DECODE, names if names is None else [*names, "logits"]))
             P = ids.shape[1] - 1
             logits, past = model(ids[:, -1:], rec, past=past, use_cache=True)  # logits [1, 1, V]
             traces.append(_trace(model, Mode.DECODE, ids, P, 1, rec))
@@ -126,7 +129,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool) -> Trace
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
-    rec = Recorder(names, keep_graph=streams if grads else ())
+    rec = Recorder(to_record(model.config, Mode.TRAINING, names), keep_graph=streams if grads else ())
     with torch.enable_grad():
         logits, _ = model(ids, rec, drop=drop)  # [B, T, V]
         per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
@@ -141,9 +144,15 @@ def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool) -> Trace
 
 
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
+    """The trace of a run: what `rec` stored, and every name derivable from it. Derived tensors
+    are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values)."""
     rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
+    derived = derivations(model, mode, rec.tensors)
+    order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
     return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tuple(readable_tokens(rows[0])),
-                 P=P, T=T, tensors=rec.tensors, rows=rows, intervened=tuple(dict.fromkeys(rec.intervened)))
+                 P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
+                 derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
+                 intervened=tuple(dict.fromkeys(rec.intervened)))
 
 
 def decode_vs_full(model: GPT2, ids) -> float:

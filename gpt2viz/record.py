@@ -14,7 +14,7 @@ class Recorder:
     """Call it as `x = rec(name, x)`: keeps `x` under `name` when the names filter wants it.
 
     names: None records everything; otherwise an iterable of full names or glob patterns
-    (`blocks.*.attn.pattern`). keep_graph: names whose undetached tensors are kept in `live`,
+    (`blocks.*.attn.q`). keep_graph: names whose undetached tensors are kept in `live`,
     for gradients with respect to them.
     """
 
@@ -22,6 +22,7 @@ class Recorder:
 
     def __init__(self, names=None, keep_graph=()):
         self._patterns = None if names is None else tuple(names)
+        self._literal = frozenset(() if names is None else (n for n in self._patterns if not _is_glob(n)))
         self._wanted: dict[str, bool] = {}
         self._keep_graph = frozenset(keep_graph)
         self.tensors: dict[str, torch.Tensor] = {}
@@ -31,12 +32,17 @@ class Recorder:
     def off(cls) -> "Recorder":
         return cls(names=())
 
+    def changes(self, name: str) -> bool:
+        """Whether calling it with `name` may replace the tensor (an intervention): none here."""
+        return False
+
     def wants(self, name: str) -> bool:
         if self._patterns is None:
             return True
         hit = self._wanted.get(name)
         if hit is None:
-            hit = self._wanted[name] = any(fnmatchcase(name, p) for p in self._patterns)
+            hit = self._wanted[name] = name in self._literal or any(
+                fnmatchcase(name, p) for p in self._patterns if _is_glob(p))
         return hit
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -47,3 +53,7 @@ class Recorder:
             t = x.detach()
             self.tensors[name] = t if t.dtype in (torch.float32, torch.bool) else t.float()
         return x
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")

@@ -197,6 +197,12 @@ GRAD_STREAMS = ("resid_pre", "resid_mid", "resid_post")
 MASKS = frozenset({"embed.dropout_mask", "attn.pattern_dropout_mask", "attn.out_dropout_mask",
                    "mlp.out_dropout_mask"})
 CACHE = frozenset({"attn.k_cache", "attn.v_cache"})
+# Pure functions of other recorded names: a trace derives them per block on demand (derive.py)
+# and never stores them. VIEWS share the storage of a name before them (q, k, v of attn.qkv; merged
+# of z where the fused attention ran, every mode but TRAINING).
+DERIVED = frozenset({"resid_mid", "attn.scores", "attn.pattern", "mlp.post"}
+                    | {f"{ln}.{part}" for ln in ("ln1", "ln2", "ln_f") for part in ("normalized", "out")})
+VIEWS = frozenset({"attn.q", "attn.k", "attn.v", "attn.merged"})
 NOT_RECORDED = frozenset({"ids", "positions"})  # inputs the pages name, never recorded
 TOP_LEVEL = frozenset(TOP_NAMES + FINAL_NAMES + LOSS_NAMES) | NOT_RECORDED
 
@@ -257,3 +263,25 @@ def recorded(cfg: GPT2Config, mode, dropout: bool = True) -> list[tuple[str, tup
 
 def recorded_names(cfg: GPT2Config, mode, dropout: bool = True) -> list[str]:
     return [name for name, _, _ in recorded(cfg, mode, dropout)]
+
+
+def owns_storage(name: str, cfg: GPT2Config, mode, P: int = 1, dropout: bool = True) -> bool:
+    """Whether a trace of everything holds `name` in bytes of its own: not derived, not a view, not
+    the same tensor as a name before it (a block's resid_pre is the last one's resid_post, and so
+    are their gradients; block 0's is embed.out unless training drops it; the caches are the step's
+    k and v unless decode appends them to P > 0 cached positions)."""
+    mode = Mode.parse(mode)
+    if name.startswith("grad.blocks."):
+        return not name.endswith(".resid_pre") or name == "grad." + block_name("resid_pre", 0)
+    short = name.split(".", 2)[2] if name.startswith("blocks.") else name
+    if short in DERIVED or (short in VIEWS and not (short == "attn.merged" and mode is Mode.TRAINING)):
+        return False
+    if short == "resid_pre":
+        return name == block_name("resid_pre", 0) and recorded_in("embed.dropout_mask", cfg, mode, dropout)
+    return short not in CACHE or (mode is Mode.DECODE and P > 0)
+
+
+def stored(cfg: GPT2Config, mode, P: int = 1, dropout: bool = True) -> list[tuple[str, tuple[str, ...], str]]:
+    """The entries of `recorded` whose bytes a trace of everything holds, each once (P: the
+    positions cached before the step)."""
+    return [e for e in recorded(cfg, mode, dropout) if owns_storage(e[0], cfg, mode, P, dropout)]

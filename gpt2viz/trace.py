@@ -1,12 +1,21 @@
 """The immutable record of one run: mode, tokens, P and L, and the ordered `name -> tensor` map.
 
-Saved and loaded as safetensors: every tensor under its trace name, the rest in the metadata.
+Some names are derived on demand rather than stored (derive.py: the attention scores and pattern,
+LayerNorm outputs, ...): looking one up computes it from the stored tensors, one block's work, and
+keeps the latest few in a small cache bounded in bytes. `nbytes` counts real storage once (q, k and
+v are views of one qkv; a block's resid_pre is the last one's resid_post) plus that cache.
+
+Saved and loaded as safetensors: every tensor under its trace name (derived ones included, so a
+loaded trace has every name stored), the rest in the metadata.
 """
 
 import json
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -15,6 +24,21 @@ from safetensors.numpy import save as save_bytes
 from safetensors.numpy import save_file
 
 from .schema import Mode, block_name
+
+
+class Derivation(NamedTuple):
+    sources: tuple[str, ...]  # full names, stored or derived
+    compute: Callable[..., torch.Tensor]  # called with the sources' tensors, in order
+    # (trace, head, queries) -> the tensor indexed [:, head, queries], computing only that part
+    part: Callable[["Trace", int | slice, slice], torch.Tensor] | None = None
+
+
+def _bytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _slice_key(s: slice) -> tuple:
+    return s.start, s.stop, s.step  # (slices are not hashable before Python 3.12)
 
 
 def _c_order(a: np.ndarray) -> np.ndarray:
@@ -29,8 +53,11 @@ class Trace:
     tokens: tuple[str, ...]  # readable token strings, one per id of row 0
     P: int  # positions already in the KV cache before this step
     T: int  # positions this step computes
-    tensors: Mapping[str, torch.Tensor] = field(repr=False)
+    tensors: Mapping[str, torch.Tensor] = field(repr=False)  # stored
     rows: tuple[tuple[int, ...], ...] = ()  # the ids of every sequence in the batch (B rows; row 0 is token_ids)
+    derived: Mapping[str, "Derivation"] = field(default_factory=dict, repr=False)  # computed when asked
+    derived_cache_bytes: int = 0  # bound of the cache of derived tensors
+    order: tuple[str, ...] = field(default=(), repr=False)  # every name in execution order (default: as given)
     intervened: tuple[str, ...] = ()  # names an intervention changed: their values, and all after, differ
 
     def __post_init__(self):
@@ -39,6 +66,11 @@ class Trace:
         if self.rows[0] != tuple(self.token_ids):
             raise ValueError("a trace's token_ids must be its first row")
         object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
+        object.__setattr__(self, "derived", MappingProxyType(dict(self.derived)))
+        if self.order and set(self.order) != {*self.tensors, *self.derived}:
+            raise ValueError("a trace's order must list every stored and derived name once")
+        object.__setattr__(self, "_cache", OrderedDict())  # name -> derived tensor, oldest first
+        object.__setattr__(self, "_lock", threading.RLock())  # sessions share one trace
 
     @property
     def L(self) -> int:
@@ -47,24 +79,65 @@ class Trace:
 
     @property
     def names(self) -> list[str]:
-        return list(self.tensors)
+        """Stored and derivable names, in execution order."""
+        return list(self.order) if self.order else [*self.tensors, *self.derived]
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+        """Bytes held: every storage behind the stored tensors once, and the derived ones cached."""
+        storages = {}
+        for t in self.tensors.values():
+            storage = t.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+        with self._lock:
+            return sum(storages.values()) + sum(_bytes(t) for t in self._cache.values())
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        try:
+        if name in self.tensors:
             return self.tensors[name]
-        except KeyError:
-            raise KeyError(f"{name!r} was not recorded in this {self.mode.value} trace") from None
+        if name in self.derived:
+            return self._derive(name)
+        raise KeyError(f"{name!r} was not recorded in this {self.mode.value} trace")
 
     def __contains__(self, name: str) -> bool:
-        return name in self.tensors
+        return name in self.tensors or name in self.derived
 
-    def get(self, short: str, block: int | None = None) -> torch.Tensor:
-        """Look up `attn.z` in block 3 as get("attn.z", 3); top-level names without a block."""
-        return self[short if block is None else block_name(short, block)]
+    def _derive(self, name: str) -> torch.Tensor:
+        how = self.derived[name]
+        return self._cached(name, lambda: how.compute(*(self[s] for s in how.sources)))
+
+    def _cached(self, key, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """The cached tensor under `key`, or compute and cache it, evicting the oldest beyond the bound."""
+        with self._lock:  # one derivation at a time per trace: the cache's bound holds
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            with torch.no_grad():
+                tensor = compute()
+            self._cache[key] = tensor
+            while sum(_bytes(t) for t in self._cache.values()) > self.derived_cache_bytes:
+                self._cache.popitem(last=False)  # this one too, when it alone exceeds the bound
+            return tensor
+
+    def get(self, short: str, block: int | None = None, *, head: int | None = None,
+            queries: slice | None = None) -> torch.Tensor:
+        """Look up `attn.z` in block 3 as get("attn.z", 3); top-level names without a block.
+        `head`, `queries`: of a [B, nh, T, ...] tensor, only that head (`t[:, head]`) and those query
+        rows (`t[:, :, queries]`); a derived attention name then computes that part alone."""
+        name = short if block is None else block_name(short, block)
+        if head is None and queries is None:
+            return self[name]
+        return self.part(name, slice(None) if head is None else head, slice(None) if queries is None else queries)
+
+    def part(self, name: str, head: int | slice, queries: slice) -> torch.Tensor:
+        """`self[name][:, head, queries]`; of a derived name that can, computed (and cached) alone."""
+        how = self.derived.get(name)
+        with self._lock:
+            whole = self.tensors.get(name, self._cache.get(name))
+            if whole is not None or how is None or how.part is None:
+                return (self[name] if whole is None else whole)[:, head, queries]
+            key = (name, head if isinstance(head, int) else _slice_key(head), _slice_key(queries))
+            return self._cached(key, lambda: how.part(self, head, queries))
 
     # ------------------------------------------------------------------ safetensors
     def metadata(self) -> dict[str, str]:

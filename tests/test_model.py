@@ -19,8 +19,17 @@ def test_golden_names_in_execution_order(tiny, mode):
 
 
 def test_names_filter_records_only_what_is_asked(tiny):
-    trace = run(tiny, IDS, "full", names=["blocks.*.attn.pattern", "logits"])
-    assert trace.names == ["blocks.0.attn.pattern", "blocks.1.attn.pattern", "logits"]
+    trace = run(tiny, IDS, "full", names=["blocks.*.ln1.mean", "logits"])
+    assert trace.names == ["blocks.0.ln1.mean", "blocks.1.ln1.mean", "logits"]
+
+
+@pytest.mark.parametrize("mode, keys", [(Mode.FULL, "attn.k"), (Mode.DECODE, "attn.k_cache")])
+def test_asking_for_a_derived_name_records_its_sources(tiny, mode, keys):
+    trace = run(tiny, IDS, mode, names=["blocks.1.attn.pattern", "logits"])
+    assert set(trace.tensors) == {"blocks.1.attn.q", f"blocks.1.{keys}", "logits"}
+    assert trace.names == ["blocks.1.attn.q", f"blocks.1.{keys}", "blocks.1.attn.scores",
+                           "blocks.1.attn.pattern", "logits"]
+    assert torch.equal(trace["blocks.1.attn.pattern"], run(tiny, IDS, mode)["blocks.1.attn.pattern"])
 
 
 def test_recording_keeps_references_not_copies(tiny):
@@ -35,7 +44,8 @@ def test_recording_keeps_references_not_copies(tiny):
 def test_residual_stream_adds_up(tiny, mode):
     t = run(tiny, IDS, mode)
     for i in range(tiny.config.n_layer):
-        g = lambda s: t.get(s, i)
+        def g(short, i=i):
+            return t.get(short, i)
         torch.testing.assert_close(g("resid_mid"), g("resid_pre") + g("attn.out"), rtol=0, atol=0)
         torch.testing.assert_close(g("resid_post"), g("resid_mid") + g("mlp.out"), rtol=0, atol=0)
     torch.testing.assert_close(t["blocks.0.resid_pre"], t["embed.out"], rtol=0, atol=0)
@@ -89,7 +99,8 @@ def test_qkv_splits_into_heads(tiny):
     t = run(tiny, IDS, "full")
     qkv, d, dh = t["blocks.0.attn.qkv"], tiny.config.n_embd, tiny.config.d_head
     assert torch.equal(t["blocks.0.attn.k"][0, 2], qkv[0, :, d + 2 * dh: d + 3 * dh])
-    torch.testing.assert_close(t["blocks.0.attn.scores"], t["blocks.0.attn.q"] @ t["blocks.0.attn.k"].transpose(-1, -2) / dh**0.5)
+    q, k = t["blocks.0.attn.q"], t["blocks.0.attn.k"]  # [B, nh, T, dh]
+    torch.testing.assert_close(t["blocks.0.attn.scores"], q @ k.transpose(-1, -2) / dh**0.5)
 
 
 def test_mlp_is_gelu_tanh(tiny):
@@ -101,7 +112,7 @@ def test_mlp_is_gelu_tanh(tiny):
 
 def test_decode_positions_are_offset_by_P(tiny):
     t = run(tiny, IDS, "decode")
-    assert (t.P, t.T, t.L) == (len(IDS) - 1, 1, len(IDS))
+    assert (len(IDS) - 1, 1, len(IDS)) == (t.P, t.T, t.L)
     torch.testing.assert_close(t["embed.pos"], tiny.wpe.weight[len(IDS) - 1:len(IDS)])
     assert t["blocks.0.attn.k_cache"].shape == (1, 4, len(IDS), 16)
     assert t["blocks.0.attn.scores"].shape == (1, 4, 1, len(IDS))

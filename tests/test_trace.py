@@ -40,9 +40,22 @@ def test_save_load_round_trip(tiny, tmp_path, mode):
     assert raw["logits"].shape == tuple(t["logits"].shape)
 
 
-def test_nbytes_counts_every_tensor(tiny):
+def test_nbytes_counts_real_storage_once(tiny):
     t = run(tiny, IDS, "full", names=["logits", "blocks.0.attn.pattern"])
-    assert t.nbytes == (4 * 50257 + 4 * 4 * 4) * 4
+    assert "blocks.0.attn.pattern" not in t.tensors and {"blocks.0.attn.q", "blocks.0.attn.k"} <= set(t.tensors)
+    qkv = 4 * 3 * 64  # q and k are views of one [1, 4, 3d] qkv
+    assert t.nbytes == (4 * 50257 + qkv) * 4
+    t.get("attn.pattern", 0)  # derived and cached with the scores it came from: [1, 4, 4, 4] each
+    assert t.nbytes == (4 * 50257 + qkv + 2 * 4 * 4 * 4) * 4
+
+
+def test_derived_cache_holds_one_blocks_scores_and_pattern(tiny):
+    t = run(tiny, IDS, "full")
+    first = t.get("attn.pattern", 0)
+    assert t.get("attn.pattern", 0) is first  # cached
+    t.get("attn.pattern", 1)
+    assert t.nbytes - run(tiny, IDS, "full").nbytes == t.derived_cache_bytes == 2 * 4 * 4 * 4 * 4
+    assert t.get("attn.pattern", 0) is not first and torch.equal(t.get("attn.pattern", 0), first)
 
 
 def test_a_batch_keeps_every_row_and_the_mode_is_a_mode(tiny, tmp_path):

@@ -19,14 +19,16 @@ if sel.weights.demo:
 b, h = sel.block, sel.head
 q, k, offset = axis_tokens(trace)
 T, L = trace.T, trace.L
-pattern = trace.get("attn.pattern", b)[0]  # [nh, T, L]
 if trace.P:
     st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
                 f"{trace.P} from the cache and its own.")
-scores, z = trace.get("attn.scores", b)[0, h], trace.get("attn.z", b)[0, h]  # [T, L], [T, dh]
-plot(plots.attention_maps(scores, pattern[h], z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
+# one head's scores and pattern, and the grid's rows of every head: derived alone from q and k
+scores, pattern = trace.get("attn.scores", b, head=h)[0], trace.get("attn.pattern", b, head=h)[0]  # [T, L]
+z = trace.get("attn.z", b)[0, h]  # [T, dh]
+plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
                           query_offset=offset, mask=causal_mask(T, L)))
 n = min(T, GRID_QUERIES)
-plot(plots.heads_grid(pattern[:, -n:], q[-n:], k, f"Every head of block {b}"
+last = trace.get("attn.pattern", b, queries=slice(T - n, T))[0]  # [nh, n, L]
+plot(plots.heads_grid(last, q[-n:], k, f"Every head of block {b}"
                       + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
 anatomy.footer(page)

@@ -18,10 +18,11 @@ import streamlit as st
 from .. import costs
 from ..config import get_config
 from ..demo_model import DEMO_PATH
+from ..derive import to_record
 from ..generation import Sampler
 from ..model import GPT2
 from ..modes import Generation, Mode, decode_vs_full, generate, greedy, last_keys, run
-from ..schema import concrete, recorded, text_dims
+from ..schema import concrete, owns_storage, recorded, text_dims
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
 from ..trace_cache import log as run_log
@@ -129,30 +130,34 @@ FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the
 
 
 def _tensor_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> dict[str, int]:
-    """Bytes of every tensor the run records, by name (float32 values, bool masks)."""
-    return _tensor_bytes_of(weights.model.config, n_tokens, mode)
+    """Bytes of every name of the run by itself (float32 values, bool masks), derived ones included."""
+    return _tensor_bytes_of(weights.model.config, n_tokens, mode)[0]
 
 
 @functools.lru_cache(maxsize=256)  # asked on every rerun of a page (2-3 ms for gpt2, 4x for gpt2-xl)
-def _tensor_bytes_of(cfg, n_tokens: int, mode: Mode) -> dict[str, int]:
+def _tensor_bytes_of(cfg, n_tokens: int, mode: Mode) -> tuple[dict[str, int], frozenset[str]]:
+    """(bytes of every name by itself, the names that hold storage of their own in a full trace)."""
     values = text_dims(cfg, n_tokens, mode)
-    return {name: costs.trace_bytes([(concrete(axes, values), dtype)]).value
-            for name, axes, dtype in recorded(cfg, mode)}
+    sizes = {name: costs.trace_bytes([(concrete(axes, values), dtype)]).value
+             for name, axes, dtype in recorded(cfg, mode)}
+    return sizes, frozenset(n for n in sizes if owns_storage(n, cfg, mode, values["P"]))
 
 
 def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
-    """What recording every tensor of this run would take (float32 values, bool masks)."""
-    return sum(_tensor_bytes(weights, n_tokens, mode).values())
+    """What a trace of everything in this run holds: each storage once, derived names not stored."""
+    sizes, owners = _tensor_bytes_of(weights.model.config, n_tokens, mode)
+    return sum(sizes[n] for n in owners)
 
 
 def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None) -> int:
-    """An estimate of what a run holds at its peak beyond the weights: the tensors it records (all,
-    or those matching `names`), and while it computes, twice its largest tensor (the logits, or
-    one block's scores and pattern); in training also every activation once more, which autograd
-    keeps for the backward pass."""
-    sizes = _tensor_bytes(weights, n_tokens, mode)
-    kept = sum(n for name, n in sizes.items() if names is None or any(fnmatch(name, g) for g in names))
-    working = 2 * max(sizes.values())
+    """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
+    or what `names` needs, each at its own size), and while it computes, twice its largest stored
+    tensor (the logits); in training also every activation once more (the written-out scores and
+    pattern included), which autograd keeps for the backward pass."""
+    sizes, owners = _tensor_bytes_of(weights.model.config, n_tokens, mode)
+    kept = full_trace_bytes(weights, n_tokens, mode) if names is None else \
+        sum(sizes[n] for n in to_record(weights.model.config, mode.value, names))
+    working = 2 * max(sizes[n] for n in owners)
     if mode is Mode.TRAINING:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
     return kept + working
@@ -172,9 +177,9 @@ def is_weight_grad(name: str) -> bool:
 def _all_but_weight_grads(cfg, n_tokens: int) -> tuple[tuple[str, ...], int]:
     """Globs for every tensor of a training run except the parameters' gradients (the size of the
     weights, whatever the text: 475 MiB on gpt2), and the bytes they take."""
-    sizes = _tensor_bytes_of(cfg, n_tokens, Mode.TRAINING)
+    sizes, owners = _tensor_bytes_of(cfg, n_tokens, Mode.TRAINING)
     names = ("blocks.*", "grad.blocks.*") + tuple(n for n in sizes if not n.startswith(("blocks.", "grad.")))
-    return names, sum(n for name, n in sizes.items() if not is_weight_grad(name))
+    return names, sum(sizes[name] for name in owners if not is_weight_grad(name))
 
 
 def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None,

@@ -1,0 +1,161 @@
+"""Derived names (scores, pattern, LayerNorm outputs, GELU, resid_mid): equal to what the written-out
+forward pass computes, in every mode and block; stored by a save; counted by the catalogue."""
+
+import pytest
+import torch
+
+from gpt2viz import model as model_module
+from gpt2viz.interventions import InterveningRecorder, Intervention
+from gpt2viz.model import Dropout, causal_mask, fused_attention, gelu_new, no_dropout
+from gpt2viz.modes import as_batch, prefill, run
+from gpt2viz.record import Recorder
+from gpt2viz.schema import DERIVED, Mode, owns_storage, recorded_names, stored
+from gpt2viz.trace import Trace
+from gpt2viz.whatif import Target, knockout, last_logits
+
+IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 13]
+
+
+def written_out(model, ids, mode: Mode) -> dict[str, torch.Tensor]:
+    """Every tensor the forward pass hands to the recorder, derived names included, with attention
+    written out (scores, masked softmax, pattern @ v): the path autograd takes."""
+    ids, rec = as_batch(ids), Recorder()
+    with torch.enable_grad():
+        if mode is Mode.FULL:
+            model(ids, rec=rec)
+        elif mode is Mode.TRAINING:
+            model(ids, rec=rec, drop=Dropout(model.config.dropout, 0) if model.config.dropout else no_dropout)
+        elif mode is Mode.PREFILL:
+            model(ids, rec=rec, use_cache=True, last_only=True)
+        else:
+            with torch.no_grad():
+                _, past = prefill(model, ids[:, :-1])
+            model(ids[:, -1:], rec=rec, past=past, use_cache=True)
+    return rec.tensors
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_derived_names_equal_the_written_out_forward(tiny, mode):
+    trace, reference = run(tiny, IDS, mode, seed=0), written_out(tiny, IDS, mode)
+    derived = [n for n in trace.names if n not in trace.tensors]
+    assert derived == [n for n in recorded_names(tiny.config, mode) if n.split(".", 2)[-1] in DERIVED
+                       or n in DERIVED]
+    assert {n.rsplit(".", 1)[-1] for n in derived if ".attn." in n} == {"scores", "pattern"}
+    for name in derived:
+        got, want = trace[name], reference[name].detach()
+        assert got.shape == want.shape, name
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE])
+def test_fused_attention_is_pattern_times_values(tiny, mode):
+    trace = run(tiny, IDS, mode)
+    values = "attn.v_cache" if mode is not Mode.FULL else "attn.v"
+    for b in range(tiny.config.n_layer):
+        pattern = trace.get("attn.pattern", b)  # [B, nh, T, L]
+        torch.testing.assert_close(trace.get("attn.z", b), pattern @ trace.get(values, b), rtol=0, atol=1e-5)
+
+
+def test_decode_pattern_is_the_last_row_of_full(tiny):
+    full, decode = run(tiny, IDS, Mode.FULL), run(tiny, IDS, Mode.DECODE)
+    for b in range(tiny.config.n_layer):
+        for short in ("attn.scores", "attn.pattern"):
+            torch.testing.assert_close(decode.get(short, b), full.get(short, b)[:, :, -1:], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.DECODE])
+def test_a_saved_trace_stores_the_derived_names(tiny, tmp_path, mode):
+    trace = run(tiny, IDS, mode)
+    trace.save(tmp_path / "t.safetensors")
+    back = Trace.load(tmp_path / "t.safetensors")
+    assert back.names == trace.names and set(back.tensors) == set(trace.names)  # derived ones stored
+    for name in trace.names:
+        assert torch.equal(back[name], trace[name]), name
+    (tmp_path / "one.safetensors").write_bytes(trace.to_bytes(["blocks.1.attn.pattern"]))  # a page's export
+    one = Trace.load(tmp_path / "one.safetensors")
+    assert one.names == ["blocks.1.attn.pattern"]
+    assert torch.equal(one["blocks.1.attn.pattern"], back["blocks.1.attn.pattern"])
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_bytes_held_are_the_catalogues(tiny, mode):
+    trace = run(tiny, IDS, mode)
+    per_value = {"float32": 4, "bool": 1}
+    sizes = {n: t.numel() * per_value[str(t.dtype).removeprefix("torch.")] for n, t in trace.tensors.items()}
+    assert trace.nbytes == sum(sizes[n] for n, _, _ in stored(tiny.config, mode, trace.P))
+    assert not [n for n in trace.tensors if n.split(".", 2)[-1] in DERIVED or n in DERIVED]
+    views = {n for n in trace.tensors if not owns_storage(n, tiny.config, mode, trace.P)}
+    owners = {trace[n].untyped_storage().data_ptr() for n in trace.tensors if n not in views}
+    assert all(trace[n].untyped_storage().data_ptr() in owners for n in views)  # each a view of one counted
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE, Mode.TRAINING])
+def test_one_head_or_some_queries_derive_that_part_alone(tiny, mode):
+    whole = run(tiny, IDS, mode)
+    rows = slice(whole.T - 2, whole.T) if whole.T > 1 else slice(0, 1)
+    for b in range(tiny.config.n_layer):
+        for short in ("attn.scores", "attn.pattern"):
+            trace = run(tiny, IDS, mode)
+            held, part = trace.nbytes, trace.get(short, b, head=1)
+            parts = (1 if short == "attn.scores" else 2) * part.numel() * 4  # a pattern's and its scores' rows
+            assert trace.nbytes - held == parts  # the parts are cached, never the whole
+            torch.testing.assert_close(part, whole.get(short, b)[:, 1], rtol=0, atol=1e-6)
+            torch.testing.assert_close(trace.get(short, b, queries=rows), whole.get(short, b)[:, :, rows],
+                                       rtol=0, atol=1e-6)
+        assert torch.equal(whole.get("attn.pattern", b, head=2, queries=rows), whole.get("attn.pattern", b)[:, 2, rows])
+
+
+# ---------------------------------------------------------------------------- interventions on derived names
+def as_computed(model, ids, interventions) -> dict[str, torch.Tensor]:
+    """Every tensor the model hands to an intervening recorder (fused attention but where an
+    intervention changes the scores or the pattern): what the run actually computed."""
+    rec = InterveningRecorder(interventions)
+    with torch.no_grad():
+        model(as_batch(ids), rec=rec)
+    return rec.tensors
+
+
+def test_an_intervened_derived_name_is_stored_as_changed(tiny):
+    neuron = Target(1, "neuron", 3)
+    ivs = [neuron.intervention("zero"), Intervention("blocks.0.resid_mid", "zero", position=2)]
+    trace = run(tiny, IDS, interventions=ivs)
+    assert set(trace.intervened) == {"blocks.1.mlp.post", "blocks.0.resid_mid"}
+    for name in trace.intervened:  # stored after the intervention, not derived from the sources
+        assert name in trace.tensors and name not in trace.derived
+    post, resid_mid = trace["blocks.1.mlp.post"], trace["blocks.0.resid_mid"]  # [B, T, 4d], [B, T, d]
+    assert not post[..., 3].any() and not resid_mid[:, 2].any()
+    others = [u for u in range(post.shape[-1]) if u != 3]
+    assert torch.equal(post[..., others], gelu_new(trace["blocks.1.mlp.pre"])[..., others])
+    rest = [p for p in range(len(IDS)) if p != 2]
+    assert torch.equal(resid_mid[:, rest], (trace["blocks.0.resid_pre"] + trace["blocks.0.attn.out"])[:, rest])
+    # what derives from an intervened name stays derived, and equals what the model computed from it
+    assert "blocks.0.ln2.normalized" in trace.derived and "blocks.1.mlp.pre" in trace.tensors
+    computed = as_computed(tiny, IDS, ivs)
+    for name, t in computed.items():
+        torch.testing.assert_close(trace[name], t, rtol=0, atol=1e-6, msg=name)
+    # downstream: the logits are what-if's (one knock-out: its own page's run; both: its batched run)
+    assert torch.equal(knockout(tiny, IDS, neuron, "zero")["logits"],
+                       run(tiny, IDS, interventions=ivs[:1])["logits"])
+    torch.testing.assert_close(trace["logits"][:, -1], last_logits(tiny, IDS, ivs), rtol=0, atol=1e-5)
+    assert not torch.allclose(trace["logits"], run(tiny, IDS)["logits"])
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.DECODE])
+def test_an_intervention_on_scores_or_pattern_writes_that_block_out(tiny, mode, monkeypatch):
+    fused = []
+    monkeypatch.setattr(model_module, "fused_attention", lambda *a: fused.append(1) or fused_attention(*a))
+    head = Intervention("blocks.1.attn.pattern", "zero", head=1)
+    trace = run(tiny, IDS, mode, interventions=[head])
+    blocks_run = tiny.config.n_layer * (2 if mode is Mode.DECODE else 1)  # decode: its prefill too
+    assert len(fused) == blocks_run - (2 if mode is Mode.DECODE else 1)  # block 1 written out, block 0 fused
+    assert "blocks.1.attn.pattern" in trace.tensors and trace.intervened == ("blocks.1.attn.pattern",)
+    assert not trace["blocks.1.attn.pattern"][:, 1].any() and not trace["blocks.1.attn.z"][:, 1].any()
+    # a head's pattern zeroed is its z zeroed (the fused path in that block)
+    via_z = run(tiny, IDS, mode, interventions=[Intervention("blocks.1.attn.z", "zero", head=1)])
+    torch.testing.assert_close(trace["logits"], via_z["logits"], rtol=0, atol=1e-5)
+    # scores zeroed on one head: its derived pattern is uniform over the keys each query reads
+    flat = run(tiny, IDS, mode, interventions=[Intervention("blocks.0.attn.scores", "zero", head=0)])
+    assert "blocks.0.attn.scores" in flat.tensors and "blocks.0.attn.pattern" in flat.derived
+    pattern = flat["blocks.0.attn.pattern"][0, 0]  # [T, L]
+    reads = (~causal_mask(flat.T, flat.L)).float()  # [T, L]
+    torch.testing.assert_close(pattern, reads / reads.sum(-1, keepdim=True), rtol=0, atol=1e-6)

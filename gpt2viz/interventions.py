@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .record import Recorder
+from .schema import block_name
 
 METHODS = ("zero", "mean", "patch")
 HEAD_MAJOR = ("attn.q", "attn.k", "attn.v", "attn.k_cache", "attn.v_cache", "attn.scores", "attn.pattern",
@@ -112,7 +113,7 @@ class InterveningRecorder(Recorder):
         rows = [iv for iv in interventions if iv.row is not None]
         self.rows = 1 + max((iv.row for iv in rows), default=0)
         first = min((block_of(iv.name)[0] or 0 for iv in rows), default=0)
-        self._fan_out = f"blocks.{first}.resid_pre" if rows else None
+        self._fan_out = block_name("resid_pre", first) if rows else None
         self.intervened: list[str] = []
 
     def changes(self, name: str) -> bool:

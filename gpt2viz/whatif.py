@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from .interventions import InterveningRecorder, Intervention, block_of, check_reached
 from .model import GPT2
 from .modes import run
-from .schema import Mode
+from .schema import Mode, block_name
 from .tokenizer import readable, readable_tokens
 from .trace import Trace
 
@@ -41,7 +41,7 @@ class Target:
     @property
     def name(self) -> str:
         short = {"head": "attn.z", "attn": "attn.out", "mlp": "mlp.out", "neuron": "mlp.post"}[self.part]
-        return f"blocks.{self.block}.{short}"
+        return block_name(short, self.block)
 
     @property
     def label(self) -> str:
@@ -192,9 +192,9 @@ def patch(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int] | None =
     corrupt_logits = last_logits(model, corrupt_ids, ())[0]  # [V]
     answers = answers or default_answers(clean_logits, corrupt_logits)
     m_a, m_b = float(logit_diff(clean_logits, answers)), float(logit_diff(corrupt_logits, answers))
-    resid = [[Intervention(f"blocks.{b}.resid_pre", "patch", position=p, source=source.get("resid_pre", b))]
+    resid = [[Intervention(block_name("resid_pre", b), "patch", position=p, source=source.get("resid_pre", b))]
              for b in range(cfg.n_layer) for p in range(T)]
-    heads = [[Intervention(f"blocks.{b}.attn.z", "patch", head=h, source=source.get("attn.z", b))]
+    heads = [[Intervention(block_name("attn.z", b), "patch", head=h, source=source.get("attn.z", b))]
              for b in range(cfg.n_layer) for h in range(cfg.n_head)]
     n = len(resid) + len(heads)
 

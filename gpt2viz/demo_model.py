@@ -56,11 +56,15 @@ class Recipe:
     warmup: int = 100
     alternating: float = 0.3  # share of segments that alternate two words (A B A B ...): a head
     # that copies the previous word predicts those alone, so a previous-token head pays off early
-    sinusoid_positions: bool = True  # wpe starts as sinusoids (at GPT-2's init scale), then is learned
+    sinusoid_positions: bool = True  # wpe starts as sinusoids, then is learned (the architecture is GPT-2's)
+    wpe_std: float = 0.02  # the sinusoids' scale per entry (GPT-2 initialises wpe at std 0.01)
+    loss_on: str = "all"  # "all" positions, or only "repeated" ones (fresh words are unpredictable noise)
 
     def __post_init__(self):  # bad sizes or phases fail here, before any training
         self.config(self.n_words)
         self.schedule  # noqa: B018 (parses and checks the phases)
+        if self.loss_on not in ("all", "repeated"):
+            raise ValueError(f"loss_on {self.loss_on!r}: expected 'all' or 'repeated'")
 
     @property
     def schedule(self) -> list[Phase]:
@@ -196,7 +200,7 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
     model = init_weights(GPT2(recipe.config(V)), recipe.seed)
     if recipe.sinusoid_positions:
         with torch.no_grad():
-            model.wpe.weight.copy_(sinusoids(T, recipe.n_embd, 0.02))
+            model.wpe.weight.copy_(sinusoids(T, recipe.n_embd, recipe.wpe_std))
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, betas=(0.9, 0.98), weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe.seed)
@@ -207,9 +211,10 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
         for group in opt.param_groups:
             group["lr"] = lr_at(step, recipe.lr, recipe.warmup, steps)
         phase = recipe.phase_at(step)
-        ids, _ = repeated_spans(data, phase.batch, phase.context, phase.words, recipe.alternating)  # [B, T]
+        ids, source = repeated_spans(data, phase.batch, phase.context, phase.words, recipe.alternating)  # [B, T]
         logits, _ = model(ids)  # [B, T, V]
-        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+        losses = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")  # [B*(T-1)]
+        loss = losses.mean() if recipe.loss_on == "all" else losses[source[:, 1:].flatten() >= 0].mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

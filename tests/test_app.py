@@ -259,7 +259,8 @@ def test_training_page_turns_dropout_off_from_the_url():
 def test_generation_at_the_end_of_the_context(words, steps, room):
     at = open_page("generation", text="word " * words, steps=steps)  # " word" is one token each
     assert not at.exception, at.exception[0].value
-    assert any(f"room for {room} more tokens; generating {room}" in i.value for i in at.info)
+    token = "token" if room == 1 else "tokens"
+    assert any(f"room for {room} more {token}; generating {room}" in i.value for i in at.info)
     rows = at.dataframe[0].value
     assert len(rows) == room and rows["L (keys)"].iloc[-1] == 1024
 

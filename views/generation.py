@@ -26,7 +26,7 @@ top_k = number(cols[2], "Top-k (0 = all)", 0, 50257, 0, key="top_k") or None
 seed = number(cols[3], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
 room = modes.room(sel.config.n_positions, len(sel.ids))
 if steps > room:
-    st.info(f"The context has room for {room} more tokens; generating {room}.")
+    st.info(f"The context has room for {room} more token{'s' * (room != 1)}; generating {room}.")
     steps = room
 with st.spinner(f"Generating {steps} tokens step by step…"):
     gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed)

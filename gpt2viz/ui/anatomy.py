@@ -22,7 +22,7 @@ from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from . import demo
-from .cache import full_trace_bytes, get_trace, records_everything, trace_cache
+from .cache import full_trace_bytes, get_trace, recorded_names, records_everything, trace_cache
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
 
@@ -76,8 +76,9 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
                 f"{sel.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
     if needs is not None and not records_everything(sel.weights, len(sel.ids), sel.mode):
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
-        st.caption(f":material/memory: Recording only what this page shows: every tensor of this run would take "
-                   f"{human_bytes(full)}.")
+        names = recorded_names(sel.weights, len(sel.ids), sel.mode, tuple(needs), trace_cache())
+        what = "only what this page shows" if names == tuple(needs) else "every tensor but the weights' gradients"
+        st.caption(f":material/memory: Recording {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
     with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))

@@ -54,11 +54,13 @@ class Recipe:
     phases: str = "1200x16x64x500,500x64x16x2000,250x256x8x2000"
     lr: float = 1e-2
     warmup: int = 100
-    alternating: float = 0.3  # share of segments that alternate two words (A B A B ...): a head
-    # that copies the previous word predicts those alone, so a previous-token head pays off early
+    skip: float = 0.3  # share of segments in which each word is fixed by the word two before it, through a
+    # fixed random permutation of the words: a head that reads the previous position pays off by itself
+    # (and what it passes on is a word's identity, not a copy of it to predict)
     sinusoid_positions: bool = True  # wpe starts as sinusoids, then is learned (the architecture is GPT-2's)
     wpe_std: float = 0.02  # the sinusoids' scale per entry (GPT-2 initialises wpe at std 0.01)
-    loss_on: str = "all"  # "all" positions, or only "repeated" ones (fresh words are unpredictable noise)
+    loss_on: str = "all"  # "all" positions, or only "repeated" ones: repeats and skip segments' words (fresh
+    # words are unpredictable noise)
 
     def __post_init__(self):  # bad sizes or phases fail here, before any training
         self.config(self.n_words)
@@ -109,22 +111,31 @@ def training_words(n: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- data
-def repeated_spans(g: torch.Generator, B: int, T: int, V: int, alternating: float) -> tuple[torch.Tensor, torch.Tensor]:
+RULED = -2  # source of a word that the word two before it determines (a skip segment)
+
+
+def successor(n_words: int, seed: int) -> torch.Tensor:
+    """The skip segments' rule: word w two positions back makes the word successor[w] (a permutation)."""
+    return torch.randperm(n_words, generator=torch.Generator().manual_seed(seed + 7))
+
+
+def repeated_spans(g: torch.Generator, B: int, T: int, V: int, skip: float = 0.0,
+                   rule: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids [B, T] in 0..V-1, source [B, T]): random words in segments, each either a span of
-    2 to 3T/8 words, 0 to T/8 other words and the span again, or (with probability `alternating`)
-    two words alternating for 4 to 16 positions. source[b, i] is the earlier position whose word
-    position i repeats, or -1 where the word is fresh."""
+    2 to 3T/8 words, 0 to T/8 other words and the span again, or (with probability `skip`) 4 to 16
+    words each of which is rule[the word two before it]. source[b, i] is the earlier position whose
+    word position i repeats, RULED where the rule made it, or -1 where the word is fresh."""
     ids = torch.randint(V, (B, T), generator=g)  # [B, T]
     source = torch.full((B, T), -1)  # [B, T]
     max_span, max_gap = max(2, 3 * T // 8), T // 8
     for b in range(B):
         i = 0
         while i < T - 2:
-            if float(torch.rand((), generator=g)) < alternating:
+            if float(torch.rand((), generator=g)) < skip:
                 n = min(int(torch.randint(4, 17, (), generator=g)), T - i)
-                pos = torch.arange(i + 2, i + n)
-                ids[b, pos] = ids[b, i + (pos - i) % 2]
-                source[b, pos] = pos - 2
+                for pos in range(i + 2, i + n):
+                    ids[b, pos] = rule[ids[b, pos - 2]] % V
+                source[b, i + 2:i + n] = RULED
                 i += n
                 continue
             span = int(torch.randint(2, max_span + 1, (), generator=g))
@@ -167,7 +178,7 @@ def head_scores(model: GPT2, ids: torch.Tensor, source: torch.Tensor) -> HeadSco
         induction = induction + patterns[:, :, i, src[i] + 1].sum(-1)  # [n_layer, nh]
         previous = previous + patterns[:, :, 1:].diagonal(dim1=2, dim2=3).sum(-1)  # [n_layer, nh]
         losses = F.cross_entropy(logits[0, :-1], seq[1:], reduction="none")  # [T-1]
-        fresh.append(losses[src[1:] < 0])
+        fresh.append(losses[src[1:] == -1])
         repeated.append(losses[(src[1:] >= 0) & (src[:-1] >= 0)])  # the word and its predecessor repeat
     n_induction = sum(((src >= 0) & (src + 1 < torch.arange(T))).sum() for src in source)
     return HeadScores((induction / n_induction).tolist(), (previous / (len(ids) * (T - 1))).tolist(),
@@ -204,6 +215,7 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, betas=(0.9, 0.98), weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe.seed)
+    rule = successor(V, recipe.seed)
     probes = {p: repeated_spans(torch.Generator().manual_seed(recipe.seed + 1), 8, p.context, p.words, 0.0)
               for p in recipe.schedule}  # each phase measured on sequences like its own
     history, start, steps = [], time.perf_counter(), recipe.steps
@@ -211,10 +223,10 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
         for group in opt.param_groups:
             group["lr"] = lr_at(step, recipe.lr, recipe.warmup, steps)
         phase = recipe.phase_at(step)
-        ids, source = repeated_spans(data, phase.batch, phase.context, phase.words, recipe.alternating)  # [B, T]
+        ids, source = repeated_spans(data, phase.batch, phase.context, phase.words, recipe.skip, rule)  # [B, T]
         logits, _ = model(ids)  # [B, T, V]
         losses = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")  # [B*(T-1)]
-        loss = losses.mean() if recipe.loss_on == "all" else losses[source[:, 1:].flatten() >= 0].mean()
+        loss = losses.mean() if recipe.loss_on == "all" else losses[source[:, 1:].flatten() != -1].mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -254,7 +266,8 @@ def save_demo(model: GPT2, path: Path, recipe: Recipe, history: list[dict], scor
         "trained_by": "python -m gpt2viz train-demo" + (f" --seed {recipe.seed}" if recipe.seed else ""),
         "recipe": json.dumps(asdict(recipe)),
         "data": (f"random words from GPT-2's first {recipe.n_words} ' word' tokens, in which spans come back "
-                 f"after a random gap, and ({recipe.alternating:.0%} of segments) two words alternate; "
+                 f"after a random gap, and ({recipe.skip:.0%} of segments) each word is a fixed permutation "
+                 "of the word two before it; "
                  f"phases (steps x context x batch x words): {recipe.phases}"),
         "train_seconds": f"{seconds:.0f}",
         "train_cpu_seconds": f"{cpu_seconds:.0f}",  # summed over threads
@@ -270,7 +283,7 @@ def save_demo(model: GPT2, path: Path, recipe: Recipe, history: list[dict], scor
 
 def held_out(recipe: Recipe, seed: int, B: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
     """Probe sequences in GPT-2 token ids, from another seed than training: full-length sequences of
-    all the training words, spans repeated after varying gaps (no alternations)."""
+    all the training words, spans repeated after varying gaps (no skip segments)."""
     ids, source = repeated_spans(torch.Generator().manual_seed(seed), B, recipe.n_positions, recipe.n_words, 0.0)
     return training_words(recipe.n_words)[ids], source  # [B, T] GPT-2 ids, [B, T]
 

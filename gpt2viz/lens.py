@@ -52,15 +52,14 @@ def logit_lens(model: GPT2, trace: Trace, position: int = -1, k: int = 5) -> lis
     if trace.mode is Mode.PREFILL and position not in (-1, trace.T - 1):
         raise ValueError("a prefill trace has logits for its last position only")
     final = int(trace["logits"][0, -1 if trace.mode is Mode.PREFILL else position].argmax())
-    rows = []
-    for label, name in depth_points(trace):
-        x = trace[name][0, position]  # [d]
-        logits = final_layernorm(model, x) @ model.wte.weight.T  # [V]
-        probs = torch.softmax(logits, -1)  # [V]
-        top = probs.topk(k)
-        rank = int((probs > probs[final]).sum())
-        rows.append(LensRow(label, top.indices.tolist(), top.values.tolist(), rank, float(probs[final])))
-    return rows
+    points = depth_points(trace)
+    x = torch.stack([trace[name][0, position] for _, name in points])  # [n_points, d]
+    probs = torch.softmax(final_layernorm(model, x) @ model.wte.weight.T, -1)  # [n_points, V]: one pass over wte
+    top = probs.topk(k)  # [n_points, k]
+    ranks = (probs > probs[:, final, None]).sum(-1)  # [n_points]
+    return [LensRow(label, ids, values, int(rank), float(p))
+            for (label, _), ids, values, rank, p in zip(points, top.indices.tolist(), top.values.tolist(),
+                                                        ranks, probs[:, final])]
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ class Trace:
         if self.order and set(self.order) != {*self.tensors, *self.derived}:
             raise ValueError("a trace's order must list every stored and derived name once")
         object.__setattr__(self, "_cache", OrderedDict())  # name -> derived tensor, oldest first
+        object.__setattr__(self, "_memo", {})  # key -> a small summary a page computed from this trace
         object.__setattr__(self, "_lock", threading.RLock())  # sessions share one trace
 
     @property
@@ -118,6 +119,16 @@ class Trace:
             while sum(_bytes(t) for t in self._cache.values()) > self.derived_cache_bytes:
                 self._cache.popitem(last=False)  # this one too, when it alone exceeds the bound
             return tensor
+
+    def memo(self, key, compute: Callable[[], object]):
+        """What `compute()` returns, computed once per trace: a page's small summary of it (norms, a
+        lens table, a top-k), which every later view of any session reads instead of recomputing.
+        The summary lives and is evicted with the trace; it must be small (it is not counted in nbytes)."""
+        with self._lock:
+            if key not in self._memo:
+                with torch.no_grad():
+                    self._memo[key] = compute()
+            return self._memo[key]
 
     def get(self, short: str, block: int | None = None, *, head: int | None = None,
             queries: slice | None = None) -> torch.Tensor:

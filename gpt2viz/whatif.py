@@ -83,12 +83,15 @@ def loss_per_position(trace: Trace) -> torch.Tensor:
 
 
 def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, float]]:
-    """The k tensors recorded in both runs, other than those intervened on, whose values moved most,
+    """The k tensors stored in both runs, other than those intervened on, whose values moved most,
     as (name, ‖after − before‖ / ‖before‖), largest first. Tensors computed before the intervention
-    are equal bit for bit, so only later ones appear."""
+    are equal bit for bit, so only later ones appear. Derived names (the attention pattern, LayerNorm
+    outputs, ...) are left out: each is a function of stored ones that moved, and deriving them all for
+    two runs cost seconds on every view."""
     moved = []
     for name in after.names:
-        if name in before and name not in after.intervened and after[name].shape == before[name].shape:
+        if (name in after.tensors and name in before.tensors and name not in after.intervened
+                and after[name].shape == before[name].shape):
             a, b = after[name].float(), before[name].float()
             if not torch.equal(a, b):
                 moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))

@@ -12,11 +12,13 @@ from gpt2viz import tokenizer
 from gpt2viz.cli import main
 from gpt2viz.demo_model import (
     DEMO_PATH,
+    RULED,
     Recipe,
     demo_heads,
     head_scores,
     held_out,
     repeated_spans,
+    successor,
     training_words,
 )
 from gpt2viz.ui.demo import DEMO_TEXT
@@ -66,11 +68,16 @@ def test_train_demo_refuses_bad_numbers_with_one_line(tmp_path, capsys):
 
 
 def test_repeats_copy_the_words_they_point_at():
+    ruled = 0
     for seed in range(20):
-        ids, source = repeated_spans(torch.Generator().manual_seed(seed), 4, 256, 2000, alternating=0.25)
+        ids, source = repeated_spans(torch.Generator().manual_seed(seed), 4, 256, 2000, 0.25, successor(2000, seed))
         b, i = (source >= 0).nonzero(as_tuple=True)
         assert torch.equal(ids[b, i], ids[b, source[b, i]]) and (source[b, i] < i).all()
         assert 0.2 < (source >= 0).float().mean() < 0.6
+        b, i = (source == RULED).nonzero(as_tuple=True)  # skip segments: the word two before decides
+        assert torch.equal(ids[b, i], successor(2000, seed)[ids[b, i - 2]])
+        ruled += len(i)
+    assert ruled > 0
 
 
 def test_training_words_are_common_space_words():

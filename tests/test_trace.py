@@ -1,5 +1,7 @@
 """The immutable Trace: lookups, and the safetensors round trip."""
 
+import threading
+
 import pytest
 import torch
 from safetensors.numpy import load_file
@@ -66,3 +68,21 @@ def test_a_batch_keeps_every_row_and_the_mode_is_a_mode(tiny, tmp_path):
     t.save(tmp_path / "b.safetensors")
     back = Trace.load(tmp_path / "b.safetensors")
     assert back.mode is Mode.PREFILL and back.rows == t.rows
+
+
+def test_a_summary_is_computed_once_per_trace_by_any_thread(tiny):
+    """Pages keep small summaries of a shared trace (a lens table, gradient norms) with it."""
+    t, calls = run(tiny, [1, 2, 3], Mode.FULL), []
+
+    def norms():
+        calls.append(1)
+        return [float(t.get("resid_pre", b).norm()) for b in range(2)]
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(t.memo("norms", norms))) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(calls) == 1 and all(g is got[0] for g in got) and len(got) == 4
+    assert run(tiny, [1, 2, 3], Mode.FULL).memo("norms", lambda: "fresh") == "fresh"  # another trace, its own

@@ -6,6 +6,7 @@ import time
 from fnmatch import fnmatch
 
 import pytest
+import torch
 
 from gpt2viz.config import get_config
 from gpt2viz.modes import Mode, run
@@ -98,3 +99,24 @@ def test_training_pages_share_one_trace_without_the_weights_gradients(weights, m
                               if not ui_cache.is_weight_grad(n)}
     grads = get_trace(weights, IDS, Mode.TRAINING, 0, ("grad.h.*.weight", "loss"), cache=cache)
     assert grads is not mlp and len(runs) == 2 and any(ui_cache.is_weight_grad(n) for n in grads.names)
+
+
+@pytest.mark.parametrize("dropout", [True, False])
+def test_the_training_page_keeps_a_summary_not_the_weights_gradients(weights, monkeypatch, dropout):
+    """The Training page shows each weight's gradient as one norm: when its run does not fit a full
+    trace, the cache keeps the page's numbers (a few hundred bytes), equal to the run's."""
+    full = full_trace_bytes(weights, len(IDS), Mode.TRAINING)
+    cache, runs = TraceCache(2 * full), []
+    monkeypatch.setattr(ui_cache, "run", lambda *a, **kw: runs.append(1) or run(*a, **kw))
+    summary = ui_cache.get_training_summary(weights, IDS, 0, dropout, cache=cache)
+    assert ui_cache.get_training_summary(weights, IDS, 0, dropout, cache=cache) is summary and len(runs) == 1
+    assert cache.nbytes == summary.nbytes < 1000
+    trace = run(weights.model, list(IDS), Mode.TRAINING, seed=0, dropout=dropout)
+    assert float(summary.weight_grad_norms[1, 0]) == float(trace["grad.h.0.attn.c_attn.weight"].norm())
+    assert summary.stream_grad_norms[1] == float(trace["grad.blocks.1.resid_pre"].norm())
+    assert torch.equal(summary.loss_per_token, trace["loss.per_token"][0])
+    assert len(summary.dropout) == (1 + 3 * weights.model.config.n_layer if dropout else 0)
+    roomy = TraceCache(100 * full)  # a full trace fits: the summary comes from the shared trace
+    shared = get_trace(weights, IDS, Mode.TRAINING, 0, ("loss",), cache=roomy, dropout=dropout)
+    assert ui_cache.get_training_summary(weights, IDS, 0, dropout, cache=roomy) is shared.memo(
+        "training summary", lambda: None)

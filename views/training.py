@@ -3,17 +3,9 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.modes import Mode
 from gpt2viz.ui.anatomy import plot, random_note, selection
-from gpt2viz.ui.cache import get_trace
-from gpt2viz.ui.classroom import (
-    GRAD_PARTS,
-    TRAINING_NEEDS,
-    dropout_rows,
-    gradient_norms,
-    loss_summary,
-    stream_gradient_norms,
-)
+from gpt2viz.ui.cache import get_training_summary
+from gpt2viz.ui.classroom import GRAD_PARTS
 
 sel = selection()
 cfg = sel.config
@@ -29,20 +21,20 @@ if sel.text_error or len(sel.ids) < 2:
     st.stop()
 dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params",
                     help="off: the training loss equals the evaluation loss on the same text")
-trace = get_trace(sel.weights, sel.ids, Mode.TRAINING, sel.weights.seed, needs=TRAINING_NEEDS, dropout=dropout)
+summary = get_training_summary(sel.weights, sel.ids, sel.weights.seed, dropout)
 random_note(sel)
 cols = st.columns(3)
-for col, (label, value) in zip(cols, loss_summary(trace).items()):
+for col, (label, value) in zip(cols, summary.loss.items()):
     col.metric(label, value)
-plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens),
+plot(plots.loss_per_token(summary.loss_per_token, list(summary.tokens),
                           "Loss at each position: which tokens surprised the model"))
 st.subheader("Dropout that fired")
 if dropout:
-    st.dataframe(dropout_rows(trace, cfg.n_layer, cfg.dropout), hide_index=True, width="stretch", height=260)
+    st.dataframe(summary.dropout, hide_index=True, width="stretch", height=260)
 else:
     st.caption("Dropout is off: no value was dropped, so this loss is the evaluation loss of the text.")
 st.subheader("Gradients")
-plot(plots.matrix_heatmap(gradient_norms(trace, cfg.n_layer), [label for _, label in GRAD_PARTS],
+plot(plots.matrix_heatmap(summary.weight_grad_norms, [label for _, label in GRAD_PARTS],
                           [str(i) for i in range(cfg.n_layer)], "‖∂loss/∂W‖ per component and block", "norm"))
-plot(plots.depth_bars(stream_gradient_norms(trace, cfg.n_layer), [f"block {i} in" for i in range(cfg.n_layer)],
+plot(plots.depth_bars(summary.stream_grad_norms, [f"block {i} in" for i in range(cfg.n_layer)],
                       "‖∂loss/∂xₙ‖: the gradient reaching each block's input", "norm"))

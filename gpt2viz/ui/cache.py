@@ -27,6 +27,7 @@ from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
 from ..trace_cache import log as run_log
 from ..weights import find_hf_checkpoints, load_safetensors, random_model
+from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
@@ -215,6 +216,22 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
                                                  dropout=dropout),
                                 estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared)
+
+
+def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, dropout: bool,
+                         cache: TraceCache | None = None) -> TrainingSummary:
+    """The Training page's numbers: from the shared training trace when it records everything
+    (memoised on it), else from a run of the page's names whose summary alone is kept."""
+    cache, cfg = trace_cache() if cache is None else cache, weights.model.config
+    if recorded_names(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, cache) is None:
+        trace = get_trace(weights, ids, Mode.TRAINING, seed, TRAINING_NEEDS, cache, dropout)
+        return trace.memo("training summary", lambda: training_summary(trace, cfg.n_layer, cfg.dropout, dropout))
+    key = ("training summary", weights.key, ids, seed, dropout)
+
+    def compute() -> TrainingSummary:
+        trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout)
+        return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
+    return cache.get_or_compute(key, compute, estimate=run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS))
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

@@ -1,6 +1,7 @@
 """Data for the classroom pages: generation steps, training internals, the logit lens table."""
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -84,6 +85,29 @@ def _dropout_row(site: str, block: str, mask: torch.Tensor, p: float) -> dict:
     dropped = 1 - mask.float().mean().item()
     return {"site": site, "block": block, "shape": str(list(mask.shape)), "values": f"{mask.numel():,}",
             "dropped": f"{dropped:.2%}", "expected": f"{p:.0%}"}
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """What the Training page shows of a training run, kept in the trace cache instead of the run's
+    trace: the page reads the gradient of every weight (340 MiB on gpt2) only as one norm each, and
+    in a class those gradients pushed the other students' traces out of the cache."""
+    tokens: tuple[str, ...]  # of the text, readable
+    loss: dict[str, str]  # loss_summary
+    loss_per_token: torch.Tensor  # [T-1]
+    dropout: list[dict]  # dropout_rows; none with dropout off
+    weight_grad_norms: torch.Tensor  # [6, n_layer], GRAD_PARTS order
+    stream_grad_norms: list[float]  # [n_layer]
+
+    @property
+    def nbytes(self) -> int:  # the tensors; the rows and strings are a few KiB
+        return 4 * (self.loss_per_token.numel() + self.weight_grad_norms.numel() + len(self.stream_grad_norms))
+
+
+def training_summary(trace: Trace, n_layer: int, p: float, dropout: bool) -> TrainingSummary:
+    return TrainingSummary(trace.tokens, loss_summary(trace), trace["loss.per_token"][0].clone(),
+                           dropout_rows(trace, n_layer, p) if dropout else [], gradient_norms(trace, n_layer),
+                           stream_gradient_norms(trace, n_layer))
 
 
 def lens_rows(rows: list[LensRow]) -> list[dict]:

@@ -12,6 +12,8 @@ from streamlit.testing.v1 import AppTest
 from gpt2viz.config import get_config
 from gpt2viz.modes import run
 from gpt2viz.tokenizer import encode
+from gpt2viz.ui.cache import trace_cache
+from gpt2viz.ui.whatif_view import Knocked
 from gpt2viz.weights import random_model
 from gpt2viz.whatif import Target, knockout, log_probs
 
@@ -59,6 +61,16 @@ def test_whatif_after_chart_is_the_knockout():
     want = log_probs(knockout(model, ids, Target(0, "head", 2), "zero")).exp()
     clean_top = log_probs(run(model, ids)).exp().topk(10).indices
     assert torch.allclose(torch.tensor(after["data"][0]["x"]), want[clean_top], atol=1e-6)
+
+
+def test_a_knockout_is_cached_as_what_the_page_shows_not_as_a_trace():
+    """In a class every student's knock-out was a full trace in the cache; now its numbers are."""
+    open_page("whatif.py", block=1, head=3, part="head", method="mean")
+    items = trace_cache()._items
+    knocked = [v for k, v in items.items() if k[0] == "knockout" and k[3] == Target(1, "head", 3) and k[4] == "mean"]
+    assert len(knocked) == 1 and isinstance(knocked[0], Knocked)
+    assert "blocks.1.attn.z" in knocked[0].intervened and knocked[0].changed
+    assert knocked[0].nbytes == 4 * (get_config("tiny").vocab_size + len(knocked[0].loss))
 
 
 def test_sweep_button_draws_the_block_by_head_map():

@@ -117,12 +117,28 @@ def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
     return get_trace(sel.weights, sel.ids if ids is None else ids, Mode.FULL, sel.weights.seed, NEEDS)
 
 
-def knocked_trace(sel: Selection, target: Target, method: str) -> Trace:
+@dataclass(frozen=True)
+class Knocked:
+    """What the page shows of a knocked-out run, cached instead of its trace: in a class, a full
+    trace for every knock-out a student tried pushed the students' own traces out of the cache."""
+    probs: torch.Tensor  # [V]: the next token at the last position
+    loss: torch.Tensor  # [T-1]: the loss at each position
+    intervened: tuple[str, ...]  # what the intervention changed (Trace.intervened)
+    changed: list[tuple[str, float]]  # changed_most against the clean run
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * (self.probs.numel() + self.loss.numel())
+
+
+def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Knocked:
     names = _names(sel, len(sel.ids))
     key = ("knockout", sel.weights.key, sel.ids, target, method, names)
-    return trace_cache().get_or_compute(
-        key, lambda: knockout(sel.weights.model, list(sel.ids), target, method, names=names),
-        estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
+
+    def compute() -> Knocked:
+        trace = knockout(sel.weights.model, list(sel.ids), target, method, names=names)
+        return Knocked(log_probs(trace).exp(), loss_per_position(trace), trace.intervened, changed_most(clean, trace))
+    return trace_cache().get_or_compute(key, compute, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
@@ -168,18 +184,20 @@ def requested(key: tuple, pressed: bool) -> bool:
 
 # ---------------------------------------------------------------------------- sections
 def top_tokens(trace: Trace, k: int = TOP_K) -> tuple[list[float], list[str], list[int]]:
-    top = log_probs(trace).exp().topk(k)
-    return top.values.tolist(), [readable(int(i)) for i in top.indices], top.indices.tolist()
+    def compute():
+        top = log_probs(trace).exp().topk(k)
+        return top.values.tolist(), [readable(int(i)) for i in top.indices], top.indices.tolist()
+    return trace.memo(("top tokens", k), compute)
 
 
-def before_after(clean: Trace, knocked: Trace, label: str) -> None:
+def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
     """Next-token probabilities side by side, the top token's change, the loss per position."""
     cols = st.columns(2)
     probs, labels, ids = top_tokens(clean)
     with cols[0]:
         plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"))
     with cols[1]:
-        after = log_probs(knocked).exp()
+        after = knocked.probs
         plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"))
     top = ids[0]
     new_top = int(after.argmax())
@@ -188,7 +206,7 @@ def before_after(clean: Trace, knocked: Trace, label: str) -> None:
     cols[1].metric("Top token after", repr(readable(new_top)), "unchanged" if new_top == top else "changed",
                    delta_color="off")
     if len(clean.token_ids) > 1:
-        loss_b, loss_a = loss_per_position(clean), loss_per_position(knocked)  # [T-1]
+        loss_b, loss_a = clean.memo("loss per position", lambda: loss_per_position(clean)), knocked.loss  # [T-1]
         cols[2].metric("Mean next-token loss", f"{float(loss_a.mean()):.4f}", f"{float((loss_a - loss_b).mean()):+.4f}",
                        delta_color="inverse")
         plot(plots.position_values(loss_a - loss_b, list(clean.tokens[1:]),
@@ -196,12 +214,13 @@ def before_after(clean: Trace, knocked: Trace, label: str) -> None:
                                    "Δ cross-entropy (nats)", offset=1))
 
 
-def changed_table(clean: Trace, knocked: Trace) -> None:
+def changed_table(knocked: Knocked) -> None:
     st.caption("The knocked-out run's trace records the values after the change, and that it changed "
                + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
-               "bit for bit; below, the tensors after it that moved most.")
+               "bit for bit; below, the stored tensors after it that moved most (the derived ones, such as "
+               "the attention pattern, follow from these).")
     rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
-            for name, c in changed_most(clean, knocked)]
+            for name, c in knocked.changed]
     st.dataframe(rows, hide_index=True, width="stretch")
 
 

@@ -23,6 +23,7 @@ class Recorder:
     def __init__(self, names=None, keep_graph=()):
         self._patterns = None if names is None else tuple(names)
         self._literal = frozenset(() if names is None else (n for n in self._patterns if not _is_glob(n)))
+        self._globs = () if names is None else tuple(p for p in self._patterns if _is_glob(p))
         self._wanted: dict[str, bool] = {}
         self._keep_graph = frozenset(keep_graph)
         self.tensors: dict[str, torch.Tensor] = {}
@@ -41,8 +42,7 @@ class Recorder:
             return True
         hit = self._wanted.get(name)
         if hit is None:
-            hit = self._wanted[name] = name in self._literal or any(
-                fnmatchcase(name, p) for p in self._patterns if _is_glob(p))
+            hit = self._wanted[name] = name in self._literal or any(fnmatchcase(name, p) for p in self._globs)
         return hit
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:

@@ -120,3 +120,11 @@ def test_the_training_page_keeps_a_summary_not_the_weights_gradients(weights, mo
     shared = get_trace(weights, IDS, Mode.TRAINING, 0, ("loss",), cache=roomy, dropout=dropout)
     assert ui_cache.get_training_summary(weights, IDS, 0, dropout, cache=roomy) is shared.memo(
         "training summary", lambda: None)
+
+
+def test_server_settings_from_the_environment_take_positive_integers_only():
+    assert ui_cache.torch_threads({"GPT2VIZ_THREADS": "1"}) == 1
+    assert ui_cache.max_runs({"GPT2VIZ_MAX_RUNS": "3"}) == 3
+    for bad in ("0", "-1", "two", "1.5", ""):
+        assert ui_cache.torch_threads({"GPT2VIZ_THREADS": bad}) is None
+        assert ui_cache.max_runs({"GPT2VIZ_MAX_RUNS": bad}) == ui_cache.MAX_RUNS

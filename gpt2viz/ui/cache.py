@@ -14,6 +14,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import streamlit as st
+import torch
 
 from .. import costs
 from ..config import get_config
@@ -33,6 +34,7 @@ BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
 MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
 MAX_RUNS = 2  # runs computing at once: each uses every core (torch's threads); more only slow each other
+THREADS_ENV = "GPT2VIZ_THREADS"
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,6 +109,14 @@ def max_runs(env=os.environ) -> int:
     return int(n) if n.isdigit() and int(n) > 0 else MAX_RUNS
 
 
+def torch_threads(env=os.environ) -> int | None:
+    """GPT2VIZ_THREADS: torch's threads for every tensor operation of the server (default: torch's
+    own, one per core). A server for a class may set 1: runs and pages then share the cores by
+    running side by side, rather than each asking for every core at once."""
+    n = env.get(THREADS_ENV, "")
+    return int(n) if n.isdigit() and int(n) > 0 else None
+
+
 def budget_bytes(env=os.environ) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB (default 2 GiB): what the server may use beyond its runtime and weights."""
     mb = env.get(BUDGET_ENV)
@@ -121,6 +131,8 @@ def trace_cache() -> TraceCache:
     class, more runs in flight only reserved more of the budget, evicting the traces the students
     came back for, and shared the cores between them."""
     budget = budget_bytes()
+    if torch_threads():
+        torch.set_num_threads(torch_threads())
     if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
         run_log.addHandler(logging.StreamHandler())
         run_log.setLevel(logging.INFO)

@@ -59,6 +59,8 @@ class Recipe:
     # (and what it passes on is a word's identity, not a copy of it to predict)
     sinusoid_positions: bool = True  # wpe starts as sinusoids, then is learned (the architecture is GPT-2's)
     wpe_std: float = 0.02  # the sinusoids' scale per entry (GPT-2 initialises wpe at std 0.01)
+    wte_std: float = 0.02  # the token table's initial scale (GPT-2's 0.02; larger keeps each position's own
+    # word legible in the stream beside what the heads write there)
     loss_on: str = "all"  # "all" positions, or only "repeated" ones: repeats and skip segments' words (fresh
     # words are unpredictable noise)
 
@@ -209,6 +211,8 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
     torch.manual_seed(recipe.seed)
     V, T = recipe.n_words, recipe.n_positions
     model = init_weights(GPT2(recipe.config(V)), recipe.seed)
+    with torch.no_grad():
+        model.wte.weight.mul_(recipe.wte_std / 0.02)
     if recipe.sinusoid_positions:
         with torch.no_grad():
             model.wpe.weight.copy_(sinusoids(T, recipe.n_embd, recipe.wpe_std))

@@ -116,10 +116,18 @@ def test_the_training_page_keeps_a_summary_not_the_weights_gradients(weights, mo
     assert summary.stream_grad_norms[1] == float(trace["grad.blocks.1.resid_pre"].norm())
     assert torch.equal(summary.loss_per_token, trace["loss.per_token"][0])
     assert len(summary.dropout) == (1 + 3 * weights.model.config.n_layer if dropout else 0)
-    roomy = TraceCache(100 * full)  # a full trace fits: the summary comes from the shared trace
-    shared = get_trace(weights, IDS, Mode.TRAINING, 0, ("loss",), cache=roomy, dropout=dropout)
-    assert ui_cache.get_training_summary(weights, IDS, 0, dropout, cache=roomy) is shared.memo(
-        "training summary", lambda: None)
+    roomy = TraceCache(100 * full)  # even where a full trace fits, the cache keeps the page's numbers only
+    assert ui_cache.get_training_summary(weights, IDS, 0, dropout, cache=roomy).weight_grad_norms.equal(
+        summary.weight_grad_norms) and roomy.nbytes == summary.nbytes
+
+
+def test_training_pages_share_a_trace_without_the_weights_gradients_even_where_all_would_fit(weights):
+    full = full_trace_bytes(weights, len(IDS), Mode.TRAINING)
+    roomy = TraceCache(100 * full)
+    trace = get_trace(weights, IDS, Mode.TRAINING, 0, ("blocks.0.mlp.*",), cache=roomy)
+    assert not any(ui_cache.is_weight_grad(n) for n in trace.names) and "grad.blocks.0.resid_pre" in trace
+    assert trace.nbytes == ui_cache._all_but_weight_grads(weights.model.config, len(IDS))[1] < full // 2
+    assert get_trace(weights, IDS, Mode.TRAINING, 0, None, cache=roomy).nbytes == full  # asked for everything
 
 
 def test_server_settings_from_the_environment_take_positive_integers_only():

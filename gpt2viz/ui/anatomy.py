@@ -22,7 +22,7 @@ from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from . import demo
-from .cache import full_trace_bytes, get_trace, recorded_names, records_everything, trace_cache
+from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
 
@@ -74,10 +74,12 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
     if sel.cut:
         st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
                 f"{sel.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
-    if needs is not None and not records_everything(sel.weights, len(sel.ids), sel.mode):
+    names = None if needs is None else recorded_names(sel.weights, len(sel.ids), sel.mode, tuple(needs),
+                                                      trace_cache())
+    if names is not None:
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
-        names = recorded_names(sel.weights, len(sel.ids), sel.mode, tuple(needs), trace_cache())
-        what = "only what this page shows" if names == tuple(needs) else "every tensor but the weights' gradients"
+        what = ("only what this page shows" if names == tuple(needs) else
+                "every tensor but the weights' gradients (the Training page shows their norms)")
         st.caption(f":material/memory: Recording {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
     with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):

@@ -197,17 +197,19 @@ def _all_but_weight_grads(cfg, n_tokens: int) -> tuple[tuple[str, ...], int]:
 
 def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None,
                    cache: TraceCache) -> tuple[str, ...] | None:
-    """What the run behind a page records: everything (None) while that fits, one trace for every
-    page; in training, everything but the parameters' gradients while that fits, one trace for every
-    page that shows none of them (all but the training page); else only the page's `needs`."""
-    if needs is None or records_everything(weights, n_tokens, mode, cache):
-        return None
-    if mode is Mode.TRAINING:
+    """What the run behind a page records. In training, for every page that shows none of the
+    parameters' gradients (all but the Training page, which keeps only their norms), everything but
+    those gradients while that fits: one trace for all those pages, a quarter of a full one (the
+    gradients weigh as much as the weights). Otherwise everything (None) while that fits, one trace
+    for every page; else only the page's `needs`."""
+    if mode is Mode.TRAINING and needs is not None:
         names, nbytes = _all_but_weight_grads(weights.model.config, n_tokens)
         sizes = _tensor_bytes(weights, n_tokens, mode)
         wants_grads = any(fnmatch(name, g) for name in sizes if is_weight_grad(name) for g in needs)
         if not wants_grads and nbytes * FULL_TRACE_SHARE <= cache.budget:
             return names
+    if needs is None or records_everything(weights, n_tokens, mode, cache):
+        return None
     return tuple(needs)
 
 
@@ -232,18 +234,15 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
 
 def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, dropout: bool,
                          cache: TraceCache | None = None) -> TrainingSummary:
-    """The Training page's numbers: from the shared training trace when it records everything
-    (memoised on it), else from a run of the page's names whose summary alone is kept."""
-    cache, cfg = trace_cache() if cache is None else cache, weights.model.config
-    if recorded_names(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, cache) is None:
-        trace = get_trace(weights, ids, Mode.TRAINING, seed, TRAINING_NEEDS, cache, dropout)
-        return trace.memo("training summary", lambda: training_summary(trace, cfg.n_layer, cfg.dropout, dropout))
+    """The Training page's numbers, from a run of the names it reads; only the numbers are kept."""
+    cfg = weights.model.config
     key = ("training summary", weights.key, ids, seed, dropout)
 
     def compute() -> TrainingSummary:
         trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout)
         return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
-    return cache.get_or_compute(key, compute, estimate=run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS))
+    return (trace_cache() if cache is None else cache).get_or_compute(
+        key, compute, estimate=run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS))
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

@@ -11,10 +11,11 @@ from .state import link_params
 DEMO_TEXT = ("green cat sat on my old mat while his big dog went past our red door "
              "green cat sat on my old mat while his big dog went past our red door")
 NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}) "
-        "on random common words in which spans repeat. What it can learn there is to copy: when a word comes back, "
-        "predict the word that followed it the last time (an induction head reading a previous-token head). It "
-        "knows no English: no grammar, facts or meaning; where nothing repeats, its guess is any of its training "
-        "words.")
+        "on random common words in which spans repeat, and in some stretches each word is set by the word two "
+        "before it through a fixed made-up rule. What it can learn there is to copy: when a word comes back, "
+        "predict the word that followed it the last time (an induction head reading a previous-token head), and "
+        "that rule. It knows no English: no grammar, facts or meaning; where nothing repeats, its guess is any of "
+        "its training words.")
 
 
 def note(view) -> None:

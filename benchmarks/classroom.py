@@ -78,7 +78,7 @@ BURST_WINDOW_S = 1.0
 BURST_PAGE = "attention"
 MODEL = "gpt2"
 MIB = 2**20
-RUN_LINE = re.compile(r"^run (\w+): ([\d.]+) s, (\d+) asker", re.MULTILINE)
+RUN_LINE = re.compile(r"^run (\w+) \(([^)]*)\): ([\d.]+) s, (\d+) asker", re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------- students and views
@@ -290,7 +290,7 @@ class AppServer:
         trace runs the server logged since `mark`."""
         samples = [kib for t, kib, _ in self.sampler.samples if t >= mark["t"]] or [0]
         peak = max(max(samples), _status_kib(self.server.proc.pid, "VmHWM"))
-        runs = [(d, float(sec), int(w)) for d, sec, w in RUN_LINE.findall(self.log()[mark["log"]:])]
+        runs = [(d, float(sec), int(w), kind) for d, kind, sec, w in RUN_LINE.findall(self.log()[mark["log"]:])]
         return {"peak_kib": peak, "growth_mib": (peak - self.baseline_kib) / 1024 if peak else None,
                 "cpu": cpu_seconds(self.server.proc.pid) - mark["cpu"], "runs": runs}
 
@@ -342,7 +342,15 @@ def load_line(used: dict, wall: float, budget: int) -> str:
             f"(budget {budget} MiB: {'within' if growth is not None and growth <= budget else 'OVER'}); "
             f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute; "
             f"{len(used['runs']) - len({r[0] for r in used['runs']})} of a key run before, i.e. evicted); "
-            f"load average {os.getloadavg()[0]:.2f}")
+            f"load average {os.getloadavg()[0]:.2f}\nruns by kind: {run_kinds(used['runs'])}")
+
+
+def run_kinds(runs: list[tuple]) -> str:
+    """'full 40 (20 s), knockout 27 (15 s), ...': the runs of each kind and their compute, most first."""
+    kinds: dict[str, list[float]] = {}
+    for _, sec, _, kind in runs:
+        kinds.setdefault(kind, []).append(sec)
+    return ", ".join(f"{k} {len(v)} ({sum(v):.0f} s)" for k, v in sorted(kinds.items(), key=lambda kv: -sum(kv[1])))
 
 
 def final_line(k: int, views: list[View], growth: float | None, budget: int) -> str:
@@ -388,8 +396,9 @@ def one_server(args, k: int, pages: list[str], seconds: float) -> str | None:
                   f"within {BURST_WINDOW_S:g} s; time from opening the link to script-finished")
             print(f"views {s['views']}, drawn {s['views'] - s['errors']}, errors {s['errors']}, p50 {fmt(s['p50'])} s, "
                   f"p95 {fmt(s['p95'])} s, max {fmt(s['max'])} s")
-            print(f"forward passes (trace runs) for that link: {len(used['runs'])} "
-                  f"({', '.join(f'{sec:.2f} s' for _, sec, _ in used['runs'])}); askers that waited for it: {waited}")
+            seconds = ", ".join(f"{run[1]:.2f} s" for run in used["runs"])
+            print(f"forward passes (trace runs) for that link: {len(used['runs'])} ({seconds}); "
+                  f"askers that waited for it: {waited}")
             if s["errors"]:
                 print(error_lines(views))
             print(load_line(used, wall, args.budget_mb))

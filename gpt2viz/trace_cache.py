@@ -103,7 +103,8 @@ class TraceCache:
                 self._evict()
                 self._note_peak()
             flight.trace = trace
-            log.info("run %s: %.2f s, %d asker(s) waited for it", key_digest(key), time.perf_counter() - t0,
+            log.info("run %s (%s): %.2f s, %d asker(s) waited for it", key_digest(key), key_kind(key),
+                     time.perf_counter() - t0,
                      flight.waiting)
         finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
             with self._lock:
@@ -137,6 +138,16 @@ class TraceCache:
 
     def _note_peak(self) -> None:
         self.peak_reserved = max(self.peak_reserved, self._cached() + self.in_flight)
+
+
+def key_kind(key: Hashable) -> str:
+    """What a key computes, for logs: its leading word ("knockout", "generation", ...), else the mode
+    of a trace key (weights, ids, mode, ...)."""
+    if isinstance(key, tuple) and key:
+        for part in key[:3]:
+            if isinstance(part, str):
+                return part
+    return "?"
 
 
 def key_digest(key: Hashable) -> str:

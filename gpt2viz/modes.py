@@ -153,10 +153,3 @@ def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Reco
                  P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
                  derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
                  intervened=tuple(dict.fromkeys(rec.intervened)))
-
-
-def decode_vs_full(model: GPT2, ids) -> float:
-    """Largest |DECODE logits − FULL last-position logits| on `ids`: rounding only, if the cache is right."""
-    full = run(model, ids, Mode.FULL, names=["logits"])["logits"][:, -1]  # [B, V]
-    decode = run(model, ids, Mode.DECODE, names=["logits"])["logits"][:, -1]  # [B, V]
-    return float((full - decode).abs().max())

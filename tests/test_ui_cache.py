@@ -136,3 +136,10 @@ def test_server_settings_from_the_environment_take_positive_integers_only():
     for bad in ("0", "-1", "two", "1.5", ""):
         assert ui_cache.torch_threads({"GPT2VIZ_THREADS": bad}) is None
         assert ui_cache.max_runs({"GPT2VIZ_MAX_RUNS": bad}) == ui_cache.MAX_RUNS
+
+
+def test_the_about_pages_decode_check_reads_the_two_modes_runs(weights):
+    """The live check on the About page: DECODE's last logits against FULL's, from the trace cache."""
+    full = run(weights.model, list(IDS), Mode.FULL)["logits"][0, -1]
+    decode = run(weights.model, list(IDS), Mode.DECODE)["logits"][0, -1]
+    assert ui_cache.decode_check(weights, IDS) == float((full - decode).abs().max()) < 1e-4

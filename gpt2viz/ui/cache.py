@@ -22,7 +22,7 @@ from ..demo_model import DEMO_PATH
 from ..derive import to_record
 from ..generation import Sampler
 from ..model import GPT2
-from ..modes import Generation, Mode, decode_vs_full, generate, greedy, last_keys, run
+from ..modes import Generation, Mode, generate, greedy, last_keys, run
 from ..schema import concrete, owns_storage, recorded, text_dims
 from ..trace import Trace
 from ..trace_cache import DEFAULT_BUDGET, TraceCache
@@ -262,10 +262,9 @@ def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, tempe
         key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES), estimate)
 
 
-@st.cache_resource(max_entries=16)
-def _decode_vs_full(weights_key: tuple, _weights: LoadedModel, ids: tuple[int, ...]) -> float:
-    return decode_vs_full(_weights.model, list(ids))
-
-
 def decode_check(weights: LoadedModel, ids: tuple[int, ...]) -> float:
-    return _decode_vs_full(weights.key, weights, ids)
+    """Largest |DECODE logits − FULL last-position logits| on this text (rounding only, if the
+    cache is right), from the two runs in the trace cache: a student in either mode has one already."""
+    logits = [get_trace(weights, ids, mode, weights.seed, ("logits",))["logits"][0, -1]  # [V]
+              for mode in (Mode.FULL, Mode.DECODE)]
+    return float((logits[0] - logits[1]).abs().max())

@@ -27,7 +27,7 @@ another value). Memory: RSS of each server (VmRSS every 0.5 s, VmHWM at the end)
 runtime + weights after a warm-up view; peak growth is compared with GPT2VIZ_TRACE_BUDGET_MB.
 
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M]
-            [--scenario all|classroom|burst|replicas] [--budget-mb 2048]
+            [--scenario all|classroom|burst|replicas] [--budget-mb 2048] [--threads 1]
 The last line: sessions=K views=N errors=N p50_s=X p95_s=X peak_growth_mib=X budget_mib=X (the
 one-server classroom; the burst or the replicas' classroom when only that scenario runs).
 """
@@ -69,6 +69,7 @@ from gpt2viz.ui.pages import PAGES as PAGE_ROWS  # noqa: E402
 from gpt2viz.ui.pages import href  # noqa: E402
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
+THREADS_ENV = "GPT2VIZ_THREADS"
 PAGES = [href(row.url).lstrip("/") for row in PAGE_ROWS]  # the default page is the root: ""
 QUICK_PAGES = ["", "tokens", "attention", "mlp", "output", "generation", "training", "lens"]
 MIN_TOKENS, MAX_TOKENS = 5, 200
@@ -474,6 +475,9 @@ def main() -> None:
     ap.add_argument("--budget-mb", type=int, default=DEFAULT_BUDGET // MIB,
                     help=f"{BUDGET_ENV} of each server (MiB; the app's default)")
     ap.add_argument("--view-timeout", type=float, default=120.0, help="seconds one view may take")
+    ap.add_argument("--threads", type=int, default=1,
+                    help=f"{THREADS_ENV} of each server: torch's threads (1, as docs/deploy.md advises for a class; "
+                         "0 for torch's default, one per core)")
     args = ap.parse_args()
     k = args.sessions or (8 if args.quick else 30)
     seconds = 60 * (args.minutes or (1.0 if args.quick else 3.0))
@@ -484,8 +488,13 @@ def main() -> None:
 
     os.environ[BUDGET_ENV] = str(args.budget_mb)  # inherited by the servers
     os.environ["GPT2VIZ_LOG_RUNS"] = "1"
+    if args.threads > 0:
+        os.environ[THREADS_ENV] = str(args.threads)
+    else:
+        os.environ.pop(THREADS_ENV, None)
     print(f"gpt2viz classroom · streamlit {streamlit.__version__} protocol, no browser · model {MODEL} (random "
-          f"weights) · {k} students · {BUDGET_ENV}={args.budget_mb} · {os.cpu_count()} cores, load average "
+          f"weights) · {k} students · {BUDGET_ENV}={args.budget_mb} · {THREADS_ENV}="
+          f"{os.environ.get(THREADS_ENV, 'unset')} · {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f} at the start")
     final = None
     if args.scenario != "replicas":

@@ -132,3 +132,11 @@ def test_whatif_knocks_out_each_part(part, name):
     shown = text_of(at)
     assert f"that it changed `{name}`" in shown
     assert part != "neuron" or "neuron 7 of" in shown
+
+
+def test_the_random_weights_note_offers_only_weights_there_are():
+    from gpt2viz.demo_model import DEMO_PATH
+
+    text = text_of(open_page("whatif.py"))
+    assert "Random weights: these effects are noise." in text
+    assert ("demo model" in text) == DEMO_PATH.is_file()

@@ -11,6 +11,7 @@ import streamlit as st
 import torch
 
 from .. import plots
+from ..demo_model import DEMO_PATH
 from ..schema import Mode
 from ..tokenizer import TextError, encode, readable
 from ..trace import Trace
@@ -40,10 +41,16 @@ TOP_K = 10
 
 RANDOM_WEIGHTS_NOTE = (
     "**Random weights: these effects are noise.** Nothing here has learned anything, so no part matters "
-    "more than another for a reason. With trained weights (a GPT-2 checkpoint, or the small demo model "
-    "trained for this project, under *Weights*) a few parts carry most of a prediction: on a repeated "
-    "sequence, the induction heads and the previous-token heads that feed them; knocking them out or "
-    "patching them moves it a lot, while most heads hardly matter.")
+    "more than another for a reason. With trained weights ({trained}, under *Weights*) a few parts carry most "
+    "of a prediction: on a repeated sequence, the induction heads and the previous-token heads that feed "
+    "them; knocking them out or patching them moves it a lot, while most heads hardly matter.")
+
+
+def random_weights_note() -> str:
+    """The note, naming the demo model only where its file is there to pick."""
+    trained = "a GPT-2 checkpoint, or the small demo model trained for this project" if DEMO_PATH.is_file() \
+        else "a GPT-2 checkpoint"
+    return RANDOM_WEIGHTS_NOTE.format(trained=trained)
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ def stop_without_text(sel: Selection, error_b: str | None = None) -> None:
         st.warning(sel.text_error or f"Text B: {error_b}", icon=":material/edit:")
         st.stop()
     if sel.weights.random:
-        st.info(RANDOM_WEIGHTS_NOTE, icon=":material/casino:")
+        st.info(random_weights_note(), icon=":material/casino:")
 
 
 def target_controls(sel: Selection) -> tuple[Target, str]:

@@ -1,12 +1,19 @@
 """The demo model: a small GPT-2 trained here, on data made here, so that its attention does something.
 
-Data: random words (common GPT-2 tokens) in which random spans come back after a random gap, so
-that the next token is predictable only by finding the earlier occurrence of the current token
-and copying what followed it: the job of an induction head (Olsson et al. 2022), which reads
-from a previous-token head in the block before. The model is GPT-2's architecture with GPT-2's
-tokenizer, trained in a compact copy whose token table holds only the training words (each step
-then costs a fraction of a 50,257-way softmax); the export scatters the trained rows into a full
-50,257-row table whose other rows keep GPT-2's initialisation (those tokens were never seen).
+Data: common GPT-2 words in three kinds of stretch. Fresh words mostly follow a made-up Markov chain
+(each word has 4 usual successors), so there are word statistics to learn from the current word, as
+in text. Spans come back after a random gap, so that a repeated word's successor is predictable by
+finding the earlier occurrence of the current word and copying what followed it: the job of an
+induction head (Olsson et al. 2022), which reads from a previous-token head in the block before. In
+"skip" stretches each word is a fixed permutation of the word two before it, which pays a
+previous-token head by itself. Without the chain, every model trained here copied repeats through
+heads that attend one word later than an induction head (README: the demo model).
+
+The model is GPT-2's architecture with GPT-2's tokenizer, trained in a compact copy whose token
+table holds only the training words (each step then costs a fraction of a 50,257-way softmax). The
+export writes a full 50,257-row table: the trained rows at the training words' ids and, at every
+other id, one row fitted last with everything else frozen, so that the full softmax gives those
+tokens, together, the little probability they deserve (they never occur).
 
 `python -m gpt2viz train-demo` writes assets/demo-model/model.safetensors. Shapes: B, T, nh, V.
 """
@@ -45,22 +52,25 @@ class Recipe:
     """Everything that determines the trained weights."""
     seed: int = 0
     n_layer: int = 2
-    n_head: int = 8
+    n_head: int = 4
     n_embd: int = 128
-    n_positions: int = 256
-    n_words: int = 2000  # the training vocabulary: GPT-2's first n_words " word" tokens
-    # a curriculum, "steps x context x batch x words" per phase: short sequences of few words first,
-    # where a head's target is one of a few positions and every word is seen often, then the full size
-    phases: str = "1200x16x64x500,500x64x16x2000,250x256x8x2000"
-    lr: float = 1e-2
+    n_positions: int = 32
+    n_words: int = 300  # the training vocabulary: GPT-2's first n_words " word" tokens
+    # "steps x context x batch x words" per phase, comma-separated (a curriculum, if more than one)
+    phases: str = "3000x32x64x300"
+    lr: float = 3e-3
     warmup: int = 100
     skip: float = 0.3  # share of segments in which each word is fixed by the word two before it, through a
     # fixed random permutation of the words: a head that reads the previous position pays off by itself
     # (and what it passes on is a word's identity, not a copy of it to predict)
-    sinusoid_positions: bool = True  # wpe starts as sinusoids, then is learned (the architecture is GPT-2's)
+    sinusoid_positions: bool = False  # True: wpe starts as sinusoids, then is learned (GPT-2's architecture)
     wpe_std: float = 0.02  # the sinusoids' scale per entry (GPT-2 initialises wpe at std 0.01)
     wte_std: float = 0.02  # the token table's initial scale (GPT-2's 0.02; larger keeps each position's own
     # word legible in the stream beside what the heads write there)
+    chain: float = 0.8  # share of fresh words drawn from the previous word's 4 usual successors: with word
+    # statistics to learn from the current word (as in text), block 1's heads match on the current word,
+    # the induction head's way (without them every model trained here matched on the word before it)
+    other_steps: int = 300  # then, all else frozen, fit the one row every other GPT-2 token gets (see export)
     loss_on: str = "all"  # "all" positions, or only "repeated" ones: repeats and skip segments' words (fresh
     # words are unpredictable noise)
 
@@ -121,12 +131,20 @@ def successor(n_words: int, seed: int) -> torch.Tensor:
     return torch.randperm(n_words, generator=torch.Generator().manual_seed(seed + 7))
 
 
+def chain_successors(n_words: int, seed: int, k: int = 4) -> torch.Tensor:
+    """The fresh words' Markov chain: the k words [n_words, k] each word is most often followed by."""
+    return torch.randint(n_words, (n_words, k), generator=torch.Generator().manual_seed(seed + 11))
+
+
 def repeated_spans(g: torch.Generator, B: int, T: int, V: int, skip: float = 0.0,
-                   rule: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   rule: torch.Tensor | None = None, chain: float = 0.0,
+                   successors: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids [B, T] in 0..V-1, source [B, T]): random words in segments, each either a span of
     2 to 3T/8 words, 0 to T/8 other words and the span again, or (with probability `skip`) 4 to 16
-    words each of which is rule[the word two before it]. source[b, i] is the earlier position whose
-    word position i repeats, RULED where the rule made it, or -1 where the word is fresh."""
+    words each of which is rule[the word two before it]. With `chain` > 0 a fresh word is, with that
+    probability, one of its predecessor's `successors` (a Markov chain: word statistics, as text has,
+    that the model learns from each word itself). source[b, i] is the earlier position whose word
+    position i repeats, RULED where the rule made it, or -1 where the word is fresh."""
     ids = torch.randint(V, (B, T), generator=g)  # [B, T]
     source = torch.full((B, T), -1)  # [B, T]
     max_span, max_gap = max(2, 3 * T // 8), T // 8
@@ -147,6 +165,16 @@ def repeated_spans(g: torch.Generator, B: int, T: int, V: int, skip: float = 0.0
                 ids[b, copy:copy + n] = ids[b, i:i + n]
                 source[b, copy:copy + n] = torch.arange(i, i + n)
             i = copy + span
+    if chain > 0:
+        for b in range(B):
+            for t in range(1, T):  # in order: copies and ruled words follow what they depend on
+                if source[b, t] == -1 and float(torch.rand((), generator=g)) < chain:
+                    k = int(torch.randint(successors.shape[1], (), generator=g))
+                    ids[b, t] = successors[ids[b, t - 1], k] % V
+                elif source[b, t] == RULED:
+                    ids[b, t] = rule[ids[b, t - 2]] % V
+                elif source[b, t] >= 0:
+                    ids[b, t] = ids[b, source[b, t]]
     return ids, source
 
 
@@ -206,8 +234,9 @@ def lr_at(step: int, lr: float, warmup: int, steps: int) -> float:
     return lr * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
 
 
-def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[dict]]:
-    """The compact model (its vocabulary the training words) after `recipe.steps` steps, and a log."""
+def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, torch.Tensor, list[dict]]:
+    """The compact model (its vocabulary the training words) after `recipe.steps` steps, the row of
+    every other token (fit_other_row), and a log."""
     torch.manual_seed(recipe.seed)
     V, T = recipe.n_words, recipe.n_positions
     model = init_weights(GPT2(recipe.config(V)), recipe.seed)
@@ -219,7 +248,7 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, betas=(0.9, 0.98), weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe.seed)
-    rule = successor(V, recipe.seed)
+    rule, successors = successor(V, recipe.seed), chain_successors(V, recipe.seed)
     probes = {p: repeated_spans(torch.Generator().manual_seed(recipe.seed + 1), 8, p.context, p.words, 0.0)
               for p in recipe.schedule}  # each phase measured on sequences like its own
     history, start, steps = [], time.perf_counter(), recipe.steps
@@ -227,7 +256,8 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
         for group in opt.param_groups:
             group["lr"] = lr_at(step, recipe.lr, recipe.warmup, steps)
         phase = recipe.phase_at(step)
-        ids, source = repeated_spans(data, phase.batch, phase.context, phase.words, recipe.skip, rule)  # [B, T]
+        ids, source = repeated_spans(data, phase.batch, phase.context, phase.words, recipe.skip, rule,
+                                     recipe.chain, successors)  # [B, T]
         logits, _ = model(ids)  # [B, T, V]
         losses = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")  # [B*(T-1)]
         loss = losses.mean() if recipe.loss_on == "all" else losses[source[:, 1:].flatten() != -1].mean()
@@ -243,18 +273,50 @@ def train(recipe: Recipe, log=print, eval_every: int = 250) -> tuple[GPT2, list[
                      "induction": round(s.best("induction")[2], 3), "previous": round(s.best("previous")[2], 3)}
             history.append(entry)
             log(json.dumps(entry))
-    return model.eval(), history
+    other = fit_other_row(model.eval(), recipe, data, rule, successors)
+    entry = {"other_row_steps": recipe.other_steps, "loss_full_vocabulary": round(other[1], 3)}
+    history.append(entry)
+    log(json.dumps(entry))
+    return model, other[0], history
+
+
+def fit_other_row(model: GPT2, recipe: Recipe, data: torch.Generator, rule: torch.Tensor,
+                  successors: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """The row [d] that each of GPT-2's tokens outside the training words gets in the full model, and
+    the full-vocabulary loss of the last step: fitted with the trained model frozen, its logit counted
+    once per such token (log(50,257 − V) added), on sequences like the last phase's."""
+    V, phase = recipe.n_words, recipe.schedule[-1]
+    others = math.log(tokenizer.ENDOFTEXT_ID + 1 - V)
+    final = {}
+    hook = model.ln_f.register_forward_hook(lambda module, args, out: final.update(h=out))
+    row = torch.zeros(recipe.n_embd, requires_grad=True)  # [d]
+    opt = torch.optim.Adam([row], lr=1e-2)
+    loss = torch.tensor(float("nan"))
+    try:
+        for _ in range(recipe.other_steps):
+            ids, _ = repeated_spans(data, phase.batch, phase.context, V, recipe.skip, rule, recipe.chain,
+                                    successors)  # [B, T]
+            with torch.no_grad():
+                logits = model(ids)[0]  # [B, T, V]
+            logits = torch.cat([logits, (final["h"] @ row + others)[..., None]], -1)  # [B, T, V + 1]
+            loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        hook.remove()
+    return row.detach(), loss.item()
 
 
 @torch.no_grad()
-def export(compact: GPT2, words: torch.Tensor, seed: int) -> GPT2:
-    """The full-vocabulary model: the trained rows at the training words' ids, every other row at
-    GPT-2's initialisation (never trained), all other parameters as trained."""
+def export(compact: GPT2, words: torch.Tensor, other: torch.Tensor, seed: int) -> GPT2:
+    """The full-vocabulary model: the trained rows at the training words' ids, `other` at every other
+    id (as input, none of those tokens was ever seen), all other parameters as trained."""
     cfg = compact.config
     full = init_weights(GPT2(GPT2Config("demo", n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd,
                                         n_positions=cfg.n_positions, dropout=0.0)), seed)
     state = compact.state_dict()
-    wte = full.wte.weight.clone()  # [50257, d]
+    wte = other.expand_as(full.wte.weight).clone()  # [50257, d]
     wte[words] = state.pop("wte.weight")
     full.load_state_dict({**state, "wte.weight": wte})
     return full.eval()
@@ -295,9 +357,9 @@ def held_out(recipe: Recipe, seed: int, B: int = 16) -> tuple[torch.Tensor, torc
 def train_demo(recipe: Recipe, out: Path, log=print) -> HeadScores:
     """Train, export to the full vocabulary, measure the heads on held-out sequences, save."""
     start, cpu = time.perf_counter(), time.process_time()
-    compact, history = train(recipe, log)
+    compact, other, history = train(recipe, log)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    model = export(compact, training_words(recipe.n_words), recipe.seed)
+    model = export(compact, training_words(recipe.n_words), other, recipe.seed)
     scores = head_scores(model, *held_out(recipe, recipe.seed + 1000))
     save_demo(model, out, recipe, history, scores, seconds, cpu)
     return scores

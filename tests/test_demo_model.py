@@ -14,6 +14,7 @@ from gpt2viz.demo_model import (
     DEMO_PATH,
     RULED,
     Recipe,
+    chain_successors,
     demo_heads,
     head_scores,
     held_out,
@@ -61,7 +62,7 @@ def test_train_demo_refuses_bad_numbers_with_one_line(tmp_path, capsys):
     assert main(["train-demo", "--n-head", "3", "--out", str(tmp_path / "x.safetensors")]) == 2
     assert "divisible" in capsys.readouterr().err
     assert main(["train-demo", "--phases", "10x512x4x100", "--out", str(tmp_path / "x.safetensors")]) == 2
-    assert "context 4..256" in capsys.readouterr().err
+    assert "context 4..32" in capsys.readouterr().err
     assert main(["train-demo", "--loss-on", "fresh", "--out", str(tmp_path / "x.safetensors")]) == 2
     assert "'all' or 'repeated'" in capsys.readouterr().err
     assert not (tmp_path / "x.safetensors").exists()
@@ -84,8 +85,8 @@ def test_training_words_are_common_space_words():
     words = training_words(2000)
     assert len(set(words.tolist())) == 2000
     assert {tokenizer.readable(int(w)) for w in words[:3]} == {"␣t", "␣a", "␣the"}
-    # the text the Attention page offers: every word after the first is a training word
-    assert set(tokenizer.encode(DEMO_TEXT)[1:]) <= set(words.tolist())
+    # the text the Attention page offers: every token is a training word of the recipe, the first too
+    assert set(tokenizer.encode(DEMO_TEXT)) <= set(training_words(Recipe().n_words).tolist())
 
 
 # ---------------------------------------------------------------------------- the shipped file
@@ -139,11 +140,15 @@ def test_shipped_model_predicts_repeats_and_not_fresh_words(scores, recipe):
 
 @needs_demo
 def test_the_offered_text_shows_the_induction_head(shipped):
-    ids = torch.tensor([tokenizer.encode(DEMO_TEXT)])  # [1, T]
-    T = ids.shape[1]
-    source = torch.cat([torch.full((T // 2 + 1,), -1), torch.arange(1, T // 2)])[None]  # the first word differs
+    ids = tokenizer.encode(DEMO_TEXT)
+    first, source = {}, []  # each repeated word's earlier occurrence (the words of a span are distinct)
+    for i, t in enumerate(ids):
+        source.append(first.get(t, -1))
+        first.setdefault(t, i)
+    assert sum(s >= 0 for s in source) >= 8
     block, head, _ = demo_heads()["induction"]
-    assert head_scores(shipped, ids, source).induction[block][head] >= 0.5
+    scores = head_scores(shipped, torch.tensor([ids]), torch.tensor([source]))
+    assert scores.induction[block][head] >= 0.5 and scores.loss_repeated < 1.0
 
 
 # ---------------------------------------------------------------------------- the app
@@ -163,7 +168,7 @@ def test_the_app_offers_the_demo_model_and_says_what_it_learned(tmp_path, monkey
     at.run()
     assert not at.exception
     assert "demo model trained here" in " ".join(c.value for c in at.sidebar.caption)
-    assert "(2 blocks, 2 heads, d = 16)" in " ".join(c.value for c in at.caption)
+    assert "(2 blocks, 2 heads, d = 16, context 32)" in " ".join(c.value for c in at.caption)
     assert "knows no English" in " ".join(c.value for c in at.caption)
     block, head, _ = demo_heads(path)["induction"]
     pointer = " ".join(i.value for i in at.info)
@@ -177,3 +182,16 @@ def test_without_a_demo_file_the_app_does_not_offer_it(tmp_path, monkeypatch):
 
     monkeypatch.setattr(state, "DEMO_PATH", tmp_path / "absent.safetensors")
     assert "demo" not in state.sources_enabled()
+
+
+def test_fresh_words_follow_the_chain_and_repeats_and_rules_still_hold():
+    V, g = 300, torch.Generator().manual_seed(5)
+    rule, successors = successor(V, 0), chain_successors(V, 0)
+    ids, source = repeated_spans(g, 16, 64, V, 0.3, rule, 0.8, successors)
+    b, i = (source >= 0).nonzero(as_tuple=True)
+    assert torch.equal(ids[b, i], ids[b, source[b, i]])
+    b, i = (source == RULED).nonzero(as_tuple=True)
+    assert torch.equal(ids[b, i], rule[ids[b, i - 2]])
+    b, i = (source[:, 1:] == -1).nonzero(as_tuple=True)
+    follows = (successors[ids[b, i]] == ids[b, i + 1, None]).any(-1).float().mean()  # i + 1: the fresh word
+    assert 0.7 < follows < 0.95  # 0.8 by the chain, plus uniform draws that hit a successor by chance

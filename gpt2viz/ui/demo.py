@@ -7,15 +7,17 @@ import streamlit as st
 from ..demo_model import DEMO_PATH, demo_heads
 from .state import link_params
 
-# every word is one of the model's training words (a test checks), repeated once
-DEMO_TEXT = ("green cat sat on my old mat while his big dog went past our red door "
-             "green cat sat on my old mat while his big dog went past our red door")
-NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}) "
-        "on random common words in which spans repeat, and in some stretches each word is set by the word two "
-        "before it through a fixed made-up rule. What it can learn there is to copy: when a word comes back, "
-        "predict the word that followed it the last time (an induction head reading a previous-token head), and "
-        "that rule. It knows no English: no grammar, facts or meaning; where nothing repeats, its guess is any of "
-        "its training words.")
+# every token is one of the model's training words (a test checks): each begins with a space, the first
+# too (a first word without one is a token the model never saw, and it throws every head off)
+DEMO_TEXT = (" people play one good game after work when she said their world was"
+             " people play one good game after work when she said")
+NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}, "
+        "context {cfg.n_positions}) on made-up sequences of common words: words that mostly follow a made-up "
+        "word-to-word chain, spans that come back later, and stretches where each word is set by the word two "
+        "before it. What it can learn there is to copy: when a word comes back, predict the word that followed it "
+        "the last time (an induction head reading a previous-token head), plus those two made-up rules. It knows "
+        "no English: no grammar, facts or meaning. It knows 300 common words, each with a space before it: start "
+        "your text with a space, or the first word is one it never saw.")
 
 
 def note(view) -> None:

@@ -1,10 +1,9 @@
 """The immutable Trace: lookups, and the safetensors round trip."""
 
-import threading
-
 import pytest
 import torch
 from safetensors.numpy import load_file
+from together import together
 
 from gpt2viz.modes import Mode, run
 from gpt2viz.trace import Trace
@@ -78,11 +77,6 @@ def test_a_summary_is_computed_once_per_trace_by_any_thread(tiny):
         calls.append(1)
         return [float(t.get("resid_pre", b).norm()) for b in range(2)]
 
-    got = []
-    threads = [threading.Thread(target=lambda: got.append(t.memo("norms", norms))) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    got = together(*[lambda: t.memo("norms", norms)] * 4)
     assert len(calls) == 1 and all(g is got[0] for g in got) and len(got) == 4
     assert run(tiny, [1, 2, 3], Mode.FULL).memo("norms", lambda: "fresh") == "fresh"  # another trace, its own

@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from together import together
 
 from gpt2viz.trace import Trace
 from gpt2viz.trace_cache import TraceCache
@@ -55,12 +56,7 @@ def test_concurrent_askers_share_one_computation():
         time.sleep(0.2)
         return make(40)
 
-    got = []
-    threads = [threading.Thread(target=lambda: got.append(cache.get_or_compute("k", slow))) for _ in range(5)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    got = together(*[lambda: cache.get_or_compute("k", slow)] * 5)
     assert len(calls) == 1 and len({id(t) for t in got}) == 1
 
 

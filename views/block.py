@@ -1,6 +1,5 @@
 """The Transformer block: two residual updates, x' = x + attn(LN1(x)), then x' + mlp(LN2(x'))."""
 
-import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.ui import anatomy
@@ -22,10 +21,8 @@ if trace.T == 1:  # decode: the one position's stream and the two updates added 
     plot(plots.stacked_vectors([(label, trace.get(short, b)[0, 0]) for label, short in STREAM],
                                f"Block {b} on the new token {q[0]!r}: the stream and its two updates"))
 else:
-    cols = st.columns(2)
-    with cols[0]:
-        plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ added by block {b}", offset=offset))
-    with cols[1]:
-        plot(plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
+    anatomy.side_by_side(
+        plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ added by block {b}", offset=offset),
+        plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
 anatomy.footer(page)

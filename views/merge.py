@@ -1,6 +1,5 @@
 """Merge and project: heads side by side, then W_O back into the residual stream."""
 
-import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.ui import anatomy
@@ -18,10 +17,8 @@ if trace.T == 1:  # decode: the new token's heads becoming one vector, then Δat
     plot(plots.stacked_vectors([("merge(H)", merged), ("Δattn = merge(H) W_O + b_O", out)],
                                f"Block {b}: the projection W_O"))
 else:
-    cols = st.columns(2)
-    with cols[0]:
-        plot(plots.position_norms(trace.get("attn.merged", b)[0], q, f"‖merged heads‖ · block {b}", offset=offset))
-    with cols[1]:
-        plot(plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
+    anatomy.side_by_side(
+        plots.position_norms(trace.get("attn.merged", b)[0], q, f"‖merged heads‖ · block {b}", offset=offset),
+        plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ · block {b}", offset=offset))
 plot(plots.histogram(trace.get("attn.out", b), f"Values of Δattn · block {b}", "value"))
 anatomy.footer(page)

@@ -280,6 +280,13 @@ def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
     return keys[trace.P: trace.P + trace.T], keys, trace.P
 
 
+def side_by_side(*figs) -> None:
+    """Figures in columns of equal width, left to right."""
+    for col, fig in zip(st.columns(len(figs)), figs):
+        with col:
+            plot(fig)
+
+
 def plot(fig) -> None:
     """A figure in the app's look (light or dark as the browser reports), drawn once per view."""
     fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")

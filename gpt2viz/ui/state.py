@@ -1,13 +1,18 @@
 """The shared controls, declared once in app.py and bound to the URL so a view is a link.
 
-A URL may carry any value; Streamlit ignores values a widget cannot take (a block past the last,
-an unknown mode), and `url_fallbacks` says which ones were ignored so the page can say so.
+A URL may carry any value. `settle_url` first keeps one value per key (a key given twice, as in
+`?block=1&block=7`, means its last value, as `st.query_params[key]` reads it); Streamlit then ignores
+values a widget cannot take (a block past the last, an unknown mode), and `url_fallbacks` says which
+ones were ignored so the page can say so. That is said only for a URL opened from outside (a link, a
+bookmark, a reload): a change made in the sidebar is not a link, and a block or head that the new
+weights do not have moves quietly to the nearest one they do.
 """
 
 import os
 from dataclasses import dataclass, replace
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ..config import PRESETS
 from ..demo_model import DEMO_PATH
@@ -62,8 +67,53 @@ def _raw_url() -> dict[str, str]:
         return {}
 
 
+def settle_url() -> None:
+    """One value per URL key, the last, before any bound control reads the URL.
+
+    Streamlit 1.67 seeds a bound control from every value of its key: given two (`?block=1&block=7`,
+    or a page link whose query string the browser extends with the bound controls' own values) the
+    control takes none and falls back to its default. Settling the session's copy of the URL (the
+    one the controls read) and sending it back to the browser makes the address bar, a reload and
+    a bookmark show the view the page shows."""
+    _write_url(lambda url: {k: v[-1] for k, v in url.items() if isinstance(v, list) and len(v) > 1})
+
+
+def _write_url(changes) -> None:
+    """Set URL values behind Streamlit's back (it refuses to set a key bound to a control), in the
+    session's copy, in the values the controls are seeded from, and in the browser's address bar.
+    `changes`: the session's URL (key -> value or list of values) -> the values to set."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as qp:
+        new = changes(qp._query_params)
+        if not new:
+            return
+        for key, value in new.items():
+            qp._query_params[key] = value
+            if key in qp._initial_query_params:
+                qp._initial_query_params[key] = [value]
+        qp._send_query_param_msg()
+
+
+def _clamp(key: str, last: int) -> None:
+    """A block or head kept from other weights that these do not have: the nearest they do."""
+    if isinstance(st.session_state.get(key), int) and st.session_state[key] > last:
+        st.session_state[key] = last
+        st.session_state["_clamped"] = st.session_state.get("_clamped", ()) + (key,)
+
+
+def _sync_clamped(values: dict[str, int]) -> None:
+    """Streamlit leaves a clamped control's key out of the URL (a new range is a new control): put it back."""
+    keys = st.session_state.pop("_clamped", ())
+    _write_url(lambda url: {k: str(values[k]) for k in keys if values[k] and url.get(k) != str(values[k])})
+
+
 def controls() -> Selection:
     """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
+    settle_url()
+    first_run = not st.session_state.get("_ran")  # this session's URL came from outside: a link, a reload
+    st.session_state["_ran"] = True
     raw = _raw_url()
     # what a class changes most (text, mode, block, head) on top; the weights below them: the
     # sliders' ranges come from the weights, so those are declared first, into the lower box
@@ -81,15 +131,19 @@ def controls() -> Selection:
     mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
                                 help="full: the whole text at once · training: dropout, loss, gradients · "
                                      "prefill: fill the KV cache · decode: the last token against the cache"))
-    block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) \
+    _clamp("block", cfg.n_layer - 1)
+    _clamp("head", cfg.n_head - 1)
+    # no `value`: the default is the first block and head, and a clamped session value is not a second default
+    block = int(steer.slider("Block", 0, cfg.n_layer - 1, key="block", bind="query-params")) \
         if cfg.n_layer > 1 else 0
-    head = int(steer.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    head = int(steer.slider("Head", 0, cfg.n_head - 1, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    _sync_clamped({"block": block, "head": head})
     steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
     sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
     # the URL is cleaned after the first run; keep saying what was ignored until the selection changes
     signature = (mode, block, head, weights.key)
-    notes = url_fallbacks(raw, sel)
+    notes = url_fallbacks(raw, sel) if first_run else []
     if notes:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
 from gpt2viz.model import causal_mask
 from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
@@ -12,10 +12,7 @@ SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "patte
 GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
 
 page = anatomy.header("block.attn", SHOWS)
-draw_diagram("attention", page.sel, "attention", page.diagram)
 sel, trace = page.sel, page.trace
-if sel.weights.demo:
-    demo.heads_pointer(sel)
 b, h = sel.block, sel.head
 q, k, offset = axis_tokens(trace)
 T, L = trace.T, trace.L
@@ -26,9 +23,14 @@ if trace.P:
 scores, pattern = trace.get("attn.scores", b, head=h)[0], trace.get("attn.pattern", b, head=h)[0]  # [T, L]
 z = trace.get("attn.z", b)[0, h]  # [T, dh]
 plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
-                          query_offset=offset, mask=causal_mask(T, L)))
+                          query_offset=offset, mask=causal_mask(T, L)), f"block {b} head {h}")
+anatomy.notice(lesson.attention_notice(pattern, trace.token_ids, offset, lesson.weights_kind(sel.weights), b, h))
+if sel.weights.demo:
+    demo.heads_pointer(sel)
+st.markdown(lesson.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
+draw_diagram("attention", sel, "attention")
 n = min(T, GRID_QUERIES)
 last = trace.get("attn.pattern", b, queries=slice(T - n, T))[0]  # [nh, n, L]
 plot(plots.heads_grid(last, q[-n:], k, f"Every head of block {b}"
-                      + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
+                      + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n), f"block {b}")
 anatomy.footer(page)

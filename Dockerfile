@@ -8,8 +8,10 @@
 FROM python:3.11-slim
 
 ARG TORCH_INDEX=""
+# a class server: no uploads or downloads on a visitor's click unless the operator passes -e ...=1
+# (docs/deploy.md, "Uploads")
 ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    GPT2VIZ_TRACE_BUDGET_MB=2048 GPT2VIZ_THREADS=1
+    GPT2VIZ_TRACE_BUDGET_MB=2048 GPT2VIZ_THREADS=1 GPT2VIZ_ALLOW_UPLOAD=0 GPT2VIZ_ALLOW_DOWNLOAD=0
 
 RUN useradd --create-home --uid 1000 app
 WORKDIR /home/app/gpt2viz

@@ -283,3 +283,48 @@ def test_removing_the_file_from_the_uploader_deletes_it_from_disk(serve, tmp_pat
     loaded, removed = asyncio.run(go())
     assert removed.ok and not any("tiny from an upload" in c for c in removed.captions)
     assert upload_folder(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------- the proxy's bound
+def test_the_nginx_template_lets_two_uploads_arrive_at_once_and_refuses_a_third():
+    """deploy/nginx.conf.template: limit_conn on /_stcore/upload_file, one counter for the server."""
+    import http.server
+    import os
+    import socket
+
+    from nginx_proxy import NGINX, Proxy
+
+    if not os.access(NGINX, os.X_OK):
+        pytest.skip(f"no nginx at {NGINX}")
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # the proxy's start-up check asks for /_stcore/health
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    held = []
+    try:
+        with Proxy([f"127.0.0.1:{upstream.server_address[1]}"]) as proxy:
+            def start_put(n: int) -> socket.socket:  # headers and the first bytes of a 100 MB body
+                s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+                s.sendall(f"PUT /_stcore/upload_file/session/file{n} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          f"Content-Length: {100 * 2**20}\r\n\r\n".encode() + b"x" * 65536)
+                return s
+            held = [start_put(1), start_put(2)]
+            time.sleep(0.5)
+            third = start_put(3)
+            answer = third.recv(200).decode(errors="replace")
+            third.close()
+            assert answer.startswith("HTTP/1.1 503"), answer
+            with urllib.request.urlopen(proxy.base + "/_stcore/health", timeout=10) as r:  # other paths pass
+                assert r.status == 200
+    finally:
+        for s in held:
+            s.close()
+        upstream.shutdown()

@@ -111,7 +111,8 @@ class Uploads:
         return cls(budget=megabytes(env, BUDGET_ENV, DEFAULT_BUDGET_MB), disk=megabytes(env, DISK_ENV, DEFAULT_DISK_MB))
 
     def path(self, digest: str) -> Path:
-        return self.root / f"{digest}.safetensors"
+        """A folder per digest, the file under the name messages about it give: model.safetensors."""
+        return self.root / digest / "model.safetensors"
 
     # ------------------------------------------------------------------ files
     def receive(self, data: bytes, name: str, owner: str, file_id: str = "") -> Held:
@@ -148,6 +149,7 @@ class Uploads:
                     self._files[digest][1] += 1
                     part.unlink()
                 else:
+                    self.path(digest).parent.mkdir()
                     os.replace(part, self.path(digest))
                     self._files[digest] = [size, 1]
         except OSError as e:
@@ -168,7 +170,7 @@ class Uploads:
             del self._files[digest]
             self._models.pop(digest, None)
             self.unloaded.pop(digest, None)
-            self.path(digest).unlink(missing_ok=True)
+            shutil.rmtree(self.path(digest).parent, ignore_errors=True)
 
     def sweep(self, alive: Callable[[str], bool]) -> int:
         """Release the claims of sessions that `alive` says have ended; how many."""
@@ -181,8 +183,8 @@ class Uploads:
         return sum(size for size, _ in self._files.values()) + self._writing
 
     def files(self) -> list[Path]:
-        """What is in the folder (finished files and parts being written)."""
-        return sorted(self.root.iterdir())
+        """The files in the folder (finished ones and parts being written)."""
+        return sorted(p for p in self.root.rglob("*") if p.is_file())
 
     # ------------------------------------------------------------------ models
     def model(self, held: Held, build: Callable[[Path], Any], wait: Callable[[], None] | None = None

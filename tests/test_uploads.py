@@ -81,7 +81,7 @@ def test_the_sidebar_offers_upload_only_where_allowed_and_says_why_not(address, 
 def test_identical_uploads_are_one_file_and_one_model_gone_with_the_last_session(tmp_path, tiny_file):
     store = Uploads(tmp_path / "up")
     a, b = store.receive(tiny_file, "a.safetensors", "s1"), store.receive(tiny_file, "b.safetensors", "s2")
-    assert a.digest == b.digest and [p.name for p in store.files()] == [f"{a.digest}.safetensors"]
+    assert a.digest == b.digest and store.files() == [tmp_path / "up" / a.digest / "model.safetensors"]
     built = []
     model_a, _ = store.model(a, lambda p: built.append(p) or build(p))
     model_b, _ = store.model(b, build)
@@ -169,6 +169,17 @@ def test_one_upload_is_parsed_at_a_time_the_others_wait_with_a_message(tmp_path,
     assert most[0] == 1 and len(waited) == 1 and store.models_bytes() == 2 * model_bytes(store.path(held[0].digest))
 
 
+def test_a_file_that_is_not_safetensors_is_refused_in_one_line_naming_it(tmp_path):
+    store = Uploads(tmp_path / "up")
+    held = store.receive(b"PK\x03\x04 a zip, as torch.save writes", "weights.safetensors", "s1")
+    with pytest.raises(ValueError) as refused:
+        store.model(held, build)
+    message = str(refused.value)
+    assert message.startswith("model.safetensors is a PyTorch pickle checkpoint") and "\n" not in message
+    held.release()
+    assert store.files() == [] and list((tmp_path / "up").iterdir()) == []
+
+
 def test_a_full_upload_folder_refuses_and_writes_nothing(tmp_path, tiny_file):
     store = Uploads(tmp_path / "up", disk=len(tiny_file) - 1)
     with pytest.raises(UploadError, match="upload folder is full"):
@@ -199,7 +210,8 @@ def serve(tmp_path, monkeypatch):
 
 
 def upload_folder(tmp_path) -> list[Path]:
-    return [p for d in (tmp_path / "tmp").glob("gpt2viz-uploads-*") for p in d.iterdir()]
+    """Everything in the server's upload folder, folders included."""
+    return [p for d in (tmp_path / "tmp").glob("gpt2viz-uploads-*") for p in d.rglob("*")]
 
 
 def memory_stats(base: str) -> dict[str, int]:
@@ -244,8 +256,8 @@ def test_an_uploaded_file_is_used_from_disk_and_its_bytes_leave_the_session(serv
     assert status == 204 and loaded.ok and again.ok and not loaded.errors
     for view in (loaded, again):
         assert any("tiny from an upload" in c for c in view.captions), view.captions
-    (stored,) = upload_folder(tmp_path)
-    assert stored.stat().st_size == len(tiny_file)
+    folder, stored = upload_folder(tmp_path)
+    assert folder.is_dir() and stored.name == "model.safetensors" and stored.stat().st_size == len(tiny_file)
     assert "UploadedFileManager" not in alone  # Streamlit's copy is gone
     uploading, random_tiny = alone["st_session_state"], both["st_session_state"] - alone["st_session_state"]
     assert uploading < random_tiny + len(tiny_file) // 4, (uploading, random_tiny)
@@ -274,7 +286,7 @@ def test_removing_the_file_from_the_uploader_deletes_it_from_disk(serve, tmp_pat
 
     async def go():
         s, _, loaded, _ = await upload_and_view(server.base, tiny_file)
-        assert len(upload_folder(tmp_path)) == 1
+        assert len(upload_folder(tmp_path)) == 2  # its folder and the file
         for state in s.widget_states.values():  # the browser's ✕: the uploader's state without the file
             state.file_uploader_state_value.ClearField("uploaded_file_info")
         removed = await s.view("", "weights=upload&model=tiny")

@@ -10,7 +10,8 @@ GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_THREADS=1 and the trace budget given.
   the server: the peak (sampled every 0.5 s, or the kernel's VmHWM if higher) and what it holds 5 s
   later, the students still connected, against the RSS after the warm-up view (runtime + gpt2).
   With --proxy, through deploy/nginx.conf.template, which lets 2 uploads arrive at once: a student
-  whose upload it refuses (503) sends it again 3 s later, as one would click again.
+  whose upload it refuses (503) sends it again 3 s later, as one would click again. With
+  --script serve.py, straight to the server that lets 2 uploads in at once (the others wait).
 - idle: on a fresh server, one session visits every page (the shared traces are computed), then N
   sessions (30) each visit every page and stay connected; RSS growth per idle session is the RSS
   after them, less the RSS after the first, over N.
@@ -18,7 +19,7 @@ GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_THREADS=1 and the trace budget given.
 Make the checkpoint first (random gpt2 weights in the Hugging Face layout, 475 MiB; never commit it):
     .venv/bin/python benchmarks/upload_class.py --make /tmp/gpt2-random.safetensors
     .venv/bin/python benchmarks/upload_class.py --file /tmp/gpt2-random.safetensors [--students 6]
-        [--budget-mb 2048] [--idle 30] [--scenario all|uploads|idle] [--proxy]
+        [--budget-mb 2048] [--idle 30] [--scenario all|uploads|idle] [--proxy] [--script serve.py]
 """
 
 import argparse
@@ -91,7 +92,7 @@ async def uploads(app: AppServer, base: str, data: bytes, k: int) -> tuple[list[
 
 
 def run_uploads(args, data: bytes) -> None:
-    app = AppServer()
+    app = AppServer(args.script)
     app.start()
     proxy = Proxy([app.addr]) if args.proxy else None
     try:
@@ -106,7 +107,8 @@ def run_uploads(args, data: bytes) -> None:
                            "the sidebar says"]))
         print(f"file {len(data) / MIB:,.0f} MiB; RSS after the warm-up (runtime + gpt2) {base_mib:,.0f} MiB; "
               f"peak {peak:,.0f} MiB; held 5 s after, students connected: {held:,.0f} MiB")
-        print(f"uploads students={args.students} proxy={'nginx' if proxy else 'none'} peak_mib={peak:.0f} "
+        print(f"uploads students={args.students} script={args.script} proxy={'nginx' if proxy else 'none'} "
+              f"peak_mib={peak:.0f} "
               f"held_mib={held:.0f} base_mib={base_mib:.0f} "
               f"exceptions={sum(len(r['exceptions']) for r in results)}")
     finally:
@@ -166,6 +168,7 @@ def main() -> None:
     p.add_argument("--budget-mb", type=int, default=2048)
     p.add_argument("--scenario", choices=["all", "uploads", "idle"], default="all")
     p.add_argument("--proxy", action="store_true", help="the students upload through deploy/nginx.conf.template")
+    p.add_argument("--script", default="app.py", help="what the server runs: app.py, or serve.py (its upload gate)")
     args = p.parse_args()
     if args.make:
         save_safetensors(random_model(get_config("gpt2"), seed=25), args.make)

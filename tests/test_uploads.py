@@ -197,10 +197,10 @@ def serve(tmp_path, monkeypatch):
     monkeypatch.delenv("GPT2VIZ_ALLOW_UPLOAD", raising=False)
     servers = []
 
-    def start(**env):
+    def start(script: str = APP, **env):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        server = StreamlitServer(APP, ROOT)
+        server = StreamlitServer(script, ROOT)
         servers.append(server)
         server.wait_healthy(120)
         return server
@@ -340,3 +340,47 @@ def test_the_nginx_template_lets_two_uploads_arrive_at_once_and_refuses_a_third(
         for s in held:
             s.close()
         upstream.shutdown()
+
+
+# ---------------------------------------------------------------------------- serve.py's gate
+def test_the_upload_gate_lets_two_uploads_in_at_once_and_the_others_wait_their_turn():
+    from gpt2viz.upload_gate import UploadGate
+
+    inside, most, released = [0], [0], asyncio.Event()
+
+    async def streamlit(scope, receive, send):  # stands for Streamlit: an upload takes until `released`
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        if scope["method"] == "PUT":
+            await released.wait()
+        inside[0] -= 1
+
+    gate = UploadGate(streamlit, at_once=2)
+
+    async def go():
+        put = {"type": "http", "method": "PUT", "path": "/_stcore/upload_file/s/f"}
+        uploads = [asyncio.create_task(gate(dict(put), None, None)) for _ in range(5)]
+        await asyncio.sleep(0.05)
+        waiting = sum(not t.done() for t in uploads) - gate.passing
+        other = {"type": "http", "method": "GET", "path": "/_stcore/health"}
+        await asyncio.wait_for(gate(other, None, None), 1)  # other requests pass the gate by
+        passing = gate.passing
+        released.set()
+        await asyncio.wait_for(asyncio.gather(*uploads), 5)
+        return passing, waiting
+    passing, waiting = asyncio.run(go())
+    assert passing == 2 and waiting == 3 and most[0] == 3  # 2 uploads and the health check
+    assert gate.passing == 0 and inside[0] == 0
+
+
+def test_serve_py_serves_the_app_and_its_uploads(serve, tmp_path, tiny_file):
+    server = serve(str(ROOT / "serve.py"))
+
+    async def go():
+        s, status, loaded, again = await upload_and_view(server.base, tiny_file)
+        attention = await s.view("attention", "weights=upload&model=tiny")
+        await s.close()
+        return status, loaded, attention
+    status, loaded, attention = asyncio.run(go())
+    assert status == 204 and loaded.ok and any("tiny from an upload" in c for c in loaded.captions)
+    assert attention.ok and attention.h1 == "Causal self-attention"

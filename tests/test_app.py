@@ -411,11 +411,13 @@ def test_layernorm_page_says_which_layernorm():
     assert len(set(first_chart.values())) == 3
 
 
-def test_upload_limit_says_the_cap_the_server_enforces():
+def test_upload_limit_says_the_cap_the_server_enforces(monkeypatch):
     """Issue 12 (5): the upload widget said 1GB (Streamlit writes any limit above 512 MB so) while
     the server caps uploads at 700 MB: the app says the cap itself (test_browser checks the screen)."""
     import tomllib
     from pathlib import Path
+
+    monkeypatch.setenv("GPT2VIZ_ALLOW_UPLOAD", "1")  # AppTest's server.address is unset: uploads are off
 
     config = tomllib.loads((Path(__file__).parents[1] / ".streamlit" / "config.toml").read_text())
     at = first_run(weights="upload")

@@ -18,9 +18,10 @@ from ..config import PRESETS
 from ..demo_model import DEMO_PATH
 from ..modes import Mode
 from ..tokenizer import TextError, encode
-from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights, upload_weights
+from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
+from .upload import NO_UPLOADS, uploaded_weights, uploads_offered
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
 MAX_TEXT_CHARS = 20_000
@@ -29,7 +30,6 @@ MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFI
 SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache": "Hugging Face cache",
            "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
-UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
 
@@ -54,7 +54,9 @@ class Selection:
 
 
 def sources_enabled() -> list[str]:
-    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache", "upload"]
+    """Upload only where the operator allows it (ui/upload.py: on loopback, or GPT2VIZ_ALLOW_UPLOAD=1)."""
+    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache"] + \
+        (["upload"] if uploads_offered() else [])
     if os.environ.get(ALLOW_LOCAL_PATH) == "1":
         allowed.insert(2, "path")
     return allowed
@@ -188,6 +190,8 @@ def _weights(sb, source: str) -> LoadedModel:
         if source == "demo":
             return demo_weights()
         if source == "hf-cache":
+            if not uploads_offered():  # where a student looks for real weights: why there is no upload
+                sb.caption(NO_UPLOADS)
             path = _cached_checkpoint_picker(sb)
             if path:
                 return path_weights(path)
@@ -196,14 +200,9 @@ def _weights(sb, source: str) -> LoadedModel:
             if path:
                 return path_weights(path)
         else:
-            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload",
-                                      max_upload_size=UPLOAD_MAX_MB)
-            # Streamlit writes any limit above 512 MB as "1GB per file": say the cap ourselves
-            sb.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none}</style>")
-            sb.caption(f"Up to {UPLOAD_MAX_MB} MB per file: gpt2 and distilgpt2 in fp32. "
-                       "Larger checkpoints load from the Hugging Face cache.")
-            if upload is not None:
-                return upload_weights(upload)
+            weights = uploaded_weights(sb)
+            if weights is not None:
+                return weights
     except ValueError as e:  # WeightsError: the message names the file or key at fault
         sb.error(plain(str(e)))
     except Exception as e:  # whatever else a hostile file provokes: said, never a traceback

@@ -17,6 +17,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from ..config import PRESETS
 from ..demo_model import DEMO_PATH
 from ..modes import Mode
+from ..prompts import prompts_for
 from ..tokenizer import TextError, encode
 from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights, upload_weights
 from .fetch import offer_download, select_fetched
@@ -51,6 +52,12 @@ class Selection:
     @property
     def config(self):
         return self.weights.model.config
+
+
+def default_text(source: str) -> str:
+    """The text a view starts with: the first prompt measured on these weights, else DEFAULT_TEXT."""
+    prompts = list(prompts_for(source).values())
+    return prompts[0].text if prompts else DEFAULT_TEXT
 
 
 def sources_enabled() -> list[str]:
@@ -118,10 +125,11 @@ def controls() -> Selection:
     # what a class changes most (text, mode, block, head) on top; the weights below them: the
     # sliders' ranges come from the weights, so those are declared first, into the lower box
     steer, sb = st.sidebar.container(), st.sidebar.container()
-    text = steer.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
                       help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
+    # the weights' own first prompt where they have one (a link to ?weights=demo opens on a text it knows)
+    text = steer.text_area("Text", value=default_text(source), max_chars=MAX_TEXT_CHARS, height=90, key="text",
+                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     weights = _weights(sb, source)
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)

@@ -28,8 +28,8 @@ DEMO_REPEAT = Prompt(
     "repeat", _REPEAT, " after",
     "seven words, then the first five again: at the last word (game) the model predicts the word that followed "
     "game the first time, after (p = 0.92), and greedy generation goes on copying. In block 1 every head attends "
-    "from a repeated word to the word after its earlier occurrence: a diagonal stripe one column right of the "
-    "repeat.")
+    "from a repeated word to the word after its earlier occurrence: a diagonal stripe, one column right of "
+    "where each word first occurred.")
 DEMO_PAIR = Prompt(
     "pair", _REPEAT, " after",
     "A is the repeat; B is A with its last word changed from game to point, a word that has not occurred "

@@ -82,6 +82,8 @@ def test_what_if_tracks_the_copy_by_default():
     at = open_page("whatif.py", **query)
     assert not at.exception
     assert at.selectbox(key="track").value == copied(query["text"])
+    offer = next(m.value for m in at.markdown if "Knock out block" in m.value)
+    assert 'target="_self"' in offer and "0.81, 0.53, 0.90 or 0.08" in offer  # what the knock-outs measured
 
 
 def test_patch_offers_a_ready_pair_and_a_choice_of_tokens():

@@ -22,8 +22,8 @@ st.caption("With trained weights, try A = a few words followed by the first of t
            "**last** word changed to one that occurs nowhere earlier in the text. A can then copy: an induction "
            "head at its last word attends to the word that *followed* the earlier occurrence of that word, and "
            "copies it. B has nothing to copy, so A and B predict different tokens, and the restored fraction "
-           "shows which heads carry the copy. Change any other word and both still copy the same token: the "
-           "margins barely differ and the fractions are noise.")
+           "shows which heads carry the copy. If A and B predict the same token (B changed a word the copy at the "
+           "end does not use), their margins barely differ and the fractions are noise.")
 if len(sel.ids) != len(ids_b):
     st.warning(f"A has {len(sel.ids)} tokens and B has {len(ids_b)}: patching takes each position of A into the "
                "same position of B, so it needs texts of equal length in tokens. Change one word for another "

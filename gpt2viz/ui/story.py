@@ -23,9 +23,10 @@ def induction_head() -> tuple[int, int, float]:
     return demo_heads(DEMO_PATH)["induction"]
 
 
-def offer(sel: Selection, page: str) -> Prompt | None:
+def offer(sel: Selection, page: str, says: str | None = None) -> Prompt | None:
     """The link to this page's prompt for the weights in use (with the view it needs) and what it
-    shows; returns the prompt, or None where the weights have none."""
+    shows (or `says`, what the page measures on it); returns the prompt, or None where the weights
+    have none."""
     prompts = prompts_for(sel.source)
     if page not in OFFERS or OFFERS[page][0] not in prompts:
         return None
@@ -36,7 +37,7 @@ def offer(sel: Selection, page: str) -> Prompt | None:
     if prompt.text_b is not None:
         values["text_b"] = prompt.text_b
     link = anchor(label.format(block=block, head=head) + " →", page, **values)
-    st.markdown(f":material/science: **{link}**: {prompt.shows}", unsafe_allow_html=True)
+    st.markdown(f":material/science: **{link}**: {says or prompt.shows}", unsafe_allow_html=True)
     return prompt
 
 

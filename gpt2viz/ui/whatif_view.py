@@ -55,13 +55,18 @@ DEMO_MEASURED = (
     "head 3 carries most of this copy, and without any one of the others, the rest still copy.")
 
 
+def demo_knockouts() -> str:
+    """What knocking out the demo model's heads one at a time measured on its repeat."""
+    return DEMO_MEASURED.format(k=DEMO_KNOCKOUTS, text=DEMO_REPEAT.text.strip()).strip()
+
+
 def random_weights_note() -> str:
     """The note, naming the demo model (and what knocking its heads out measured) only where its file
     is there to pick."""
     if not DEMO_PATH.is_file():
         return RANDOM_WEIGHTS_NOTE.format(trained="a GPT-2 checkpoint", measured="")
     return RANDOM_WEIGHTS_NOTE.format(trained="a GPT-2 checkpoint, or the small demo model trained for this project",
-                                      measured=DEMO_MEASURED.format(k=DEMO_KNOCKOUTS, text=DEMO_REPEAT.text.strip()))
+                                      measured=" " + demo_knockouts())
 
 
 @dataclass(frozen=True)

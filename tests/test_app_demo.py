@@ -109,6 +109,10 @@ def test_the_demo_note_says_its_vocabulary_and_the_tokens_page_shows_it():
     shown = " ".join(texts(at, "markdown"))
     assert "vocabulary: 300 tokens" in shown and "1 token it never saw" in shown and "`␣Hello`" in shown
     assert "`␣inst`" in shown and "`␣people`" in shown  # the expander's list
+    listed = [e for e in at.expander if e.label.startswith("The 300 tokens")]
+    assert len(listed) == 1 and not listed[0].proto.expanded  # closed, unless the link opens it:
+    opened = open_page("tokens.py", weights="demo", vocabulary="true")
+    assert [e.proto.expanded for e in opened.expander if e.label.startswith("The 300 tokens")] == [True]
 
 
 def test_patch_and_what_if_say_what_an_induction_head_copies():

@@ -33,10 +33,13 @@ def vocabulary_section(ids) -> None:
     """On the Tokens page: which of the text's tokens the demo model never saw, and its whole vocabulary."""
     known = vocabulary(DEMO_PATH)
     unseen = sorted({readable(t) for t in ids if t not in set(known)})
-    st.markdown(f"**The demo model's vocabulary: {len(known)} tokens.** " + (
-        f"This text has {len(unseen)} token{'s' * (len(unseen) != 1)} it never saw in training: "
-        + ", ".join(code_span(t) for t in unseen[:20]) + (" …" if len(unseen) > 20 else "")
-        + ". Every other token of GPT-2's 50,257 shares one row of its token table, so to the model they "
-          "are all one and the same token." if unseen else "Every token of this text is one of them."))
-    with st.expander(f"The {len(known)} tokens, in GPT-2's order (BPE merge order: more frequent first)"):
+    said = "Every token of this text is one of them."
+    if unseen:
+        listed = ", ".join(code_span(t) for t in unseen[:20]) + (" …" if len(unseen) > 20 else "")
+        said = (f"This text has {len(unseen)} token{'s' * (len(unseen) != 1)} it never saw in training: {listed}. "
+                f"All of GPT-2's tokens outside the {len(known)} share one row of its token table: to the model "
+                "they are one and the same token.")
+    st.markdown(f"**The demo model's vocabulary: {len(known)} tokens.** {said}")
+    with st.expander(f"The {len(known)} tokens, in GPT-2's order (BPE merge order: more frequent first)",
+                     key="vocabulary", bind="query-params"):
         st.markdown(" ".join(code_span(readable(t)) for t in known))

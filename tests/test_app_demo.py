@@ -121,3 +121,16 @@ def test_patch_and_what_if_say_what_an_induction_head_copies():
     assert "**last** word" in caption and "the word that *followed* the earlier occurrence" in caption
     note = " ".join(texts(open_page("whatif.py", model="tiny"), "info"))
     assert "moves it a lot" not in note and "0.81, 0.53, 0.90 or 0.08" in note
+
+
+def test_choosing_the_demo_in_the_sidebar_brings_its_texts_and_keeps_a_written_one():
+    at = open_page("patch.py")  # random weights, the default texts
+    at.sidebar.radio(key="weights").set_value("demo").run()
+    assert not at.exception
+    a, b = at.sidebar.text_area(key="text").value, at.text_area(key="text_b").value
+    assert len(encode(a)) == len(encode(b)) and a != b and copied(a) == "␣after"
+    assert "tokens and B has" not in " ".join(texts(at, "warning"))
+    at.sidebar.text_area(key="text").input(" my own words").run()
+    at.sidebar.radio(key="weights").set_value("random").run()
+    assert at.sidebar.text_area(key="text").value == " my own words"  # written, so kept
+    assert at.text_area(key="text_b").value == "The quick brown cat jumps over the lazy dog because"

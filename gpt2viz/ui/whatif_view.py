@@ -12,7 +12,7 @@ import torch
 
 from .. import plots
 from ..demo_model import DEMO_PATH
-from ..prompts import DEMO_REPEAT, prompts_for
+from ..prompts import DEMO_REPEAT
 from ..schema import Mode
 from ..tokenizer import TextError, encode, readable
 from ..trace import Trace
@@ -29,13 +29,12 @@ from ..whatif import (
 )
 from .anatomy import plot
 from .cache import get_trace, records_everything, run_bytes, trace_cache
-from .state import Selection, number
+from .state import Selection, default_text_b, number
 from .text import code_span
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
 METHODS = {"zero": "zero", "mean": "mean over positions"}
-DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"
 MAX_PATCH_TOKENS = 64  # patching every (block, position) takes n_layer x T runs
 SWEEP_SHARE = 4  # a sweep's batch may hold at most 1/4 of the trace budget
 TOP_K = 10
@@ -118,10 +117,8 @@ def what_is_replaced(target: Target, method: str, T: int) -> str:
 def text_b_box(sel: Selection) -> str:
     """Text B; by default the B of the weights' ready pair where they have one (the demo model's is
     as long as its A, the sidebar's default text there)."""
-    pair = prompts_for(sel.source).get("pair")
-    return st.text_area("Text B", value=pair.text_b if pair else DEFAULT_TEXT_B, max_chars=20_000, height=80,
-                        key="text_b", bind="query-params",
-                        help="The sidebar's text is A. Patching needs A and B of equal length.")
+    return st.text_area("Text B", value=default_text_b(sel.source), max_chars=20_000, height=80, key="text_b",
+                        bind="query-params", help="The sidebar's text is A. Patching needs A and B of equal length.")
 
 
 def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], str | None]:

@@ -413,7 +413,8 @@ def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, bas
     if not DEMO_PATH.is_file():
         pytest.skip(f"no demo model shipped at {DEMO_PATH}")
     block, head, _ = demo_heads()["induction"]
-    page = open_view(context, base, "attention?weights=demo&mode=decode", MIN_CHARTS["attention"])
+    page = open_view(context, base, "attention?weights=demo&mode=decode&text=+the+game+the+game",
+                     MIN_CHARTS["attention"])  # a text of its own: the link replaces it
     try:
         tabs = len(context.pages)
         in_app_blank = page.eval_on_selector_all(

@@ -4,7 +4,8 @@ import streamlit as st
 
 from gpt2viz import lesson, plots
 from gpt2viz.model import causal_mask
-from gpt2viz.ui import anatomy, demo
+from gpt2viz.prompts import induction_cells
+from gpt2viz.ui import anatomy, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
 
@@ -22,11 +23,15 @@ if trace.P:
 # one head's scores and pattern, and the grid's rows of every head: derived alone from q and k
 scores, pattern = trace.get("attn.scores", b, head=h)[0], trace.get("attn.pattern", b, head=h)[0]  # [T, L]
 z = trace.get("attn.z", b)[0, h]  # [T, dh]
+# on the demo model, outline where an induction head looks: the word after each earlier occurrence
+marks = induction_cells(sel.ids) if sel.weights.demo else ()
 plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
-                          query_offset=offset, mask=causal_mask(T, L)), f"block {b} head {h}")
+                          query_offset=offset, mask=causal_mask(T, L), marks=marks,
+                          marks_note="outlined: where an induction head looks (the word after the earlier occurrence)"),
+     f"block {b} head {h}")
 anatomy.notice(lesson.attention_notice(pattern, trace.token_ids, offset, lesson.weights_kind(sel.weights), b, h))
 if sel.weights.demo:
-    demo.heads_pointer(sel)
+    story.heads_pointer(sel)
 st.markdown(lesson.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
 draw_diagram("attention", sel, "attention")
 n = min(T, GRID_QUERIES)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import lesson, plots
 from gpt2viz.tokenizer import token_bytes
-from gpt2viz.ui import anatomy
+from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.chips import token_chips
 
@@ -30,5 +30,7 @@ else:
         plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
 st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
               for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
+if sel.weights.demo:
+    demo.vocabulary_section(sel.ids)
 plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
 anatomy.footer(page)

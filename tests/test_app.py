@@ -227,7 +227,7 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
     try:
         at = open_page("attention", text="word " * 300, block=1)
         assert not at.exception
-        assert any("Recording only what this page shows" in c.value for c in at.caption)
+        assert any("Keeping only what this page shows" in c.value for c in at.caption)
         assert len(charts(at)) >= BY_URL["attention"].charts
         cache = trace_cache()
         assert cache.budget == 6 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget

@@ -162,8 +162,7 @@ PREFILL_LOGITS = ("In the full pass and training the logits cover every position
 
 SPECS = (
     _Spec("model", None, "GPT-2",
-          r"\text{logits} = \mathrm{LN}_f(x_{n_\text{layer}})\,W_U, \quad W_U = W_E^{\top}, "
-          r"\quad x_0 = W_E[t_i] + W_P[P + i]",
+          r"\text{logits} = \mathrm{LN}_f(x_{n_\text{layer}})\,W_E^{\top}, \quad x_0 = W_E[t_i] + W_P[P + i]",
           f"The whole network: embeddings, a stack of {link('pre-LN')} blocks on a {link('residual stream')}, a "
           f"final LayerNorm and an {link('unembedding')} tied to the token table.",
           f"Each position carries a d-wide residual stream. The embeddings write its first value; every block "
@@ -286,7 +285,7 @@ SPECS = (
           rows=(("gain g₂ and bias b₂", ("h.{i}.ln_2.weight", "h.{i}.ln_2.bias")),),
           refs=("openai.norm", "openai.ln_2", "hf.ln_2_def", "hf.ln_2_call")),
     _Spec("block.mlp", "block", "MLP",
-          r"A = Z_2 W_\text{fc} + b_\text{fc}, \quad G = \mathrm{GELU}(A), \quad "
+          r"A = Z_2 W_\text{fc} + b_\text{fc},\; G = \mathrm{GELU}(A),\; "
           r"\Delta_\text{mlp} = G\,W_\text{proj} + b_\text{proj}",
           f"A two-layer network applied to each position on its own: widen to 4d (A), apply the "
           f"{link('GELU')} (G), narrow back to d.",

@@ -277,9 +277,10 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     assert len(links) == len(ENTRIES) and '/modes?' in shown and all("mode=decode" in h and "block=1" in h
                                                                      for h in links)
     assert all("text=A%20cat" in h for h in links)
-    symbols, aliases = at.dataframe[0].value, at.dataframe[1].value
-    assert "H = z" in list(symbols["symbol"]) and "attn.z in the tensor names" in " ".join(symbols["meaning"])
-    assert "blocks.{n}.attn.hook_pattern" in list(aliases["there"])
+    rows = [line.split(" | ") for line in shown.splitlines() if line.startswith("| ")]  # the two tables
+    assert rows[[r[0] for r in rows].index("| H = z")][:2] == ["| H = z", "per-head outputs"]
+    assert any(r[1] == "blocks.{n}.attn.hook_pattern" for r in rows) and "attn.z in the tensor names" in shown
+    assert "<\\|endoftext\\|>" in shown  # a | in a cell is escaped, or it would split the row
 
 
 def test_modes_page_says_why_a_decode_step_is_cheap():

@@ -7,6 +7,15 @@ import streamlit as st
 from gpt2viz.glossary import ALIASES, ENTRIES, GROUPS, SYMBOLS
 from gpt2viz.ui.links import anchor
 
+
+def table(header: tuple[str, ...], rows) -> str:
+    """A Markdown table (it wraps long cells, where a dataframe cuts them)."""
+    def cell(s: str) -> str:
+        return s.replace("|", "\\|").replace("*", "\\*")  # a | would split the row, * start emphasis
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
+
+
 st.title("Glossary")
 st.markdown("Every term the pages use, in our words, with the page that shows it; then every symbol, and the "
             "names you may know from nanoGPT or TransformerLens.")
@@ -17,9 +26,7 @@ for group in GROUPS:
 st.subheader("Symbols", anchor="symbols")
 st.markdown("The symbols every page and every shape uses, one meaning each. Shapes keep the reference "
             "implementations' layout: heads before positions, so per-head tensors are [B, nh, T, dh].")
-st.dataframe([{"symbol": s, "name": n, "meaning": m} for s, n, m in SYMBOLS], hide_index=True, width="stretch",
-             height=35 * len(SYMBOLS) + 40)
+st.markdown(table(("symbol", "name", "meaning"), SYMBOLS))
 st.subheader("If you come from nanoGPT or TransformerLens", anchor="other-names")
 st.markdown("The same things under their names. Tensor names here are written blocks.n.…, n the block.")
-st.dataframe([{"from": f, "there": there, "here": here, "what differs": diff} for f, there, here, diff in ALIASES],
-             hide_index=True, width="stretch", height=35 * len(ALIASES) + 40)
+st.markdown(table(("from", "there", "here", "what differs"), ALIASES))

@@ -119,7 +119,7 @@ def controls() -> Selection:
     # sliders' ranges come from the weights, so those are declared first, into the lower box
     steer, sb = st.sidebar.container(), st.sidebar.container()
     text = steer.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", help="A model reads at most n_ctx tokens (GPT-2 1,024, the demo model 32); longer text is cut.")
+                           bind="query-params", help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
                       help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
     weights = _weights(sb, source)

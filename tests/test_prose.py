@@ -184,7 +184,8 @@ def test_glossary_anchors_are_unique_and_component_links_resolve():
     keys = [e.key for e in glossary.ENTRIES]
     assert len(keys) == len(set(keys)) and glossary.entry("Knock-out (ablation)").key == "knock-out-ablation"
     linked = [k for c in CAT for k in glossary.linked_keys(texts(c))]
-    assert set(linked) <= set(keys)
+    toured = [k for _, t in tour.TOUR for k in glossary.linked_keys(t)]
+    assert set(linked) | set(toured) <= set(keys) and {"kv-cache", "prefill", "decode"} <= set(toured)
     assert {"logit", "pre-ln", "residual-stream", "head", "query-key-value", "gelu", "causal-mask"} <= set(linked)
     with pytest.raises(KeyError):
         glossary.link("no such term")

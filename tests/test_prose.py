@@ -129,7 +129,7 @@ def test_modes_text_counts_every_key_of_the_full_pass():
     assert "up to" not in said and "10 keys each" in said and "masks" in said
 
 
-def test_diagrams_label_the_updates_after_their_dropout_and_draw_all_four_dropouts():
+def test_diagrams_label_the_updates_after_their_dropout_and_show_all_four_dropouts():
     for kind, delta in (("block", "Δattn"), ("block", "Δmlp"), ("attention", "Δattn"), ("mlp", "Δmlp")):
         svg = draw(kind)
         label = svg.index(f">{delta}</text>")
@@ -137,7 +137,7 @@ def test_diagrams_label_the_updates_after_their_dropout_and_draw_all_four_dropou
         assert drop != -1 and svg.count('data-target="dropout"', drop, label) == 1, (kind, delta)
         assert svg.find("<rect", drop, label) != -1  # the dropout box lies between the sublayer and its Δ
     assert 'data-target="dropout"' in draw("overview")  # the embeddings' dropout
-    assert any("dropout" in t and "pattern" in t for t in svg_text(draw("attention")))
+    assert any("dropout" in t and "pattern" in t for t in svg_text(draw("attention")))  # said, not a box
 
 
 # ---------------------------------------------------------------------------- symbols

@@ -80,7 +80,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         what = ("only what this page shows" if names == tuple(needs) else
                 "every tensor but the weights' gradients (the Training page shows their norms)")
-        st.caption(f":material/memory: Recording {what}: every tensor of this run would take {human_bytes(full)}.")
+        st.caption(f":material/memory: Keeping {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
     with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))

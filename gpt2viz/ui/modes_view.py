@@ -50,7 +50,8 @@ def why_decode_is_cheap(cfg: GPT2Config, n: int) -> str:
             f"**{c['decode'].value:,} FLOPs**; a full pass over the same text takes **{c['full'].value:,}**, "
             f"{ratio:,.1f} times as many. Every matrix multiply works on 1 row instead of {n:,}, and attention "
             f"compares 1 query with {n:,} keys ({c['decode_attention'].value:,} FLOPs) instead of {n:,} queries with "
-            f"up to {n:,} keys ({c['full_attention'].value:,}). What the step reads instead is the cache: "
+            f"{n:,} keys each ({c['full_attention'].value:,}: the full pass computes every score and masks the "
+            f"later keys' afterwards, so query i uses only the first i + 1). What the step reads instead is the cache: "
             f"**{c['cache'].value:,} bytes** ({costs.human_bytes(c['cache'].value)}, fp32) of keys and values for the "
             f"{n - 1:,} earlier positions, beside the {c['weights'].value:,} bytes "
             f"({costs.human_bytes(c['weights'].value)}) of fp32 weights that both read.")

@@ -149,7 +149,7 @@ def controls() -> Selection:
     st.session_state["_source_before"] = source
     # the weights' own first prompt where they have one (a link to ?weights=demo opens on a text it knows)
     text = steer.text_area("Text", value=default_text(source), max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
+                           bind="query-params", help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
     weights = _weights(sb, source)
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)

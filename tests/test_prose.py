@@ -184,7 +184,7 @@ def test_glossary_anchors_are_unique_and_component_links_resolve():
     keys = [e.key for e in glossary.ENTRIES]
     assert len(keys) == len(set(keys)) and glossary.entry("Knock-out (ablation)").key == "knock-out-ablation"
     linked = [k for c in CAT for k in glossary.linked_keys(texts(c))]
-    toured = [k for _, t in tour.TOUR for k in glossary.linked_keys(t)]
+    toured = [k for _, t, *_ in tour.TOUR for k in glossary.linked_keys(t)]
     assert set(linked) | set(toured) <= set(keys) and {"kv-cache", "prefill", "decode"} <= set(toured)
     assert {"logit", "pre-ln", "residual-stream", "head", "query-key-value", "gelu", "causal-mask"} <= set(linked)
     with pytest.raises(KeyError):
@@ -218,7 +218,7 @@ def test_pages_say_no_developer_words(path):
 
 
 def test_texts_say_no_developer_words():
-    said = [texts(c) for c in CAT] + [t for _, t in tour.TOUR]
+    said = [texts(c) for c in CAT] + [t for _, t, *_ in tour.TOUR]
     said += [f"{n} {m}" for _, n, m in glossary.SYMBOLS] + [e.text for e in glossary.ENTRIES]
     said += [f"{e.question} {e.worked}" for e in exercises.exercise_set(1, 20)]
     said += [exercises.handout(exercises.exercise_set(2, 6))]

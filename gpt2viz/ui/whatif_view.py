@@ -240,10 +240,10 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
 
 
 def changed_table(knocked: Knocked) -> None:
-    st.caption("The knocked-out run's trace records the values after the change, and that it changed "
+    st.caption("The knocked-out run keeps the values after the change, which it made to "
                + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
-               "bit for bit; below, the stored tensors after it that moved most (the derived ones, such as "
-               "the attention pattern, follow from these).")
+               "bit for bit; below, the tensors after it that moved most (the attention pattern, which is "
+               "computed again from q and k, moves with them).")
     rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
             for name, c in knocked.changed]
     st.dataframe(rows, hide_index=True, width="stretch")

@@ -57,6 +57,7 @@ class Experiment:
     choices: tuple[str, ...]
     modes: tuple[Mode, ...]  # the modes it runs in
     measure: Callable[..., Outcome]  # (model, ids, mode, block, head) -> Outcome
+    why: str  # what the result shows, and why GPT-2 is built so
 
 
 def _run(model: GPT2, ids, mode: Mode, names, interventions=()) -> Trace:
@@ -219,21 +220,43 @@ def no_position(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) -> 
     return PositionOutcome(answer, reading, weights[0], weights[1], moved[0], moved[1])
 
 
+SCALE_WHY = (
+    "q·k is a sum of dh products, so its spread grows like √dh: the scale keeps the scores' spread the same for "
+    "every head size. Without it the softmax saturates, one key takes nearly all the weight, and the gradients "
+    "through the other keys vanish, which makes a model hard to train. Trained weights show it most; random ones "
+    "have small q and k, so their patterns sharpen only a little.")
+TEMPERATURE_WHY = (
+    "Dividing the logits by t divides the gaps between them by t, and a probability is the exponential of a gap: "
+    "below 1 the distribution sharpens, above 1 it flattens, and at 0 the whole of it sits on the most likely token "
+    "(greedy decoding). The order of the tokens never changes: the top token stays on top.")
+MASK_WHY = (
+    "With the mask, position i reads keys 0 to i only, so nothing it computes depends on a later token: changing "
+    "the last token moves only the last position (the others by 0, up to float rounding). That is what lets "
+    "training read the whole text at once: one forward pass makes T predictions, each without seeing its answer. "
+    "Without the mask every position reads the last token: the future leaks into the past, and a position could "
+    "copy the very token it is trained to predict.")
+POSITION_WHY = (
+    "Attention compares a query with keys and adds up values; nothing in it depends on where a key stands. "
+    "Without the position embeddings, x₀ at a position is its token's embedding alone, so block 0 sees a bag of "
+    "tokens: reorder them and the weights move with them. wpe adds one vector per position, so the same token "
+    "elsewhere gets another key, and another weight; that is how GPT-2 knows word order.")
+
 EXPERIMENTS = {e.key: e for e in (
-    Experiment("scale", "Remove the 1/√dh scale",
+    Experiment("no scale", "Remove the 1/√dh scale",
                "In block {block}, use the scores q·kᵀ instead of q·kᵀ/√dh (dh = {dh}, so they grow {sqrt_dh:g}-fold). "
-               "What happens to the attention patterns?", SCALE_CHOICES, tuple(Mode), no_scale),
-    Experiment("temperature", "Temperature",
+               "What happens to the attention patterns?", SCALE_CHOICES, tuple(Mode), no_scale, SCALE_WHY),
+    Experiment("temperature", "Temperature 0, 1, 2",
                "Divide the next-token logits by a temperature before the softmax (temperature 0 means: take the "
                "most likely token). At which temperature is the distribution most spread out?",
-               TEMPERATURE_CHOICES, tuple(Mode), temperatures),
-    Experiment("mask", "Remove the causal mask",
+               TEMPERATURE_CHOICES, tuple(Mode), temperatures, TEMPERATURE_WHY),
+    Experiment("no mask", "Remove the causal mask",
                "Let every position attend to every other, later ones too, then change the last token "
-               "({old} → {new}). Whose outputs change?", MASK_CHOICES, ROWS, no_mask),
-    Experiment("position", "Remove the position embeddings",
+               "({old} → {new}). Whose outputs change?", MASK_CHOICES, ROWS, no_mask, MASK_WHY),
+    Experiment("no positions", "Remove the position embeddings",
                "Leave out the position embeddings (x₀ is the token's embedding alone), then reverse the order of "
                "the tokens before the last. In block 0, does the last position give each earlier token the same "
-               "attention weight as before, or a different one?", POSITION_CHOICES, ROWS, no_position),
+               "attention weight as before, or a different one?", POSITION_CHOICES, ROWS, no_position,
+               POSITION_WHY),
 )}
 
 

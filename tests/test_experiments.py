@@ -160,3 +160,18 @@ def test_without_positions_block_0_weights_follow_the_tokens(tiny, mode):
 
 def test_reverse_earlier_keeps_the_last_token_last():
     assert ex.reverse_earlier([1, 2, 3, 4]) == [3, 2, 1, 4]
+
+
+# ---------------------------------------------------------------------------- the chart the answers use
+def test_grouped_bars_draws_one_trace_a_series_on_a_numeric_axis():
+    from gpt2viz import plots
+
+    fig = plots.grouped_bars([[1, 2, 3], [3, 2, 1]], ["with", "without"], ["␣the", "␣cat", "␣the"], "t", "weight")
+    assert [t.name for t in fig.data] == ["with", "without"] and fig.layout.barmode == "group"
+    assert list(fig.data[1].y) == [3, 2, 1] and list(fig.data[0].x) == [0, 1, 2]  # repeated tokens stay apart
+    assert list(fig.layout.xaxis.ticktext) == ["␣the", "␣cat", "␣the"] and fig.layout.yaxis.title.text == "weight"
+    assert fig.data[0].marker.color != fig.data[1].marker.color
+    with pytest.raises(ValueError, match="categories"):
+        plots.grouped_bars([[1, 2]], ["a"], ["x"], "t", "y")
+    with pytest.raises(ValueError, match="at most 4"):
+        plots.grouped_bars([[1]] * 5, list("abcde"), ["x"], "t", "y")

@@ -4,12 +4,12 @@ control an experiment), the cached outcome, and the charts and numbers of each a
 import streamlit as st
 
 from .. import plots
-from ..experiments import EXPERIMENTS, ROWS, TEMPERATURE_CHOICES, Experiment, Outcome, question
+from ..experiments import EXPERIMENTS, TEMPERATURE_CHOICES, Experiment, Outcome, question
 from ..schema import Mode
 from ..tokenizer import readable, readable_tokens
 from .anatomy import plot, side_by_side
 from .cache import run_bytes, trace_cache
-from .state import MODE_LABELS, Selection
+from .state import Selection
 
 
 def pick() -> Experiment:
@@ -38,10 +38,10 @@ def runnable(e: Experiment, sel: Selection) -> bool:
         st.warning(sel.text_error, icon=":material/edit:")
         return False
     if sel.mode not in e.modes:
-        st.info(f"This experiment needs **full** or **training** mode: it compares what every position of the text "
-                f"computes, and {MODE_LABELS[sel.mode].lower()} mode computes "
-                f"{'only the last' if sel.mode is Mode.DECODE else 'the cache and the last position’s logits'}. "
-                "Choose *Full sequence* or *Training* under **Mode** in the sidebar.", icon=":material/tune:")
+        st.info("This experiment needs **full** or **training** mode: it compares the outputs of every position "
+                "of the text, and " + ("prefill keeps only the last position's logits" if sel.mode is Mode.PREFILL
+                                       else "decode computes only the last position") +
+                ". Choose *full* or *training* under **Mode** in the sidebar.", icon=":material/tune:")
         return False
     return True
 
@@ -109,12 +109,11 @@ def _mask(out, sel: Selection) -> None:
 def _position(out, sel: Selection) -> None:
     labels = [f"{i}·{t}" for i, t in enumerate(readable_tokens(sel.ids))]
     series = ["text's order", "earlier tokens reversed"]
-    title = "Block 0 head {}, last position: the weight of each token, {} position embeddings"
-    side_by_side(*(plots.grouped_bars(w.tolist(), series, labels, title.format(sel.head, which), "attention weight",
-                                      "token (at its place in the text)")
-                   for w, which in ((out.with_pos, "with"), (out.without_pos, "without"))))
+    side_by_side(*(plots.grouped_bars(w.tolist(), series, labels, f"{which} position embeddings", "attention weight",
+                                      "token (at its place in the text)",
+                                      subtitle=f"block 0 head {sel.head}: the last position's weight on each token")
+                   for w, which in ((out.with_pos, "With"), (out.without_pos, "Without"))))
 
 
 CHARTS = {"no scale": _scale, "temperature": _temperature, "no mask": _mask, "no positions": _position}
 assert set(CHARTS) == set(EXPERIMENTS)
-NEEDS_ROWS = [e.title for e in EXPERIMENTS.values() if e.modes == ROWS]

@@ -2,32 +2,21 @@
 numbers; the experiment and the prediction live in the URL; a mode or text that cannot run an
 experiment is said plainly."""
 
-import json
-
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
+from test_app import open_page as open_url
+from test_app_whatif import specs
 
 from gpt2viz import experiments as ex
 from gpt2viz.config import get_config
 from gpt2viz.schema import Mode
 from gpt2viz.tokenizer import encode
+from gpt2viz.ui.state import DEFAULT_TEXT as TEXT
 from gpt2viz.weights import random_model
 
-TEXT = "The quick brown fox jumps over the lazy dog because"  # the sidebar's default
 
-
-def open_page(**params) -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=180)
-    for key, value in {"model": "tiny", **params}.items():
-        at.query_params[key] = str(value)
-    at.run()
-    at.switch_page("views/experiments.py")
-    return at.run()
-
-
-def specs(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+def open_page(**params):
+    return open_url("experiments", **params)
 
 
 def shown(at) -> str:

@@ -170,7 +170,10 @@ def test_grouped_bars_draws_one_trace_a_series_on_a_numeric_axis():
     assert [t.name for t in fig.data] == ["with", "without"] and fig.layout.barmode == "group"
     assert list(fig.data[1].y) == [3, 2, 1] and list(fig.data[0].x) == [0, 1, 2]  # repeated tokens stay apart
     assert list(fig.layout.xaxis.ticktext) == ["␣the", "␣cat", "␣the"] and fig.layout.yaxis.title.text == "weight"
-    assert fig.data[0].marker.color != fig.data[1].marker.color
+    assert fig.data[0].marker.color != fig.data[1].marker.color and fig.layout.yaxis.type != "log"
+    assert plots.grouped_bars([[1e-5, 1]], ["p"], ["a", "b"], "t", "p", log=True).layout.yaxis.type == "log"
+    long = plots.grouped_bars([list(range(100))], ["p"], [f"{i}·␣word" for i in range(100)], "t", "p").layout.xaxis
+    assert len(long.tickvals) <= plots.MAX_TICKS and long.tickangle == -45 and long.ticktext[1] == "4·␣word"
     with pytest.raises(ValueError, match="categories"):
         plots.grouped_bars([[1, 2]], ["a"], ["x"], "t", "y")
     with pytest.raises(ValueError, match="at most 4"):

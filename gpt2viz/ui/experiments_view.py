@@ -10,6 +10,7 @@ from ..tokenizer import readable, readable_tokens
 from .anatomy import plot, side_by_side
 from .cache import run_bytes, trace_cache
 from .state import Selection
+from .text import plain
 
 
 def pick() -> Experiment:
@@ -22,7 +23,7 @@ def pick() -> Experiment:
 def ask(e: Experiment, sel: Selection) -> str | None:
     """The question and the prediction (None until one is chosen), the prediction bound to the URL."""
     st.subheader(e.title)
-    st.markdown("**Predict first.** " + question(e, sel.config.d_head, sel.block, sel.ids))
+    st.markdown("**Predict first.** " + plain(question(e, sel.config.d_head, sel.block, sel.ids)))
     return st.radio("Your prediction", list(e.choices), index=None, horizontal=True, key=prediction_key(e),
                     bind="query-params")
 
@@ -66,7 +67,7 @@ def answer(e: Experiment, sel: Selection, predicted: str) -> None:
     else:
         st.info(f"You predicted **{predicted}**; the run says **{out.answer}**.", icon=":material/lightbulb:")
     CHARTS[e.key](out, sel)
-    st.markdown("**Measured:** " + out.reading)
+    st.markdown("**Measured:** " + plain(out.reading))  # tokens in it are shown as they are, never as markup
     if sel.mode is Mode.TRAINING:
         st.caption("Training mode runs here with dropout off, so the runs differ by the change alone.")
     st.markdown("**What that shows.** " + e.why)
@@ -94,24 +95,28 @@ def _scale(out, sel: Selection) -> None:
 def _temperature(out, sel: Selection) -> None:
     plot(plots.grouped_bars(out.probs.tolist(), [f"temperature {t}" for t in TEMPERATURE_CHOICES],
                             [readable(i) for i in out.top_ids], "The 10 most likely next tokens at each temperature",
-                            "probability", "next token (most likely at temperature 1 first)"))
+                            "probability (log scale)", "next token (most likely at temperature 1 first)", log=True,
+                            subtitle="temperature 0: probability 1 on the first token, 0 (not drawn) on the others"))
 
 
 def _mask(out, sel: Selection) -> None:
     tokens = readable_tokens(sel.ids)
-    labels = [f"{i}·{t}" for i, t in enumerate(tokens[:-1])] + [f"{len(tokens) - 1}·{readable(out.new_token)}"]
+    change = f"{tokens[-1]}→{readable(out.new_token)}"
+    labels = [f"{i}·{t}" for i, t in enumerate(tokens[:-1])] + [f"{len(tokens) - 1}·{change}"]
+    still = float(out.moved_with[:-1].max())
     plot(plots.grouped_bars([out.moved_with.tolist(), out.moved_without.tolist()], ["with the mask", "without"],
-                            labels, "How far each position's output moved when the last token changed",
-                            "max |change| of the stream leaving the last block", "position·token",
-                            subtitle=f"{tokens[-1]} → {readable(out.new_token)}"))
+                            labels, f"How far each position's output moved: last token {change}", "max |change|",
+                            "position·token", subtitle="output: the stream leaving the last block · with the mask "
+                            + ("every earlier position moved by 0" if still == 0 else f"at most {still:.2g}")))
 
 
 def _position(out, sel: Selection) -> None:
     labels = [f"{i}·{t}" for i, t in enumerate(readable_tokens(sel.ids))]
     series = ["text's order", "earlier tokens reversed"]
+    st.caption(f"Block 0 head {sel.head}: the last position's attention weight on each token, read at the token's "
+               "place in the text (in the reversed text it stands elsewhere).")
     side_by_side(*(plots.grouped_bars(w.tolist(), series, labels, f"{which} position embeddings", "attention weight",
-                                      "token (at its place in the text)",
-                                      subtitle=f"block 0 head {sel.head}: the last position's weight on each token")
+                                      "token (at its place in the text)")
                    for w, which in ((out.with_pos, "With"), (out.without_pos, "Without"))))
 
 

@@ -77,3 +77,9 @@ def test_a_mode_that_computes_too_little_is_said(mode):
 def test_a_text_too_short_is_said():
     at = open_page(experiment="no positions", text=" people play", predict_no_positions="the same weight")
     assert not at.exception and "at least 3 tokens" in shown(at) and not specs(at)
+
+
+def test_a_link_with_values_the_controls_lack_falls_back():
+    at = open_page(experiment="no gravity", predict_no_scale="sideways")
+    assert not at.exception and at.radio(key="experiment").value == "no scale"
+    assert at.radio(key="predict_no_scale").value is None and not specs(at)

@@ -5,10 +5,10 @@ one position, one unit of the last axis such as a neuron of `mlp.post`, one batc
 replaces it: zeros, its mean over positions, the same tensor from another run (activation
 patching), itself times a factor (`scale`: the scores without their 1/sqrt(dh)), or a function of
 itself and of tensors the run recorded before it (`function`: the pattern as the softmax of the
-scores without the causal mask). `InterveningRecorder` applies them where the model calls `x = rec(name, x)`: it returns
-the replaced tensor, which the model carries on with, and records the values after the
-intervention. The model needs no change, and a run without interventions uses the plain
-`Recorder`, so it pays nothing.
+scores without the causal mask). `InterveningRecorder` applies them where the model calls
+`x = rec(name, x)`: it returns the replaced tensor, which the model carries on with, and records
+the values after the intervention. The model needs no change, and a run without interventions
+uses the plain `Recorder`, so it pays nothing.
 
 Batched experiments (a sweep over every head) give each intervention a `row` of the batch: the run
 starts with one row and fans out to as many rows as the interventions name at the input of the

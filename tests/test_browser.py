@@ -403,6 +403,41 @@ def test_a_followed_link_reopens_as_the_same_view(context, base, kind, start):
     assert (followed["mode"], followed["block"], followed["text"]) == ("decode", "1", "Hello there world")
 
 
+def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, base):
+    """Issue 23 (4): on the demo model in decode mode, the Attention page's link to a text that repeats
+    opens in this tab (no in-app link has target=_blank), in full mode at the induction head, with the
+    cells where an induction head looks outlined on its pattern."""
+    from gpt2viz.demo_model import DEMO_PATH, demo_heads
+    from gpt2viz.tokenizer import encode
+
+    if not DEMO_PATH.is_file():
+        pytest.skip(f"no demo model shipped at {DEMO_PATH}")
+    block, head, _ = demo_heads()["induction"]
+    page = open_view(context, base, "attention?weights=demo&mode=decode&text=+the+game+the+game",
+                     MIN_CHARTS["attention"])  # a text of its own: the link replaces it
+    try:
+        tabs = len(context.pages)
+        in_app_blank = page.eval_on_selector_all(
+            "[data-testid='stMain'] a[target='_blank']",
+            "els => els.filter(e => new URL(e.href, location.href).origin === location.origin).map(e => e.href)")
+        assert in_app_blank == []
+        page.get_by_role("link", name=f"Show the repeat in block {block} head {head}").click()
+        page.wait_for_url("**mode=full**")
+        wait_rendered(page, MIN_CHARTS["attention"])
+        assert len(context.pages) == tabs and exceptions(page) == []
+        assert f"block={block}" in page.url and f"head={head}" in page.url
+        assert any(t.startswith(f"Attention · block {block} head {head}") for t in chart_titles(page))
+        assert page.get_by_text("outlined: where an induction head looks").count() >= 1
+        from gpt2viz.prompts import DEMO_REPEAT, induction_cells
+
+        outlines = page.eval_on_selector_all(f"{CHART} .layer-above path",  # drawn in plots.attention.MARK_LINE
+                                             "els => els.filter(e => e.style.stroke === 'rgb(214, 39, 40)').length")
+        assert outlines == len(induction_cells(encode(DEMO_REPEAT.text)))  # the text the link sets
+        screenshot(page, "attention-demo-repeat")
+    finally:
+        page.close()
+
+
 def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
     """Experiments: no chart until a prediction is chosen; the choice draws the answer and is in the
     URL, and that URL opened afresh shows the same answer."""

@@ -555,3 +555,15 @@ def test_matrix_heatmap_and_depth_bars():
         plots.matrix_heatmap(np.ones((2, 3)), ["a"], ["0", "1", "2"], "t", "v")
     fig = plots.depth_bars([1.0, 2.0], ["embed", "attn 0"], "parts", "L2 norm")
     assert list(fig.layout.xaxis.ticktext) == ["embed", "attn 0"]
+
+
+def test_attention_maps_outline_marked_cells_of_the_rows_drawn():
+    pattern = causal_pattern(T, T)
+    fig = plots.attention_maps(np.zeros((T, T)), pattern, np.ones(T), TOKENS, TOKENS, "m", marks=[(3, 1), (4, 2)],
+                               marks_note="outlined: the word after the earlier occurrence")
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert [(r.y0 + 0.5, r.x0 + 0.5, r.xref) for r in rects] == [(3, 1, "x2"), (4, 2, "x2")]
+    assert "outlined: the word after the earlier occurrence" in fig.layout.title.subtitle.text
+    decode = plots.attention_maps(np.zeros((1, T)), pattern[-1:], [1.0], TOKENS[-1:], TOKENS, "d",
+                                  query_offset=T - 1, marks=[(3, 1), (T - 1, 2)])
+    assert [(r.y0 + 0.5, r.x0 + 0.5) for r in decode.layout.shapes if r.type == "rect"] == [(0, 2)]

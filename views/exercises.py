@@ -12,8 +12,8 @@ from gpt2viz.ui.state import number
 TEACHER_ENV = "GPT2VIZ_TEACHER"
 
 st.title("Exercises")
-st.markdown("Questions generated from the catalogue, for every size and mode. Shapes use the reference layout "
-            "(heads before positions). Type a shape as `[1, 12, 1, 64]` and a count as `4,722,432`.")
+st.markdown(f"Questions on {', '.join(ex.MODELS[:-1])} and {ex.MODELS[-1]}, in every mode. {ex.CONVENTIONS} "
+            "Type a shape as `[1, 12, 1, 64]` and a count as `4,722,432`.")
 cols = st.columns(3)
 seed = number(cols[0], "Set", 0, 10_000, 0, key="set",
               help="the same set number gives the same questions: share the link")

@@ -23,7 +23,7 @@ st.caption(f"Position: the last one, {code_span(trace.tokens[-1])}.")
 rows = trace.memo("logit lens", lambda: lens_rows(logit_lens(sel.weights.model, trace)))
 st.dataframe(rows, hide_index=True, width="stretch", height="content")
 st.subheader(f"The stream entering block {sel.block}, taken apart")
-st.latex(r"x_b = x_0 + \sum_{i<b} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
+st.latex(r"x_n = x_0 + \sum_{i<n} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
 d = decompose(trace, sel.block)
 plot(plots.depth_bars(part_norms(d), d.labels, f"‖part‖ at the last position · block {sel.block} input", "L2 norm"))
 st.markdown(f"Sum of the {len(d.labels)} parts minus the recorded stream: largest difference "

@@ -17,19 +17,21 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from ..config import PRESETS
 from ..demo_model import DEMO_PATH
 from ..modes import Mode
+from ..prompts import prompts_for
 from ..tokenizer import TextError, encode
-from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights, upload_weights
+from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
+from .upload import NO_UPLOADS, uploaded_weights, uploads_offered
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
+DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"  # Compare and patch's text B
 MAX_TEXT_CHARS = 20_000
 MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFILL: "Prefill",
                Mode.DECODE: "Decode (KV cache)"}
 SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache": "Hugging Face cache",
            "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
-UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
 
@@ -53,8 +55,31 @@ class Selection:
         return self.weights.model.config
 
 
+def default_text(source: str) -> str:
+    """The text a view starts with: the first prompt measured on these weights, else DEFAULT_TEXT."""
+    prompts = list(prompts_for(source).values())
+    return prompts[0].text if prompts else DEFAULT_TEXT
+
+
+def default_text_b(source: str) -> str:
+    """Compare and patch's text B to start with: the B of the weights' ready pair, else DEFAULT_TEXT_B."""
+    pair = prompts_for(source).get("pair")
+    return pair.text_b if pair else DEFAULT_TEXT_B
+
+
+def _defaults_follow_weights() -> None:
+    """On a change of weights: a text still at the old weights' default becomes the new weights' default
+    (a widget keeps its value when only its default changes); a text the reader wrote stays."""
+    before, now = st.session_state.get("_source_before"), st.session_state.get("weights")
+    for key, default in (("text", default_text), ("text_b", default_text_b)):
+        if before is not None and st.session_state.get(key) == default(before):
+            st.session_state[key] = default(now)
+
+
 def sources_enabled() -> list[str]:
-    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache", "upload"]
+    """Upload only where the operator allows it (ui/upload.py: on loopback, or GPT2VIZ_ALLOW_UPLOAD=1)."""
+    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache"] + \
+        (["upload"] if uploads_offered() else [])
     if os.environ.get(ALLOW_LOCAL_PATH) == "1":
         allowed.insert(2, "path")
     return allowed
@@ -118,10 +143,13 @@ def controls() -> Selection:
     # what a class changes most (text, mode, block, head) on top; the weights below them: the
     # sliders' ranges come from the weights, so those are declared first, into the lower box
     steer, sb = st.sidebar.container(), st.sidebar.container()
-    text = steer.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
-                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
+                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()),
+                      on_change=_defaults_follow_weights)
+    st.session_state["_source_before"] = source
+    # the weights' own first prompt where they have one (a link to ?weights=demo opens on a text it knows)
+    text = steer.text_area("Text", value=default_text(source), max_chars=MAX_TEXT_CHARS, height=90, key="text",
+                           bind="query-params", help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
     weights = _weights(sb, source)
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)
@@ -188,6 +216,8 @@ def _weights(sb, source: str) -> LoadedModel:
         if source == "demo":
             return demo_weights()
         if source == "hf-cache":
+            if not uploads_offered():  # where a student looks for real weights: why there is no upload
+                sb.caption(NO_UPLOADS)
             path = _cached_checkpoint_picker(sb)
             if path:
                 return path_weights(path)
@@ -196,14 +226,9 @@ def _weights(sb, source: str) -> LoadedModel:
             if path:
                 return path_weights(path)
         else:
-            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload",
-                                      max_upload_size=UPLOAD_MAX_MB)
-            # Streamlit writes any limit above 512 MB as "1GB per file": say the cap ourselves
-            sb.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none}</style>")
-            sb.caption(f"Up to {UPLOAD_MAX_MB} MB per file: gpt2 and distilgpt2 in fp32. "
-                       "Larger checkpoints load from the Hugging Face cache.")
-            if upload is not None:
-                return upload_weights(upload)
+            weights = uploaded_weights(sb)
+            if weights is not None:
+                return weights
     except ValueError as e:  # WeightsError: the message names the file or key at fault
         sb.error(plain(str(e)))
     except Exception as e:  # whatever else a hostile file provokes: said, never a traceback

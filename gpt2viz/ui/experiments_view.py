@@ -89,14 +89,15 @@ def _scale(out, sel: Selection) -> None:
     heads = [f"head {h}" for h in range(sel.config.n_head)]
     plot(plots.grouped_bars([out.entropy_with.tolist(), out.entropy_without.tolist()], ["with 1/√dh", "without"],
                             heads, f"Block {sel.block}: mean entropy of each head's attention rows",
-                            "entropy (nats)", subtitle="lower: the weight sits on fewer keys"))
+                            "entropy (nats)", subtitle="lower: the weight sits on fewer keys"), f"block {sel.block}")
 
 
 def _temperature(out, sel: Selection) -> None:
     plot(plots.grouped_bars(out.probs.tolist(), [f"temperature {t}" for t in TEMPERATURE_CHOICES],
                             [readable(i) for i in out.top_ids], "The 10 most likely next tokens at each temperature",
                             "probability (log scale)", "next token (most likely at temperature 1 first)", log=True,
-                            subtitle="temperature 0: probability 1 on the first token, 0 (not drawn) on the others"))
+                            subtitle="temperature 0: probability 1 on the first token, 0 (not drawn) on the others"),
+         "last position")
 
 
 def _mask(out, sel: Selection) -> None:

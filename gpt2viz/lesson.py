@@ -199,3 +199,16 @@ def attention_intuition(nh: int, dh: int) -> str:
         f"**Why {nh} heads.** Each head has its own queries, keys and values, {dh} wide, and so its own "
         "pattern: one head can follow the previous word while another looks for a repeated name. Their "
         f"outputs are laid side by side ({nh} × {dh} = {nh * dh}) and projected back into the stream.")
+
+
+def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str]:
+    """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence)."""
+    T = attn.numel()
+    first, last = float(attn[0]), float(attn[-1])
+    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ ranges from "
+             f"{float(mlp.min()):.2f} to {float(mlp.max()):.2f}: the MLP sees one position at a time."]
+    if kind == "random" and T > 1:
+        lines.append(f"On random weights each attention row averages its i + 1 values nearly evenly, and an "
+                     f"average of n random vectors is about 1/√n as long: √{T} = {math.sqrt(T):.2f}, and here "
+                     f"the first position's update is {first / last:.2f} times the last's.")
+    return lines

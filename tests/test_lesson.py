@@ -124,3 +124,11 @@ def test_output_page_changes_the_distribution_with_temperature_and_top_k(temp, t
     assert "softmax(logits)" in notes
     if temp == "0":
         assert "to 1;" in notes
+
+
+def test_the_block_notice_compares_the_fall_of_attention_with_one_over_root_n():
+    attn, mlp = torch.tensor([1.6, 1.0, 0.8, 0.55]), torch.tensor([2.0, 1.9, 2.1, 2.0])
+    random = lesson.updates_notice(attn, mlp, "random")
+    assert "1.60 at the first position and 0.55 at the last" in random[0] and "from 1.90 to 2.10" in random[0]
+    assert "√4 = 2.00" in random[1] and "2.91 times" in random[1]
+    assert len(lesson.updates_notice(attn, mlp, "trained")) == 1

@@ -5,6 +5,7 @@ Exit 0 on success; on bad input exit 2 with one line on stderr that says what is
 
 import argparse
 import json
+import os
 import sys
 
 from safetensors import SafetensorError
@@ -130,6 +131,10 @@ def build_parser() -> Parser:
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("class-server", help="N app processes behind nginx, one per core, for a class (Ctrl-C stops)")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="app processes (default: the cores)")
+    p.add_argument("--port", type=int, default=8501, help="where nginx listens (default 8501)")
+    p.add_argument("--address", default="0.0.0.0", help="nginx's address (default 0.0.0.0: every interface)")
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
@@ -285,6 +290,12 @@ def cmd_train_demo(a) -> int:
     return 0
 
 
+def cmd_class_server(a) -> int:
+    from .class_server import ClassServer
+
+    return ClassServer(a.processes, a.port, a.address).serve()
+
+
 def cmd_download(a) -> int:
     """Fetch a checkpoint; progress on stderr, one line a file as it completes (a tty sees it grow)."""
     from .download import describe, download
@@ -309,7 +320,8 @@ def cmd_download(a) -> int:
 
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
-            "download": cmd_download, "train-demo": cmd_train_demo, "ablate": cmd_ablate, "patch": cmd_patch}
+            "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
+            "ablate": cmd_ablate, "patch": cmd_patch}
 
 
 def main(argv=None) -> int:

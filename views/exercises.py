@@ -7,6 +7,8 @@ import os
 import streamlit as st
 
 from gpt2viz import exercises as ex
+from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.live_view import live_checks
 from gpt2viz.ui.state import number
 
 TEACHER_ENV = "GPT2VIZ_TEACHER"
@@ -44,3 +46,5 @@ for i, e in enumerate(exercise_set, 1):
                 st.markdown(e.worked)
 answered = [results[e.id][0] for e in exercise_set if e.id in results]
 score.markdown(f"**Score: {sum(answered)} of {len(exercise_set)}** correct · {len(answered)} answered")
+
+live_checks(selection())

@@ -27,7 +27,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import APP_ROOT
+
+ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
 APP = ROOT / "app.py"
 DEFAULT_BUDGET_MB = 2048

@@ -131,6 +131,7 @@ def build_parser() -> Parser:
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
+    sub.add_parser("app", help="start the app (flags after it go to streamlit run, e.g. --server.port 8600)")
     p = sub.add_parser("class-server", help="N app processes behind nginx, one per core, for a class (Ctrl-C stops)")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="app processes (default: the cores)")
     p.add_argument("--port", type=int, default=8501, help="where nginx listens (default 8501)")
@@ -277,11 +278,14 @@ def cmd_train_demo(a) -> int:
     import torch
 
     from .demo_model import DEMO_PATH, Recipe, train_demo
+    from .paths import installed
 
     recipe = Recipe(**{f.name: getattr(a, f.name) for f in fields(Recipe) if hasattr(a, f.name)})
     if a.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {a.threads}")
     torch.set_num_threads(a.threads)
+    if not a.out and installed():
+        raise UsageError("train-demo: give --out FILE: an installed gpt2viz does not write into its own package")
     out = Path(a.out) if a.out else DEMO_PATH
     scores = train_demo(recipe, out, log=lambda line: print(line, flush=True))
     (li, hi, ind), (lp, hp, prev) = scores.best("induction"), scores.best("previous")
@@ -325,6 +329,11 @@ COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shape
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["app"]:  # everything after it is Streamlit's
+        from .launch import run_app
+
+        return run_app(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
@@ -338,3 +347,8 @@ def main(argv=None) -> int:
         print("gpt2viz: error: out of memory: record fewer names (--names) or use a smaller model",
               file=sys.stderr)
     return 2
+
+
+def entry() -> None:
+    """The `gpt2viz` console command."""
+    sys.exit(main())

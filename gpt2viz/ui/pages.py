@@ -5,9 +5,10 @@ The folder is views/, not pages/: Streamlit treats a pages/ folder beside the en
 old-style multipage app and would run those files without app.py."""
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "views"
+from ..paths import APP_ROOT
+
+ROOT = APP_ROOT / "views"
 DEFAULT = "overview"
 
 

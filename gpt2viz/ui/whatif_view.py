@@ -26,10 +26,11 @@ from ..whatif import (
     patch,
     sweep,
 )
-from .anatomy import plot
+from .anatomy import plot, text_notes
 from .cache import get_trace, records_everything, run_bytes, trace_cache
 from .state import Selection, number
 from .text import code_span
+from .working import working
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
@@ -69,6 +70,7 @@ def stop_without_text(sel: Selection, error_b: str | None = None) -> None:
     if sel.text_error or error_b:
         st.warning(sel.text_error or f"Text B: {error_b}", icon=":material/edit:")
         st.stop()
+    text_notes(sel)
     if sel.weights.random:
         st.info(random_weights_note(), icon=":material/casino:")
 
@@ -121,7 +123,9 @@ def _names(sel: Selection, n_tokens: int) -> tuple[str, ...] | None:
 
 
 def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
-    return get_trace(sel.weights, sel.ids if ids is None else ids, Mode.FULL, sel.weights.seed, NEEDS)
+    ids = sel.ids if ids is None else ids
+    with working(f"Running {sel.config.name} on {len(ids):,} tokens (full sequence)…") as progress:
+        return get_trace(sel.weights, ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -142,10 +146,13 @@ def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Kn
     names = _names(sel, len(sel.ids))
     key = ("knockout", sel.weights.key, sel.ids, target, method, names)
 
-    def compute() -> Knocked:
-        trace = knockout(sel.weights.model, list(sel.ids), target, method, names=names)
-        return Knocked(log_probs(trace).exp(), loss_per_position(trace), trace.intervened, changed_most(clean, trace))
-    return trace_cache().get_or_compute(key, compute, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
+    with working(f"Running with {target.label} knocked out…") as progress:
+        def compute() -> Knocked:
+            trace = knockout(sel.weights.model, list(sel.ids), target, method, names=names, progress=progress.step)
+            return Knocked(log_probs(trace).exp(), loss_per_position(trace), trace.intervened,
+                           changed_most(clean, trace))
+        return trace_cache().get_or_compute(key, compute, progress=progress,
+                                            estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:

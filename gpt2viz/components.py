@@ -247,7 +247,9 @@ SPECS = (
           r"\Delta_\text{attn} = \mathrm{merge}(H)\,W_O + b_O, \quad W_O \in \mathbb{R}^{d \times d}",
           "Lays the nh per-head outputs side by side into one d-wide vector per position and projects it "
           "back into the residual stream.",
-          "Merging is a reshape, [B, nh, T, dh] to [B, T, d]; all the parameters are in the d × d "
+          "Merging is a transpose, then a reshape: [B, nh, T, dh] to [B, T, nh, dh] (each position's heads "
+          "together), then to [B, T, d] (those nh · dh values in one row). A reshape alone would cut each "
+          "head's run of positions into rows and mix positions. All the parameters are in the d × d "
           "projection (c_proj) and its bias. Its output is the update Δattn that the block adds to the stream.",
           ("attn.z",), ("attn.merged", "attn.out_dropout_mask", "attn.out"),
           rows=(("c_proj: W_O [d, d] and b_O", ("h.{i}.attn.c_proj.weight", "h.{i}.attn.c_proj.bias")),),

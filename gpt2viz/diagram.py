@@ -169,6 +169,12 @@ class _Column:
                        _edge_label(self.mid + 12, self.y + length * 2 / 3, symbol, self.shape(short) + note)]
         self.y += length
 
+    def edge_text(self, symbol: str, text: str, length: int = 30) -> None:
+        """An edge labelled with `text` for a tensor the run does not record (a view on the way)."""
+        self.parts += [_line(self.mid, self.y, self.mid, self.y + length),
+                       _edge_label(self.mid + 12, self.y + length * 2 / 3, symbol, text)]
+        self.y += length
+
     def entry(self, symbol: str, short: str) -> None:
         """The tensor the drawing starts from, with a short arrow into the first box."""
         self.parts += [_edge_label(self.mid + 12, self.y + 6, symbol, self.shape(short)),
@@ -308,12 +314,28 @@ def attention(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], l
                       _line(hx + hw / 2, col.y + 44, col.mid, col.y + 74, arrow=False)]
     col.y += 74
     col.edge("H = z", "attn.z", ": the heads' outputs")
-    col.box("block.attn.merge", ("Merge heads", "lay the nh outputs side by side (a reshape)", params(0)))
+    col.box("block.attn.merge", ("Merge heads", "transpose to [B, T, nh, dh], reshape to [B, T, d]", params(0)))
     col.edge("merge(H)", "attn.merged")
     col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d]",
                                  params(cat["block.attn.merge"].per_instance)))
     col.edge("Δattn", "attn.out")
     return col.close(f"attention: {cat['block.attn'].per_instance:,} parameters per block", "attention")
+
+
+def merge(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
+    """H [B, nh, T, dh] -> transpose [B, T, nh, dh] -> reshape [B, T, d] -> W_O -> Δattn. The
+    transpose comes first: a reshape alone would lay one head's positions side by side."""
+    col = _Column(cat, mode, values, links, x=200, w=360)
+    col.entry("H = z", "attn.z")
+    col.box("block.attn.merge", ("Transpose heads and positions", "[B, nh, T, dh] → [B, T, nh, dh]", params(0)))
+    col.edge_text("Hᵀ", "[" + ", ".join(f"{v:,}" for v in concrete(("B", "T", "nh", "dh"), values)) + "]")
+    col.box("block.attn.merge", ("Reshape: each position's heads in one row", "[B, T, nh, dh] → [B, T, nh · dh = d]",
+                                 params(0)))
+    col.edge("merge(H)", "attn.merged")
+    merge_ = cat["block.attn.merge"]
+    col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d] and bias b_O", params(merge_.per_instance)))
+    col.edge("Δattn", "attn.out")
+    return col.close(f"merge: 0 parameters · W_O: {merge_.per_instance:,} parameters per block", "merge and project")
 
 
 def mlp(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:

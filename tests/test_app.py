@@ -349,7 +349,8 @@ def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
 
 @pytest.mark.parametrize("url,label,lit", [("overview", "overview", set()),
                                             ("block", "Transformer block", set()),
-                                            ("attention", "attention", {"/attention"}), ("mlp", "MLP", {"/mlp"})])
+                                            ("attention", "attention", {"/attention"}), ("mlp", "MLP", {"/mlp"}),
+                                            ("merge", "merge and project", {"/merge"})])
 def test_pages_draw_their_diagram_with_links_that_keep_the_view(url, label, lit):
     at = open_page(url, mode="decode", block=1, head=2)
     svg = next(m.value for m in at.markdown if m.value.startswith("<svg"))

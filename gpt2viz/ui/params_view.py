@@ -1,9 +1,6 @@
 """Data, the size picker (a preset or any custom config, every field in the URL) and the
 checkpoint section for the parameter accounting page."""
 
-import csv
-import io
-
 import streamlit as st
 
 from .. import costs
@@ -119,18 +116,6 @@ def component_rows(report: dict) -> list[dict]:
                         "instances": c["instances"], "total": f"{c['total']:,}",
                         "checkpoint tensors": ", ".join(row["tensors"])})
     return out
-
-
-def accounting_csv(report: dict) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["model", "component_id", "component", "row", "calculation", "parameters", "per_instance",
-                "instances", "total", "tensors"])
-    for c in report["components"]:
-        for row in c["rows"]:
-            w.writerow([report["model"], c["id"], c["title"], row["name"], row["calculation"], row["parameters"],
-                        c["per_instance"], c["instances"], c["total"], " ".join(row["tensors"])])
-    return buf.getvalue()
 
 
 def checkpoint_check(sel) -> None:

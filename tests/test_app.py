@@ -450,3 +450,22 @@ def test_glossary_names_h_and_z_as_one_tensor():
 
     (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
     assert "H" in row[0] and "z" in row[0] and "‖z‖" in row[2]
+
+
+def test_an_unreadable_answer_asks_again_and_reveals_nothing():
+    """Issue 23 (6): "355M" counted as answered, marked wrong and opened the worked answer."""
+    from gpt2viz import exercises as ex
+
+    at = open_page("exercises", set=3, questions=2)
+    count = next(e for e in ex.exercise_set(3, 2) if e.kind == "params")
+    i = [e.id for e in ex.exercise_set(3, 2)].index(count.id)
+    at.text_input(key=f"answer-{count.id}").input("355M")
+    at.button[i].click().run()
+    assert not at.exception
+    assert [w.value for w in at.warning] and "355M" in at.warning[0].value and "every digit" in at.warning[0].value
+    assert not at.error and not at.success and not at.expander
+    assert any("Score: 0 of 2** correct · 0 answered" in m.value for m in at.markdown)
+    assert not any(count.worked.splitlines()[0] in m.value for m in at.markdown)
+    at.text_input(key=f"answer-{count.id}").input(count.answer_text)
+    at.button[i].click().run()
+    assert [s.value for s in at.success] == [f"Correct: {count.answer_text}."]

@@ -122,8 +122,7 @@ def test_sets_are_reproducible_and_ids_round_trip():
 
 
 @pytest.mark.parametrize("text,ok", [("[1, 12, 1, 1001]", True), ("1 × 12 × 1 × 1001", True),
-                                     ("1,12,1,1001", True), ("[1, 12, 1, 1000]", False), ("", False),
-                                     ("twelve", False)])
+                                     ("1,12,1,1001", True), ("[1, 12, 1, 1000]", False), ("[1, 12]", False)])
 def test_checking_shape_answers(text, ok):
     e = ex.shape_exercise("gpt2", "decode", "attn.scores", 1, None, 1000)
     assert ex.check(e, text)[0] is ok
@@ -134,6 +133,15 @@ def test_checking_count_answers():
     assert ex.check(e, "4,722,432")[0] and ex.check(e, "4722432")[0]
     ok, message = ex.check(e, "4,722,000")
     assert not ok and "4,722,432" in message
+
+
+@pytest.mark.parametrize("text", ["355M", "354.8 million", "", "twelve", "[1, 12, 1, 64]", "1e6"])
+def test_an_unreadable_answer_is_not_an_answer(text):
+    """Issue 23 (6): "355M" counted as answered (and wrong) and revealed the worked answer."""
+    e = ex.params_exercise("gpt2-medium", "model")
+    with pytest.raises(ex.Unreadable) as raised:
+        ex.check(e, text)
+    assert f"{e.answer[0]:,}" not in str(raised.value)
 
 
 def test_handout_has_questions_and_optional_answers():

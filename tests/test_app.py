@@ -469,3 +469,21 @@ def test_an_unreadable_answer_asks_again_and_reveals_nothing():
     at.text_input(key=f"answer-{count.id}").input(count.answer_text)
     at.button[i].click().run()
     assert [s.value for s in at.success] == [f"Correct: {count.answer_text}."]
+
+
+def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
+    """Issue 23 (6): a chart of depth × position with the position to read chosen, in the URL."""
+    at = open_page("lens", lens_pos=3)
+    assert not at.exception
+    heat = next(json.loads(c.proto.spec) for c in charts(at) if "top next token at every depth" in c.proto.spec)
+    assert heat["data"][0]["type"] == "heatmap" and len(heat["data"][0]["y"]) == 3  # tiny: 2 blocks, 3 depths
+    assert heat["data"][0]["x"][0] == "0·The" and len(heat["data"][0]["x"]) == 10
+    assert heat["layout"]["shapes"][0]["x0"] == 2.5  # position 3 outlined
+    assert any(m.value.startswith("**Position 3,") for m in at.markdown)
+    assert at.slider(key="lens_pos").proto.query_param_key == "lens_pos"  # bound: the choice is in the URL
+    at.slider(key="lens_pos").set_value(6).run()
+    assert any(m.value.startswith("**Position 6,") for m in at.markdown)
+    decode = open_page("lens", mode="decode")  # one position: no choice, one column
+    assert not decode.exception and not decode.main.get("slider")
+    heat = next(json.loads(c.proto.spec) for c in charts(decode) if "top next token" in c.proto.spec)
+    assert heat["data"][0]["x"] == ["9·␣because"]

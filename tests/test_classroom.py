@@ -178,3 +178,20 @@ def test_generation_reaches_the_last_position_of_the_context(tiny):
     with pytest.raises(ValueError, match="exceed the context"):
         generate(tiny, ids, 6, names=("logits",))
     assert room(n_ctx, n_ctx) == 1 and [t.L for t in generate(tiny, [464] * n_ctx, 1, names=()).traces] == [1024]
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.TRAINING])
+def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
+    """Issue 23 (6): the lens over depth × position, cell by cell the one-position lens."""
+    from gpt2viz.lens import lens_grid, lens_window
+
+    t = run(tiny, IDS, mode, grads=False) if mode is Mode.TRAINING else run(tiny, IDS, mode)
+    grid = lens_grid(tiny, t, 2, 6)
+    assert grid.top_probs.shape == grid.final_ranks.shape == (3, 5) and grid.labels[-1] == "block 1 out"
+    for j, position in enumerate(range(2, 7)):
+        rows = logit_lens(tiny, t, position=position)  # prefill too: the model's prediction from the lens
+        assert grid.top_ids[:, j].tolist() == [r.top_ids[0] for r in rows]
+        torch.testing.assert_close(grid.top_probs[:, j], torch.tensor([r.top_probs[0] for r in rows]))
+        assert grid.final_ranks[:, j].tolist() == [r.final_rank for r in rows] and rows[-1].final_rank == 0
+    assert lens_window(7, 8, width=24) == (0, 7) and lens_window(100, 200, width=24) == (77, 100)
+    assert lens_window(3, 200, width=24) == (0, 23)

@@ -555,3 +555,19 @@ def test_matrix_heatmap_and_depth_bars():
         plots.matrix_heatmap(np.ones((2, 3)), ["a"], ["0", "1", "2"], "t", "v")
     fig = plots.depth_bars([1.0, 2.0], ["embed", "attn 0"], "parts", "L2 norm")
     assert list(fig.layout.xaxis.ticktext) == ["embed", "attn 0"]
+
+
+def test_lens_heatmap_shows_probabilities_tokens_and_the_chosen_position():
+    from gpt2viz.plots import lens_heatmap
+
+    probs = np.array([[0.1, 0.2, 0.3], [0.5, 0.6, 0.9]])
+    fig = lens_heatmap(probs, [["a", "<b>", "c"], ["d", "e", "f"]], np.array([[3, 40, 0], [0, 1, 0]]),
+                       ["block 0 in", "block 0 out"], ["x", "y", "z"], "lens", offset=5, chosen=1)
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and (heat.zmin, heat.zmax) == (0, 1) and list(heat.x) == ["5·x", "6·y", "7·z"]
+    assert list(heat.y) == ["block 0 in", "block 0 out"] and heat.text[0][1] == "&lt;b&gt;"
+    assert heat.customdata[0][1] == ["&lt;b&gt;", 40] and "rank" in heat.hovertemplate
+    (outline,) = fig.layout.shapes
+    assert (outline.x0, outline.x1) == (0.5, 1.5)
+    with pytest.raises(ValueError, match="final_ranks"):
+        lens_heatmap(probs, [["a"] * 3] * 2, np.zeros((2, 2)), ["a", "b"], ["x", "y", "z"], "lens")

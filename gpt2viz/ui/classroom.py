@@ -117,6 +117,6 @@ def lens_rows(rows: list[LensRow]) -> list[dict]:
             for r in rows]
 
 
-def part_norms(d) -> list[float]:
-    """The L2 norm of each part of a decomposition at the last position."""
-    return d.parts[:, -1].norm(dim=-1).tolist()
+def part_norms(d, position: int = -1) -> list[float]:
+    """The L2 norm of each part of a decomposition at one position (index into its T)."""
+    return d.parts[:, position].norm(dim=-1).tolist()

@@ -97,15 +97,47 @@ def test_out_of_range_url_values_fall_back_and_say_so_at_the_top():
     assert kinds.index("Warning") < kinds.index("Title") and not at.sidebar.warning
 
 
-@pytest.mark.parametrize("text,needle", [("   ", "empty"), ("Hi", None)])
-def test_text_edge_cases(text, needle):
-    at = open_page("attention", text=text, mode="training")
+def test_one_token_cannot_be_trained_on():
+    at = open_page("attention", text="Hi", mode="training")
     assert not at.exception
-    shown = " ".join(w.value for w in at.warning)
-    if needle:
-        assert needle in shown
-    else:  # one token cannot be trained on: said, not crashed
-        assert "at least 2 tokens" in shown
+    assert "at least 2 tokens" in " ".join(w.value for w in at.warning)  # said, not crashed
+
+
+def test_an_empty_text_is_refused_and_spaces_are_run():
+    """Issue 23 (6): whitespace-only text was refused, though GPT-2 tokenizes spaces."""
+    at = open_page("tokens", text="   \n")
+    assert not at.exception and not at.warning
+    assert "".join(at.dataframe[0].value["token"]) == "␣␣␣↵"
+    at.sidebar.text_area(key="text").input("").run()
+    assert "the text is empty" in " ".join(w.value for w in at.warning)
+
+
+def test_endoftext_typed_in_the_text_is_said_to_be_one_special_token():
+    """Issue 23 (6): `<|endoftext|>` typed in the text silently became token 50256."""
+    at = open_page("tokens", text="One.<|endoftext|>Two.")
+    assert not at.exception
+    note = " ".join(i.value for i in at.info)
+    assert "<|endoftext|>" in note and "50,256" in note and "not its 13 characters" in note
+    assert 50256 in list(at.dataframe[0].value["id"])
+    assert not any("endoftext" in i.value for i in open_page("tokens", text="One. Two.").info)
+
+
+def test_generation_says_the_kv_column_is_after_the_step_and_one_step_reads_1():
+    at = open_page("generation", steps=1)
+    assert not at.exception
+    assert "KV cache after the step (fp32)" in at.dataframe[0].value.columns
+    growth = json.loads(charts(at)[0].proto.spec)["layout"]["xaxis"]
+    assert growth["tickvals"] == [1] and growth["range"] == [0.5, 1.5]
+
+
+def test_one_position_is_not_a_mean_over_1_positions():
+    mlp = open_page("mlp", mode="decode")
+    assert "mean over 1 positions" not in " ".join(c.proto.spec for c in charts(mlp))
+    from gpt2viz.ui.whatif_view import what_is_replaced
+    from gpt2viz.whatif import Target
+
+    assert "1 positions" not in what_is_replaced(Target(0, "mlp"), "mean", 1)
+    assert "mean over this text's 2 positions" in what_is_replaced(Target(0, "mlp"), "mean", 2)
 
 
 def test_over_long_text_is_cut_and_says_how_much():

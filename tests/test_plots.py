@@ -571,3 +571,18 @@ def test_lens_heatmap_shows_probabilities_tokens_and_the_chosen_position():
     assert (outline.x0, outline.x1) == (0.5, 1.5)
     with pytest.raises(ValueError, match="final_ranks"):
         lens_heatmap(probs, [["a"] * 3] * 2, np.zeros((2, 2)), ["a", "b"], ["x", "y", "z"], "lens")
+
+
+def test_one_decode_step_reads_as_step_1():
+    """Issue 23 (6): with one step the axis read 0.6…1.4; steps are whole numbers."""
+    axis = plots.cache_growth([5], [1_000], "one step").layout.xaxis
+    assert list(axis.tickvals) == [1] and tuple(axis.range) == (0.5, 1.5)
+    many = plots.cache_growth(list(range(1, 101)), list(range(100, 10_100, 100)), "many").layout.xaxis
+    assert len(many.tickvals) <= 16 and all(float(v).is_integer() for v in many.tickvals)
+    assert "after" in plots.cache_growth([5], [1_000], "c").data[0].name
+
+
+def test_top_neurons_of_one_position_is_no_mean_over_1_positions():
+    one = plots.top_neurons(np.arange(8.0)[None, :], ["x"], k=3, offset=9)
+    assert "mean over 1" not in one.layout.title.subtitle.text and "9·x" in one.layout.title.subtitle.text
+    assert "mean over 2 positions" in plots.top_neurons(np.ones((2, 8)), ["x", "y"], k=3).layout.title.subtitle.text

@@ -96,6 +96,7 @@ def what_is_replaced(target: Target, method: str, T: int) -> str:
              "mlp": f"{code_span(target.name)}, the update Δmlp the MLP adds to the stream",
              "neuron": f"neuron {target.index} of {code_span(target.name)} (after the GELU), every position"}
     how = ("zeros" if method == "zero" else
+           "its value at the text's one position (a mean over one position changes nothing)" if T == 1 else
            f"its mean over this text's {T} positions (the same vector at every position; positions are "
            "averaged over the whole text, later ones included)")
     return f"Replaces {where[target.part]} by {how}. The sidebar's block and head choose where."

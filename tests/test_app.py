@@ -137,6 +137,8 @@ def test_one_position_is_not_a_mean_over_1_positions():
     from gpt2viz.whatif import Target
 
     assert "1 positions" not in what_is_replaced(Target(0, "mlp"), "mean", 1)
+    lens = open_page("lens", block=0)
+    assert any("Sum of the 1 part minus" in m.value for m in lens.markdown)
     assert "mean over this text's 2 positions" in what_is_replaced(Target(0, "mlp"), "mean", 2)
 
 

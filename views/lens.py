@@ -41,5 +41,5 @@ st.latex(r"x_b = x_0 + \sum_{i<b} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{
 d = decompose(trace, sel.block)
 plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · block {sel.block} input",
                       "L2 norm"))
-st.markdown(f"Sum of the {len(d.labels)} parts minus the recorded stream: largest difference "
-            f"**{d.max_abs_error:.2e}** (float32 rounding).")
+st.markdown(f"Sum of the {len(d.labels)} part{'s' * (len(d.labels) != 1)} minus the recorded stream: largest "
+            f"difference **{d.max_abs_error:.2e}** (float32 rounding).")

@@ -95,7 +95,7 @@ def text_notes(sel: Selection) -> None:
     if ENDOFTEXT_ID in sel.ids:
         n = sel.ids.count(ENDOFTEXT_ID)
         st.info(f"`{ENDOFTEXT}` in the text is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
-                f"({n} time{'s' * (n != 1)}): one token, not its {len(ENDOFTEXT)} characters.",
+                f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(ENDOFTEXT)} characters.",
                 icon=":material/keyboard_return:")
 
 

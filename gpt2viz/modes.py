@@ -148,6 +148,8 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
     if steps > room(model.config.n_positions, ids.shape[1]):
         raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
     traces, chosen = [], []
+    if progress is not None:
+        progress(0, steps, f"caching the text's {ids.shape[1] - 1:,} tokens before the first step")
     with torch.no_grad():
         _, past = prefill(model, ids[:, :-1])
         for _ in range(steps):

@@ -141,4 +141,4 @@ def test_generation_tells_each_step(tiny):
 
     told = []
     generate(tiny, IDS, 3, progress=lambda done, total, what: told.append((done, total)))
-    assert told == [(1, 3), (2, 3), (3, 3)]
+    assert told == [(0, 3), (1, 3), (2, 3), (3, 3)]

@@ -55,3 +55,13 @@ def test_every_page_that_cuts_the_text_says_so(url):
     at = open_page(url, text=LONG)
     assert not at.exception, at.exception[0].value
     assert any("77 tokens at the end are not shown" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_text_b_cut_or_with_endoftext_is_said_too():
+    at = open_page("patch", text_b=LONG + "<|endoftext|>")
+    assert not at.exception
+    said = [i.value for i in at.info]
+    assert any(s.startswith("Text B was cut") and "78 tokens at the end" in s for s in said), said
+    assert not any("The text was cut" in s for s in said)
+    at = open_page("patch", text_b="One.<|endoftext|>Two.")
+    assert any("in text b is read as GPT-2's end-of-text token" in i.value for i in at.info)

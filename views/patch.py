@@ -3,7 +3,7 @@
 import streamlit as st
 
 from gpt2viz.ui import whatif_view as wv
-from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.anatomy import selection, token_notes
 
 sel = selection()
 st.title("Compare and patch")
@@ -11,8 +11,9 @@ st.markdown("Text A is the sidebar's text; text B is below. Run both, compare wh
             "and what each predicts, then move one piece of A's computation into B's run at a time "
             "(**activation patching**) to find where the difference between their answers is carried.")
 text_b = wv.text_b_box()
-ids_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
+ids_b, cut_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
 wv.stop_without_text(sel, error_b)
+token_notes(ids_b, cut_b, sel.config.n_positions, "Text B")
 a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
 wv.side_by_side(sel, a, b)
 st.subheader("Activation patching: A into B")

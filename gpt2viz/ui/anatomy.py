@@ -87,14 +87,19 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
 
 
 def text_notes(sel: Selection) -> None:
-    """What became of the typed text on its way to tokens, on every page that runs it: the end
-    cut off at the context, and `<|endoftext|>` read as the one special token."""
-    if sel.cut:
-        st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
-                f"{sel.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
-    if ENDOFTEXT_ID in sel.ids:
-        n = sel.ids.count(ENDOFTEXT_ID)
-        st.info(f"`{ENDOFTEXT}` in the text is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
+    """What became of the sidebar's text on its way to tokens, on every page that runs it."""
+    token_notes(sel.ids, sel.cut, sel.config.n_positions)
+
+
+def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "The text") -> None:
+    """What became of a typed text on its way to tokens: the end cut off at the context, and
+    `<|endoftext|>` read as the one special token."""
+    if cut:
+        st.info(f"{which} was cut to the model's context of {n_positions:,} tokens: "
+                f"{cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+    if ENDOFTEXT_ID in ids:
+        n = ids.count(ENDOFTEXT_ID)
+        st.info(f"`{ENDOFTEXT}` in {which.lower()} is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
                 f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(ENDOFTEXT)} characters.",
                 icon=":material/keyboard_return:")
 

@@ -107,11 +107,13 @@ def text_b_box() -> str:
                         bind="query-params", help="The sidebar's text is A. Patching needs A and B of equal length.")
 
 
-def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], str | None]:
+def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], int, str | None]:
+    """Text B's tokens cut to the context, how many were cut, and why there are none (else None)."""
     try:
-        return tuple(encode(text)[:n_positions]), None
+        ids = encode(text)
     except TextError as e:
-        return (), str(e)
+        return (), 0, str(e)
+    return tuple(ids[:n_positions]), max(0, len(ids) - n_positions), None
 
 
 # ---------------------------------------------------------------------------- cached runs

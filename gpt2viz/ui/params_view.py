@@ -15,7 +15,7 @@ CUSTOM_FIELDS = {"vocab_size": "Vocabulary V", "n_positions": "Context n_ctx", "
                  "n_layer": "Blocks n_layer", "n_head": "Heads nh", "n_inner": "MLP width d_mlp (0: 4d)"}
 
 
-@st.cache_data(max_entries=8)
+@st.cache_data(max_entries=8, show_spinner="Counting the parameters…")
 def report_for(model: str | GPT2Config, checkpoint: str | None = None, weights_key: tuple | None = None) -> dict:
     """The accounting report of a preset or a config; `weights_key` (path, mtime, size) makes a
     replaced file a new entry."""

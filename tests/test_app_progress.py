@@ -36,8 +36,9 @@ def told(monkeypatch):
 @pytest.mark.parametrize("url,words,steps", [
     ("training", "Training tiny on 13 tokens: forward, loss, backward", 4),
     ("generation", "Generating 8 tokens step by step", 8),
-    ("attention", "Running tiny on 13 tokens (full sequence)", 2),
-    ("lens", "Running tiny on 13 tokens (full sequence)", 2),
+    ("attention", "Running tiny on 13 tokens in full mode", 2),
+    ("lens", "Running tiny on 13 tokens in full mode", 2),
+    ("patch", "Running tiny on 13 tokens in full mode", 2),
     ("whatif", "Running with head 0.0 knocked out", 2),
     ("about", "Running tiny on 13 tokens twice: full, then decode", 2),
 ])
@@ -65,3 +66,12 @@ def test_text_b_cut_or_with_endoftext_is_said_too():
     assert not any("The text was cut" in s for s in said)
     at = open_page("patch", text_b="One.<|endoftext|>Two.")
     assert any("in text b is read as GPT-2's end-of-text token" in i.value for i in at.info)
+
+
+def test_the_progress_line_says_whose_run_it_is():
+    from gpt2viz.trace_cache import Status
+    from gpt2viz.ui.working import status_text
+
+    assert status_text(Status("running", 3, 24, "forward pass: block 2")) == "Forward pass: block 2 (3 of 24 steps)"
+    shared = status_text(Status("shared", 3, 24, "forward pass: block 2"))
+    assert shared.startswith("Another session started this same run") and shared.endswith("(3 of 24 steps)")

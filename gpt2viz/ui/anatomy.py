@@ -82,7 +82,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
                 "every tensor but the weights' gradients (the Training page shows their norms)")
         st.caption(f":material/memory: Recording {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
-    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({MODE_LABELS[sel.mode].lower()})…") as p:
+    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in {sel.mode.value} mode…") as p:
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs), progress=p)
 
 

@@ -127,7 +127,7 @@ def _names(sel: Selection, n_tokens: int) -> tuple[str, ...] | None:
 
 def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
     ids = sel.ids if ids is None else ids
-    with working(f"Running {sel.config.name} on {len(ids):,} tokens (full sequence)…") as progress:
+    with working(f"Running {sel.config.name} on {len(ids):,} tokens in full mode…") as progress:
         return get_trace(sel.weights, ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 

@@ -17,7 +17,7 @@ def status_text(s: Status) -> str:
     steps = f"{s.what} ({s.done:,} of {s.total:,} steps)" if s.total else "starting"
     if s.state == "shared":
         return f"Another session started this same run; waiting for it, not running it twice: {steps}"
-    return steps
+    return steps[:1].upper() + steps[1:]
 
 
 @contextmanager

@@ -8,8 +8,10 @@
 FROM python:3.11-slim
 
 ARG TORCH_INDEX=""
+# a class server: no uploads or downloads on a visitor's click unless the operator passes -e ...=1
+# (docs/deploy.md, "Uploads")
 ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    GPT2VIZ_TRACE_BUDGET_MB=2048 GPT2VIZ_THREADS=1
+    GPT2VIZ_TRACE_BUDGET_MB=2048 GPT2VIZ_THREADS=1 GPT2VIZ_ALLOW_UPLOAD=0 GPT2VIZ_ALLOW_DOWNLOAD=0
 
 RUN useradd --create-home --uid 1000 app
 WORKDIR /home/app/gpt2viz
@@ -22,4 +24,5 @@ USER app
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
-CMD ["python", "-m", "streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0", "--server.headless=true"]
+# serve.py: app.py behind the gate that lets 2 uploads arrive at once (where uploads are turned on)
+CMD ["python", "-m", "streamlit", "run", "serve.py", "--server.port=8501", "--server.address=0.0.0.0", "--server.headless=true"]

@@ -257,10 +257,11 @@ async def burst(students: list[Student], base: str, text: str, view_timeout: flo
 
 # ---------------------------------------------------------------------------- servers and proxy
 class AppServer:
-    """`streamlit run app.py` (tests/streamlit_server.py), warmed up, its memory sampled from /proc."""
+    """`streamlit run app.py` (or `script`; tests/streamlit_server.py), warmed up, its memory sampled
+    from /proc."""
 
-    def __init__(self):
-        self.server = StreamlitServer("app.py", ROOT)
+    def __init__(self, script: str = "app.py"):
+        self.server = StreamlitServer(script, ROOT)
         self.addr = f"127.0.0.1:{self.server.port}"
         self.sampler = MemorySampler(self.server.proc.pid)
         self.baseline_kib = 0

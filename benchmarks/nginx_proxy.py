@@ -4,6 +4,7 @@ Used by benchmarks/classroom.py and tests/test_st_protocol.py; nginx runs in the
 child (never as a daemon), with its pid, logs and temporary files in a directory of its own.
 """
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +28,7 @@ class Proxy:
 
     def __init__(self, servers: list[str]):
         self.dir = tempfile.mkdtemp(prefix="gpt2viz-nginx-")
+        os.chmod(self.dir, 0o711)  # run as root, nginx's workers (nobody) write request bodies in client_body/
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         conf = Path(self.dir) / "nginx.conf"

@@ -13,8 +13,14 @@ What Streamlit 1.67's frontend does, and this client does the same way (frontend
   `app_pages`) with the query string it keeps.
 
 One difference: a browser also sends the widget states of the widgets still on screen; this client
-sends none, and the view's state travels in the query string (gpt2viz binds its controls to the
-URL, so both carry the same values). Nor does it report cached message hashes, like a first visit.
+sends only those of the files it uploaded, and the view's state travels in the query string
+(gpt2viz binds its controls to the URL, so both carry the same values). Nor does it report cached
+message hashes, like a first visit.
+
+An upload (`Session.upload`) is what the frontend's file uploader does: a multipart PUT of the
+file to `/_stcore/upload_file/<session id>/<file id>` (with the XSRF cookie's token in
+`X-Xsrftoken`), then a rerun whose widget states give the uploader that file; the uploader's state
+is sent again with every later rerun, as the browser does while the file is shown.
 
 A view is timed from the rerun request to the `script_finished` ForwardMsg; the `Exception`
 elements the run sent (`delta.new_element.exception`) are counted, and "page not found", a script
@@ -24,16 +30,21 @@ that did not finish successfully, a closed socket or a timeout are errors.
 import asyncio
 import http.cookiejar
 import time
+import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.Markdown_pb2 import Markdown
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
 
 STREAM_PATH = "/_stcore/stream"
+UPLOAD_PATH = "/_stcore/upload_file"
 FINISHED = ForwardMsg.ScriptFinishedStatus
 SUBPROTOCOL = "streamlit"
 NO_TOKEN = "PLACEHOLDER_AUTH_TOKEN"  # what the frontend sends without an xsrf cookie
@@ -53,6 +64,9 @@ class ViewResult:
     elements: int = 0  # new elements the run sent
     h1: str | None = None  # the first title the run sent
     boxes: dict[str, str] = field(default_factory=dict)  # label → value of the text areas and select boxes
+    uploaders: dict[str, str] = field(default_factory=dict)  # label → widget id of the file uploaders
+    errors: list[str] = field(default_factory=list)  # bodies of st.error
+    captions: list[str] = field(default_factory=list)  # bodies of st.caption
 
     @property
     def ok(self) -> bool:
@@ -73,6 +87,7 @@ class Session:
         self.page_hashes: dict[str, str] = {}  # url path → page_script_hash
         self.current_hash = ""
         self.replica: str | None = None  # which replica answered the websocket's handshake, behind nginx
+        self.widget_states: dict[str, WidgetState] = {}  # sent with every rerun (the uploaders' files)
 
     # ------------------------------------------------------------------ connection
     async def open(self, page: str = "", query: str = "", timeout: float = 30.0) -> None:
@@ -95,8 +110,7 @@ class Session:
 
     async def _connect(self, timeout: float) -> None:
         await self.close()
-        xsrf = next((c.value for c in self.cookies if c.name == "_streamlit_xsrf"), None)
-        protocols = [SUBPROTOCOL, xsrf or NO_TOKEN] + ([self.session_id] if self.session_id else [])
+        protocols = [SUBPROTOCOL, self._xsrf() or NO_TOKEN] + ([self.session_id] if self.session_id else [])
         cookie = "; ".join(f"{c.name}={c.value}" for c in self.cookies)
         ws_base = "ws" + self.base[len("http"):]
         try:
@@ -144,10 +158,50 @@ class Session:
         result.seconds = time.perf_counter() - t0
         return result
 
+    async def upload(self, uploader_id: str, name: str, data: bytes, timeout: float = 600.0) -> int:
+        """PUT `data` as the file `name` for the uploader `uploader_id` (from a view's `uploaders`);
+        the next views give the uploader that file. The HTTP status (204 when stored)."""
+        file_id = str(uuid.uuid4())
+        url = f"{self.base}{UPLOAD_PATH}/{self.session_id}/{file_id}"
+        boundary = uuid.uuid4().hex
+        head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n").encode()
+        tail = f"\r\n--{boundary}--\r\n".encode()
+        if not self._xsrf():  # the frontend has it from its health ping, which sets the cookie
+            await asyncio.to_thread(self._get, self.base + "/_stcore/health", timeout)
+        xsrf = self._xsrf() or ""
+        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}", "X-Xsrftoken": xsrf,
+                   "Content-Length": str(len(head) + len(data) + len(tail))}
+        # the body as an iterable of views: the file is not copied, however many sessions send it
+        request = urllib.request.Request(url, data=[head, memoryview(data), tail], headers=headers, method="PUT")
+        try:
+            status = await asyncio.to_thread(self._put, request, timeout)
+        except OSError as e:
+            raise Disconnected(f"PUT {UPLOAD_PATH}: {e}") from e
+        state = WidgetState(id=uploader_id)
+        info = state.file_uploader_state_value.uploaded_file_info.add()
+        info.file_id, info.name, info.size = file_id, name, len(data)
+        info.file_urls.file_id, info.file_urls.upload_url, info.file_urls.delete_url = file_id, url, url
+        self.widget_states[uploader_id] = state
+        return status
+
+    def _xsrf(self) -> str | None:
+        return next((c.value for c in self.cookies if c.name == "_streamlit_xsrf"), None)
+
+    def _put(self, request, timeout: float) -> int:
+        try:
+            with self._http.open(request, timeout=timeout) as r:
+                r.read()
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
     def _rerun(self, page: str, query: str) -> BackMsg:
         msg = BackMsg()
         state = msg.rerun_script
         state.query_string = query
+        for widget in self.widget_states.values():
+            state.widget_states.widgets.add().CopyFrom(widget)
         target = self.page_hashes.get(page)
         if self.current_hash and target:  # a page link: the page by its hash
             state.page_script_hash = target
@@ -219,6 +273,12 @@ class Session:
         elif kind == "text_area":
             box = element.text_area
             result.boxes[box.label] = box.value if box.set_value else box.default
+        elif kind == "file_uploader":
+            result.uploaders[element.file_uploader.label] = element.file_uploader.id
+        elif kind == "alert" and element.alert.format == element.alert.ERROR:
+            result.errors.append(element.alert.body)
+        elif kind == "markdown" and element.markdown.element_type == Markdown.CAPTION:
+            result.captions.append(element.markdown.body)
         elif kind == "selectbox":
             box = element.selectbox
             shown = box.options[box.default] if 0 <= box.default < len(box.options) else ""

@@ -12,6 +12,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from .config import GPT2Config, get_config
+from .glossary import link
 from .references import Reference, references
 from .schema import (
     DTYPES,
@@ -153,18 +154,26 @@ class _Spec:
     learned: bool = True
 
 
+PREFILL_LOGITS = ("In the full pass and training the logits cover every position, [B, T, V], as a plain "
+                  "forward of openai/gpt-2 or transformers returns them; training feeds them to the next-token "
+                  "cross-entropy loss. In prefill this app keeps the last position's only, [B, 1, V]: that is "
+                  "all generation needs to pick the next token, and transformers' generate asks its model for "
+                  "just that position.")
+
 SPECS = (
     _Spec("model", None, "GPT-2",
-          r"\text{logits} = \mathrm{LN}_f(x_{n_\text{layer}})\,W_E^{\top}, \quad x_0 = W_E[t_i] + W_P[L - T + i]",
-          "The whole network: embeddings, a stack of pre-LN blocks on a residual stream, a final "
-          "LayerNorm and an unembedding tied to the token table.",
-          "Each position carries a d-wide residual stream. The embeddings write its first value; every block "
-          "reads a normalised copy and adds two updates to it (attention, then the MLP); the final LayerNorm "
-          "and the transposed token table turn it into V logits for the next token.",
+          r"\text{logits} = \mathrm{LN}_f(x_{n_\text{layer}})\,W_E^{\top}, \quad x_0 = W_E[t_i] + W_P[P + i]",
+          f"The whole network: embeddings, a stack of {link('pre-LN')} blocks on a {link('residual stream')}, a "
+          f"final LayerNorm and an {link('unembedding')} tied to the token table.",
+          f"Each position carries a d-wide residual stream. The embeddings write its first value; every block "
+          f"reads a normalised copy and adds two updates to it (attention, then the MLP); the final LayerNorm "
+          f"gives Z_f, and the transposed token table turns Z_f into V {link('logit', 'logits')}, one per "
+          f"vocabulary entry, for the next token.",
           ("ids",), ("logits", "loss"),
           refs=("openai.model", "openai.hparams", "hf.model_class", "hf.lm_head_class", "hf.config_sizes")),
-    _Spec("embed", "model", "Embeddings", r"x_0 = W_E[t_i] + W_P[L - T + i]",
-          "Turns token ids into the first residual stream by adding a token row and a position row.",
+    _Spec("embed", "model", "Embeddings", r"x_0 = W_E[t_i] + W_P[P + i]",
+          f"Turns {link('token')} ids into the first residual stream by adding a token row and a "
+          f"position row.",
           "Two table lookups and one addition, nothing else: which token it is, and where it sits. In decode "
           "the new token sits at position P, after the P cached ones. Training applies dropout to the sum; "
           "openai/gpt-2's inference code has none.",
@@ -178,21 +187,25 @@ SPECS = (
           ("ids",), ("embed.tok",), rows=(("token table W_E", ("wte.weight",)),),
           refs=("openai.wte", "hf.wte_def", "hf.wte_lookup")),
     _Spec("embed.pos", "embed", "Position embedding",
-          r"W_P[L - T + i] \in \mathbb{R}^{d}, \quad W_P \in \mathbb{R}^{n_\text{ctx} \times d}",
+          r"W_P[P + i] \in \mathbb{R}^{d}, \quad W_P \in \mathbb{R}^{n_\text{ctx} \times d}",
           "A learned table with one d-wide row per position in the context; position i selects its row.",
-          "Attention by itself ignores order, so each position gets its own learned vector. Positions count "
-          "from the start of the text: a decode step after P cached tokens looks up row P. The "
-          "recorded rows have shape [T, d], shared by every sequence in the batch.",
+          "Attention is not blind to order as a whole: the causal mask lets a query read only earlier keys. "
+          "But what decides how much a query takes from a key is the comparison q·k, and that looks at content "
+          "only: two keys made from the same token score the same whether they sit one or ten positions back. "
+          "Adding a learned vector per position to x₀ puts the position into the content, so q·k can prefer "
+          "the previous token or a nearby one. Positions count from the start of the text: query i of the step "
+          "sits at position P + i, so a decode step after P cached tokens looks up row P. embed.pos holds the "
+          "T rows once, [T, d], shared by every sequence in the batch.",
           ("positions",), ("embed.pos",), rows=(("position table W_P", ("wpe.weight",)),),
           refs=("openai.wpe", "openai.positions_for", "openai.past_length", "hf.wpe_def", "hf.position_ids",
                 "hf.wpe_lookup")),
     _Spec("block", "model", "Transformer block",
           r"x'_n = x_n + \mathrm{Attn}(\mathrm{LN}_1(x_n)), \quad x_{n+1} = x'_n + \mathrm{MLP}(\mathrm{LN}_2(x'_n))",
-          "One of n_layer identical layers: attention then an MLP, each reading a normalised copy of the "
-          "stream and adding its output back.",
-          "GPT-2 normalises before each sublayer (pre-LN), so the stream itself is never normalised inside "
-          "a block: it only accumulates updates. That makes every block's contribution an additive term, "
-          "which is why the residual stream is worth looking at directly.",
+          "One of n_layer blocks, all built alike but each with its own weights: attention then an MLP, each "
+          "reading a normalised copy of the stream and adding its output back.",
+          f"GPT-2 normalises before each sublayer ({link('pre-LN')}), so the stream itself is never normalised "
+          f"inside a block: it only accumulates updates. That makes every block's contribution an additive "
+          f"term, which is why the {link('residual stream')} is worth looking at directly.",
           ("resid_pre",), ("resid_mid", "resid_post"),
           refs=("openai.block", "openai.resid_attn", "openai.resid_mlp", "openai.layers", "hf.block_class",
                 "hf.block_forward", "hf.resid_attn", "hf.resid_mlp")),
@@ -201,40 +214,46 @@ SPECS = (
           "Normalises each position's stream to mean 0 and variance 1, then scales and shifts it with a "
           "learned gain and bias before attention.",
           "Mean and variance are taken over the d features of one position (never across positions or the "
-          "batch), with ε = 1e-5. We record μ, σ², the normalised vector and the output Z₁.",
+          "batch), with ε = 1e-5. The page shows μ, σ², the normalised vector and the output Z₁.",
           ("resid_pre",), ("ln1.mean", "ln1.var", "ln1.normalized", "ln1.out"),
           rows=(("gain g₁ and bias b₁", ("h.{i}.ln_1.weight", "h.{i}.ln_1.bias")),),
           refs=("openai.norm", "openai.ln_1", "hf.ln_1_def", "hf.ln_1_call", "hf.config_eps")),
     _Spec("block.attn", "block", "Causal self-attention",
           r"\Delta_\text{attn} = \mathrm{merge}_h\big(\mathrm{softmax}(Q_h K_h^{\top} / \sqrt{d_h} + M)\,V_h\big)"
           r"\,W_O + b_O",
-          "Lets each position gather information from itself and earlier positions, in nh heads at once.",
-          "Three parts: one projection makes queries, keys and values; each head compares its queries with "
-          "the keys it may see and averages the values by the resulting pattern; the heads are merged and "
-          "projected back to d. With a KV cache, keys and values of earlier positions are reused, so a "
-          "decode step computes one query against L = P + 1 keys.",
+          f"Lets each position gather information from itself and earlier positions, in nh "
+          f"{link('head', 'heads')} at once.",
+          f"Three parts: one projection makes {link('query, key, value', 'queries, keys and values')}; each head "
+          f"compares its queries with the keys it may see and averages its values V_h by the resulting "
+          f"{link('attention pattern', 'pattern')}; the heads are merged and projected back to d. With a "
+          f"{link('KV cache')}, keys and values of earlier positions are reused, so a decode step computes one "
+          f"query against L = P + 1 keys.",
           ("ln1.out",), ("attn.out",),
           refs=("openai.attn", "openai.no_attn_dropout", "openai.no_resid_dropout", "hf.attention_class",
                 "hf.attention_forward", "hf.attn_dropout_def", "hf.resid_dropout_def")),
     _Spec("block.attn.qkv", "block.attn", "Query, key and value projection",
-          r"[\,Q \;\; K \;\; V\,] = Z_1 W_{QKV} + b_{QKV}, \quad W_{QKV} \in \mathbb{R}^{d \times 3d}",
+          r"[\,Q_h \;\; K_h \;\; V_h\,]_{h < n_h} = \mathrm{split}(Z_1 W_{QKV} + b_{QKV}), "
+          r"\quad W_{QKV} \in \mathbb{R}^{d \times 3d}",
           "One matrix maps each normalised position to a query, a key and a value, each d wide and split "
           "into nh heads of dh.",
           "The checkpoint stores the three projections side by side in one [d, 3d] matrix (c_attn). The "
-          "output is cut into thirds and each third reshaped to [B, nh, T, dh]. In prefill and decode the "
-          "new keys and values are appended to the cache, which then holds L positions.",
+          "output [B, T, 3d] is cut into thirds; each third [B, T, d] is viewed as [B, T, nh, dh] (each "
+          "position's d features split into nh heads of dh) and then transposed to [B, nh, T, dh], heads "
+          "before positions. In prefill and decode the new keys and values are appended to the cache, which "
+          "then holds L positions.",
           ("ln1.out",), ("attn.qkv", "attn.q", "attn.k", "attn.v", "attn.k_cache", "attn.v_cache"),
           rows=(("c_attn: W_QKV [d, 3d] and b_QKV", ("h.{i}.attn.c_attn.weight", "h.{i}.attn.c_attn.bias")),),
           refs=("openai.c_attn", "openai.split_qkv", "openai.conv1d", "openai.present", "hf.c_attn_def",
                 "hf.c_attn_call", "hf.split_heads", "hf.cache_update", "hf.conv1d")),
     _Spec("block.attn.heads", "block.attn", "Attention heads",
           r"H_h = \mathrm{softmax}\!\Big(\frac{Q_h K_h^{\top}}{\sqrt{d_h}} + M\Big) V_h, "
-          r"\quad M_{ij} = -\infty \text{ if } j > L - T + i",
-          "Each head scores its queries against the keys, masks the future, turns the scores into a "
-          "probability pattern and averages the values with it.",
-          "Scores are recorded before the mask, the pattern after the softmax. The mask is lower-right "
-          "aligned: query i of T sits at absolute position L − T + i (P + i in decode) and reads keys 0 "
-          "to that position, so one code path serves the full pass, prefill and decode.",
+          r"\quad M_{ij} = -\infty \text{ if } j > P + i",
+          f"Each head scores its queries against the keys, masks the future ({link('causal mask')}), turns the "
+          f"scores into a probability pattern with a {link('softmax')} and averages its values V_h with it.",
+          "The scores are shown before the mask, the pattern after the softmax. The mask is lower-right "
+          "aligned: query i of the step (i = 0 … T − 1) sits at absolute position P + i and reads keys 0 to "
+          "P + i, the first P + i + 1 of the L. This holds in every mode (P = 0 without a cache), so one code "
+          "path serves the full pass, prefill and decode.",
           ("attn.q", "attn.k", "attn.v", "attn.k_cache", "attn.v_cache"),
           ("attn.scores", "attn.pattern", "attn.pattern_dropout_mask", "attn.z"),
           weights_note="Owns no weights: the heads only combine the q, k and v that the projection before "
@@ -247,10 +266,11 @@ SPECS = (
           r"\Delta_\text{attn} = \mathrm{merge}(H)\,W_O + b_O, \quad W_O \in \mathbb{R}^{d \times d}",
           "Lays the nh per-head outputs side by side into one d-wide vector per position and projects it "
           "back into the residual stream.",
-          "Merging is a transpose, then a reshape: [B, nh, T, dh] to [B, T, nh, dh] (each position's heads "
-          "together), then to [B, T, d] (those nh · dh values in one row). A reshape alone would cut each "
-          "head's run of positions into rows and mix positions. All the parameters are in the d × d "
-          "projection (c_proj) and its bias. Its output is the update Δattn that the block adds to the stream.",
+          "Merging is a transpose and then a reshape: H [B, nh, T, dh] is transposed to [B, T, nh, dh], so each "
+          "position's nh head outputs sit together, and then reshaped to [B, T, d]. Reshaping [B, nh, T, dh] "
+          "straight to [B, T, d] would keep the numbers but mix positions: a classic bug. All the parameters "
+          "are in the d × d projection (c_proj) and its bias. Its output, after dropout in training, is the "
+          "update Δattn that the block adds to the stream.",
           ("attn.z",), ("attn.merged", "attn.out_dropout_mask", "attn.out"),
           rows=(("c_proj: W_O [d, d] and b_O", ("h.{i}.attn.c_proj.weight", "h.{i}.attn.c_proj.bias")),),
           refs=("openai.merge_heads", "openai.merge_states", "openai.merge_call", "openai.attn_c_proj",
@@ -265,8 +285,10 @@ SPECS = (
           rows=(("gain g₂ and bias b₂", ("h.{i}.ln_2.weight", "h.{i}.ln_2.bias")),),
           refs=("openai.norm", "openai.ln_2", "hf.ln_2_def", "hf.ln_2_call")),
     _Spec("block.mlp", "block", "MLP",
-          r"\Delta_\text{mlp} = \mathrm{GELU}(Z_2 W_\text{fc} + b_\text{fc})\,W_\text{proj} + b_\text{proj}",
-          "A two-layer network applied to each position on its own: widen to 4d, apply GELU, narrow back to d.",
+          r"A = Z_2 W_\text{fc} + b_\text{fc},\; G = \mathrm{GELU}(A),\; "
+          r"\Delta_\text{mlp} = G\,W_\text{proj} + b_\text{proj}",
+          f"A two-layer network applied to each position on its own: widen to 4d (A), apply the "
+          f"{link('GELU')} (G), narrow back to d.",
           "Unlike attention, the MLP never mixes positions. It holds about two thirds of each block's "
           "parameters: an expansion [d, 4d] and a projection [4d, d], each with a bias.",
           ("ln2.out",), ("mlp.out",),
@@ -274,23 +296,30 @@ SPECS = (
     _Spec("block.mlp.fc", "block.mlp", "Expansion",
           r"A = Z_2 W_\text{fc} + b_\text{fc}, \quad W_\text{fc} \in \mathbb{R}^{d \times 4d}",
           "Maps each normalised position from d to 4d features.",
-          "The checkpoint calls it c_fc. Its output (mlp.pre) is what the GELU receives.",
+          "The checkpoint calls it c_fc. Its output A (mlp.pre), the pre-activation, is what the GELU "
+          "receives.",
           ("ln2.out",), ("mlp.pre",),
           rows=(("c_fc: W_fc [d, 4d] and b_fc", ("h.{i}.mlp.c_fc.weight", "h.{i}.mlp.c_fc.bias")),),
           refs=("openai.mlp_c_fc", "openai.conv1d", "hf.c_fc_def", "hf.c_fc_call")),
     _Spec("block.mlp.gelu", "block.mlp", "GELU",
+          r"G = \mathrm{GELU}(A), \quad "
           r"\mathrm{GELU}(a) = \tfrac{1}{2}\,a\,\Big(1 + \tanh\!\big(\sqrt{2/\pi}\,(a + 0.044715\,a^3)\big)\Big)",
-          "A smooth non-linearity applied to every one of the 4d features on its own.",
-          "GPT-2 uses the tanh approximation of GELU (gelu_new), not the exact erf form; the two differ "
-          "slightly, and parity with the checkpoints needs the tanh one.",
+          "A smooth non-linearity applied to every one of the 4d features of A on its own, giving G.",
+          "Close to a for large positive a; for negative a it dips below 0, to its minimum of about −0.17 near "
+          "a = −0.75, and tends to 0 only for large negative a. GPT-2 uses the tanh approximation of GELU "
+          "(gelu_new), not the exact erf form; the two differ slightly, and parity with the checkpoints needs "
+          "the tanh one.",
           ("mlp.pre",), ("mlp.post",), learned=False,
           weights_note="Owns no weights: GELU is a fixed function, applied element by element.",
           refs=("openai.gelu", "hf.gelu_new", "hf.act_lookup", "hf.gelu_call", "hf.config_activation")),
     _Spec("block.mlp.proj", "block.mlp", "Projection",
           r"\Delta_\text{mlp} = G\,W_\text{proj} + b_\text{proj}, \quad W_\text{proj} \in \mathbb{R}^{4d \times d}",
-          "Maps the 4d activated features back to d: the MLP's update to the stream.",
-          "The checkpoint calls it c_proj (inside mlp). GPT-2 initialises it, like attention's c_proj, with "
-          "a standard deviation scaled down by 1/√(2·n_layer), since both add into the residual stream.",
+          "Maps the 4d activated features G back to d: the MLP's update Δmlp to the stream (after dropout in "
+          "training).",
+          "The checkpoint calls it c_proj (inside mlp). The GPT-2 paper scales the initial weights of the "
+          "layers that add into the residual stream, this one and attention's c_proj, by 1/√(2·n_layer); "
+          "transformers implements that rule (σ = 0.02/√(2·n_layer)), and so does this app's random model. "
+          "The released openai/gpt-2 code initialises with σ = 0.02 (0.01 for wpe) and has no such scaling.",
           ("mlp.post",), ("mlp.out_dropout_mask", "mlp.out"),
           rows=(("c_proj: W_proj [4d, d] and b_proj", ("h.{i}.mlp.c_proj.weight", "h.{i}.mlp.c_proj.bias")),),
           refs=("openai.mlp_c_proj", "hf.mlp_c_proj_def", "hf.mlp_c_proj_call", "hf.mlp_dropout_call")),
@@ -303,22 +332,22 @@ SPECS = (
           rows=(("gain g_f and bias b_f", ("ln_f.weight", "ln_f.bias")),),
           refs=("openai.ln_f", "openai.norm", "hf.ln_f_def", "hf.ln_f_call")),
     _Spec("unembed", "model", "Unembedding (tied)",
-          r"\text{logits} = Z_f\,W_E^{\top} \in \mathbb{R}^{V}",
-          "Scores every vocabulary entry by the dot product of the final stream with its token-table row.",
-          "The output matrix is the token table itself, transposed, so it adds no parameters; a checkpoint "
-          "may still carry lm_head.weight as a copy. In prefill only the last position's logits are "
-          "computed; in training they feed the next-token cross-entropy loss.",
+          r"\text{logits} = Z_f\,W_U, \quad W_U = W_E^{\top} \in \mathbb{R}^{d \times V}",
+          f"Scores every vocabulary entry by the dot product of Z_f, the final LayerNorm's output (not the "
+          f"stream itself), with its token-table row: V {link('logit', 'logits')} per position.",
+          f"The output matrix is the token table itself, transposed ({link('tied embeddings', 'tied')}), so it "
+          f"adds no parameters; a checkpoint may still carry lm_head.weight [V, d], the storage of W_U's "
+          f"transpose, as a copy. " + PREFILL_LOGITS,
           ("ln_f.out",), ("logits", "loss.per_token", "loss"),
           weights_note="Adds 0 parameters: it reuses wte.weight (tied), counted once under the token embedding.",
           refs=("openai.logits", "openai.no_loss", "hf.tied_weights", "hf.lm_head_def", "hf.logits",
                 "hf.config_tie", "hf.loss_call", "hf.causal_lm_loss")),
 )
 TIED_ROW = ("W_U tied to wte.weight (no tensor of its own)", ())
-UNTIED_ROW = ("lm_head: W_U [V, d], a matrix of its own (untied)", ("lm_head.weight",))
-UNTIED_EXPLANATION = ("This config unties the output matrix: lm_head.weight [V, d] is learned separately "
-                      "from the token table and adds V × d parameters of its own (GPT-2 and nanoGPT tie them). "
-                      "In prefill only the last position's logits are computed; in training they feed the "
-                      "next-token cross-entropy loss.")
+UNTIED_ROW = ("lm_head.weight [V, d], W_U's transpose (untied)", ("lm_head.weight",))
+UNTIED_EXPLANATION = ("This config unties the output matrix: lm_head.weight [V, d], the storage of W_U's "
+                      "transpose, is learned separately from the token table and adds V × d parameters of its own "
+                      "(GPT-2 and nanoGPT tie them). " + PREFILL_LOGITS)
 
 
 # ---------------------------------------------------------------------------- building

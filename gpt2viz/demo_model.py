@@ -368,3 +368,9 @@ def train_demo(recipe: Recipe, out: Path, log=print) -> HeadScores:
 def demo_heads(path: Path = DEMO_PATH) -> dict[str, tuple[int, int, float]]:
     """{"induction": (block, head, score), "previous": ...} as measured when the file was made."""
     return {kind: tuple(v) for kind, v in json.loads(read_header(path).metadata["heads"]).items()}
+
+
+def demo_vocabulary(path: Path = DEMO_PATH) -> list[int]:
+    """The token ids the model at `path` was trained on (its recipe's n_words training words)."""
+    recipe = json.loads(read_header(path).metadata["recipe"])
+    return training_words(recipe["n_words"]).tolist()

@@ -181,6 +181,10 @@ class _Column:
                        _line(self.mid, self.y - 6, self.mid, self.y + 16)]
         self.y += 18
 
+    def dropout(self, which: str) -> None:
+        """The dropout box on the column: active in training only, with the config's p."""
+        self.box("dropout", ("Dropout", f"{which} = {self.cat.config.dropout:g}, in training only"), h=50, inset=30)
+
     def side_note(self, y: float, title: str, *lines: str, dx: float = 14) -> None:
         """Bold title and lines to the right of the column (the KV cache beside what reads it)."""
         x = self.x + self.w + dx
@@ -214,7 +218,10 @@ def overview(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], li
     col.y += 70
     col.parts.append(_plus(col.mid, col.y + 46))
     col.y += 58
-    col.edge("x₀", "embed.out", length=34)
+    col.parts.append(_line(col.mid, col.y, col.mid, col.y + 18))
+    col.y += 18
+    col.dropout("p_embd")
+    col.edge("x₀", "resid_pre", length=34)
     col.box("block", (f"{block.instances} × Transformer block", "LN₁ → attention → + → LN₂ → MLP → +",
                       f"{block.per_instance:,} parameters each = {block.total:,}"), h=74)
     if col.mode in CACHED_MODES:
@@ -246,8 +253,9 @@ HALVES = (  # LayerNorm, its output, the sublayer, its update, the stream after 
 
 def block(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
     """x_n -> LN1 -> attention -> dropout -> + -> x'_n -> LN2 -> MLP -> dropout -> + -> x_{n+1},
-    with both residual bypasses drawn on the left."""
-    cfg, blk, bypass = cat.config, cat["block"], 120
+    with both residual bypasses drawn on the left. Δattn and Δmlp label the edges after the dropouts,
+    where attn.out and mlp.out are taken."""
+    blk, bypass = cat["block"], 120
     col = _Column(cat, mode, values, links, x=250, w=320)
     col.parts.append(_edge_label(col.mid - 60, col.y, "xₙ", col.shape("resid_pre")))
     col.y += 10
@@ -262,10 +270,11 @@ def block(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links
         col.box(sub, (sub_title, detail, params(cat[sub].per_instance) + " · Open →"), h=70, inset=-20)
         if sub == "block.attn" and col.mode in CACHED_MODES:
             col.side_note(col.y - 42, "KV cache K, V", col.shape("attn.k_cache") + " each", dx=34)
-        col.edge(d_sym, delta)
-        col.box("dropout", ("Dropout", f"p_resid = {cfg.dropout:g}, in training only"), h=50, inset=30)
-        col.parts.append(_line(col.mid, col.y, col.mid, col.y + 18))
-        col.y += 32
+        col.parts.append(_line(col.mid, col.y, col.mid, col.y + 22))  # the sublayer's output, before dropout
+        col.y += 22
+        col.dropout("p_resid")
+        col.edge(d_sym, delta, length=34)  # Δ as recorded: after the dropout
+        col.y += 14
         # the residual bypass: from the split above the LayerNorm around to the sum
         col.parts += [_plus(col.mid, col.y),
                       _path(f"M {col.mid} {split} L {bypass} {split} L {bypass} {col.y} L {col.mid - 14} {col.y}"),
@@ -289,7 +298,7 @@ def _heads_drawn(nh: int) -> list[int | None]:
 
 
 def attention(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links, head: int = 0) -> str:
-    """Z1 -> W_QKV -> the nh heads side by side -> merge -> W_O -> Δattn (the chosen head lit)."""
+    """Z1 -> W_QKV -> the nh heads side by side -> merge -> W_O -> dropout -> Δattn (the chosen head lit)."""
     col = _Column(cat, mode, values, links, x=200, w=360)
     col.entry("Z₁", "ln1.out")
     col.box("block.attn.qkv", ("Query, key and value projection W_QKV", "c_attn [d, 3d]",
@@ -297,10 +306,12 @@ def attention(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], l
     if col.mode in CACHED_MODES:
         col.side_note(col.y - 42, "KV cache K, V", col.shape("attn.k_cache") + " each",
                       "read and extended" if col.mode is Mode.DECODE else "filled")
-    col.edge("Q, K, V", "attn.q", " each, split into heads", length=34)
-    col.parts.append(_text(col.mid, col.y + 10, "each head: softmax(Q Kᵀ / √dh + M) V, with the causal mask M",
-                           size=SMALL, opacity=0.85))
-    col.y += 20
+    col.edge("q, k, v", "attn.q", " each, split into heads", length=34)
+    col.parts += [_text(col.mid, col.y + 10, "each head h: softmax(Qₕ Kₕᵀ / √dh + M) Vₕ, with the causal mask M",
+                        size=SMALL, opacity=0.85),
+                  _text(col.mid, col.y + 28, f"in training, dropout (p_attn = {cat.config.dropout:g}) on the pattern "
+                        "before it weighs Vₕ", size=SMALL, opacity=0.85)]
+    col.y += 38
     drawn = _heads_drawn(cat.config.n_head)
     gap, left = 6, 30
     hw = round((WIDTH - 2 * left - gap * (len(drawn) - 1)) / len(drawn), 1)
@@ -314,10 +325,13 @@ def attention(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], l
                       _line(hx + hw / 2, col.y + 44, col.mid, col.y + 74, arrow=False)]
     col.y += 74
     col.edge("H = z", "attn.z", ": the heads' outputs")
-    col.box("block.attn.merge", ("Merge heads", "transpose to [B, T, nh, dh], reshape to [B, T, d]", params(0)))
+    col.box("block.attn.merge", ("Merge heads", "transpose to [B, T, nh, dh], then reshape", params(0)))
     col.edge("merge(H)", "attn.merged")
     col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d]",
                                  params(cat["block.attn.merge"].per_instance)))
+    col.parts.append(_line(col.mid, col.y, col.mid, col.y + 22))
+    col.y += 22
+    col.dropout("p_resid")
     col.edge("Δattn", "attn.out")
     return col.close(f"attention: {cat['block.attn'].per_instance:,} parameters per block", "attention")
 
@@ -339,13 +353,18 @@ def merge(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links
 
 
 def mlp(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
-    """Z2 -> expand to 4d (W_fc) -> GELU -> project back to d (W_proj) -> Δmlp."""
+    """Z2 -> expand to 4d (W_fc) -> GELU -> project back to d (W_proj) -> dropout -> Δmlp."""
     col = _Column(cat, mode, values, links, x=200, w=360)
     col.entry("Z₂", "ln2.out")
     for target, lines, out, sym in (
             ("block.mlp.fc", ("Expand W_fc", "c_fc [d, 4d]: each position from d to 4d"), "mlp.pre", "A"),
             ("block.mlp.gelu", ("GELU", "tanh form, on each of the 4d features"), "mlp.post", "G"),
-            ("block.mlp.proj", ("Project W_proj", "c_proj [4d, d]: back to d"), "mlp.out", "Δmlp")):
+            ("block.mlp.proj", ("Project W_proj", "c_proj [4d, d]: back to d"), "mlp.out", "")):
         col.box(target, (*lines, params(cat[target].per_instance)))
-        col.edge(sym, out)
+        if sym:
+            col.edge(sym, out)
+    col.parts.append(_line(col.mid, col.y, col.mid, col.y + 22))
+    col.y += 22
+    col.dropout("p_resid")
+    col.edge("Δmlp", "mlp.out")
     return col.close(f"MLP: {cat['block.mlp'].per_instance:,} parameters per block; no position reads another", "MLP")

@@ -18,12 +18,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .config import PRESETS
+from .serving import operator_allows
 from .weights import hf_hub_dir
 
 REPOS = {name: cfg.hf_repo for name, cfg in PRESETS.items() if cfg.hf_repo}  # from the presets
 FILES = ("config.json", "model.safetensors")
 ALLOW_DOWNLOAD = "GPT2VIZ_ALLOW_DOWNLOAD"  # "1": the app offers downloads; "0": never; unset: on loopback only
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 Progress = Callable[[str, int, int | None], None]  # (file, bytes so far, bytes in all or None)
 
@@ -35,10 +35,7 @@ class DownloadError(OSError):
 def download_allowed(server_address: str | None, env=os.environ) -> bool:
     """Whether the app may offer downloads: GPT2VIZ_ALLOW_DOWNLOAD=1 or 0 decides; unset, only a
     server that listens on this machine alone (server.address localhost, 127.0.0.1 or ::1)."""
-    setting = env.get(ALLOW_DOWNLOAD)
-    if setting in ("0", "1"):
-        return setting == "1"
-    return server_address in LOOPBACK
+    return operator_allows(ALLOW_DOWNLOAD, server_address, env)
 
 
 def download(name: str, progress: Progress | None = None, endpoint: str | None = None,

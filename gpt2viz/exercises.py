@@ -17,6 +17,12 @@ SHAPE_NAMES = ("embed.tok", "embed.pos", "attn.qkv", "attn.q", "attn.k_cache", "
                "attn.z", "attn.merged", "attn.out", "mlp.pre", "mlp.post", "logits", "ln1.mean")
 PARAM_COMPONENTS = ("embed.tok", "embed.pos", "block.ln1", "block.attn.qkv", "block.attn.merge", "block.attn",
                     "block.mlp.fc", "block.mlp.proj", "block.mlp", "block", "ln_f", "unembed", "model")
+MODELS = ("gpt2", "gpt2-medium", "distilgpt2")  # the sizes a set draws from
+# the conventions every answer follows, said in the handout and on the page
+CONVENTIONS = ("Shapes use the reference implementations' layout: heads before positions, [B, nh, T, dh]. "
+               "`embed.pos` is the T position rows once, [T, d], shared by the batch (openai/gpt-2 broadcasts "
+               "them to [B, T, d], transformers looks them up as [1, T, d]). `logits` in prefill are the last "
+               "position's only, [B, 1, V], what generation needs; a plain forward returns [B, T, V].")
 MODEL_AXES = {"d": "the width n_embd", "nh": "the number of heads", "dh": "the head size d / nh",
               "V": "the vocabulary size", "n_ctx": "the context length"}
 
@@ -48,7 +54,8 @@ def shape_exercise(model: str, mode: str, short: str, B: int = 1, T: int | None 
     answer = tuple(concrete(axes, values))
     setting = {Mode.FULL: f"reads a text of T = {run['T']} tokens at once",
                Mode.TRAINING: f"trains on a text of T = {run['T']} tokens",
-               Mode.PREFILL: f"prefills an empty KV cache with a prompt of T = {run['T']} tokens",
+               Mode.PREFILL: f"prefills an empty KV cache with a prompt of T = {run['T']} tokens, keeping the "
+                             "logits of the last position only, as generation does",
                Mode.DECODE: f"decodes one new token after P = {run['P']} cached positions"}[mode]
     question = (f"**{model}** ({cfg.n_layer} blocks, d = {cfg.n_embd}, nh = {cfg.n_head}) {setting}, "
                 f"batch B = {run['B']}. What is the shape of `{name}`?")
@@ -67,7 +74,9 @@ def _explain(axis: str, values: dict, short: str) -> str:
     m = re.match(r"^(\d*)([A-Za-z_]*)(?:-(\d+))?$", axis)
     coef, sym, minus = m.groups()
     if not sym:
-        return (f"{value}: prefill computes the logits of the last position only" if short == "logits"
+        return (f"{value}: prefill keeps the logits of the last position only, all generation needs to pick "
+                "the next token (a plain forward of either reference returns every position's, [B, T, V])"
+                if short == "logits"
                 else f"{value}: one value (μ or σ²) per position")
     meaning = MODEL_AXES.get(sym) or AXIS_NAMES.get(sym, sym)
     base = f"{sym} = {values[sym]:,} ({meaning})" if not coef and not minus else f"{sym} = {values[sym]:,}"
@@ -141,7 +150,7 @@ def from_id(ident: str) -> Exercise:
     raise ValueError(f"not an exercise id: {ident!r}")
 
 
-def exercise_set(seed: int, n: int = 6, models=("gpt2", "gpt2-medium", "distilgpt2")) -> list[Exercise]:
+def exercise_set(seed: int, n: int = 6, models=MODELS) -> list[Exercise]:
     """n different exercises, alternating shapes and counts, the same for the same seed."""
     rng = random.Random(seed)
     out: list[Exercise] = []
@@ -200,7 +209,7 @@ def _fmt(given, ex) -> str:
 
 def handout(exercises: list[Exercise], answers: bool = True, title: str = "GPT-2 exercises") -> str:
     """The set as Markdown: the questions, then (for an answer key) every answer with its working."""
-    lines = [f"# {title}", "", "Shapes use the reference layout: heads before positions, [B, nh, T, dh].", ""]
+    lines = [f"# {title}", "", CONVENTIONS, ""]
     for i, ex in enumerate(exercises, 1):
         lines += [f"## {i}. {'Predict the shape' if ex.kind == 'shape' else 'Count the parameters'}", "",
                   ex.question, ""]

@@ -67,16 +67,16 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
     """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all), with
     `interventions` (interventions.py) made on the way; in DECODE the cache is built with them too.
     TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
-    is the evaluation loss on the same text and no dropout masks are recorded. `progress` is told
-    each block a pass goes through: forward, backward in training, the cache's prefill in DECODE."""
+    is the evaluation loss on the same text and no dropout masks are recorded. A TRAINING run's
+    gradients are those of the intervened model. `progress` is told each block a pass goes through:
+    forward, backward in training, the cache's prefill in DECODE."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
-    if interventions and mode is Mode.TRAINING:
-        raise ValueError("interventions run in full, prefill and decode, not in training")
     if mode is Mode.TRAINING:
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
-        return _training(model, ids, names, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads))
+        return _training(model, ids, names, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
+                         interventions)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
         raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
     # a derived name intervened on is stored as the run made it, not derived from its sources
@@ -164,12 +164,14 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
     return Generation(traces, chosen)
 
 
-def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool, passes: _Passes) -> Trace:
+def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool, passes: _Passes,
+              interventions=()) -> Trace:
     if ids.shape[1] < 2:
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
-    rec = Recorder(to_record(model.config, Mode.TRAINING, names), keep_graph=streams if grads else ())
+    stored = to_record(model.config, Mode.TRAINING, names, keep={iv.name for iv in interventions})
+    rec = recorder(stored, interventions, keep_graph=streams if grads else ())
     with torch.enable_grad():
         logits, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop)  # [B, T, V]
         passes.backward(rec.live, n)
@@ -181,6 +183,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool, passes: 
         if wrt:
             for name, g in zip(wrt, torch.autograd.grad(loss, list(wrt.values()))):
                 rec("grad." + name, g)
+    check_reached(interventions, rec.intervened)
     return _trace(model, Mode.TRAINING, ids, 0, ids.shape[1], rec)
 
 

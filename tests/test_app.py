@@ -261,7 +261,7 @@ def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypa
     try:
         at = open_page("attention", text="word " * 300, block=1)
         assert not at.exception
-        assert any("Recording only what this page shows" in c.value for c in at.caption)
+        assert any("Keeping only what this page shows" in c.value for c in at.caption)
         assert len(charts(at)) >= BY_URL["attention"].charts
         cache = trace_cache()
         assert cache.budget == 6 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget
@@ -300,16 +300,21 @@ def test_generation_at_the_end_of_the_context(words, steps, room):
 
 
 def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
+    from gpt2viz.glossary import ENTRIES
+
     at = open_page("glossary", mode="decode", block=1, text="A cat")
-    ideas = next(m.value for m in at.markdown if "**KV cache.**" in m.value)
+    shown = "\n".join(m.value for m in at.markdown)
     for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
-                 "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k"):
-        assert f"**{idea}.**" in ideas
-    links = re.findall(r'<a href="([^"]+)" target="_self">', ideas)
-    assert len(links) == 13 and '/modes?' in ideas and all("mode=decode" in h and "block=1" in h for h in links)
+                 "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k", "Induction head"):
+        assert f"##### {idea}\n" in shown  # a heading: Streamlit gives it the anchor other pages link to
+    links = re.findall(r'<a href="([^"]+)" target="_self">', shown)
+    assert len(links) == len(ENTRIES) and '/modes?' in shown and all("mode=decode" in h and "block=1" in h
+                                                                     for h in links)
     assert all("text=A%20cat" in h for h in links)
-    symbols = at.dataframe[0].value
-    assert "H = z" in list(symbols["symbol"]) and "attn.z in the recording" in " ".join(symbols["meaning"])
+    rows = [line.split(" | ") for line in shown.splitlines() if line.startswith("| ")]  # the two tables
+    assert rows[[r[0] for r in rows].index("| H = z")][:2] == ["| H = z", "per-head outputs"]
+    assert any(r[1] == "blocks.{n}.attn.hook_pattern" for r in rows) and "attn.z in the tensor names" in shown
+    assert "<\\|endoftext\\|>" in shown  # a | in a cell is escaped, or it would split the row
 
 
 def test_modes_page_says_why_a_decode_step_is_cheap():
@@ -335,15 +340,15 @@ def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
     assert PAGES[0].url == "start"  # first in the navigation
     at.switch_page(BY_URL["start"].file)
     at.run()
-    listing = next(m.value for m in at.markdown if m.value.startswith("1. "))
+    listing = " ".join(m.value for m in at.markdown if re.match(r"\d+\. ", m.value))  # both parts
     hrefs = re.findall(r'<a href="([^"]+)" target="_self">', listing)
-    assert [h.split("?")[0] for h in hrefs] == [("/" if u == "overview" else "/" + u) for u, _ in TOUR]
+    assert [h.split("?")[0] for h in hrefs] == [("/" if u == "overview" else "/" + u) for u, *_ in TOUR]
     assert all("mode=decode" in h and "head=2" in h for h in hrefs)
     at.switch_page(BY_URL["attention"].file)
     at.run()
     line = next(c.value for c in at.caption if "stop " in c.value)
-    i = [u for u, _ in TOUR].index("attention")
-    assert f"stop {i + 1} of {len(TOUR)}" in line and f'href="/{TOUR[i + 1][0]}?' in line and "mode=decode" in line
+    i = [u for u, *_ in TOUR].index("attention")
+    assert f"stop {i + 1} of {len(TOUR)}" in line and f'href="/{TOUR[i + 1].url}?' in line and "mode=decode" in line
 
 
 @pytest.mark.parametrize("mode", ["full", "decode"])
@@ -446,11 +451,13 @@ def test_layernorm_page_says_which_layernorm():
     assert len(set(first_chart.values())) == 3
 
 
-def test_upload_limit_says_the_cap_the_server_enforces():
+def test_upload_limit_says_the_cap_the_server_enforces(monkeypatch):
     """Issue 12 (5): the upload widget said 1GB (Streamlit writes any limit above 512 MB so) while
     the server caps uploads at 700 MB: the app says the cap itself (test_browser checks the screen)."""
     import tomllib
     from pathlib import Path
+
+    monkeypatch.setenv("GPT2VIZ_ALLOW_UPLOAD", "1")  # AppTest's server.address is unset: uploads are off
 
     config = tomllib.loads((Path(__file__).parents[1] / ".streamlit" / "config.toml").read_text())
     at = first_run(weights="upload")

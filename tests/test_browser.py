@@ -320,3 +320,140 @@ def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, bas
         assert any("block 1 head 0" in t for t in chart_titles(page))
     finally:
         page.close()
+
+
+# ---- Issue 23 (1): every kind of link the app writes, followed and then reopened -------------------
+
+VIEW_JS = """() => {
+  const side = document.querySelector("[data-testid='stSidebar']");
+  const thumb = label => [...side.querySelectorAll("[data-testid='stSlider']")]
+      .find(s => s.innerText.includes(label))?.querySelector("[data-testid='stSliderThumbValue']")?.innerText;
+  const mode = [...side.querySelectorAll("[data-testid='stSelectbox']")]
+      .find(s => s.innerText.startsWith("Mode"))?.querySelector("input")?.value;
+  return {h1: document.querySelector("h1")?.innerText.trim(), block: thumb("Block"), head: thumb("Head"),
+          mode: mode, text: side.querySelector("textarea")?.value,
+          warnings: [...document.querySelectorAll("[data-testid='stAlertContentWarning']")].map(e => e.innerText)};
+}"""
+
+
+def view_of(page) -> dict:
+    """The view a person sees: the page's title, the sidebar's controls, the warnings."""
+    page.wait_for_selector("[data-testid='stSidebar'] [data-testid='stSliderThumbValue']")
+    return page.evaluate(VIEW_JS)
+
+
+def change_in_the_sidebar(page) -> None:
+    """Mode and block chosen in the sidebar, as a lecturer does: the browser now holds the bound
+    controls' values itself (the case in which a page link's URL got every key twice)."""
+    page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(
+        has=page.get_by_text("Mode", exact=True)).click()
+    page.get_by_role("option", name="decode").click()
+    page.wait_for_url("**mode=decode**")
+    wait_rendered(page)
+    page.get_by_test_id("stSlider").filter(has_text="Block").get_by_role("slider").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url("**block=1**")
+    wait_rendered(page)
+
+
+def follow(page, kind: str) -> None:
+    h1 = page.locator("h1").first.inner_text().strip()
+    if kind == "page link":  # st.page_link, "Open inside" under the equation
+        page.get_by_test_id("stPageLink").filter(has_text="Merge heads and project").click()
+    elif kind == "navigation":  # the top bar's page list
+        page.get_by_test_id("stTopNavSection").filter(has_text="The model").click()
+        page.get_by_role("menuitem", name="MLP").click()
+    elif kind == "diagram box":  # an SVG anchor of a drawn diagram (a full page load)
+        page.locator("svg[aria-label='tiny Transformer block'] a[data-target='block.attn']").click()
+    elif kind == "tour":  # the tour's "next" HTML anchor
+        page.get_by_role("link", name="Merge and project →").click()
+    elif kind == "glossary":  # the sidebar's page link
+        page.get_by_test_id("stSidebar").get_by_test_id("stPageLink").click()
+    wait_rendered(page, not_h1=h1)
+
+
+@pytest.mark.parametrize("kind,start", [("page link", "attention"), ("navigation", "attention"),
+                                        ("diagram box", "block"), ("tour", "attention"), ("glossary", "attention")])
+def test_a_followed_link_reopens_as_the_same_view(context, base, kind, start):
+    """Follow the link after changing the view in the sidebar; the URL it leads to carries each key
+    once, and opened in a fresh browser context it shows the same view with no warning."""
+    from urllib.parse import parse_qs, urlsplit
+
+    page = open_view(context, base, f"{start}?model=tiny&text=Hello+there+world", MIN_CHARTS[start])
+    try:
+        change_in_the_sidebar(page)
+        follow(page, kind)
+        page.wait_for_timeout(500)  # the settled URL reaches the address bar after the run
+        followed, url = view_of(page), page.url
+        assert exceptions(page) == [] and followed["warnings"] == []
+    finally:
+        page.close()
+    query = parse_qs(urlsplit(url).query)
+    assert all(len(v) == 1 for v in query.values()), url
+    assert {k: v[0] for k, v in query.items()}.items() >= {"model": "tiny", "mode": "decode", "block": "1"}.items(), url
+    fresh = new_context(context.browser, *DESKTOP)  # no cookies, storage or session of the first
+    try:
+        again = fresh.new_page()
+        again.goto(url)
+        wait_rendered(again)
+        reopened = view_of(again)
+    finally:
+        fresh.close()
+    assert reopened == followed, (url, followed, reopened)
+    assert (followed["mode"], followed["block"], followed["text"]) == ("decode", "1", "Hello there world")
+
+
+def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, base):
+    """Issue 23 (4): on the demo model in decode mode, the Attention page's link to a text that repeats
+    opens in this tab (no in-app link has target=_blank), in full mode at the induction head, with the
+    cells where an induction head looks outlined on its pattern."""
+    from gpt2viz.demo_model import DEMO_PATH, demo_heads
+    from gpt2viz.tokenizer import encode
+
+    if not DEMO_PATH.is_file():
+        pytest.skip(f"no demo model shipped at {DEMO_PATH}")
+    block, head, _ = demo_heads()["induction"]
+    page = open_view(context, base, "attention?weights=demo&mode=decode&text=+the+game+the+game",
+                     MIN_CHARTS["attention"])  # a text of its own: the link replaces it
+    try:
+        tabs = len(context.pages)
+        in_app_blank = page.eval_on_selector_all(
+            "[data-testid='stMain'] a[target='_blank']",
+            "els => els.filter(e => new URL(e.href, location.href).origin === location.origin).map(e => e.href)")
+        assert in_app_blank == []
+        page.get_by_role("link", name=f"Show the repeat in block {block} head {head}").click()
+        page.wait_for_url("**mode=full**")
+        wait_rendered(page, MIN_CHARTS["attention"])
+        assert len(context.pages) == tabs and exceptions(page) == []
+        assert f"block={block}" in page.url and f"head={head}" in page.url
+        assert any(t.startswith(f"Attention · block {block} head {head}") for t in chart_titles(page))
+        assert page.get_by_text("outlined: where an induction head looks").count() >= 1
+        from gpt2viz.prompts import DEMO_REPEAT, induction_cells
+
+        outlines = page.eval_on_selector_all(f"{CHART} .layer-above path",  # drawn in plots.attention.MARK_LINE
+                                             "els => els.filter(e => e.style.stroke === 'rgb(214, 39, 40)').length")
+        assert outlines == len(induction_cells(encode(DEMO_REPEAT.text)))  # the text the link sets
+        screenshot(page, "attention-demo-repeat")
+    finally:
+        page.close()
+
+
+def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
+    """Experiments: no chart until a prediction is chosen; the choice draws the answer and is in the
+    URL, and that URL opened afresh shows the same answer."""
+    page = open_view(context, base, "experiments?model=tiny&experiment=no+mask")
+    try:
+        assert page.locator(CHART).count() == 0
+        page.get_by_test_id("stRadio").filter(has_text="Your prediction").get_by_text("every position").click()
+        wait_rendered(page, 1, must_see="How far each position")
+        page.wait_for_timeout(500)  # the bound control's value reaches the address bar after the run
+        url = page.url
+        assert exceptions(page) == [] and "predict_no_mask=every" in url and "experiment=no" in url, url
+    finally:
+        page.close()
+    again = open_view(context, base, url.removeprefix(base), 1)
+    try:
+        assert "How far each position" in " ".join(chart_titles(again)) and exceptions(again) == []
+        assert "the run agrees" in again.locator("[data-testid='stAlertContentSuccess']").inner_text()
+    finally:
+        again.close()

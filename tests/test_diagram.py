@@ -120,4 +120,4 @@ def test_merge_draws_the_decode_story_in_order():
 
 def test_attention_drawing_says_merging_transposes_first():
     svg = unescape(draw("attention"))
-    assert "transpose to [B, T, nh, dh], reshape to [B, T, d]" in svg and "(a reshape)" not in svg
+    assert "transpose to [B, T, nh, dh], then reshape" in svg and "(a reshape)" not in svg

@@ -586,3 +586,15 @@ def test_top_neurons_of_one_position_is_no_mean_over_1_positions():
     one = plots.top_neurons(np.arange(8.0)[None, :], ["x"], k=3, offset=9)
     assert "mean over 1" not in one.layout.title.subtitle.text and "9·x" in one.layout.title.subtitle.text
     assert "mean over 2 positions" in plots.top_neurons(np.ones((2, 8)), ["x", "y"], k=3).layout.title.subtitle.text
+
+
+def test_attention_maps_outline_marked_cells_of_the_rows_drawn():
+    pattern = causal_pattern(T, T)
+    fig = plots.attention_maps(np.zeros((T, T)), pattern, np.ones(T), TOKENS, TOKENS, "m", marks=[(3, 1), (4, 2)],
+                               marks_note="outlined: the word after the earlier occurrence")
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert [(r.y0 + 0.5, r.x0 + 0.5, r.xref) for r in rects] == [(3, 1, "x2"), (4, 2, "x2")]
+    assert "outlined: the word after the earlier occurrence" in fig.layout.title.subtitle.text
+    decode = plots.attention_maps(np.zeros((1, T)), pattern[-1:], [1.0], TOKENS[-1:], TOKENS, "d",
+                                  query_offset=T - 1, marks=[(3, 1), (T - 1, 2)])
+    assert [(r.y0 + 0.5, r.x0 + 0.5) for r in decode.layout.shapes if r.type == "rect"] == [(0, 2)]

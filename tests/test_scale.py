@@ -20,7 +20,7 @@ def test_gpt2_at_the_full_context(page):
     at = open_page(page, model="gpt2", text=FULL_CONTEXT)
     assert not at.exception, at.exception[0].value
     assert len(charts(at)) >= BY_URL[page].charts
-    assert any("Recording only what this page shows" in c.value for c in at.caption)
+    assert any("Keeping only what this page shows" in c.value for c in at.caption)
     assert not any("cut to the model's context" in i.value for i in at.info)  # 1,024 fits exactly
 
 

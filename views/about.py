@@ -41,5 +41,5 @@ resid_mid + mlp.out`, to the bit); patterns are causal softmaxes (rows sum to 1,
 diagonal); LayerNorm's recorded μ, σ², normalized and out agree with `torch.nn.functional.layer_norm`;
 the recorded gradients equal torch's own `.backward()`; every parameter count is computed three ways
 (closed form, a model's parameters, a checkpoint header) that agree for every size, and every
-calculation shown evaluates to its count; every recorded shape equals the catalogue's in every mode.
+calculation shown evaluates to its count; every recorded shape equals the one the pages state, in every mode.
 """)

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
 from gpt2viz.model import causal_mask
-from gpt2viz.ui import anatomy, demo
+from gpt2viz.prompts import induction_cells
+from gpt2viz.ui import anatomy, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
 
@@ -12,10 +13,7 @@ SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "patte
 GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
 
 page = anatomy.header("block.attn", SHOWS)
-draw_diagram("attention", page.sel, "attention", page.diagram)
 sel, trace = page.sel, page.trace
-if sel.weights.demo:
-    demo.heads_pointer(sel)
 b, h = sel.block, sel.head
 q, k, offset = axis_tokens(trace)
 T, L = trace.T, trace.L
@@ -25,10 +23,19 @@ if trace.P:
 # one head's scores and pattern, and the grid's rows of every head: derived alone from q and k
 scores, pattern = trace.get("attn.scores", b, head=h)[0], trace.get("attn.pattern", b, head=h)[0]  # [T, L]
 z = trace.get("attn.z", b)[0, h]  # [T, dh]
+# on the demo model, outline where an induction head looks: the word after each earlier occurrence
+marks = induction_cells(sel.ids) if sel.weights.demo else ()
 plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
-                          query_offset=offset, mask=causal_mask(T, L)))
+                          query_offset=offset, mask=causal_mask(T, L), marks=marks,
+                          marks_note="outlined: where an induction head looks (the word after the earlier occurrence)"),
+     f"block {b} head {h}")
+anatomy.notice(lesson.attention_notice(pattern, trace.token_ids, offset, lesson.weights_kind(sel.weights), b, h))
+if sel.weights.demo:
+    story.heads_pointer(sel)
+st.markdown(lesson.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
+draw_diagram("attention", sel, "attention")
 n = min(T, GRID_QUERIES)
 last = trace.get("attn.pattern", b, queries=slice(T - n, T))[0]  # [nh, n, L]
 plot(plots.heads_grid(last, q[-n:], k, f"Every head of block {b}"
-                      + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n))
+                      + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n), f"block {b}")
 anatomy.footer(page)

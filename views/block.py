@@ -1,7 +1,7 @@
 """The Transformer block: two residual updates, x' = x + attn(LN1(x)), then x' + mlp(LN2(x'))."""
 
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
@@ -13,8 +13,7 @@ STREAM = [("xₙ (resid_pre)", "resid_pre"), ("+ Δattn (attn.out)", "attn.out")
           ("+ Δmlp (mlp.out)", "mlp.out"), ("= xₙ₊₁ (resid_post)", "resid_post")]
 
 page = anatomy.header("block", SHOWS)
-draw_diagram("block", page.sel, "block", page.diagram)
-trace, b = page.trace, page.sel.block
+sel, trace, b = page.sel, page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
 labels, norms = residual_norm_series(trace)
 if trace.T == 1:  # decode: the one position's stream and the two updates added to it
@@ -25,4 +24,6 @@ else:
         plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ added by block {b}", offset=offset),
         plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
+anatomy.notice(lesson.residual_notice(norms, labels))
+draw_diagram("block", sel, "block")
 anatomy.footer(page)

@@ -15,8 +15,8 @@ TEACHER_ENV = "GPT2VIZ_TEACHER"
 st.title("Exercises")
 FORMATS = "Type a shape as `[1, 12, 1, 64]` and a count in full, every digit, as `4,722,432`."
 
-st.markdown("Questions generated from the catalogue, for every size and mode. Shapes use the reference layout "
-            "(heads before positions). " + FORMATS)
+st.markdown(f"Questions on {', '.join(ex.MODELS[:-1])} and {ex.MODELS[-1]}, in every mode. {ex.CONVENTIONS} "
+            + FORMATS)
 cols = st.columns(3)
 seed = number(cols[0], "Set", 0, 10_000, 0, key="set",
               help="the same set number gives the same questions: share the link")

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from gpt2viz import costs, modes, plots
+from gpt2viz.ui import story
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
@@ -15,6 +16,7 @@ st.title("Generation, step by step")
 st.markdown("Each step is one **decode**: the newest token reads the KV cache of every earlier position "
             "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "
             "input of the next step, and its keys and values join the cache.")
+story.offer(sel, "generation")
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()

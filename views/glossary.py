@@ -1,17 +1,32 @@
-"""How to read the pages: the ideas a student meets, each linked to the page that shows it, then
-every symbol, its name and what it stands for."""
+"""How to read the pages: every term a page uses, each under a heading other pages link to
+(/glossary#induction-head) and linked to the page that shows it; every symbol; the names readers
+bring from nanoGPT and TransformerLens."""
 
 import streamlit as st
 
-from gpt2viz.glossary import IDEAS, SYMBOLS
+from gpt2viz.glossary import ALIASES, ENTRIES, GROUPS, SYMBOLS
 from gpt2viz.ui.links import anchor
 
+
+def table(header: tuple[str, ...], rows) -> str:
+    """A Markdown table (it wraps long cells, where a dataframe cuts them)."""
+    def cell(s: str) -> str:
+        return s.replace("|", "\\|").replace("*", "\\*")  # a | would split the row, * start emphasis
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
+
+
 st.title("Glossary")
-st.subheader("Ideas")
-st.markdown("\n".join(f"- **{name}.** {text} {anchor('Where it shows →', url)}" for name, text, url in IDEAS),
-            unsafe_allow_html=True)
-st.subheader("Symbols")
-st.markdown("The symbols every page and every shape uses. Shapes keep the reference implementations' layout: "
-            "heads before positions, so per-head tensors are [B, nh, T, dh].")
-st.dataframe([{"symbol": s, "name": n, "meaning": m} for s, n, m in SYMBOLS], hide_index=True, width="stretch",
-             height=880)
+st.markdown("Every term the pages use, in our words, with the page that shows it; then every symbol, and the "
+            "names you may know from nanoGPT or TransformerLens.")
+for group in GROUPS:
+    st.subheader(group, anchor=False)
+    st.markdown("\n\n".join(f"##### {e.term}\n{e.text} {anchor('Where it shows →', e.page)}"
+                            for e in ENTRIES if e.group == group), unsafe_allow_html=True)
+st.subheader("Symbols", anchor="symbols")
+st.markdown("The symbols every page and every shape uses, one meaning each. Shapes keep the reference "
+            "implementations' layout: heads before positions, so per-head tensors are [B, nh, T, dh].")
+st.markdown(table(("symbol", "name", "meaning"), SYMBOLS))
+st.subheader("If you come from nanoGPT or TransformerLens", anchor="other-names")
+st.markdown("The same things under their names. Tensor names here are written blocks.n.…, n the block.")
+st.markdown(table(("from", "there", "here", "what differs"), ALIASES))

@@ -3,7 +3,7 @@ page for the three kinds: ln_1 and ln_2 of the selected block, and the final ln_
 
 import streamlit as st
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot, selection
 
@@ -25,7 +25,9 @@ x = trace[source][0]  # [T, d]: the stream this LayerNorm reads
 i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params")) if trace.T > 1 else 0
 plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
                             sel.config.layer_norm_epsilon,
-                            f"One position through {which}: {q[i]!r} (position {offset + i})"))
+                            f"One position through {which}: {q[i]!r} (position {offset + i})"),
+     f"{which} · position {offset + i}")
+anatomy.notice(lesson.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i]))
 if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
                "equals the scaled vector, which is why the last two rows above, and the two histograms below, "

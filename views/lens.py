@@ -37,7 +37,7 @@ st.markdown(f"**Position {offset + i}, {code_span(q[i])}**: the lens at every de
 rows = trace.memo(("logit lens", i), lambda: lens_rows(logit_lens(sel.weights.model, trace, position=i)))
 st.dataframe(rows, hide_index=True, width="stretch", height="content")
 st.subheader(f"The stream entering block {sel.block}, taken apart")
-st.latex(r"x_b = x_0 + \sum_{i<b} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
+st.latex(r"x_n = x_0 + \sum_{i<n} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
 d = decompose(trace, sel.block)
 plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · block {sel.block} input",
                       "L2 norm"))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
@@ -10,14 +10,16 @@ from gpt2viz.ui.links import draw_diagram
 SHOWS = ("blocks.{b}.mlp.pre", "blocks.{b}.mlp.post", "blocks.{b}.mlp.out")
 
 page = anatomy.header("block.mlp", SHOWS)
-draw_diagram("mlp", page.sel, "mlp", page.diagram)
-trace, b = page.trace, page.sel.block
+sel, trace, b = page.sel, page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
-plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it"))
+plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it"), f"block {b}")
+pre, post = trace.get("mlp.pre", b)[0], trace.get("mlp.post", b)[0]  # [T, 4d] each
+anatomy.notice(lesson.mlp_notice(pre, post, lesson.weights_kind(sel.weights)))
+draw_diagram("mlp", sel, "mlp")
 cols = st.columns(2)
 with cols[0]:
     plot(plots.top_neurons(trace.get("mlp.post", b)[0], q, k=10, title=f"Most active neurons · block {b}",
-                           offset=offset))
+                           offset=offset), f"block {b}")
 with cols[1]:
-    plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"))
+    plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"), f"block {b}")
 anatomy.footer(page)

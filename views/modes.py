@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
-from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap
+from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap, why_decode_waits_on_memory
 
 sel = selection()
 cfg = sel.config
@@ -21,6 +21,7 @@ text_notes(sel)
 
 st.subheader("Why a decode step is cheap")
 st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))
+st.markdown(why_decode_waits_on_memory(cfg, max(len(sel.ids), 2)))
 st.subheader("This text in each mode")
 st.dataframe(mode_summary(sel), hide_index=True, width="stretch")
 st.subheader("Shapes side by side (block 0 shown; every block is the same)")

@@ -1,20 +1,43 @@
 """Output: the final LayerNorm, logits against the tied token table, next-token probabilities."""
 
 import streamlit as st
+import torch
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
+from gpt2viz.generation import distribution
+from gpt2viz.tokenizer import readable
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import plot
 from gpt2viz.ui.overview import top_next_tokens
+from gpt2viz.ui.state import number
 
 SHOWS = ("ln_f.out", "logits", "loss.per_token", "loss")
 
 page = anatomy.header("unembed", SHOWS)
-trace = page.trace
+sel, trace = page.sel, page.trace
 probs, tokens = top_next_tokens(trace, k=10)
 plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
+anatomy.notice(lesson.output_notice(probs[0], tokens[0], sel.config.vocab_size, lesson.weights_kind(sel.weights)))
 if "loss" in trace:
     st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
     plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
 plot(plots.histogram(trace["logits"][0, -1], "Logits of the last position", "logit"))
+st.subheader("Temperature and top-k: the same logits, another distribution")
+st.markdown("Sampling divides the logits by a **temperature** before the softmax: below 1 the top tokens take "
+            "more of the probability (0 keeps only the top one: greedy), above 1 it spreads out. **Top-k** then "
+            "keeps the k most likely tokens and renormalises them to add to 1. Try them on this text:")
+cols = st.columns(2)
+temperature = number(cols[0], "Temperature", 0.0, 5.0, 1.0, key="temp", step=0.1)
+top_k = number(cols[1], "Top-k (0 = all)", 0, sel.config.vocab_size, 0, key="topk") or None
+logits = trace["logits"][0, -1]  # [V]
+before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k)  # [V] each
+shown = before.topk(10).indices  # the same ten tokens in both charts: the ten most likely at temperature 1
+labels = [readable(int(i)) for i in shown]
+anatomy.side_by_side(
+    plots.topk_tokens(before[shown].tolist(), labels, "softmax(logits): temperature 1, every token"),
+    plots.topk_tokens(after[shown].tolist(), labels,
+                      f"temperature {temperature:g}" + (f", top-{top_k}" if top_k else ", every token")))
+top = int(before.argmax())
+anatomy.notice([f"The top token's probability goes from {float(before[top]):.3g} to {float(after[top]):.3g}; "
+                f"{int((after > 0).sum()):,} of {after.numel():,} tokens keep a probability above 0."])
 anatomy.footer(page)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gpt2viz.ui import story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection, token_notes
 
@@ -10,15 +11,20 @@ st.title("Compare and patch")
 st.markdown("Text A is the sidebar's text; text B is below. Run both, compare what the chosen head attends to "
             "and what each predicts, then move one piece of A's computation into B's run at a time "
             "(**activation patching**) to find where the difference between their answers is carried.")
-text_b = wv.text_b_box()
+story.offer(sel, "patch")
+text_b = wv.text_b_box(sel)
 ids_b, cut_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
 wv.stop_without_text(sel, error_b)
 token_notes(ids_b, cut_b, sel.config.n_positions, "Text B")
 a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
 wv.side_by_side(sel, a, b)
 st.subheader("Activation patching: A into B")
-st.caption("With trained weights, try A = a few random words repeated twice, and B = the same with one word of "
-           "the repeat changed: the restored fraction lights up the induction heads that copy the earlier token.")
+st.caption("With trained weights, try A = a few words followed by the first of them again, and B = A with its "
+           "**last** word changed to one that occurs nowhere earlier in the text. A can then copy: an induction "
+           "head at its last word attends to the word that *followed* the earlier occurrence of that word, and "
+           "copies it. B has nothing to copy, so A and B predict different tokens, and the restored fraction "
+           "shows which heads carry the copy. If A and B predict the same token (B changed a word the copy at the "
+           "end does not use), their margins barely differ and the fractions are noise.")
 if len(sel.ids) != len(ids_b):
     st.warning(f"A has {len(sel.ids)} tokens and B has {len(ids_b)}: patching takes each position of A into the "
                "same position of B, so it needs texts of equal length in tokens. Change one word for another "

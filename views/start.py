@@ -10,7 +10,12 @@ st.title("Start here")
 st.markdown("A path through GPT-2 for a class: open the pages in this order. Type your own text in the sidebar "
             "first; every page then shows what the model computes on it, and every link here keeps it (and the "
             "mode, block and head). Each page also links to the next stop at its top.")
-stops = [f"{i}. {anchor(BY_URL[url].title, url)}: {sentence}" for i, (url, sentence) in enumerate(TOUR, 1)]
-st.markdown("\n".join(stops), unsafe_allow_html=True)
-first = TOUR[0][0]
+for part in dict.fromkeys(s.part for s in TOUR):
+    st.subheader(part)
+    st.markdown("\n".join(f"{i}. {anchor(BY_URL[s.url].title, s.url)}: {s.sentence}"
+                          + (" *(values: pick the demo model, or follow the stop's link)*" if s.demo else "")
+                          for i, s in enumerate(TOUR, 1) if s.part == part), unsafe_allow_html=True)
+st.caption("Along the first part, each stop's top line adds the parameters of the parts it shows, up to the "
+           "model's total: the tally a class can follow to see where the parameters live.")
+first = TOUR[0].url
 st.markdown(f"**{anchor(f'Begin: {BY_URL[first].title} →', first)}**", unsafe_allow_html=True)

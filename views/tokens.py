@@ -2,16 +2,21 @@
 
 import streamlit as st
 
-from gpt2viz import plots
+from gpt2viz import lesson, plots
 from gpt2viz.tokenizer import token_bytes
-from gpt2viz.ui import anatomy
+from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
+from gpt2viz.ui.chips import token_chips
 
 SHOWS = ("embed.tok", "embed.pos", "embed.out")
 
 page = anatomy.header("embed", SHOWS)
 sel, trace = page.sel, page.trace
 q, _, offset = axis_tokens(trace)
+st.markdown(token_chips(sel.ids), unsafe_allow_html=True)
+anatomy.notice(lesson.tokens_notice(sel.ids, trace.tokens, sel.text)
+               + ["Spaces show as ␣ and newlines as ↵; a piece such as <0xF0> is one byte of a character "
+                  "(an emoji, an accent) that byte-level BPE split across tokens. Hover a token for its id."])
 if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each
     plot(plots.stacked_vectors([(f"wte row of {q[0]!r}", trace["embed.tok"][0, 0]),
                                 (f"wpe row {offset}", trace["embed.pos"][0]),
@@ -23,9 +28,9 @@ else:
         plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
     with cols[1]:
         plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
-st.markdown(f"**{len(sel.ids):,} tokens.** Spaces show as ␣, newlines as ↵; `<0xF0>` is one byte of a "
-            "character that BPE split across tokens.")
 st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
               for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
+if sel.weights.demo:
+    demo.vocabulary_section(sel.ids)
 plot(plots.histogram(trace["embed.out"], "Values of x₀ = token + position embedding", "value"))
 anatomy.footer(page)

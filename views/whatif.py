@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gpt2viz.ui import story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection
 
@@ -10,6 +11,7 @@ st.title("What if: knock a part out")
 st.markdown("Replace one part's output by zero, or by its average over the text, run the rest of the model on "
             "as usual, and compare the prediction with the untouched run. A part whose removal changes the "
             "prediction was doing something for it.")
+story.offer(sel, "whatif", says=wv.demo_knockouts())
 wv.stop_without_text(sel)
 target, method = wv.target_controls(sel)
 st.caption(wv.what_is_replaced(target, method, len(sel.ids)) + " Runs the whole text (full mode).")

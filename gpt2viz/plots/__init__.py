@@ -38,6 +38,7 @@ from .attention import attention_heatmap, attention_maps, heads_grid
 from .axes import CHAR_PX, DIVERGING, MASKED_GREY, MAX_TICKS, SEQUENTIAL, TICK_CHARS
 from .bars import loss_per_token, param_breakdown, position_norms, position_values, top_neurons, topk_tokens
 from .cache import cache_growth, kv_cache_diagram
+from .compare import grouped_bars
 from .depth import depth_bars, residual_norms
 from .distributions import PERCENTILES, gelu_curve, histogram
 from .heatmaps import lens_heatmap, mask_path, matrix_heatmap
@@ -47,4 +48,4 @@ __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "S
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
            "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
            "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",
-           "heads_merged", "layernorm_stages", "stacked_vectors"]
+           "heads_merged", "layernorm_stages", "stacked_vectors", "grouped_bars"]

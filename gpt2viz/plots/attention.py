@@ -34,6 +34,7 @@ _CELL = "query %{y}<br>key %{x}<br>"
 SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
 
 MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
+MARK_LINE = dict(color="#d62728", width=2)  # outlined cells: where a head is expected to look
 
 
 def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
@@ -122,12 +123,14 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
 
 
 def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
-                   title: str, query_offset: int = 0, mask=None) -> Figure:
+                   title: str, query_offset: int = 0, mask=None, marks=(), marks_note: str = "") -> Figure:
     """One head, one figure, one row per query: the raw scores q·k/sqrt(dh) [T, L] (diverging,
     centred on 0, range set by the cells `mask` keeps; masked cells veiled in white, their hover
     keeps the score), the softmax pattern [T, L] (0-1; masked cells, exactly 0, in grey) and the
     norm of the head's output z for each query [T] (a strip beside the pattern). One figure rather
-    than three: each Plotly chart costs the browser a fixed part of a redraw."""
+    than three: each Plotly chart costs the browser a fixed part of a redraw. `marks`: (query
+    position, key) cells to outline on the pattern (query positions absolute, as query_offset
+    counts them; cells outside the rows drawn are left out), said in the subtitle by `marks_note`."""
     scores, pattern = checks.array(scores, "scores", "T, L"), checks.array(pattern, "pattern", "T, L")
     z_norms = checks.array(z_norms, "z_norms", "T")
     T, L = scores.shape
@@ -150,7 +153,8 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     veil = mask_cover(mask_path(mask), **MASK_VEIL)
     grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
     # the title, a subtitle when something is veiled, then the panels' own titles above them
-    top = 92 if veil or grey else 70
+    outlined = _outlines(marks, query_offset, T, L)
+    top = 92 if veil or grey or outlined else 70
     xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
                                          category_axis(ylabels, "query", autorange="reversed"), top, 400)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
@@ -169,12 +173,21 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
-    veiled = [what for what, shown in [("veiled: masked, −∞ before the softmax", veil),
-                                       ("grey: masked, exactly 0", grey)] if shown]
-    if veil or grey:
-        layout["shapes"] = veil + grey
+    overlaid = [what for what, shown in [("veiled: masked, −∞ before the softmax", veil),
+                                         ("grey: masked, exactly 0", grey)] if shown]
+    if outlined:
+        overlaid.append(marks_note or "outlined: marked cells")
+    if veil or grey or outlined:
+        layout["shapes"] = veil + grey + outlined
     return figure(traces, dict(layout, **figure_layout(
         # at least 150 px of plot: in decode (one query row) the stacked colour bars stay readable
-        title, height=clamp_height(top + margin["b"] + max(170, 30 + 16 * T)), subtitle=" · ".join(veiled) or None,
+        title, height=clamp_height(top + margin["b"] + max(170, 30 + 16 * T)), subtitle=" · ".join(overlaid) or None,
         margin=dict(margin, r=40),
         yaxis=yaxis)))
+
+
+def _outlines(marks, query_offset: int, T: int, L: int) -> list[dict]:
+    """One outline rectangle per marked (query position, key) cell of the pattern panel in the rows drawn."""
+    cells = [(q - query_offset, k) for q, k in marks if 0 <= q - query_offset < T and 0 <= k < L]
+    return [dict(type="rect", xref="x2", yref="y", x0=k - 0.5, x1=k + 0.5, y0=i - 0.5, y1=i + 0.5,
+                 line=MARK_LINE, layer="above") for i, k in cells]

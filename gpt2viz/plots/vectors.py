@@ -64,7 +64,7 @@ def heads_merged(z, merged, title: str) -> go.Figure:
     nh, dh = z.shape
     if merged.size != nh * dh:
         raise ValueError(f"merged has {merged.size} values but z is [{nh}, {dh}]: merged must be [nh · dh]")
-    titles = [f"z: the {nh} heads' outputs side by side, [nh, dh] = [{nh}, {dh}] (columns: feature within the head)",
+    titles = [f"z: the {nh} heads' outputs, one row each, [nh, dh] = [{nh}, {dh}] (columns: feature within the head)",
               f"merge(H): the same values in one row of d = {nh * dh}, head by head"]
     fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.16, subplot_titles=titles)
     fig.add_trace(go.Heatmap(z=z, x=np.arange(dh), y=[f"h{h}" for h in range(nh)], colorscale=SEQUENTIAL,

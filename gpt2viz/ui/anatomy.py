@@ -15,8 +15,8 @@ from fnmatch import fnmatch
 
 import streamlit as st
 
+from .. import lesson, plot_theme
 from .. import model as gpt2_model
-from .. import plot_theme
 from ..components import Component, ComponentTree, component_tree
 from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
@@ -80,7 +80,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         what = ("only what this page shows" if names == tuple(needs) else
                 "every tensor but the weights' gradients (the Training page shows their norms)")
-        st.caption(f":material/memory: Recording {what}: every tensor of this run would take {human_bytes(full)}.")
+        st.caption(f":material/memory: Keeping {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in {sel.mode.value} mode…") as p:
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs), progress=p)
@@ -135,24 +135,25 @@ def selection() -> Selection:
 
 
 def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
-    """Title, equation and the parts inside (links that keep the selection), a slot for a diagram,
-    then the run: the trace holds at least `shows` (formatted with b = the selected block). When
-    there is nothing to run it says why, draws the footer and stops the page."""
+    """The lesson's opening: where the part sits, its title and the question it answers; then the
+    run (the trace holds at least `shows`, formatted with b = the selected block), so that the page's
+    live picture comes next, in the first screen. The explanation, the equation and the exact
+    details follow the picture, in `footer`. When there is nothing to run it says why, draws the
+    footer and stops the page."""
     sel = selection()
     cat = cat_of(sel)
     c = cat[cid]
     badge = ":blue-badge[learned]" if c.learned else ":gray-badge[parameter-free]"
     st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
-    st.markdown(c.description)
-    st.latex(r"\small " + c.equation)  # fits an 800 px window
+    if cid in lesson.QUESTIONS:
+        st.markdown(f"##### :material/help: {lesson.QUESTIONS[cid]}")
     row = page_of(cat, cid)
-    _open_inside(c, cat, row)
-    diagram = st.container()
     names = tuple(n.format(b=sel.block) for n in shows)
     st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
     if sel.weights.demo:
         demo.note(sel)
+    diagram = st.container()
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)
@@ -162,13 +163,24 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     return page
 
 
+def notice(lines: list[str]) -> None:
+    """What to notice in the chart just drawn: one or two lines, worked out from this run."""
+    if lines:
+        st.info("\n".join(f"- {line}" for line in lines), icon=":material/visibility:")
+
+
 def footer(page: ComponentPage) -> None:
-    """Below the page's charts: what it does, the parts shown on this page, shapes in each mode
-    (the selected mode first), parameters, code, sources and the export of what the page shows."""
+    """After the picture and what to notice: what the part does in plain words, then how it is
+    computed (the equation, the parts inside), then the exact details: shapes in each mode (the
+    selected mode first), parameters, code, sources and the export of what the page shows."""
     c, sel = page.component, page.sel
-    st.subheader("What it does")
-    st.markdown(c.explanation)
     cat = cat_of(sel)
+    st.subheader("What it does")
+    st.markdown(c.description)
+    st.markdown(c.explanation)
+    st.subheader("How it is computed")
+    st.latex(r"\small " + c.equation)  # fits an 800 px window
+    _open_inside(c, cat, page.row)
     for ch in c.children:
         if page_of(cat, ch.id) == page.row:
             child_section(ch, sel)
@@ -305,7 +317,27 @@ def side_by_side(*figs) -> None:
             plot(fig)
 
 
-def plot(fig) -> None:
-    """A figure in the app's look (light or dark as the browser reports), drawn once per view."""
+def source(sel: Selection, where: str = "") -> str:
+    """Where a chart's numbers come from, short enough for a figure's corner: the weights, the text,
+    the mode, and `where` in the model ("block 5 head 3"); kept in screenshots and exported pictures."""
+    w = sel.weights
+    weights = (f"random {w.model_name}, seed {w.seed}" if w.random else "demo model trained here" if w.demo
+               else sel.config.name)
+    text = sel.text.strip().replace("\n", " ")
+    text = text if len(text) <= 32 else text[:31] + "…"
+    return " · ".join(x for x in (weights, f"“{text}”", sel.mode.value, where) if x)
+
+
+def plot(fig, where: str = "", run: bool = True) -> None:
+    """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
+    where its numbers come from written in its bottom-right corner (`where`: the block, head…;
+    `run=False`: a figure of the model alone, such as the parameter accounting, names only it)."""
     fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
+    bottom = (80 if fig.layout.margin.b is None else fig.layout.margin.b) + 18  # px; 80 is plotly's default
+    fig.update_layout(margin_b=bottom)
+    sel = selection()
+    # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
+    fig.add_annotation(text=source(sel, where) if run else sel.weights.label, xref="paper", x=1, xanchor="right",
+                       yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
+                       font=dict(size=11, color="#808495"))
     st.plotly_chart(fig, theme=None, width="stretch", config={"displaylogo": False})

@@ -5,10 +5,8 @@ that determines the value (weights identity, token ids, mode, seed).
 """
 
 import functools
-import hashlib
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -78,21 +76,6 @@ def demo_weights() -> LoadedModel:
     """The demo model shipped in assets/, trained by `python -m gpt2viz train-demo`."""
     weights = path_weights(str(DEMO_PATH))
     return replace(weights, label="demo model trained here: it copies repeats, it knows no English", demo=True)
-
-
-@st.cache_resource(max_entries=2, show_spinner="Checking the uploaded weights…")
-def _upload_weights(digest: str, _data: bytes, name: str) -> LoadedModel:
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "model.safetensors"
-        path.write_bytes(_data)
-        loaded = load_safetensors(path)
-    return LoadedModel(loaded.model, ("upload", digest), f"{loaded.model.config.name} from an upload", False,
-                       tuple(loaded.notes))
-
-
-def upload_weights(uploaded) -> LoadedModel:
-    data = uploaded.getvalue()
-    return _upload_weights(hashlib.sha256(data).hexdigest(), data, uploaded.name)
 
 
 @st.cache_resource(ttl=60)

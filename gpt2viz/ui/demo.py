@@ -1,40 +1,45 @@
-"""What the pages say when the demo model (trained here, gpt2viz/demo_model.py) is in use."""
+"""What the pages say when the demo model (trained here, gpt2viz/demo_model.py) is in use: its note,
+and its vocabulary (shown on the Tokens page)."""
 
-from urllib.parse import urlencode
+import functools
 
 import streamlit as st
 
-from ..demo_model import DEMO_PATH, demo_heads
-from .state import link_params
+from ..demo_model import DEMO_PATH, demo_vocabulary
+from ..tokenizer import readable
+from .text import code_span
 
-# every token is one of the model's training words (a test checks): each begins with a space, the first
-# too (a first word without one is a token the model never saw, and it throws every head off)
-DEMO_TEXT = (" people play one good game after work when she said their world was"
-             " people play one good game after work when she said")
 NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}, "
-        "context {cfg.n_positions}) on made-up sequences of common words: words that mostly follow a made-up "
-        "word-to-word chain, spans that come back later, and stretches where each word is set by the word two "
-        "before it. What it can learn there is to copy: when a word comes back, predict the word that followed it "
-        "the last time (an induction head reading a previous-token head), plus those two made-up rules. It knows "
-        "no English: no grammar, facts or meaning. It knows 300 common words, each with a space before it: start "
-        "your text with a space, or the first word is one it never saw.")
+        "context {cfg.n_positions}) on made-up sequences of {n} tokens: tokens that mostly follow a made-up "
+        "token-to-token chain, spans that come back later, and stretches where each token is set by the one two "
+        "before it. What it can learn there is to copy: when a token comes back, predict the token that followed "
+        "it the last time (an induction head reading a previous-token head), plus those two made-up rules. It "
+        "knows no English: no grammar, facts or meaning. Its {n} tokens are GPT-2's first {n} tokens that are a "
+        "space and lowercase letters (the Tokens page lists them): common words such as ␣the and ␣people, and "
+        "pieces of words such as ␣inst, ␣le and ␣br, which it writes like any other. Start your text with a "
+        "space, or the first token is one it never saw.")
+
+
+@functools.cache
+def vocabulary(path) -> tuple[int, ...]:
+    return tuple(demo_vocabulary(path))
 
 
 def note(view) -> None:
-    st.caption(NOTE.format(cfg=view.config))
+    st.caption(NOTE.format(cfg=view.config, n=len(vocabulary(DEMO_PATH))))
 
 
-def heads_pointer(view) -> None:
-    """On the Attention page: which heads to look at (as measured when the file was made), and a link
-    to a text that shows them. A head is called an induction or previous-token head only at >= 50%."""
-    heads = demo_heads(DEMO_PATH)
-    block, head, score = heads["induction"]
-    pblock, phead, pscore = heads["previous"]
-    link = "/attention?" + urlencode({**link_params(), "weights": "demo", "text": DEMO_TEXT,
-                                      "block": block, "head": head})
-    induction = ("is an induction head" if score >= 0.5 else "comes closest to an induction head") + (
-        f": from a repeated word it puts {score:.0%} of its attention on the word that followed the earlier "
-        "occurrence (held-out sequences)")
-    previous = f"block {pblock} head {phead} puts {pscore:.0%} on the previous word"
-    st.info(f"**Block {block} head {head} {induction}**; {previous}. [Try a text that repeats]({link}).",
-            icon=":material/visibility:")
+def vocabulary_section(ids) -> None:
+    """On the Tokens page: which of the text's tokens the demo model never saw, and its whole vocabulary."""
+    known = vocabulary(DEMO_PATH)
+    unseen = sorted({readable(t) for t in ids if t not in set(known)})
+    said = "Every token of this text is one of them."
+    if unseen:
+        listed = ", ".join(code_span(t) for t in unseen[:20]) + (" …" if len(unseen) > 20 else "")
+        said = (f"This text has {len(unseen)} token{'s' * (len(unseen) != 1)} it never saw in training: {listed}. "
+                f"All of GPT-2's tokens outside the {len(known)} share one row of its token table: to the model "
+                "they are one and the same token.")
+    st.markdown(f"**The demo model's vocabulary: {len(known)} tokens.** {said}")
+    with st.expander(f"The {len(known)} tokens, in GPT-2's order (BPE merge order: more frequent first)",
+                     key="vocabulary", bind="query-params"):
+        st.markdown(" ".join(code_span(readable(t)) for t in known))

@@ -10,6 +10,8 @@ from html import escape
 import streamlit as st
 
 from .. import diagram, tour
+from ..demo_model import DEMO_PATH
+from ..prompts import prompts_for
 from .anatomy import cat_of, run_values
 from .pages import BY_URL, DEFAULT, home
 from .state import Selection, link_params
@@ -45,13 +47,26 @@ def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
     container.markdown(svg, unsafe_allow_html=True)
 
 
-def tour_next(url: str) -> None:
-    """On a page the tour visits: its place in the tour and a link to the next stop, keeping the view."""
+def tour_next(url: str, sel: Selection) -> None:
+    """On a page the tour visits: its place in the tour and a link to the next stop, keeping the view;
+    the running tally of parameters met so far; where values matter and the weights are random, a
+    link to this page on the demo model's text."""
     i = tour.stop(url or DEFAULT)
     if i is None:
         return
-    nxt = tour.TOUR[i + 1][0] if i + 1 < len(tour.TOUR) else None
-    parts = [anchor("Start here", "start") + f" · stop {i + 1} of {len(tour.TOUR)}"]
+    stop = tour.TOUR[i]
+    nxt = tour.TOUR[i + 1].url if i + 1 < len(tour.TOUR) else None
+    parts = [anchor("Start here", "start") + f" · {stop.part}, stop {i + 1} of {len(tour.TOUR)}"]
     if nxt:
         parts.append("next: " + anchor(f"{BY_URL[nxt].title} →", nxt))
+    cat = cat_of(sel)
+    met, added = tour.tally({c.id: c.total for c in cat}, i)
+    if stop.part == tour.TOUR[0].part and met:
+        parts.append(f"parameters met so far: **{met:,}** of {cat.root.total:,} ({met / cat.root.total:.1%})"
+                     + (f", {added:,} added here" if added else ""))
+    if stop.demo and sel.weights.random and DEMO_PATH.is_file():
+        prompt = prompts_for("demo")["pair" if url == "patch" else "repeat"]
+        extra = {"text_b": prompt.text_b} if prompt.text_b else {}
+        parts.append("random weights learned nothing: " + anchor("see this page on the demo model →", url,
+                                                                   weights="demo", text=prompt.text, **extra))
     st.caption(" · ".join(parts), unsafe_allow_html=True)

@@ -1,30 +1,37 @@
 """The shared controls, declared once in app.py and bound to the URL so a view is a link.
 
-A URL may carry any value; Streamlit ignores values a widget cannot take (a block past the last,
-an unknown mode), and `url_fallbacks` says which ones were ignored so the page can say so.
+A URL may carry any value. `settle_url` first keeps one value per key (a key given twice, as in
+`?block=1&block=7`, means its last value, as `st.query_params[key]` reads it); Streamlit then ignores
+values a widget cannot take (a block past the last, an unknown mode), and `url_fallbacks` says which
+ones were ignored so the page can say so. That is said only for a URL opened from outside (a link, a
+bookmark, a reload): a change made in the sidebar is not a link, and a block or head that the new
+weights do not have moves quietly to the nearest one they do.
 """
 
 import os
 from dataclasses import dataclass, replace
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ..config import PRESETS
 from ..demo_model import DEMO_PATH
 from ..modes import Mode
+from ..prompts import prompts_for
 from ..tokenizer import TextError, encode
-from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights, upload_weights
+from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
+from .upload import NO_UPLOADS, uploaded_weights, uploads_offered
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
+DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"  # Compare and patch's text B
 MAX_TEXT_CHARS = 20_000
 MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFILL: "Prefill",
                Mode.DECODE: "Decode (KV cache)"}
 SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache": "Hugging Face cache",
            "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
-UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
 
@@ -48,8 +55,31 @@ class Selection:
         return self.weights.model.config
 
 
+def default_text(source: str) -> str:
+    """The text a view starts with: the first prompt measured on these weights, else DEFAULT_TEXT."""
+    prompts = list(prompts_for(source).values())
+    return prompts[0].text if prompts else DEFAULT_TEXT
+
+
+def default_text_b(source: str) -> str:
+    """Compare and patch's text B to start with: the B of the weights' ready pair, else DEFAULT_TEXT_B."""
+    pair = prompts_for(source).get("pair")
+    return pair.text_b if pair else DEFAULT_TEXT_B
+
+
+def _defaults_follow_weights() -> None:
+    """On a change of weights: a text still at the old weights' default becomes the new weights' default
+    (a widget keeps its value when only its default changes); a text the reader wrote stays."""
+    before, now = st.session_state.get("_source_before"), st.session_state.get("weights")
+    for key, default in (("text", default_text), ("text_b", default_text_b)):
+        if before is not None and st.session_state.get(key) == default(before):
+            st.session_state[key] = default(now)
+
+
 def sources_enabled() -> list[str]:
-    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache", "upload"]
+    """Upload only where the operator allows it (ui/upload.py: on loopback, or GPT2VIZ_ALLOW_UPLOAD=1)."""
+    allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache"] + \
+        (["upload"] if uploads_offered() else [])
     if os.environ.get(ALLOW_LOCAL_PATH) == "1":
         allowed.insert(2, "path")
     return allowed
@@ -62,16 +92,64 @@ def _raw_url() -> dict[str, str]:
         return {}
 
 
+def settle_url() -> None:
+    """One value per URL key, the last, before any bound control reads the URL.
+
+    Streamlit 1.67 seeds a bound control from every value of its key: given two (`?block=1&block=7`,
+    or a page link whose query string the browser extends with the bound controls' own values) the
+    control takes none and falls back to its default. Settling the session's copy of the URL (the
+    one the controls read) and sending it back to the browser makes the address bar, a reload and
+    a bookmark show the view the page shows."""
+    _write_url(lambda url: {k: v[-1] for k, v in url.items() if isinstance(v, list) and len(v) > 1})
+
+
+def _write_url(changes) -> None:
+    """Set URL values behind Streamlit's back (it refuses to set a key bound to a control), in the
+    session's copy, in the values the controls are seeded from, and in the browser's address bar.
+    `changes`: the session's URL (key -> value or list of values) -> the values to set."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as qp:
+        new = changes(qp._query_params)
+        if not new:
+            return
+        for key, value in new.items():
+            qp._query_params[key] = value
+            if key in qp._initial_query_params:
+                qp._initial_query_params[key] = [value]
+        qp._send_query_param_msg()
+
+
+def _clamp(key: str, last: int) -> None:
+    """A block or head kept from other weights that these do not have: the nearest they do."""
+    if isinstance(st.session_state.get(key), int) and st.session_state[key] > last:
+        st.session_state[key] = last
+        st.session_state["_clamped"] = st.session_state.get("_clamped", ()) + (key,)
+
+
+def _sync_clamped(values: dict[str, int]) -> None:
+    """Streamlit leaves a clamped control's key out of the URL (a new range is a new control): put it back."""
+    keys = st.session_state.pop("_clamped", ())
+    _write_url(lambda url: {k: str(values[k]) for k in keys if values[k] and url.get(k) != str(values[k])})
+
+
 def controls() -> Selection:
     """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
+    settle_url()
+    first_run = not st.session_state.get("_ran")  # this session's URL came from outside: a link, a reload
+    st.session_state["_ran"] = True
     raw = _raw_url()
     # what a class changes most (text, mode, block, head) on top; the weights below them: the
     # sliders' ranges come from the weights, so those are declared first, into the lower box
     steer, sb = st.sidebar.container(), st.sidebar.container()
-    text = steer.text_area("Text", value=DEFAULT_TEXT, max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", help="GPT-2 reads at most 1,024 tokens; longer text is cut.")
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
-                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()))
+                      help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()),
+                      on_change=_defaults_follow_weights)
+    st.session_state["_source_before"] = source
+    # the weights' own first prompt where they have one (a link to ?weights=demo opens on a text it knows)
+    text = steer.text_area("Text", value=default_text(source), max_chars=MAX_TEXT_CHARS, height=90, key="text",
+                           bind="query-params", help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
     weights = _weights(sb, source)
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)
@@ -81,15 +159,19 @@ def controls() -> Selection:
     mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
                                 help="full: the whole text at once · training: dropout, loss, gradients · "
                                      "prefill: fill the KV cache · decode: the last token against the cache"))
-    block = int(steer.slider("Block", 0, cfg.n_layer - 1, 0, key="block", bind="query-params")) \
+    _clamp("block", cfg.n_layer - 1)
+    _clamp("head", cfg.n_head - 1)
+    # no `value`: the default is the first block and head, and a clamped session value is not a second default
+    block = int(steer.slider("Block", 0, cfg.n_layer - 1, key="block", bind="query-params")) \
         if cfg.n_layer > 1 else 0
-    head = int(steer.slider("Head", 0, cfg.n_head - 1, 0, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    head = int(steer.slider("Head", 0, cfg.n_head - 1, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    _sync_clamped({"block": block, "head": head})
     steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
     sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
     # the URL is cleaned after the first run; keep saying what was ignored until the selection changes
     signature = (mode, block, head, weights.key)
-    notes = url_fallbacks(raw, sel)
+    notes = url_fallbacks(raw, sel) if first_run else []
     if notes:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))
@@ -134,6 +216,8 @@ def _weights(sb, source: str) -> LoadedModel:
         if source == "demo":
             return demo_weights()
         if source == "hf-cache":
+            if not uploads_offered():  # where a student looks for real weights: why there is no upload
+                sb.caption(NO_UPLOADS)
             path = _cached_checkpoint_picker(sb)
             if path:
                 return path_weights(path)
@@ -142,14 +226,9 @@ def _weights(sb, source: str) -> LoadedModel:
             if path:
                 return path_weights(path)
         else:
-            upload = sb.file_uploader("model.safetensors", type=["safetensors"], key="upload",
-                                      max_upload_size=UPLOAD_MAX_MB)
-            # Streamlit writes any limit above 512 MB as "1GB per file": say the cap ourselves
-            sb.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none}</style>")
-            sb.caption(f"Up to {UPLOAD_MAX_MB} MB per file: gpt2 and distilgpt2 in fp32. "
-                       "Larger checkpoints load from the Hugging Face cache.")
-            if upload is not None:
-                return upload_weights(upload)
+            weights = uploaded_weights(sb)
+            if weights is not None:
+                return weights
     except ValueError as e:  # WeightsError: the message names the file or key at fault
         sb.error(plain(str(e)))
     except Exception as e:  # whatever else a hostile file provokes: said, never a traceback

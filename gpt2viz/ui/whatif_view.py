@@ -12,6 +12,7 @@ import torch
 
 from .. import plots
 from ..demo_model import DEMO_PATH
+from ..prompts import DEMO_REPEAT
 from ..schema import Mode
 from ..tokenizer import TextError, encode, readable
 from ..trace import Trace
@@ -28,30 +29,44 @@ from ..whatif import (
 )
 from .anatomy import plot, text_notes
 from .cache import get_trace, records_everything, run_bytes, trace_cache
-from .state import Selection, number
+from .state import Selection, default_text_b, number
 from .text import code_span
 from .working import working
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
 METHODS = {"zero": "zero", "mean": "mean over positions"}
-DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"
 MAX_PATCH_TOKENS = 64  # patching every (block, position) takes n_layer x T runs
 SWEEP_SHARE = 4  # a sweep's batch may hold at most 1/4 of the trace budget
 TOP_K = 10
 
 RANDOM_WEIGHTS_NOTE = (
     "**Random weights: these effects are noise.** Nothing here has learned anything, so no part matters "
-    "more than another for a reason. With trained weights ({trained}, under *Weights*) a few parts carry most "
-    "of a prediction: on a repeated sequence, the induction heads and the previous-token heads that feed "
-    "them; knocking them out or patching them moves it a lot, while most heads hardly matter.")
+    "more than another for a reason. With trained weights ({trained}, under *Weights*) a repeated sequence is "
+    "predicted by induction heads reading a previous-token head, and how much one knock-out moves the "
+    "prediction depends on how many heads share the job.{measured} GPT-2 small has several induction heads "
+    "(5.1, 5.5, 6.9, 7.2 and 7.10 in the literature) that can stand in for each other.")
+# p(after) on the demo model's repeat with one head knocked out (zero), measured (tests/test_prompts.py)
+DEMO_KNOCKOUTS = {"0.0": 0.0014, "1.0": 0.81, "1.1": 0.53, "1.2": 0.90, "1.3": 0.08}  # "block.head"
+DEMO_MEASURED = (
+    " On the demo model's repeat ({text}: next, after, p = 0.92), knocking out block 0 head 0, the "
+    "previous-token head, takes p(after) to {k[0.0]:.2g}: the copy needs it. Knocking out one of block 1's four "
+    "induction heads takes p(after) to {k[1.0]:.2f}, {k[1.1]:.2f}, {k[1.2]:.2f} or {k[1.3]:.2f} (heads 0 to 3): "
+    "head 3 carries most of this copy, and without any one of the others, the rest still copy.")
+
+
+def demo_knockouts() -> str:
+    """What knocking out the demo model's heads one at a time measured on its repeat."""
+    return DEMO_MEASURED.format(k=DEMO_KNOCKOUTS, text=DEMO_REPEAT.text.strip()).strip()
 
 
 def random_weights_note() -> str:
-    """The note, naming the demo model only where its file is there to pick."""
-    trained = "a GPT-2 checkpoint, or the small demo model trained for this project" if DEMO_PATH.is_file() \
-        else "a GPT-2 checkpoint"
-    return RANDOM_WEIGHTS_NOTE.format(trained=trained)
+    """The note, naming the demo model (and what knocking its heads out measured) only where its file
+    is there to pick."""
+    if not DEMO_PATH.is_file():
+        return RANDOM_WEIGHTS_NOTE.format(trained="a GPT-2 checkpoint", measured="")
+    return RANDOM_WEIGHTS_NOTE.format(trained="a GPT-2 checkpoint, or the small demo model trained for this project",
+                                      measured=" " + demo_knockouts())
 
 
 @dataclass(frozen=True)
@@ -102,8 +117,10 @@ def what_is_replaced(target: Target, method: str, T: int) -> str:
     return f"Replaces {where[target.part]} by {how}. The sidebar's block and head choose where."
 
 
-def text_b_box() -> str:
-    return st.text_area("Text B", value=DEFAULT_TEXT_B, max_chars=20_000, height=80, key="text_b",
+def text_b_box(sel: Selection) -> str:
+    """Text B; by default the B of the weights' ready pair where they have one (the demo model's is
+    as long as its A, the sidebar's default text there)."""
+    return st.text_area("Text B", value=default_text_b(sel.source), max_chars=20_000, height=80, key="text_b",
                         bind="query-params", help="The sidebar's text is A. Patching needs A and B of equal length.")
 
 
@@ -183,11 +200,12 @@ def sweep_grid(sel: Selection, part: str, method: str, token: int) -> Grid:
                                                                                   Mode.FULL, ("logits",)))
 
 
-def patching(sel: Selection, ids_b: tuple[int, ...]) -> Patching:
+def patching(sel: Selection, ids_b: tuple[int, ...], answers: tuple[int, int]) -> Patching:
     batch = rows_per_run(sel, len(ids_b), max(sel.config.n_head, len(ids_b)))
-    key = ("patch", sel.weights.key, sel.ids, ids_b)
+    key = ("patch", sel.weights.key, sel.ids, ids_b, answers)
     return trace_cache().get_or_compute(
-        key, lambda: patch(sel.weights.model, sel.ids, ids_b, batch=batch, progress=_progress("Patching A into B")),
+        key, lambda: patch(sel.weights.model, sel.ids, ids_b, answers, batch=batch,
+                           progress=_progress("Patching A into B")),
         estimate=batch * run_bytes(sel.weights, len(ids_b), Mode.FULL, ("logits",)))
 
 
@@ -232,10 +250,10 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
 
 
 def changed_table(knocked: Knocked) -> None:
-    st.caption("The knocked-out run's trace records the values after the change, and that it changed "
+    st.caption("The knocked-out run keeps the values after the change, which it made to "
                + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
-               "bit for bit; below, the stored tensors after it that moved most (the derived ones, such as "
-               "the attention pattern, follow from these).")
+               "bit for bit; below, the tensors after it that moved most (the attention pattern, which is "
+               "computed again from q and k, moves with them).")
     rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
             for name, c in knocked.changed]
     st.dataframe(rows, hide_index=True, width="stretch")
@@ -273,24 +291,38 @@ def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
             plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"))
 
 
+def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:
+    """The metric's token pair, URL-bound: one of A's 10 most likely next tokens against one of B's;
+    by default A's top token against B's (B's best other one when both have the same top)."""
+    default = default_answers(a["logits"][0, -1], b["logits"][0, -1])
+    cols = st.columns(2)
+    chosen = []
+    for col, trace, token, key, label in zip(cols, (a, b), default, ("answer_a", "answer_b"),
+                                             ("Token for A (what A's run should predict)",
+                                              "Against a token for B (what B's run predicts instead)")):
+        ids = top_tokens(trace)[2]
+        shown = [readable(i) for i in ids]
+        pick = col.selectbox(label, shown, index=ids.index(token), key=key, bind="query-params",
+                             help="one of this text's 10 most likely next tokens")
+        chosen.append(ids[shown.index(pick)])
+    return chosen[0], chosen[1]
+
+
 def patching_section(sel: Selection, a: Trace, b: Trace) -> None:
-    answers = default_answers(a["logits"][0, -1], b["logits"][0, -1])
+    answers = answer_controls(a, b)
     ta, tb = (code_span(readable(t)) for t in answers)
-    against = ("B's best other token (both texts' top token is the same)"
-               if answers[1] != int(b["logits"][0, -1].argmax()) else "B's top token")
-    st.markdown(f"Metric: the logit difference m = logit({ta}) − logit({tb}) at the last position (A's top next "
-                f"token against {against}). Each cell runs B with one activation taken from A's run and shows the "
-                "**restored fraction** (m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's "
-                "margin is back in full.")
+    st.markdown(f"Metric: the logit difference m = logit({ta}) − logit({tb}) at the last position. Each cell "
+                "runs B with one activation taken from A's run and shows the **restored fraction** "
+                "(m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's margin is back in full.")
     if len(b.token_ids) > MAX_PATCH_TOKENS:
         st.warning(f"Patching every (block, position) takes {sel.config.n_layer} × {len(b.token_ids)} runs; this "
                    f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")
         return
     pressed = st.button(f"Patch A into B ({sel.config.n_layer} × {len(sel.ids)} positions, then "
                         f"{sel.config.n_layer} × {sel.config.n_head} heads)", key="run_patch")
-    if not requested(("patch", sel.weights.key, sel.ids, b.token_ids), pressed):
+    if not requested(("patch", sel.weights.key, sel.ids, b.token_ids, answers), pressed):
         return
-    p = patching(sel, b.token_ids)
+    p = patching(sel, b.token_ids, answers)
     st.caption(f"m_A = {p.clean_diff:.4g} · m_B = {p.corrupt_diff:.4g}")
     if p.clean_diff == p.corrupt_diff:
         st.warning("A and B give this answer pair the same margin: there is nothing to restore.")

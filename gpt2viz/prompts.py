@@ -1,0 +1,57 @@
+"""The app's library of ready prompts, one set per weights source: each says what it shows and the
+greedy next token it must produce (tests/test_prompts.py runs them through the weights and checks).
+
+Prompts are measured, not guessed: a prompt is only here for weights that were run on it. The demo
+model's were chosen with `python -m gpt2viz trace --weights assets/demo-model/model.safetensors`;
+the figures in `shows` are those runs' (the tests measure them again).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Prompt:
+    key: str  # its name in code and tests
+    text: str  # the sidebar's text (text A for patching)
+    next_token: str  # the greedy next token after `text`, as the tokenizer decodes it (" after")
+    shows: str  # what it shows, one sentence for the page that offers it
+    text_b: str | None = None  # for patching: text B, of as many tokens as `text`
+    next_token_b: str | None = None  # the greedy next token after text_b
+
+
+# ---------------------------------------------------------------------------- the demo model
+# Every token is one of the demo model's training tokens, the first too (tests check): each starts
+# with a space.
+_REPEAT = " people play one good game after work people play one good game"
+
+DEMO_REPEAT = Prompt(
+    "repeat", _REPEAT, " after",
+    "seven words, then the first five again: at the last word (game) the model predicts the word that followed "
+    "game the first time, after (p = 0.92), and greedy generation goes on copying. In block 1 every head attends "
+    "from a repeated word to the word after its earlier occurrence: a diagonal stripe, one column right of "
+    "where each word first occurred.")
+DEMO_PAIR = Prompt(
+    "pair", _REPEAT, " after",
+    "A is the repeat; B is A with its last word changed from game to point, a word that has not occurred "
+    "before, so B has nothing to copy: A predicts after (p = 0.92), B guesses would (p = 0.24). Both are 12 "
+    "tokens and only the last differs. Patched from A into B, each of block 1's four heads restores 0.09 to 0.20 "
+    "of A's margin and block 0's heads none: the copy is shared by the four induction heads.",
+    text_b=" people play one good game after work people play one good point", next_token_b=" would")
+
+PROMPTS: dict[str, tuple[Prompt, ...]] = {"demo": (DEMO_REPEAT, DEMO_PAIR)}
+
+
+def prompts_for(source: str) -> dict[str, Prompt]:
+    """The prompts measured on weights `source` (a key of ui.state.SOURCES), by key; {} if none."""
+    return {p.key: p for p in PROMPTS.get(source, ())}
+
+
+def induction_cells(ids) -> list[tuple[int, int]]:
+    """Where an induction head looks: (query i, key j + 1) for every earlier occurrence j of token
+    ids[i], when j + 1 < i (the word that followed the earlier occurrence, not the current word)."""
+    seen: dict[int, list[int]] = {}
+    cells = []
+    for i, t in enumerate(ids):
+        cells += [(i, j + 1) for j in seen.get(t, []) if j + 1 < i]
+        seen.setdefault(t, []).append(i)
+    return cells

@@ -1,0 +1,21 @@
+"""Which visitor-triggered features a server offers: the one rule shared by downloads and uploads.
+
+A server that listens on this machine alone (server.address localhost, 127.0.0.1 or ::1) serves
+its own operator, who may fetch or upload at will; a server on another address serves a class,
+where one visitor's click must not fill the disk or the memory every student shares. The operator
+decides with an environment variable: "1" offers the feature everywhere, "0" nowhere. Replicas
+behind a proxy listen on loopback and look local: their setup sets the variables to "0"
+(docs/deploy.md, Dockerfile).
+"""
+
+import os
+
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def operator_allows(variable: str, server_address: str | None, env=os.environ) -> bool:
+    """`variable` set to "1" or "0" decides; unset (or anything else), only a loopback server."""
+    setting = env.get(variable)
+    if setting in ("0", "1"):
+        return setting == "1"
+    return server_address in LOOPBACK

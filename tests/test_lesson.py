@@ -1,0 +1,126 @@
+"""Issue 20 (2): the lesson of each page, worked out from the run. Head scores against their
+written-out definitions on fixed patterns; what to notice on random weights and on the demo model;
+the page order: question, live picture, what to notice, then the explanation and the equation."""
+
+import pytest
+import torch
+
+from gpt2viz import lesson
+from gpt2viz.lesson import head_scores
+
+
+def causal_uniform(T: int) -> torch.Tensor:
+    return torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1).unsqueeze(1)  # [T, T], row i: 1/(i+1)
+
+
+def test_scores_of_a_uniform_pattern():
+    s = head_scores(causal_uniform(5), [1, 2, 3, 4, 5])
+    assert s.previous_token == pytest.approx((1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 4)
+    assert s.first_token == pytest.approx(s.previous_token)
+    assert s.entropy == pytest.approx(1.0) and s.induction is None and s.repeats == 0
+
+
+def test_scores_of_a_previous_token_head_and_an_induction_head():
+    ids = [7, 8, 9, 7, 8]  # position 3 repeats 0 (next: 1), position 4 repeats 1 (next: 2)
+    prev = torch.zeros(5, 5)
+    prev[0, 0] = 1
+    for i in range(1, 5):
+        prev[i, i - 1] = 1
+    s = head_scores(prev, ids)
+    assert (s.previous_token, s.first_token, s.entropy) == (1.0, 0.25, 0.0)
+    assert s.induction == 0.0 and s.repeats == 2
+    ind = causal_uniform(5).clone()
+    ind[3] = torch.tensor([0, 1.0, 0, 0, 0])  # the token after the earlier 7
+    ind[4] = torch.tensor([0, 0, 0.5, 0, 0.5])  # half on the token after the earlier 8
+    assert head_scores(ind, ids).induction == pytest.approx(0.75)
+
+
+def test_scores_in_decode_count_the_cached_tokens():
+    """One query at absolute position 4 (P = 4): its row reads keys 0..4."""
+    row = torch.tensor([[0.1, 0.1, 0.6, 0.1, 0.1]])  # [T = 1, L = 5]
+    s = head_scores(row, [5, 6, 7, 5, 6], offset=4)
+    assert s.previous_token == pytest.approx(0.1) and s.induction == pytest.approx(0.6)  # 6 followed 5 at 1→ key 2
+
+
+class W:
+    def __init__(self, random, demo):
+        self.random, self.demo = random, demo
+
+
+def test_notice_says_which_case_the_reader_is_in():
+    random = lesson.attention_notice(causal_uniform(6), list(range(6)), 0, lesson.weights_kind(W(True, False)), 0, 0)
+    assert any("nearly evenly" in line for line in random) and any("random" in line for line in random)
+    demo = lesson.attention_notice(causal_uniform(6), list(range(6)), 0, lesson.weights_kind(W(False, True)), 1, 1)
+    assert any("repeats no token" in line for line in demo)
+    trained = lesson.attention_notice(causal_uniform(6), list(range(6)), 0, "trained", 5, 1)
+    assert any("Olsson" in line and "Xiao" in line for line in trained)
+
+
+def test_gelu_and_layernorm_notices_follow_the_numbers():
+    pre = torch.tensor([[-1.0, -2.0, 3.0, 0.5]])  # [T, 4d]
+    lines = lesson.mlp_notice(pre, torch.nn.functional.gelu(pre, approximate="tanh"), "trained")
+    assert lines[0].startswith("At the last position, 50% of the 4 neurons") and "#2" in lines[1]
+    x = torch.tensor([1.0, 2.0, 3.0, 6.0])
+    n = (x - x.mean()) / x.std(unbiased=False)
+    assert "Gain 1 and bias 0" in lesson.layernorm_notice(x, n, n.clone())[1]
+    assert "stretch and shift" in lesson.layernorm_notice(x, n, 2 * n)[1]
+
+
+def test_the_demo_model_on_a_repeat_names_its_induction_head():
+    """On the demo model, block 1 head 1 on a text that repeats is named an induction head; block 0
+    head 0 a previous-token head (as the demo model's own measurement says)."""
+    from gpt2viz.demo_model import DEMO_PATH
+    from gpt2viz.modes import Mode, run
+    from gpt2viz.tokenizer import encode
+    from gpt2viz.weights import load_safetensors
+
+    if not DEMO_PATH.is_file():
+        pytest.skip("no demo model file")
+    model = load_safetensors(str(DEMO_PATH)).model
+    ids = encode(" people play one good game after work people play one good game after")
+    trace = run(model, ids, Mode.FULL)
+    induction = lesson.attention_notice(trace.get("attn.pattern", 1, head=1)[0], ids, 0, "demo", 1, 1)
+    previous = lesson.attention_notice(trace.get("attn.pattern", 0, head=0)[0], ids, 0, "demo", 0, 0)
+    assert any("An induction head" in line for line in induction), induction
+    assert any("A previous-token head" in line for line in previous), previous
+
+
+def test_a_component_page_opens_with_its_question_then_the_picture_then_what_to_notice():
+    from streamlit.testing.v1 import AppTest
+
+    from gpt2viz.ui.pages import BY_URL
+
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params["model"] = "tiny"
+    at.run()
+    at.switch_page(BY_URL["attention"].file)
+    at.run()
+    assert not at.exception
+    kinds = [getattr(e, "type", "") for e in at.main.children.values()]
+    title, chart, info = (kinds.index(k) for k in ("title", "plotly_chart", "info"))
+    assert title < chart < info, kinds  # the notice under the first chart
+    assert "latex" not in kinds[:chart], kinds  # the equation comes after the picture
+    md = [m.value for m in at.markdown]
+    question = next(i for i, m in enumerate(md) if lesson.QUESTIONS["block.attn"] in m)
+    assert md.index(next(m for m in md if "In plain words" in m)) > question
+
+
+@pytest.mark.parametrize("temp,topk,kept", [("0", "0", "1 of 50,257"), ("1", "5", "5 of 50,257"),
+                                            ("2", "0", "50,257 of 50,257")])
+def test_output_page_changes_the_distribution_with_temperature_and_top_k(temp, topk, kept):
+    """Issue 20 (3): softmax(logits / temperature), kept to the top k, on this text's logits, from the URL."""
+    from streamlit.testing.v1 import AppTest
+
+    from gpt2viz.ui.pages import BY_URL
+
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params.update(model="tiny", temp=temp, topk=topk)
+    at.run()
+    at.switch_page(BY_URL["output"].file)
+    at.run()
+    assert not at.exception
+    notes = " ".join(i.value for i in at.info)
+    assert "tokens keep a probability above 0" in notes and kept in notes, notes
+    assert "softmax(logits)" in notes
+    if temp == "0":
+        assert "to 1;" in notes

@@ -41,11 +41,11 @@ from .cache import cache_growth, kv_cache_diagram
 from .compare import grouped_bars
 from .depth import depth_bars, residual_norms
 from .distributions import PERCENTILES, gelu_curve, histogram
-from .heatmaps import mask_path, matrix_heatmap
+from .heatmaps import lens_heatmap, mask_path, matrix_heatmap
 from .vectors import heads_merged, layernorm_stages, stacked_vectors
 
 __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "SEQUENTIAL", "TICK_CHARS",
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
-           "histogram", "kv_cache_diagram", "loss_per_token", "mask_path", "matrix_heatmap", "param_breakdown",
-           "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens", "heads_merged",
-           "layernorm_stages", "stacked_vectors", "grouped_bars"]
+           "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
+           "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",
+           "heads_merged", "layernorm_stages", "stacked_vectors", "grouped_bars"]

@@ -43,7 +43,7 @@ PAGES = (
     PageRow("params", "Parameter accounting", ":material/calculate:", "The model", charts=1),
     PageRow("generation", "Generation, step by step", ":material/play_arrow:", "Classroom", charts=3),
     PageRow("training", "Training internals", ":material/school:", "Classroom", charts=3),
-    PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=1),
+    PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=2),
     PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
     PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made

@@ -141,3 +141,22 @@ def notice(rows: list[dict], key: str, kind: str, ids) -> list[str]:
     if key == "first_token" and lead[key] >= SINK:
         lines.append(f"It is an attention sink: {lead[key]:.0%} of its attention parks on the first token.")
     return lines
+
+
+def scatter_notice(rows: list[dict], x: str, y: str, kind: str) -> list[str]:
+    """What to notice in the scatter of scores `x` and `y`: the head that leads each axis, whether
+    one head leads both; on random weights, how tight the cloud is."""
+    lx, ly = ranked(rows, x)[0], ranked(rows, y)[0]
+    sx, sy = SCORES[x], SCORES[y]
+    if lx is ly:
+        lines = [f"**{head_name(lx).capitalize()}** leads on both: it {sx.leader} ({lx[x]:.2f}) and {sy.leader} "
+                 f"({lx[y]:.2f})."]
+    else:
+        lines = [f"**{head_name(lx).capitalize()}** {sx.leader} ({lx[x]:.2f}, {sy.title} {lx[y]:.2f}); "
+                 f"**{head_name(ly)}** {sy.leader} ({ly[y]:.2f}, {sx.title} {ly[x]:.2f}): a head that does one job "
+                 "well does not do the other."]
+    if kind == "random":
+        xs, ys = [r[x] for r in rows], [r[y] for r in rows]
+        lines.append(f"Random weights: every head sits in one cloud, {sx.title} {min(xs):.2f} to {max(xs):.2f} and "
+                     f"{sy.title} {min(ys):.2f} to {max(ys):.2f}; no head has a job yet.")
+    return lines

@@ -133,3 +133,44 @@ def test_weights_demo_is_accepted_by_the_other_verbs():
     p = cli("trace", "--weights", "demo", "--text", FRESH, "--json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["model"] == "demo"
+
+
+def open_heads(**params):
+    from streamlit.testing.v1 import AppTest
+
+    from gpt2viz.ui.pages import BY_URL
+
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page(BY_URL["heads"].file)
+    return at.run()
+
+
+def page_text(at) -> str:
+    return " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.skipif(not DEMO_PATH.is_file(), reason="no demo model")
+def test_page_on_the_demo_model_runs_full_and_opens_its_leading_heads():
+    at = open_heads(weights="demo", mode="decode")  # the demo's first prompt is its repeat
+    assert not at.exception, at.exception[0].value
+    assert len(at.get("plotly_chart")) == 6  # five maps and the scatter
+    shown = page_text(at)
+    assert "always runs the full sequence" in shown
+    assert "Block 0 head 0** reads the previous token most" in " ".join(n.value for n in at.info)
+    assert 'href="/attention?' in shown and "block=1" in shown and "mode=full" in shown
+    assert "repeats no token" not in shown
+
+
+def test_page_offers_the_text_twice_where_nothing_repeats():
+    from urllib.parse import quote
+
+    at = open_heads(model="tiny", text="The quick brown fox")
+    assert not at.exception, at.exception[0].value
+    assert len(at.get("plotly_chart")) == 5  # no induction map
+    shown = page_text(at)
+    assert "This text repeats no token" in shown
+    assert 'href="/heads?' in shown and quote("The quick brown fox The quick brown fox") in shown
+    assert "nothing stands out" in " ".join(n.value for n in at.info)

@@ -91,6 +91,12 @@ def ranked(rows: list[dict], key: str) -> list[dict]:
     return sorted((r for r in rows if r[key] is not None), key=lambda r: (sign * r[key], r["block"], r["head"]))
 
 
+def score_range(key: str, T: int) -> tuple[float, float]:
+    """Where score `key` can lie on a text of T tokens: shares and entropy in [0, 1]; the mean distance
+    from 0 (every row on its own token) to T / 2 (every row i on position 0, i back)."""
+    return (0.0, T / 2) if key == "mean_distance" else (0.0, 1.0)
+
+
 def has_repeat(ids) -> bool:
     return len(set(ids)) < len(ids)
 
@@ -124,9 +130,9 @@ def notice(rows: list[dict], key: str, kind: str, ids) -> list[str]:
                 "top) and every head gets one."]
     lead, values = order[0], sorted(r[key] for r in order)
     middle, base = median(values), uniform(ids)[key]
-    lines = [f"**{head_name(lead).capitalize()}** {s.leader}: {lead[key]:.2f}"
-             + (f", then {head_name(order[1])} with {order[1][key]:.2f}" if len(order) > 1 else "")
-             + f"; the median head has {middle:.2f}, a head attending evenly {base:.2f}."]
+    lines = [f"**{head_name(lead).capitalize()}** {s.leader}: {lead[key]:.3f}"
+             + (f", then {head_name(order[1])} with {order[1][key]:.3f}" if len(order) > 1 else "")
+             + f"; the median head has {middle:.3f}, a head attending evenly {base:.3f}."]
     if kind == "random":
         lines.append(f"These weights are random: nothing stands out. Every head's {s.title} lies between "
                      f"{values[0]:.2f} and {values[-1]:.2f}, near the even head's {base:.2f}; which head leads is "
@@ -153,8 +159,8 @@ def scatter_notice(rows: list[dict], x: str, y: str, kind: str) -> list[str]:
                  f"({lx[y]:.2f})."]
     else:
         lines = [f"**{head_name(lx).capitalize()}** {sx.leader} ({lx[x]:.2f}, {sy.title} {lx[y]:.2f}); "
-                 f"**{head_name(ly)}** {sy.leader} ({ly[y]:.2f}, {sx.title} {ly[x]:.2f}): a head that does one job "
-                 "well does not do the other."]
+                 f"**{head_name(ly)}** {sy.leader} ({ly[y]:.2f}, {sx.title} {ly[x]:.2f})"
+                 + ("." if kind == "random" else ": each of these two heads has a job of its own.")]
     if kind == "random":
         xs, ys = [r[x] for r in rows], [r[y] for r in rows]
         lines.append(f"Random weights: every head sits in one cloud, {sx.title} {min(xs):.2f} to {max(xs):.2f} and "

@@ -76,20 +76,19 @@ def pattern_scores(pattern: torch.Tensor, ids, offset: int = 0) -> dict[str, tor
     induction None where no token repeats). Keys after a query are not read, whatever they hold."""
     T, L = pattern.shape[-2:]
     assert offset + T == L and len(ids) >= L, (pattern.shape, offset, len(ids))
-    p = pattern.double()
     i = torch.arange(offset, L)  # [T] absolute query positions
-    j = torch.arange(L)  # [L]
-    p = p * (j[None, :] <= i[:, None])  # [..., T, L]: the keys each query may read
+    j = torch.arange(L, dtype=torch.float64)  # [L]
+    p = pattern.double().masked_fill_(j[None, :] > i[:, None], 0)  # [..., T, L]: the keys each query may read
     rows = i >= 1  # row 0 has one key: every score of it is fixed
     r, q = torch.nonzero(rows).squeeze(1), i[rows]  # [n], [n]
     zero = p.new_zeros(p.shape[:-2])
 
     def mean(x):  # [..., n] -> [...]
         return x.mean(-1) if x.shape[-1] else zero
-    h = -(p * p.clamp_min(1e-30).log()).sum(-1)  # [..., T] nats
+    h = -torch.special.xlogy(p, p).sum(-1)  # [..., T] nats (0 · ln 0 = 0)
+    back = i.double() * p.sum(-1) - p @ j  # [..., T]: Σⱼ a_ij (i − j)
     out = {"previous_token": mean(p[..., r, q - 1]), "first_token": mean(p[..., r, 0]),
-           "entropy": mean(h[..., r] / (q + 1).double().log()),
-           "mean_distance": mean((p[..., r, :] * (q[:, None] - j[None, :]).double()).sum(-1))}
+           "entropy": mean(h[..., r] / (q + 1).double().log()), "mean_distance": mean(back[..., r])}
     cells = induction_targets(ids, T, offset)
     out["induction"] = p[..., [c[0] for c in cells], [c[1] for c in cells]].mean(-1) if cells else None
     return out

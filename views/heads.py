@@ -13,7 +13,6 @@ st.markdown("Every head of every block, scored on this text from its attention p
             "over the text's positions of one thing a head can do. Look for the heads that stand out, then open "
             "them on the Attention page to see the stripe behind the number.")
 rows = hv.scores(sel)
-random_note(sel)
 hv.repeat_offer(sel)
 st.subheader("Every head, one map per score")
 hv.maps(sel, rows)
@@ -21,3 +20,4 @@ st.subheader("Two scores at once")
 hv.scatter(sel, rows)
 st.subheader("Open a head")
 hv.open_head(sel, rows)
+random_note(sel)  # what the weights in use are (at length for the demo model), after the picture

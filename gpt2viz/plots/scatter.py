@@ -9,9 +9,11 @@ from .axes import SEQUENTIAL, escape, value_axis, with_layout
 LABELLED_MAX = 16  # write each point's "block.head" beside it up to this many heads (hover always)
 
 
-def head_scatter(x, y, blocks, heads, title: str, x_title: str, y_title: str) -> go.Figure:
+def head_scatter(x, y, blocks, heads, title: str, x_title: str, y_title: str,
+                 x_range: tuple[float, float] | None = None, y_range: tuple[float, float] | None = None) -> go.Figure:
     """Head k at (x[k], y[k]), coloured by its block (the sequential scale, light = late); hover names
-    block, head and both scores. `blocks`, `heads`: the integers naming each point."""
+    block, head and both scores. `blocks`, `heads`: the integers naming each point. `x_range`,
+    `y_range`: where the scores can lie, drawn whole (a small spread then looks small)."""
     x, y = checks.values(x, "x"), checks.values(y, "y")
     if x.size != y.size:
         raise ValueError(f"x has {x.size} heads but y has {y.size}")
@@ -28,4 +30,14 @@ def head_scatter(x, y, blocks, heads, title: str, x_title: str, y_title: str) ->
                        customdata=np.array([blocks, heads]).T,
                        hovertemplate="block %{customdata[0]} head %{customdata[1]}<br>" + escape(x_title)
                        + " %{x:.3f}<br>" + escape(y_title) + " %{y:.3f}<extra></extra>")
-    return with_layout(go.Figure(point), title, xaxis=value_axis(x_title), yaxis=value_axis(y_title))
+    return with_layout(go.Figure(point), title, xaxis=value_axis(x_title, **_whole(x_range)),
+                       yaxis=value_axis(y_title, **_whole(y_range)))
+
+
+def _whole(span: tuple[float, float] | None) -> dict:
+    """An axis range showing all of `span`, with 5% room for the markers at its ends."""
+    if span is None:
+        return {}
+    lo, hi = checks.value_range(span)
+    pad = (hi - lo) * 0.05
+    return dict(range=[lo - pad, hi + pad])

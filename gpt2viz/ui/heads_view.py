@@ -8,6 +8,7 @@ import streamlit as st
 
 from .. import heads, plots
 from ..lesson import weights_kind
+from ..plots.heatmaps import NARROWEST_PX, annotate
 from ..schema import Mode
 from .anatomy import notice, plot
 from .cache import get_trace
@@ -16,6 +17,7 @@ from .state import MAX_TEXT_CHARS, MODE_LABELS, Selection
 
 # the scores as the page's controls show them (and the URL carries them)
 LABELS = {key.replace("_", " "): key for key in heads.SCORES}
+MAP_HEIGHT = 260  # px at the least: a map of 2 blocks keeps a readable colour bar
 
 
 def scores(sel: Selection) -> list[dict]:
@@ -34,9 +36,9 @@ def scores(sel: Selection) -> list[dict]:
     if sel.cut:
         st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
                 f"{sel.cut:,} tokens at the end are not scored.", icon=":material/content_cut:")
-    with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens (full)…"):
+    with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens (full) and scoring every head…"):
         trace = get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, heads.PATTERNS)
-    return trace.memo("head finder", lambda: heads.score_trace(trace))
+        return trace.memo("head finder", lambda: heads.score_trace(trace))
 
 
 def repeat_offer(sel: Selection) -> None:
@@ -57,19 +59,31 @@ def maps(sel: Selection, rows: list[dict]) -> None:
     """One tab per score: its block × head map, what to notice, and links to its top three heads."""
     cfg, kind = sel.config, weights_kind(sel.weights)
     blocks, cols = [f"block {b}" for b in range(cfg.n_layer)], [f"head {h}" for h in range(cfg.n_head)]
-    for tab, (label, key) in zip(st.tabs(list(LABELS)), LABELS.items()):
+    for tab, key in zip(st.tabs(list(LABELS)), LABELS.values()):
         s = heads.SCORES[key]
         with tab:
             st.caption(f"**{s.title.capitalize()}**: {s.what}.")
             if rows[0][key] is not None:
                 z = np.array([r[key] for r in rows]).reshape(cfg.n_layer, cfg.n_head)  # rows come block by block
-                plot(plots.matrix_heatmap(z, blocks, cols, f"{s.title.capitalize()} of every head", label,
-                                          x_title="head", y_title="block"), "every head")
+                plot(score_map(z, blocks, cols, key, len(sel.ids)), "every head")
             notice(heads.notice(rows, key, kind, sel.ids))
             top = heads.ranked(rows, key)[:3]
             if top:
                 st.markdown("Open on the Attention page: " + " · ".join(
                     head_link(r, f"{heads.head_name(r)} ({r[key]:.2f})") for r in top), unsafe_allow_html=True)
+
+
+def score_map(z: np.ndarray, blocks: list[str], cols: list[str], key: str, T: int):
+    """The block × head map of one score, its colours over the score's whole range (random weights'
+    small differences then look as small as they are), each cell's value written where it fits."""
+    s = heads.SCORES[key]
+    fig = plots.matrix_heatmap(z, blocks, cols, f"{s.title.capitalize()} of every head",
+                               key.replace("_", " "), x_title="head", y_title="block")
+    lo, hi = heads.score_range(key, T)
+    values: dict = {}
+    annotate(values, len(blocks), len(cols), NARROWEST_PX)
+    fig.update_traces(zmin=lo, zmax=hi, **values)
+    return fig.update_layout(height=max(fig.layout.height, MAP_HEIGHT))
 
 
 def scatter(sel: Selection, rows: list[dict]) -> None:
@@ -82,7 +96,8 @@ def scatter(sel: Selection, rows: list[dict]) -> None:
     kx, ky = LABELS[x], LABELS[y]
     fig = plots.head_scatter([r[kx] for r in rows], [r[ky] for r in rows], [r["block"] for r in rows],
                              [r["head"] for r in rows], f"Every head: {x} and {y}", heads.SCORES[kx].title,
-                             heads.SCORES[ky].title)
+                             heads.SCORES[ky].title, heads.score_range(kx, len(sel.ids)),
+                             heads.score_range(ky, len(sel.ids)))
     plot(fig, "every head")
     notice(heads.scatter_notice(rows, kx, ky, weights_kind(sel.weights)))
 

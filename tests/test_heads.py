@@ -174,3 +174,25 @@ def test_page_offers_the_text_twice_where_nothing_repeats():
     assert "This text repeats no token" in shown
     assert 'href="/heads?' in shown and quote("The quick brown fox The quick brown fox") in shown
     assert "nothing stands out" in " ".join(n.value for n in at.info)
+
+
+def test_head_scatter_draws_every_head_over_the_scores_range():
+    from gpt2viz import plots
+
+    fig = plots.head_scatter([0.1, 0.9], [0.5, 0.2], [0, 1], [0, 3], "s", "previous-token score", "induction score",
+                             (0.0, 1.0), (0.0, 1.0))
+    (trace,) = fig.data
+    assert trace.type == "scatter" and list(trace.text) == ["0.0", "1.3"]
+    assert fig.layout.xaxis.title.text == "previous-token score" and list(fig.layout.yaxis.range) == [-0.05, 1.05]
+    assert "block %{customdata[0]} head %{customdata[1]}" in trace.hovertemplate
+    with pytest.raises(ValueError, match="blocks and heads"):
+        plots.head_scatter([0.1, 0.9], [0.5, 0.2], [0], [0, 3], "s", "x", "y")
+
+
+@pytest.mark.parametrize("params", [
+    {"score_x": "nan", "score_y": "induction", "open_block": "99", "open_head": "-1"},
+    {"text": "a", "mode": "training"}, {"text": "   "}, {"text": "<b>x</b> <b>x</b>", "open_block": "1e309"},
+])
+def test_page_takes_any_link(params):
+    at = open_heads(model="tiny", **params)
+    assert not at.exception, at.exception[0].value

@@ -10,10 +10,11 @@ from .. import heads, plots
 from ..lesson import weights_kind
 from ..plots.heatmaps import NARROWEST_PX, annotate
 from ..schema import Mode
-from .anatomy import notice, plot
+from .anatomy import notice, plot, text_notes
 from .cache import get_trace
 from .links import anchor
 from .state import MAX_TEXT_CHARS, MODE_LABELS, Selection
+from .working import working
 
 # the scores as the page's controls show them (and the URL carries them)
 LABELS = {key.replace("_", " "): key for key in heads.SCORES}
@@ -33,11 +34,9 @@ def scores(sel: Selection) -> list[dict]:
     if sel.mode is not Mode.FULL:
         st.caption(f":material/info: The head finder always runs the full sequence, every position's row of every "
                    f"head; the sidebar's mode ({MODE_LABELS[sel.mode]}) does not apply here.")
-    if sel.cut:
-        st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
-                f"{sel.cut:,} tokens at the end are not scored.", icon=":material/content_cut:")
-    with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens (full) and scoring every head…"):
-        trace = get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, heads.PATTERNS)
+    text_notes(sel)
+    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in full mode and scoring every head…") as p:
+        trace = get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, heads.PATTERNS, progress=p)
         return trace.memo("head finder", lambda: heads.score_trace(trace))
 
 

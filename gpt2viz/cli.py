@@ -1,4 +1,4 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch}`: the command-line contract of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads}`: the command-line contract of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
@@ -28,7 +28,8 @@ class Parser(argparse.ArgumentParser):
 def _common_model(p, weights=True):
     p.add_argument("--model", default="gpt2", help=f"preset: {', '.join(PRESETS)} (default gpt2)")
     if weights:
-        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout (instead of --model)")
+        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout, or demo for the demo model "
+                       "(instead of --model)")
         p.add_argument("--seed", type=int, default=0, help="seed of the random weights and of dropout")
         p.add_argument("--n-head", type=int, help="head count, where the weights file does not record it")
 
@@ -131,6 +132,11 @@ def build_parser() -> Parser:
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("heads", help="score every head on a text (full mode): previous-token, induction, ...")
+    p.add_argument("--text", required=True, help="a text that repeats itself gives every head an induction score")
+    _common_model(p)
+    p.add_argument("--json", action="store_true")
+
     sub.add_parser("app", help="start the app (flags after it go to streamlit run, e.g. --server.port 8600)")
     p = sub.add_parser("class-server", help="N app processes behind nginx, one per core, for a class (Ctrl-C stops)")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="app processes (default: the cores)")
@@ -176,8 +182,13 @@ def format_shapes(report: dict) -> str:
 # ---------------------------------------------------------------------------- commands
 def _model(a):
     """The model of --weights, or random --model weights of --seed."""
+    from .demo_model import DEMO_PATH
     from .weights import load_safetensors, random_model
 
+    if a.weights == "demo":
+        if not DEMO_PATH.is_file():
+            raise ValueError(f"no demo model at {DEMO_PATH}: make it with python -m gpt2viz train-demo")
+        a.weights = str(DEMO_PATH)
     if a.weights:
         loaded = load_safetensors(a.weights, n_head=a.n_head)
         model = loaded.model
@@ -249,6 +260,28 @@ def cmd_patch(a) -> int:
     print("restored fraction, resid_pre (rows: blocks, columns: positions)")
     for b, row in enumerate(r["restored"]["resid_pre"]):
         print(f"  {b:3d} " + " ".join("   nan" if v is None else f"{v:6.2f}" for v in row))
+    return 0
+
+
+def cmd_heads(a) -> int:
+    from . import tokenizer
+    from .heads import SCORES, find_heads, head_name, ranked
+
+    model = _model(a)
+    ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
+    rows = find_heads(model, ids)
+    if a.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{model.config.name} · {len(ids)} tokens · full · {len(rows)} heads")
+    print("block head  previous  induction  first  entropy  distance")
+    for r in rows:
+        ind = "     -" if r["induction"] is None else f"{r['induction']:6.3f}"
+        print(f"{r['block']:5d} {r['head']:4d}  {r['previous_token']:8.3f}  {ind:>9s}  {r['first_token']:5.3f}  "
+              f"{r['entropy']:7.3f}  {r['mean_distance']:8.2f}")
+    for key, s in SCORES.items():
+        top = ranked(rows, key)[:3]
+        print(f"{s.title}: " + (", ".join(f"{head_name(r)} ({r[key]:.3g})" for r in top) or "no repeat in the text"))
     return 0
 
 
@@ -325,7 +358,7 @@ def cmd_download(a) -> int:
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
-            "ablate": cmd_ablate, "patch": cmd_patch}
+            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads}
 
 
 def main(argv=None) -> int:

@@ -47,6 +47,7 @@ PAGES = (
     PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
     PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made
+    PageRow("heads", "Head finder", ":material/manage_search:", "Classroom", charts=5),
     PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
     PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
     PageRow("about", "About", ":material/info:", "Reference"),

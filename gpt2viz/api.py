@@ -20,6 +20,7 @@ from . import plots
 from .components import component_tree
 from .config import PRESETS, GPT2Config, get_config
 from .demo_model import DEMO_PATH
+from .hooks import from_hook, to_hook
 from .model import GPT2, causal_mask
 from .modes import run as run_model
 from .schema import Mode, concrete, recorded, symbolic, text_dims
@@ -35,10 +36,14 @@ class Run:
     config: GPT2Config
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        return self.trace[name]
+        """A recorded tensor by the app's name, or by its TransformerLens hook name (in that layout)."""
+        ours = from_hook(name)
+        if ours is None:
+            return self.trace[name]
+        return to_hook(ours, self.trace[ours], self.config.layer_norm_epsilon, self.trace.P)[1]
 
     def __contains__(self, name: str) -> bool:
-        return name in self.trace
+        return (from_hook(name) or name) in self.trace
 
     @property
     def names(self) -> list[str]:

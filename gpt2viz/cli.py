@@ -87,6 +87,8 @@ def build_parser() -> Parser:
     p.add_argument("--mode", default="full", choices=modes)
     _no_dropout(p)
     p.add_argument("--out", help="write every recorded tensor to this .safetensors file")
+    p.add_argument("--hook-names", action="store_true",
+                   help="with --out: TransformerLens' hook names and layouts (names with no hook keep ours)")
     p.add_argument("--names", nargs="*", help="record only these names or glob patterns")
     p.add_argument("--json", action="store_true")
 
@@ -206,7 +208,13 @@ def cmd_trace(a) -> int:
     model = _model(a)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
     trace = run(model, ids, a.mode, names=a.names, seed=a.seed, dropout=a.dropout)
-    if a.out:
+    if a.hook_names and not a.out:
+        raise UsageError("trace: --hook-names is for --out FILE")
+    if a.out and a.hook_names:
+        from .hooks import save_as_hooks
+
+        save_as_hooks(trace, a.out, model.config.layer_norm_epsilon)
+    elif a.out:
         trace.save(a.out)
     if a.json:
         print(json.dumps({"model": trace.model, "mode": trace.mode.value, "token_ids": list(trace.token_ids),

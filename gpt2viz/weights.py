@@ -330,3 +330,43 @@ def find_hf_checkpoints(env=os.environ) -> list[CachedCheckpoint]:
                 found.append(CachedCheckpoint(parts[-1], str(file)))
                 break
     return found
+
+
+# ---------------------------------------------------------------------------- transformers
+def hf_config(cfg: GPT2Config):
+    """transformers' GPT2Config of these sizes, with eager attention (the fused kernels hide the
+    attention weights). transformers is only needed here: it is not a dependency of gpt2viz."""
+    from transformers import GPT2Config as HFConfig
+
+    return HFConfig(vocab_size=cfg.vocab_size, n_positions=cfg.n_positions, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
+                    n_head=cfg.n_head, n_inner=cfg.d_mlp, activation_function=cfg.activation,
+                    layer_norm_epsilon=cfg.layer_norm_epsilon, resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout,
+                    attn_pdrop=cfg.dropout, tie_word_embeddings=cfg.tied, attn_implementation="eager")
+
+
+@torch.no_grad()
+def to_transformers(model: GPT2):
+    """transformers' GPT2LMHeadModel (eager attention, eval mode) holding a copy of `model`'s weights:
+    every tensor by its checkpoint name, shapes checked. Both keep Conv1D's [in, out] layout, so
+    nothing is transposed. A config without biases gets zero biases (the same function)."""
+    from transformers import GPT2LMHeadModel
+
+    hf = GPT2LMHeadModel(hf_config(model.config)).eval()
+    ours = dict(model.named_parameters())
+    theirs = dict(hf.transformer.named_parameters()) | {"lm_head.weight": hf.lm_head.weight}
+    if model.config.tied:
+        del theirs["lm_head.weight"]  # transformers ties it to wte, as GPT-2 does
+    for name, p in theirs.items():
+        if name in ours:
+            if p.shape != ours[name].shape:
+                raise WeightsError(f"{name}: transformers expects {list(p.shape)}, "
+                                   f"gpt2viz has {list(ours[name].shape)}")
+            p.copy_(ours[name])
+        elif name.endswith(".bias") and not model.config.bias:
+            p.zero_()
+        else:
+            raise WeightsError(f"transformers' GPT-2 has {name!r}, which gpt2viz's model lacks")
+    unused = set(ours) - set(theirs)
+    if unused:
+        raise WeightsError(f"gpt2viz's {sorted(unused)[0]!r} has no place in transformers' GPT-2")
+    return hf

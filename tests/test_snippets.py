@@ -1,0 +1,126 @@
+"""The Code panel's snippets (gpt2viz/snippets.py): each is run as a student would run it, and the
+numbers it leaves in `result` are the page's, computed as the page computes them from its trace:
+exactly with gpt2viz, within 1e-4 with transformers on the same weights."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from gpt2viz.api import load
+from gpt2viz.config import get_config
+from gpt2viz.modes import run
+from gpt2viz.snippets import PAGES, View, cells, snippet
+from gpt2viz.tokenizer import encode
+from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
+from gpt2viz.weights import random_model, to_transformers
+
+pytest.importorskip("transformers")
+
+TEXT = " people play one good game people play"
+TOL = {"gpt2viz": dict(rtol=0, atol=1e-6), "transformers": dict(rtol=0, atol=1e-4)}
+LN_PREFIX = {"ln_1": "blocks.{b}.ln1.", "ln_2": "blocks.{b}.ln2.", "ln_f": "ln_f."}
+
+
+def page_numbers(page: str, trace, v: View) -> torch.Tensor:
+    """The page's main numbers, by the calls its view script makes (views/<page>.py)."""
+    b, h = v.block, v.head
+    if page == "attention":
+        return trace.get("attn.pattern", b, head=h)[0]  # [T, L]
+    if page == "mlp":
+        return trace.get("mlp.post", b)[0]
+    if page == "output":
+        return torch.tensor(top_next_tokens(trace, k=10)[0])
+    if page == "overview":
+        return residual_norm_series(trace)[1][2::2]  # rows: block i in, block i mid, ..., final
+    if page == "merge":
+        return trace.get("attn.out", b)[0]
+    if page == "block":
+        return trace.get("resid_post", b)[0]
+    if page == "tokens":
+        return trace["embed.out"][0]
+    if page == "layernorm":
+        return trace[LN_PREFIX[v.value("ln", "ln_1")].format(b=b) + "out"][0]
+    raise AssertionError(page)
+
+
+def view(weights: str, mode: str, page_values=(), block: int = 1, head: int = 2) -> View:
+    cfg = load(weights).config
+    return View(TEXT, weights, mode, block, head, values=page_values, n_layer=cfg.n_layer, n_tokens=len(encode(TEXT)))
+
+
+def check(page: str, v: View, kind: str) -> float:
+    """Run the snippet; assert its `result` is the page's; return the largest difference."""
+    namespace = {}
+    exec(compile(snippet(page, v, kind), f"<{page} {kind}>", "exec"), namespace)
+    expected = page_numbers(page, run(load(v.weights).model, encode(v.text), v.mode, seed=v.seed), v)
+    got = namespace["result"]
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, **TOL[kind])
+    return float((got - expected).abs().max())
+
+
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("mode", ["full", "decode"])
+@pytest.mark.parametrize("weights", ["random:tiny:seed=0", "demo"])
+@pytest.mark.parametrize("page", ["attention", "mlp", "output"])
+def test_snippet_reproduces_the_page(page, weights, mode, kind):
+    check(page, view(weights, mode), kind)
+
+
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("page,values", [("overview", ()), ("tokens", ()), ("block", ()), ("merge", ()),
+                                         ("layernorm", (("ln", "ln_2"),)), ("layernorm", (("ln", "ln_f"),))])
+def test_every_component_page_in_full_mode(page, values, kind):
+    check(page, view("random:tiny:seed=1", "full", values), kind)
+
+
+def test_prefill_output_and_a_one_token_decode():
+    check("output", view("demo", "prefill"), "transformers")
+    one = dataclasses.replace(view("demo", "decode"), text=" people", n_tokens=1)  # no cache to build first
+    assert "cache" not in snippet("attention", one, "transformers")
+    check("attention", one, "transformers")
+
+
+def test_training_gpt2viz_snippet_draws_the_pages_dropout():
+    v = dataclasses.replace(view("random:tiny:seed=3", "training"), seed=3)
+    assert "seed=3" in snippet("mlp", v, "gpt2viz")
+    check("mlp", v, "gpt2viz")
+    assert "without dropout" in snippet("mlp", v, "transformers")  # transformers cannot draw the same masks
+
+
+def test_cells_file_runs_both_kinds_as_cells():
+    v = view("random:tiny:seed=0", "full")
+    text = cells("attention", v)
+    parts = text.split("# %%\n")
+    assert len(parts) == 3 and text.count("result = ") == 2
+    namespace = {}
+    exec(text, namespace)  # a cells file is also a plain script
+    assert namespace["result"].shape == (len(encode(TEXT)),) * 2
+
+
+def test_every_page_has_a_snippet_and_unknown_ones_say_which_exist():
+    v = view("random:tiny:seed=0", "full")
+    for page in PAGES:
+        for kind in ("gpt2viz", "transformers"):
+            compile(snippet(page, v, kind), page, "exec")
+            assert len(snippet(page, v, kind).splitlines()) <= 30
+    with pytest.raises(ValueError, match="attention"):
+        snippet("nowhere", v, "gpt2viz")
+    with pytest.raises(ValueError, match="kind"):
+        snippet("attention", v, "jax")
+
+
+@pytest.mark.parametrize("bias,tied,n_inner", [(True, True, None), (False, False, 100)])
+def test_to_transformers_computes_our_logits(bias, tied, n_inner):
+    cfg = dataclasses.replace(get_config("tiny"), bias=bias, tied=tied, n_inner=n_inner)
+    ours = random_model(cfg, 5)
+    with torch.no_grad():
+        for p in ours.parameters():  # away from the fresh init's zero biases and unit gains
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())) * 0.05)
+        ids = torch.tensor([encode(TEXT)])
+        hf = to_transformers(ours)
+        torch.testing.assert_close(hf(ids).logits, ours(ids)[0], rtol=0, atol=1e-4)
+    assert hf.config._attn_implementation == "eager" and not hf.training
+    if not tied:
+        assert not torch.equal(hf.lm_head.weight, hf.transformer.wte.weight)

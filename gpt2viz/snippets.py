@@ -31,6 +31,7 @@ class View:
     bias: bool = True  # False or untied: transformers gets the weights through gpt2viz
     tied: bool = True
     n_tokens: int = 2  # the text's tokens (decode with a single token has no cache to build)
+    cut: bool = False  # the text is longer than the context: the page runs its first n_tokens tokens
 
     def value(self, key: str, default=None):
         return dict(self.values).get(key, default)
@@ -97,10 +98,17 @@ def _header(page: str, v: View, kind: str) -> list[str]:
             f"TEXT = {v.text!r}"]
 
 
+def _tokens(v: View) -> str:
+    """The expression of the page's token ids: the text's, cut to the context as the page cuts it."""
+    return f"encode(TEXT)[:{v.n_tokens}]" if v.cut else "encode(TEXT)"
+
+
 def _ours(page: str, v: View) -> list[str]:
     seed = f", seed={v.seed}" if v.mode == "training" else ""
-    lines = ["import gpt2viz", "", f"model = gpt2viz.load({v.weights!r})",
-             f"run = model.run(TEXT, mode={v.mode!r}{seed})  # every tensor, named as in the app"]
+    text = _tokens(v) if v.cut else "TEXT"
+    lines = ["import gpt2viz", *(["from gpt2viz.tokenizer import encode"] if v.cut else []), "",
+             f"model = gpt2viz.load({v.weights!r})",
+             f"run = model.run({text}, mode={v.mode!r}{seed})  # every tensor, named as in the app"]
     if page == "overview":
         return lines + [f"# ‖stream‖ leaving each block, per position [{v.n_layer}, T]",
                         "result = torch.stack([run[f\"blocks.{i}.resid_post\"][0].norm(dim=-1) "
@@ -141,7 +149,7 @@ def _forward(v: View) -> list[str]:
 def _theirs(page: str, v: View) -> list[str]:
     lines = ["import torch", "from transformers import GPT2LMHeadModel", "", "import gpt2viz",
              "from gpt2viz.tokenizer import encode", *_load_transformers(v),
-             "ids = torch.tensor([encode(TEXT)])  # [1, T]: GPT-2's tokens", ""]
+             f"ids = torch.tensor([{_tokens(v)}])  # [1, T]: GPT-2's tokens", ""]
     if v.mode == "training":
         lines += ["# training: the page's dropout masks are gpt2viz's seeded draws, which transformers cannot",
                   "# repeat; this runs without dropout, as gpt2viz's model.run(TEXT, 'training', dropout=False)", ""]

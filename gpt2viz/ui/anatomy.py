@@ -24,6 +24,7 @@ from ..tokenizer import ENDOFTEXT, ENDOFTEXT_ID
 from ..trace import Trace
 from . import demo
 from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
+from .code_panel import snippets
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
 from .working import working
@@ -186,7 +187,7 @@ def footer(page: ComponentPage) -> None:
             child_section(ch, sel)
     shapes(c, sel)
     parameters(c, sel)
-    code(c)
+    code(c, page)
     sources(c)
     if page.trace is not None:
         export(page)
@@ -263,8 +264,10 @@ def parameters(c: Component, sel: Selection, heading: bool = True) -> None:
         st.caption(c.weights_note)
 
 
-def code(c: Component) -> None:
+def code(c: Component, page: ComponentPage | None = None) -> None:
     st.subheader("Code")
+    if page is not None:
+        snippets(page.row.url, page.sel)
     for fn in OUR_CODE.get(c.id, []):
         lines, start = inspect.getsourcelines(fn)
         with st.expander(f"gpt2viz/model.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):

@@ -1,0 +1,37 @@
+"""The Code panel's snippets (gpt2viz/snippets.py) for the view on screen: one tab per kind
+(gpt2viz · transformers), each copyable, and one download of both as a `.py` of `# %%` cells."""
+
+import streamlit as st
+
+from ..snippets import KINDS, View, cells, snippet
+from .state import Selection
+
+PAGE_VALUES = {"layernorm": ("ln",)}  # the page's own controls the snippet follows (session keys)
+
+
+def view_of(sel: Selection, values: tuple = ()) -> View | None:
+    """The selection as a snippet's view; None when the weights have no spec gpt2viz.load takes."""
+    w, cfg = sel.weights, sel.config
+    spec = f"random:{w.model_name}:seed={w.seed}" if w.random else "demo" if w.demo else w.path
+    if spec is None:
+        return None
+    return View(sel.text, spec, sel.mode.value, sel.block, sel.head, seed=w.seed, values=values,
+                n_layer=cfg.n_layer, bias=cfg.bias, tied=cfg.tied, n_tokens=len(sel.ids), cut=bool(sel.cut))
+
+
+def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
+    """The snippets that recompute `page`'s main numbers for this view (`values`: the page's controls)."""
+    values = values or tuple((k, st.session_state[k]) for k in PAGE_VALUES.get(page, ()) if st.session_state.get(k))
+    view = None if sel.text_error else view_of(sel, values)
+    if view is None:
+        st.caption("The snippets need a text and weights gpt2viz.load can open.")
+        return
+    st.markdown("**Recompute this page's numbers yourself**, for this text, weights, mode, block and head: with "
+                "gpt2viz, or with plain `transformers` on the same weights (forward hooks on its modules). Each "
+                "script leaves the numbers in `result`.")
+    for tab, kind in zip(st.tabs(list(KINDS)), KINDS):
+        with tab:
+            st.code(snippet(page, view, kind), language="python")
+    st.download_button(f"gpt2viz-{page}.py (both, as # %% cells)", lambda: cells(page, view),
+                       file_name=f"gpt2viz-{page}.py", mime="text/x-python", key=f"cells-{page}",
+                       icon=":material/download:", on_click="ignore")

@@ -1,0 +1,52 @@
+"""The Code panel on the pages (AppTest, tiny model): two tabs, gpt2viz and transformers, whose code is
+the snippet of this view (text, weights, mode, block, head, the page's own controls), and a download."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.ui.pages import BY_URL, PAGES
+
+COMPONENT_PAGES = [row.url for row in PAGES if row.component]
+
+
+def open_page(url: str, **params) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in {"model": "tiny", **params}.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page(BY_URL[url].file)
+    return at.run()
+
+
+def snippets_shown(at) -> list[str]:
+    """The code blocks of the panel: the ones that load weights the gpt2viz way."""
+    return [c.value for c in at.code if "gpt2viz.load(" in c.value]
+
+
+@pytest.mark.parametrize("url", COMPONENT_PAGES)
+def test_every_component_page_has_the_code_panel(url):
+    at = open_page(url, block=1, head=3, mode="decode")
+    assert not at.exception, at.exception[0].value
+    assert [t.label for t in at.tabs if t.label in ("gpt2viz", "transformers")] == ["gpt2viz", "transformers"]
+    ours, theirs = snippets_shown(at)
+    assert "model.run(TEXT, mode='decode')" in ours and "gpt2viz.load('random:tiny:seed=0')" in ours
+    assert "to_transformers(" in theirs and "cache=cache" in theirs and "register_forward_hook" in theirs \
+        or url == "output"
+    downloads = at.get("download_button")
+    assert any(f"gpt2viz-{url}.py" in d.proto.label for d in downloads)
+
+
+def test_the_panel_follows_the_view():
+    at = open_page("attention", block=1, head=3, seed=7)
+    ours, theirs = snippets_shown(at)
+    assert 'run["blocks.1.attn.pattern"][0, 3]' in ours and "seed=7" in ours
+    assert "hf.transformer.h[1].attn.register_forward_hook" in theirs and 'seen["out"][1][0, 3]' in theirs
+    at = open_page("layernorm", ln="ln_f")
+    ours, theirs = snippets_shown(at)
+    assert 'run["ln_f.out"][0]' in ours and "hf.transformer.ln_f.register_forward_hook" in theirs
+
+
+def test_the_demo_models_snippet_reads_the_file():
+    at = open_page("mlp", weights="demo")
+    ours, theirs = snippets_shown(at)
+    assert "gpt2viz.load('demo')" in ours and "load_file(DEMO_PATH)" in theirs and "mlp.act" in theirs

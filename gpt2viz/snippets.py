@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .config import PRESETS
 
 KINDS = ("gpt2viz", "transformers")
+WIDTH = 88  # characters a line may take: the panel shows about 90 at 1280 px without scrolling
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,9 @@ class View:
     head: int = 0
     seed: int = 0  # training's dropout seed (the app uses the random weights' seed)
     values: tuple[tuple[str, object], ...] = ()
-    n_layer: int = 12  # of the weights in view (the overview reads every block)
+    n_layer: int = 12  # of the weights in view (the overview reads every block, the head finder every head)
+    n_head: int = 12
+    d_head: int = 64
     bias: bool = True  # False or untied: transformers gets the weights through gpt2viz
     tied: bool = True
     n_tokens: int = 2  # the text's tokens (decode with a single token has no cache to build)
@@ -80,7 +83,10 @@ def _target(page: str, v: View) -> Target:
     return targets[page]
 
 
-PAGES = ("overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output")
+COMPONENT_PAGES = ("overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output")
+PAGES = COMPONENT_PAGES + ("whatif", "lens", "heads")
+FULL_ONLY = ("whatif", "heads")  # pages that run the whole text in full mode, whatever the sidebar's mode
+TOP_K = 10  # the What if page's tokens: the untouched run's ten most likely next tokens
 
 
 def weights_comment(spec: str) -> str:
@@ -92,9 +98,16 @@ def weights_comment(spec: str) -> str:
     return f"the checkpoint {spec}"
 
 
+def _mode(page: str, v: View) -> str:
+    return "full" if page in FULL_ONLY else v.mode
+
+
 def _header(page: str, v: View, kind: str) -> list[str]:
-    where = f"block {v.block}" + (f", head {v.head}" if page == "attention" else "")
-    return [f"# The {page} page recomputed with {kind}: {where}, {v.mode} mode, {weights_comment(v.weights)}",
+    where = {"attention": f"block {v.block}, head {v.head}", "lens": f"position {_position(v)}",
+             "whatif": _knockout(v)[0], "heads": "every head", "overview": "every block", "tokens": "",
+             "output": "the last position"}.get(page, f"block {v.block}")
+    return [f"# The {page} page, recomputed with {kind}",
+            "# " + " · ".join(x for x in (where, f"{_mode(page, v)} mode", weights_comment(v.weights)) if x),
             f"TEXT = {v.text!r}"]
 
 
@@ -103,70 +116,155 @@ def _tokens(v: View) -> str:
     return f"encode(TEXT)[:{v.n_tokens}]" if v.cut else "encode(TEXT)"
 
 
+def _position(v: View) -> int:
+    """The Logit lens page's position (an index into the run's T positions; decode has one)."""
+    T = 1 if v.mode == "decode" else v.n_tokens
+    return min(int(v.value("lens_pos", T - 1)), T - 1)
+
+
+def _knockout(v: View) -> tuple[str, str, int, str]:
+    """The What if page's (label, part, index, method): part head, attn, mlp or neuron."""
+    part, method = v.value("part", "head"), v.value("method", "zero")
+    index = int(v.value("neuron", 0)) if part == "neuron" else v.head
+    label = {"head": f"head {v.block}.{index}", "attn": f"block {v.block}'s attention",
+             "mlp": f"block {v.block}'s MLP", "neuron": f"neuron {index} of block {v.block}'s MLP"}[part]
+    return f"{label} knocked out ({method})", part, index, method
+
+
+# ---------------------------------------------------------------------------- gpt2viz
 def _ours(page: str, v: View) -> list[str]:
-    seed = f", seed={v.seed}" if v.mode == "training" else ""
+    seed = f", seed={v.seed}" if v.mode == "training" and page not in FULL_ONLY else ""
     text = _tokens(v) if v.cut else "TEXT"
-    lines = ["import gpt2viz", *(["from gpt2viz.tokenizer import encode"] if v.cut else []), "",
-             f"model = gpt2viz.load({v.weights!r})",
-             f"run = model.run({text}, mode={v.mode!r}{seed})  # every tensor, named as in the app"]
+    body, imports = _ours_body(page, v)
+    needs_encode = v.cut or page == "whatif"
+    return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz", *imports,
+            *(["from gpt2viz.tokenizer import encode"] if needs_encode else []), "",
+            f"model = gpt2viz.load({v.weights!r})",
+            f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app",
+            *body, "print(result)"]
+
+
+def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
     if page == "overview":
-        return lines + [f"# ‖stream‖ leaving each block, per position [{v.n_layer}, T]",
-                        "result = torch.stack([run[f\"blocks.{i}.resid_post\"][0].norm(dim=-1) "
-                        f"for i in range({v.n_layer})])", "print(result)"]
+        return [f"# ‖stream‖ leaving each block, per position [{v.n_layer}, T]",
+                "result = torch.stack([run[f\"blocks.{i}.resid_post\"][0].norm(dim=-1) "
+                f"for i in range({v.n_layer})])"], []
+    if page == "lens":
+        return [f"rows = logit_lens(model.model, run.trace, position={_position(v)})  # one row per depth",
+                "# at each depth, the probability of the model's final top token",
+                "result = torch.tensor([row.final_prob for row in rows])"], ["from gpt2viz.lens import logit_lens"]
+    if page == "heads":
+        return ["rows = score_trace(run.trace)  # one row per head: its block, its index and five scores",
+                "# previous-token score: the mean attention from position i to i − 1, per head",
+                f'result = torch.tensor([row["previous_token"] for row in rows]).view({v.n_layer}, {v.n_head})'], \
+            ["from gpt2viz.heads import score_trace"]
+    if page == "whatif":
+        label, part, index, method = _knockout(v)
+        return [f'top = run["logits"][0, -1].softmax(-1).topk({TOP_K}).indices  # the likeliest next tokens',
+                f"knocked = knockout(model.model, {_tokens(v)}, Target({v.block}, {part!r}, {index}), {method!r})",
+                f'result = knocked["logits"][0, -1].softmax(-1)[top]  # their probabilities, {label}'], \
+            ["from gpt2viz.whatif import Target, knockout"]
     t = _target(page, v)
-    return lines + [f"result = {t.ours}  # {t.what}", "print(result)"]
+    return [f"result = {t.ours}  # {t.what}"], []
 
 
+# ---------------------------------------------------------------------------- transformers
 def _is_file(spec: str) -> bool:
     return spec == "demo" or spec.endswith(".safetensors") or "/" in spec
 
 
-def _load_transformers(v: View) -> list[str]:
-    """The lines that give `hf`, transformers' GPT-2 with the view's weights."""
+def _load_transformers(v: View) -> tuple[list[str], list[str]]:
+    """(imports, lines) that give `hf`, transformers' GPT-2 with the view's weights."""
     if _is_file(v.weights) and v.bias and v.tied:
         path = "DEMO_PATH" if v.weights == "demo" else repr(v.weights)
-        return (["from gpt2viz.demo_model import DEMO_PATH"] if v.weights == "demo" else []) + [
-            "from gpt2viz.weights import hf_config", "from safetensors.torch import load_file", "",
-            "# transformers' GPT-2 of the checkpoint's sizes (eager attention), its weights read from the file",
+        return [*(["from gpt2viz.demo_model import DEMO_PATH"] if v.weights == "demo" else []),
+                "from gpt2viz.weights import hf_config"], [
+            "# transformers' GPT-2 of the checkpoint's sizes, eager attention",
             f"hf = GPT2LMHeadModel(hf_config(gpt2viz.load({v.weights!r}).config)).eval()",
+            "# its weights, read from the file (which may also hold attn.bias: a mask, not a weight)",
             f"state = {{k.removeprefix('transformer.'): w for k, w in load_file({path}).items()}}",
-            "missing = hf.transformer.load_state_dict(state, strict=False).missing_keys  # the file may hold",
-            "assert not missing, missing  # the causal-mask buffers attn.bias, which are not weights"]
-    return ["from gpt2viz.weights import to_transformers", "",
-            "# gpt2viz makes the weights; to_transformers copies each tensor into transformers' GPT-2",
-            f"hf = to_transformers(gpt2viz.load({v.weights!r}).model)  # GPT2LMHeadModel, eager attention"]
+            "missing = hf.transformer.load_state_dict(state, strict=False).missing_keys",
+            "assert not missing, missing  # every weight came from the file"]
+    return ["from gpt2viz.weights import to_transformers"], [
+        "# gpt2viz makes the weights; to_transformers copies each tensor into transformers' GPT-2",
+        f"hf = to_transformers(gpt2viz.load({v.weights!r}).model)  # GPT2LMHeadModel, eager attention"]
 
 
-def _forward(v: View) -> list[str]:
-    if v.mode == "decode" and v.n_tokens > 1:
-        return ["    cache = hf(ids[:, :-1], use_cache=True).cache  # the KV cache of the P tokens before the last",
-                "    out = hf(ids[:, -1:], cache=cache)  # decode: the last token reads P + 1 keys"]
-    if v.mode == "prefill":
-        return ["    out = hf(ids, use_cache=True)  # prefill: every token at once, filling the KV cache"]
-    return ["    out = hf(ids)  # every token at once"]
+def _forward(page: str, v: View, out: str = "out") -> list[str]:
+    mode = _mode(page, v)
+    if mode == "decode" and v.n_tokens > 1:
+        return ["    cache = hf(ids[:, :-1], use_cache=True).cache  # the KV cache of the P tokens before",
+                f"    {out} = hf(ids[:, -1:], cache=cache)  # decode: the last token reads P + 1 keys"]
+    if mode == "prefill":
+        return [f"    {out} = hf(ids, use_cache=True)  # prefill: every token at once, filling the KV cache"]
+    return [f"    {out} = hf(ids)  # every token at once"]
+
+
+KEEP = ["seen = {}", "", "", "def keep(name):  # a forward hook that keeps what its module returns in seen[name]",
+        "    return lambda module, args, out: seen.update({name: out})", "", ""]
 
 
 def _theirs(page: str, v: View) -> list[str]:
-    lines = ["import torch", "from transformers import GPT2LMHeadModel", "", "import gpt2viz",
-             "from gpt2viz.tokenizer import encode", *_load_transformers(v),
+    imports, load = _load_transformers(v)
+    file = "load_file(" in "".join(load)
+    lines = ["import torch", *(["from safetensors.torch import load_file"] if file else []),
+             "from transformers import GPT2LMHeadModel", "", "import gpt2viz", "from gpt2viz.tokenizer import encode",
+             *imports, "", *load,
              f"ids = torch.tensor([{_tokens(v)}])  # [1, T]: GPT-2's tokens", ""]
-    if v.mode == "training":
+    if _mode(page, v) == "training":
         lines += ["# training: the page's dropout masks are gpt2viz's seeded draws, which transformers cannot",
                   "# repeat; this runs without dropout, as gpt2viz's model.run(TEXT, 'training', dropout=False)", ""]
-    if page == "overview":
-        lines += ["seen = {}  # forward hooks keep what each block returns: the stream leaving it",
-                  "for i, block in enumerate(hf.transformer.h):",
-                  "    block.register_forward_hook(lambda module, args, out, i=i: seen.update({i: out}))",
-                  "with torch.no_grad():", *_forward(v),
-                  f"result = torch.stack([seen[i][0].norm(dim=-1) for i in range({v.n_layer})])  "
-                  f"# ‖stream‖ per block [{v.n_layer}, T]"]
-        return lines + ["print(result)"]
+    return lines + _theirs_body(page, v) + ["print(result)"]
+
+
+def _theirs_body(page: str, v: View) -> list[str]:
+    n = v.n_layer
+    if page in ("overview", "lens"):
+        hooks = [*KEEP, "for i, block in enumerate(hf.transformer.h):",
+                 "    block.register_forward_hook(keep(i + 1))  # seen[i + 1]: the stream leaving block i"]
+        if page == "overview":
+            return hooks + ["with torch.no_grad():", *_forward(page, v),
+                            f"# ‖stream‖ leaving each block, per position [{n}, T]",
+                            f"result = torch.stack([seen[i + 1][0].norm(dim=-1) for i in range({n})])"]
+        i = _position(v)
+        return [*KEEP, "hf.transformer.drop.register_forward_hook(keep(0))  # seen[0]: x0, the embeddings' sum",
+                *hooks[len(KEEP):],
+                "with torch.no_grad():", *_forward(page, v),
+                f"    x = torch.stack([seen[d][0, {i}] for d in range({n + 1})])  # position {i}, every depth",
+                "    probs = hf.lm_head(hf.transformer.ln_f(x)).softmax(-1)  # ln_f, then the token table",
+                "# at each depth, the probability of the model's final top token",
+                "result = probs[:, probs[-1].argmax()]"]
+    if page == "heads":
+        return ["with torch.no_grad():", "    out = hf(ids, output_attentions=True)  # every block's [1, nh, T, T]",
+                "# previous-token score: the mean attention from position i to i − 1, per head",
+                "below = [a[0].diagonal(offset=-1, dim1=-2, dim2=-1) for a in out.attentions]  # a[i, i − 1]",
+                "result = torch.stack([d.mean(-1) for d in below])  # [n_layer, nh]"]
+    if page == "whatif":
+        return _whatif(v)
     t = _target(page, v)
-    if t.module:
-        lines += ["seen = {}  # a forward hook keeps what the module returns",
-                  f"hf.{t.module}.register_forward_hook(lambda module, args, out: seen.update(out=out))"]
-    lines += ["with torch.no_grad():", *_forward(v), f"result = {t.theirs}  # {t.what}", "print(result)"]
-    return lines
+    hook = [*KEEP, f'hf.{t.module}.register_forward_hook(keep("out"))'] if t.module else []
+    return hook + ["with torch.no_grad():", *_forward(page, v), f"result = {t.theirs}  # {t.what}"]
+
+
+def _whatif(v: View) -> list[str]:
+    label, part, index, method = _knockout(v)
+    b, dh = v.block, v.d_head
+    where = {"head": (f"[..., {index * dh}:{(index + 1) * dh}]", f"transformer.h[{b}].attn.c_proj", "args[0]",
+                      "(x,)", f"c_proj's input: the heads side by side, head {index} in columns "
+                      f"{index * dh}–{(index + 1) * dh - 1}"),
+             "attn": ("[:]", f"transformer.h[{b}].attn", "out[0]", "(x, *out[1:])", "Δattn, the attention's output"),
+             "mlp": ("[:]", f"transformer.h[{b}].mlp", "out", "x", "Δmlp, the MLP's output"),
+             "neuron": (f"[..., {index}]", f"transformer.h[{b}].mlp.act", "out", "x", f"neuron {index} after GELU")}
+    cols, module, x, back, what = where[part]
+    value = "0" if method == "zero" else f"x{cols}.mean(1, keepdim=True)  # its mean over the positions"
+    pre = part == "head"
+    return ["with torch.no_grad():", "    before = hf(ids).logits[0, -1].softmax(-1)",
+            f"top = before.topk({TOP_K}).indices  # the untouched run's likeliest next tokens", "", "",
+            f"def knock_out(module, args{'' if pre else ', out'}):  # {what}",
+            f"    x = {x}.clone()  # [1, T, ·]", f"    x{cols} = {value}", f"    return {back}", "", "",
+            f"hf.{module}.register_forward_{'pre_' if pre else ''}hook(knock_out)",
+            "with torch.no_grad():", "    after = hf(ids).logits[0, -1].softmax(-1)",
+            f"result = after[top]  # their probabilities, {label}"]
 
 
 def snippet(page: str, view: View, kind: str) -> str:
@@ -174,9 +272,16 @@ def snippet(page: str, view: View, kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     body = _ours(page, view) if kind == "gpt2viz" else _theirs(page, view)
-    if kind == "gpt2viz" and page == "overview":
-        body = ["import torch", *body]
-    return "\n".join(_header(page, view, kind) + [""] + body) + "\n"
+    return "\n".join(_header(page, view, kind) + [""] + [x for line in body for x in _fit(line)]) + "\n"
+
+
+def _fit(line: str) -> list[str]:
+    """A line too wide for the panel with its comment: the comment above it, at its indentation."""
+    code, sep, comment = line.partition("  # ")
+    if len(line) <= WIDTH or not sep:
+        return [line]
+    indent = code[: len(code) - len(code.lstrip())]
+    return [f"{indent}# {comment}", code]
 
 
 def cells(page: str, view: View) -> str:

@@ -50,3 +50,18 @@ def test_the_demo_models_snippet_reads_the_file():
     at = open_page("mlp", weights="demo")
     ours, theirs = snippets_shown(at)
     assert "gpt2viz.load('demo')" in ours and "load_file(DEMO_PATH)" in theirs and "mlp.act" in theirs
+
+
+@pytest.mark.parametrize("url,says", [("whatif", "knockout(model.model"), ("lens", "logit_lens(model.model"),
+                                      ("heads", "score_trace(run.trace)")])
+def test_classroom_pages_have_the_code_panel(url, says):
+    at = open_page(url, block=1, head=2, part="neuron", neuron=5, method="mean", lens_pos=3)
+    assert not at.exception, at.exception[0].value
+    assert "Code" in [h.value for h in at.subheader]
+    ours, theirs = snippets_shown(at)
+    assert says in ours and "GPT2LMHeadModel" in theirs
+    if url == "whatif":
+        assert "Target(1, 'neuron', 5), 'mean')" in ours and "h[1].mlp.act" in theirs
+    if url == "lens":
+        assert "position=3" in ours and "seen[d][0, 3]" in theirs
+    assert any(f"gpt2viz-{url}.py" in d.proto.label for d in at.get("download_button"))

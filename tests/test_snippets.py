@@ -9,11 +9,15 @@ import torch
 
 from gpt2viz.api import load
 from gpt2viz.config import get_config
-from gpt2viz.modes import run
-from gpt2viz.snippets import PAGES, View, cells, snippet
+from gpt2viz.heads import PATTERNS, score_trace
+from gpt2viz.lens import logit_lens
+from gpt2viz.modes import Mode, run
+from gpt2viz.snippets import PAGES, WIDTH, View, cells, snippet
 from gpt2viz.tokenizer import encode
 from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
+from gpt2viz.ui.whatif_view import NEEDS, top_tokens
 from gpt2viz.weights import random_model, to_transformers
+from gpt2viz.whatif import Target, knockout, log_probs
 
 pytest.importorskip("transformers")
 
@@ -22,9 +26,20 @@ TOL = {"gpt2viz": dict(rtol=0, atol=1e-6), "transformers": dict(rtol=0, atol=1e-
 LN_PREFIX = {"ln_1": "blocks.{b}.ln1.", "ln_2": "blocks.{b}.ln2.", "ln_f": "ln_f."}
 
 
-def page_numbers(page: str, trace, v: View) -> torch.Tensor:
-    """The page's main numbers, by the calls its view script makes (views/<page>.py)."""
-    b, h = v.block, v.head
+def page_numbers(page: str, v: View) -> torch.Tensor:
+    """The page's main numbers, by the calls its view script makes (views/<page>.py, gpt2viz/ui/)."""
+    b, h, model, ids = v.block, v.head, load(v.weights).model, encode(v.text)
+    if page == "heads":  # heads_view.scores: one full run of every pattern
+        rows = score_trace(run(model, ids, Mode.FULL, names=PATTERNS))
+        return torch.tensor([r["previous_token"] for r in rows]).view(v.n_layer, v.n_head)
+    if page == "whatif":  # whatif_view: the clean run's top tokens, their probabilities after the knock-out
+        clean = run(model, ids, Mode.FULL, names=NEEDS)
+        part, method = v.value("part"), v.value("method")
+        after = log_probs(knockout(model, ids, Target(b, part, v.value("neuron", h)), method)).exp()
+        return after[top_tokens(clean)[2]]
+    trace = run(model, ids, v.mode, seed=v.seed)
+    if page == "lens":
+        return torch.tensor([r.final_prob for r in logit_lens(model, trace, position=v.value("lens_pos"))])
     if page == "attention":
         return trace.get("attn.pattern", b, head=h)[0]  # [T, L]
     if page == "mlp":
@@ -46,14 +61,15 @@ def page_numbers(page: str, trace, v: View) -> torch.Tensor:
 
 def view(weights: str, mode: str, page_values=(), block: int = 1, head: int = 2) -> View:
     cfg = load(weights).config
-    return View(TEXT, weights, mode, block, head, values=page_values, n_layer=cfg.n_layer, n_tokens=len(encode(TEXT)))
+    return View(TEXT, weights, mode, block, head, values=page_values, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                d_head=cfg.d_head, n_tokens=len(encode(TEXT)))
 
 
 def check(page: str, v: View, kind: str) -> float:
     """Run the snippet; assert its `result` is the page's; return the largest difference."""
     namespace = {}
     exec(compile(snippet(page, v, kind), f"<{page} {kind}>", "exec"), namespace)
-    expected = page_numbers(page, run(load(v.weights).model, encode(v.text), v.mode, seed=v.seed), v)
+    expected = page_numbers(page, v)
     got = namespace["result"]
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, **TOL[kind])
@@ -73,6 +89,29 @@ def test_snippet_reproduces_the_page(page, weights, mode, kind):
                                          ("layernorm", (("ln", "ln_2"),)), ("layernorm", (("ln", "ln_f"),))])
 def test_every_component_page_in_full_mode(page, values, kind):
     check(page, view("random:tiny:seed=1", "full", values), kind)
+
+
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("weights,mode,values", [
+    ("demo", "full", (("part", "head"), ("method", "zero"))), ("demo", "full", (("part", "head"), ("method", "mean"))),
+    ("random:tiny:seed=2", "decode", (("part", "attn"), ("method", "mean"))),  # the page runs full mode anyway
+    ("demo", "full", (("part", "mlp"), ("method", "zero"))),
+    ("demo", "full", (("part", "neuron"), ("method", "mean"), ("neuron", 77)))])
+def test_whatif_knockouts(weights, mode, values, kind):
+    check("whatif", view(weights, mode, values), kind)
+
+
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("weights,mode,position", [("demo", "full", 3), ("demo", "decode", 0),
+                                                   ("random:tiny:seed=0", "prefill", 6)])
+def test_logit_lens(weights, mode, position, kind):
+    check("lens", view(weights, mode, (("lens_pos", position),)), kind)
+
+
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("weights", ["demo", "random:tiny:seed=0"])
+def test_head_finder(weights, kind):
+    check("heads", view(weights, "training"), kind)  # the page scores the full run whatever the mode
 
 
 def test_prefill_output_and_a_one_token_decode():
@@ -103,8 +142,11 @@ def test_every_page_has_a_snippet_and_unknown_ones_say_which_exist():
     v = view("random:tiny:seed=0", "full")
     for page in PAGES:
         for kind in ("gpt2viz", "transformers"):
-            compile(snippet(page, v, kind), page, "exec")
-            assert len(snippet(page, v, kind).splitlines()) <= 30
+            lines = snippet(page, v, kind).splitlines()
+            compile("\n".join(lines), page, "exec")
+            code = [x for x in lines if x.strip() and not x.lstrip().startswith("#")]
+            assert len(code) <= 25, (page, kind)  # short enough to read
+            assert all(len(x) <= WIDTH for x in lines if not x.startswith("TEXT = ")), (page, kind)
     with pytest.raises(ValueError, match="attention"):
         snippet("nowhere", v, "gpt2viz")
     with pytest.raises(ValueError, match="kind"):

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gpt2viz.ui import code_panel
 from gpt2viz.ui import heads_view as hv
 from gpt2viz.ui.anatomy import random_note, selection
 
@@ -21,3 +22,4 @@ hv.scatter(sel, rows)
 st.subheader("Open a head")
 hv.open_head(sel, rows)
 random_note(sel)  # what the weights in use are (at length for the demo model), after the picture
+code_panel.section("heads", sel)

@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.lens import decompose, lens_grid, lens_window, logit_lens
 from gpt2viz.tokenizer import readable_tokens
+from gpt2viz.ui import code_panel
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
 from gpt2viz.ui.text import code_span
@@ -43,3 +44,4 @@ plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offs
                       "L2 norm"))
 st.markdown(f"Sum of the {len(d.labels)} part{'s' * (len(d.labels) != 1)} minus the recorded stream: largest "
             f"difference **{d.max_abs_error:.2e}** (float32 rounding).")
+code_panel.section("lens", sel, (("lens_pos", i),))

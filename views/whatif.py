@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gpt2viz.ui import story
+from gpt2viz.ui import code_panel, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection
 
@@ -22,3 +22,4 @@ st.subheader("Which later tensors changed most")
 wv.changed_table(knocked)
 st.subheader("Every part, one at a time")
 wv.sweep_section(sel, clean, method)
+code_panel.section("whatif", sel, (("part", target.part), ("method", method), ("neuron", target.index)))

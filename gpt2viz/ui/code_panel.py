@@ -16,7 +16,14 @@ def view_of(sel: Selection, values: tuple = ()) -> View | None:
     if spec is None:
         return None
     return View(sel.text, spec, sel.mode.value, sel.block, sel.head, seed=w.seed, values=values,
-                n_layer=cfg.n_layer, bias=cfg.bias, tied=cfg.tied, n_tokens=len(sel.ids), cut=bool(sel.cut))
+                n_layer=cfg.n_layer, n_head=cfg.n_head, d_head=cfg.d_head, bias=cfg.bias, tied=cfg.tied,
+                n_tokens=len(sel.ids), cut=bool(sel.cut))
+
+
+def section(page: str, sel: Selection, values: tuple = ()) -> None:
+    """The Code section of a page without a component (What if, Logit lens, Head finder)."""
+    st.subheader("Code")
+    snippets(page, sel, values)
 
 
 def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
@@ -26,7 +33,7 @@ def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
     if view is None:
         st.caption("The snippets need a text and weights gpt2viz.load can open.")
         return
-    st.markdown("**Recompute this page's numbers yourself**, for this text, weights, mode, block and head: with "
+    st.markdown("**Recompute this page's numbers yourself**, for this view (text, weights, mode, block, head): with "
                 "gpt2viz, or with plain `transformers` on the same weights (forward hooks on its modules). Each "
                 "script leaves the numbers in `result`.")
     for tab, kind in zip(st.tabs(list(KINDS)), KINDS):

@@ -84,8 +84,8 @@ def _target(page: str, v: View) -> Target:
 
 
 COMPONENT_PAGES = ("overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output")
-PAGES = COMPONENT_PAGES + ("whatif", "lens", "heads")
-FULL_ONLY = ("whatif", "heads")  # pages that run the whole text in full mode, whatever the sidebar's mode
+PAGES = COMPONENT_PAGES + ("whatif", "patch", "lens", "heads")
+FULL_ONLY = ("whatif", "patch", "heads")  # pages that run the whole text in full mode, whatever the sidebar's mode
 TOP_K = 10  # the What if page's tokens: the untouched run's ten most likely next tokens
 
 
@@ -104,11 +104,11 @@ def _mode(page: str, v: View) -> str:
 
 def _header(page: str, v: View, kind: str) -> list[str]:
     where = {"attention": f"block {v.block}, head {v.head}", "lens": f"position {_position(v)}",
-             "whatif": _knockout(v)[0], "heads": "every head", "overview": "every block", "tokens": "",
-             "output": "the last position"}.get(page, f"block {v.block}")
+             "whatif": _knockout(v)[0], "heads": "every head", "patch": f"A into B, block {v.block}'s input",
+             "overview": "every block", "tokens": "", "output": "the last position"}.get(page, f"block {v.block}")
     return [f"# The {page} page, recomputed with {kind}",
             "# " + " · ".join(x for x in (where, f"{_mode(page, v)} mode", weights_comment(v.weights)) if x),
-            f"TEXT = {v.text!r}"]
+            f"TEXT = {v.text!r}", *([f"TEXT_B = {v.value('text_b')!r}"] if page == "patch" else [])]
 
 
 def _tokens(v: View) -> str:
@@ -136,12 +136,12 @@ def _ours(page: str, v: View) -> list[str]:
     seed = f", seed={v.seed}" if v.mode == "training" and page not in FULL_ONLY else ""
     text = _tokens(v) if v.cut else "TEXT"
     body, imports = _ours_body(page, v)
-    needs_encode = v.cut or page == "whatif"
-    return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz", *imports,
-            *(["from gpt2viz.tokenizer import encode"] if needs_encode else []), "",
-            f"model = gpt2viz.load({v.weights!r})",
-            f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app",
-            *body, "print(result)"]
+    needs_encode = v.cut or page in ("whatif", "patch")
+    run = [] if page == "patch" else \
+        [f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app"]
+    return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz",
+            *(["from gpt2viz.tokenizer import encode"] if needs_encode else []), *imports, "",
+            f"model = gpt2viz.load({v.weights!r})", *run, *body, "print(result)"]
 
 
 def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
@@ -164,6 +164,13 @@ def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
                 f"knocked = knockout(model.model, {_tokens(v)}, Target({v.block}, {part!r}, {index}), {method!r})",
                 f'result = knocked["logits"][0, -1].softmax(-1)[top]  # their probabilities, {label}'], \
             ["from gpt2viz.whatif import Target, knockout"]
+    if page == "patch":
+        a, b = v.value("answers")
+        return [f"answers = ({a}, {b})  # the metric: logit(answers[0]) − logit(answers[1]), last position",
+                "# B run with one activation from A: each (block, position) of resid_pre, then each head",
+                "p = patch(model.model, encode(TEXT), encode(TEXT_B), answers)",
+                f"result = p.resid[{v.block}]  # restored fraction, block {v.block}'s input at each position"], \
+            ["from gpt2viz.whatif import patch"]
     t = _target(page, v)
     return [f"result = {t.ours}  # {t.what}"], []
 
@@ -241,9 +248,30 @@ def _theirs_body(page: str, v: View) -> list[str]:
                 "result = torch.stack([d.mean(-1) for d in below])  # [n_layer, nh]"]
     if page == "whatif":
         return _whatif(v)
+    if page == "patch":
+        return _patch(v)
     t = _target(page, v)
     hook = [*KEEP, f'hf.{t.module}.register_forward_hook(keep("out"))'] if t.module else []
     return hook + ["with torch.no_grad():", *_forward(page, v), f"result = {t.theirs}  # {t.what}"]
+
+
+def _patch(v: View) -> list[str]:
+    a, b = v.value("answers")
+    return ["ids_b = torch.tensor([encode(TEXT_B)])  # B: as long as A", f"block = hf.transformer.h[{v.block}]",
+            "", "", f"def margin(logits):  # the metric: logit({a}) − logit({b}) at the last position",
+            f"    return logits[0, -1, {a}] - logits[0, -1, {b}]", "", "",
+            "def from_a(position):  # a forward pre-hook: B's stream, one position taken from A's",
+            "    def hook(module, args):", "        x = args[0].clone()",
+            "        x[:, position] = x_a[:, position]", "        return (x, *args[1:])",
+            "    return hook", "", "", "with torch.no_grad():",
+            "    out_a = hf(ids, output_hidden_states=True)",
+            f"    x_a = out_a.hidden_states[{v.block}]  # A's stream entering block {v.block} [1, T, d]",
+            "    m_a, m_b, patched = margin(out_a.logits), margin(hf(ids_b).logits), []",
+            "    for position in range(ids.shape[1]):",
+            "        handle = block.register_forward_pre_hook(from_a(position))",
+            "        patched.append(margin(hf(ids_b).logits))", "        handle.remove()",
+            "# the restored fraction (m_patched − m_B) / (m_A − m_B) at each position",
+            "result = (torch.stack(patched) - m_b) / (m_a - m_b)"]
 
 
 def _whatif(v: View) -> list[str]:

@@ -53,7 +53,7 @@ def test_the_demo_models_snippet_reads_the_file():
 
 
 @pytest.mark.parametrize("url,says", [("whatif", "knockout(model.model"), ("lens", "logit_lens(model.model"),
-                                      ("heads", "score_trace(run.trace)")])
+                                      ("heads", "score_trace(run.trace)"), ("patch", "patch(model.model")])
 def test_classroom_pages_have_the_code_panel(url, says):
     at = open_page(url, block=1, head=2, part="neuron", neuron=5, method="mean", lens_pos=3)
     assert not at.exception, at.exception[0].value
@@ -62,6 +62,8 @@ def test_classroom_pages_have_the_code_panel(url, says):
     assert says in ours and "GPT2LMHeadModel" in theirs
     if url == "whatif":
         assert "Target(1, 'neuron', 5), 'mean')" in ours and "h[1].mlp.act" in theirs
+    if url == "patch":  # the sidebar's default text B, and the answer pair the page shows
+        assert "TEXT_B = 'The quick brown cat jumps over the lazy dog because'" in ours and "answers = (" in ours
     if url == "lens":
         assert "position=3" in ours and "seen[d][0, 3]" in theirs
     assert any(f"gpt2viz-{url}.py" in d.proto.label for d in at.get("download_button"))

@@ -17,7 +17,7 @@ from gpt2viz.tokenizer import encode
 from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
 from gpt2viz.ui.whatif_view import NEEDS, top_tokens
 from gpt2viz.weights import random_model, to_transformers
-from gpt2viz.whatif import Target, knockout, log_probs
+from gpt2viz.whatif import Target, default_answers, knockout, log_probs, patch
 
 pytest.importorskip("transformers")
 
@@ -37,6 +37,8 @@ def page_numbers(page: str, v: View) -> torch.Tensor:
         part, method = v.value("part"), v.value("method")
         after = log_probs(knockout(model, ids, Target(b, part, v.value("neuron", h)), method)).exp()
         return after[top_tokens(clean)[2]]
+    if page == "patch":  # whatif_view.patching: A into B, the page's answer pair
+        return patch(model, ids, encode(v.value("text_b")), v.value("answers")).resid[b]
     trace = run(model, ids, v.mode, seed=v.seed)
     if page == "lens":
         return torch.tensor([r.final_prob for r in logit_lens(model, trace, position=v.value("lens_pos"))])
@@ -114,6 +116,16 @@ def test_head_finder(weights, kind):
     check("heads", view(weights, "training"), kind)  # the page scores the full run whatever the mode
 
 
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("weights,block", [("demo", 1), ("demo", 0), ("random:tiny:seed=0", 1)])
+def test_activation_patching(weights, block, kind):
+    text_b = " people play one good game people eat"  # as long as TEXT in tokens, its last word changed
+    model = load(weights).model
+    answers = default_answers(*(run(model, encode(t), Mode.FULL)["logits"][0, -1] for t in (TEXT, text_b)))
+    v = view(weights, "decode", (("text_b", text_b), ("answers", answers)), block=block)
+    check("patch", v, kind)
+
+
 def test_prefill_output_and_a_one_token_decode():
     check("output", view("demo", "prefill"), "transformers")
     one = dataclasses.replace(view("demo", "decode"), text=" people", n_tokens=1)  # no cache to build first
@@ -142,10 +154,11 @@ def test_every_page_has_a_snippet_and_unknown_ones_say_which_exist():
     v = view("random:tiny:seed=0", "full")
     for page in PAGES:
         for kind in ("gpt2viz", "transformers"):
-            lines = snippet(page, v, kind).splitlines()
+            w = dataclasses.replace(v, values=(("text_b", TEXT), ("answers", (11, 12)))) if page == "patch" else v
+            lines = snippet(page, w, kind).splitlines()
             compile("\n".join(lines), page, "exec")
             code = [x for x in lines if x.strip() and not x.lstrip().startswith("#")]
-            assert len(code) <= 25, (page, kind)  # short enough to read
+            assert len(code) <= 32, (page, kind)  # short enough to read
             assert all(len(x) <= WIDTH for x in lines if not x.startswith("TEXT = ")), (page, kind)
     with pytest.raises(ValueError, match="attention"):
         snippet("nowhere", v, "gpt2viz")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gpt2viz.ui import story
+from gpt2viz.ui import code_panel, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection, token_notes
 
@@ -30,4 +30,5 @@ if len(sel.ids) != len(ids_b):
                "same position of B, so it needs texts of equal length in tokens. Change one word for another "
                "of one token.", icon=":material/straighten:")
     st.stop()
-wv.patching_section(sel, a, b)
+answers = wv.patching_section(sel, a, b)
+code_panel.section("patch", sel, (("text_b", text_b), ("answers", answers)))

@@ -308,7 +308,8 @@ def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:
     return chosen[0], chosen[1]
 
 
-def patching_section(sel: Selection, a: Trace, b: Trace) -> None:
+def patching_section(sel: Selection, a: Trace, b: Trace) -> tuple[int, int]:
+    """The patching controls and maps; returns the answer pair chosen (for the Code panel)."""
     answers = answer_controls(a, b)
     ta, tb = (code_span(readable(t)) for t in answers)
     st.markdown(f"Metric: the logit difference m = logit({ta}) − logit({tb}) at the last position. Each cell "
@@ -317,16 +318,16 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> None:
     if len(b.token_ids) > MAX_PATCH_TOKENS:
         st.warning(f"Patching every (block, position) takes {sel.config.n_layer} × {len(b.token_ids)} runs; this "
                    f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")
-        return
+        return answers
     pressed = st.button(f"Patch A into B ({sel.config.n_layer} × {len(sel.ids)} positions, then "
                         f"{sel.config.n_layer} × {sel.config.n_head} heads)", key="run_patch")
     if not requested(("patch", sel.weights.key, sel.ids, b.token_ids, answers), pressed):
-        return
+        return answers
     p = patching(sel, b.token_ids, answers)
     st.caption(f"m_A = {p.clean_diff:.4g} · m_B = {p.corrupt_diff:.4g}")
     if p.clean_diff == p.corrupt_diff:
         st.warning("A and B give this answer pair the same margin: there is nothing to restore.")
-        return
+        return answers
     blocks = [f"block {i}" for i in range(sel.config.n_layer)]
     positions = [f"{i}·{t}" for i, t in enumerate(b.tokens)]
     plot(plots.matrix_heatmap(p.resid, blocks, positions, "Patching resid_pre at (block, position) from A into B",
@@ -334,3 +335,5 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> None:
     plot(plots.matrix_heatmap(p.heads, blocks, [f"head {h}" for h in range(sel.config.n_head)],
                               "Patching one head's attn.z (every position) from A into B", "restored",
                               x_title="head", y_title="block", signed=True))
+    return answers
+

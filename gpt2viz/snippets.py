@@ -12,6 +12,7 @@ as transformers' GPT2Tokenizer, which would need the network to fetch its files.
 from dataclasses import dataclass
 
 from .config import PRESETS
+from .ui.pages import BY_URL
 
 KINDS = ("gpt2viz", "transformers")
 WIDTH = 88  # characters a line may take: the panel shows about 90 at 1280 px without scrolling
@@ -106,7 +107,7 @@ def _header(page: str, v: View, kind: str) -> list[str]:
     where = {"attention": f"block {v.block}, head {v.head}", "lens": f"position {_position(v)}",
              "whatif": _knockout(v)[0], "heads": "every head", "patch": f"A into B, block {v.block}'s input",
              "overview": "every block", "tokens": "", "output": "the last position"}.get(page, f"block {v.block}")
-    return [f"# The {page} page, recomputed with {kind}",
+    return [f"# The {BY_URL[page].title} page, recomputed with {kind}",
             "# " + " · ".join(x for x in (where, f"{_mode(page, v)} mode", weights_comment(v.weights)) if x),
             f"TEXT = {v.text!r}", *([f"TEXT_B = {v.value('text_b')!r}"] if page == "patch" else [])]
 

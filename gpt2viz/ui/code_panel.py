@@ -38,7 +38,7 @@ def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
                 "script leaves the numbers in `result`.")
     for tab, kind in zip(st.tabs(list(KINDS)), KINDS):
         with tab:
-            st.code(snippet(page, view, kind), language="python")
+            st.code(snippet(page, view, kind), language="python", wrap_lines=True)  # narrow windows wrap
     st.download_button(f"gpt2viz-{page}.py (both, as # %% cells)", lambda: cells(page, view),
                        file_name=f"gpt2viz-{page}.py", mime="text/x-python", key=f"cells-{page}",
                        icon=":material/download:", on_click="ignore")

@@ -35,7 +35,8 @@ def page_numbers(page: str, v: View) -> torch.Tensor:
     if page == "whatif":  # whatif_view: the clean run's top tokens, their probabilities after the knock-out
         clean = run(model, ids, Mode.FULL, names=NEEDS)
         part, method = v.value("part"), v.value("method")
-        after = log_probs(knockout(model, ids, Target(b, part, v.value("neuron", h)), method)).exp()
+        index = v.value("neuron") if part == "neuron" else h  # whatif_view.target_controls
+        after = log_probs(knockout(model, ids, Target(b, part, index), method)).exp()
         return after[top_tokens(clean)[2]]
     if page == "patch":  # whatif_view.patching: A into B, the page's answer pair
         return patch(model, ids, encode(v.value("text_b")), v.value("answers")).resid[b]
@@ -179,3 +180,20 @@ def test_to_transformers_computes_our_logits(bias, tied, n_inner):
     assert hf.config._attn_implementation == "eager" and not hf.training
     if not tied:
         assert not torch.equal(hf.lm_head.weight, hf.transformer.wte.weight)
+
+
+def test_a_checkpoint_file_in_view(tmp_path):
+    """A checkpoint path (as the Hugging Face cache or a local file gives it): transformers reads the
+    file itself."""
+    from gpt2viz.weights import save_safetensors
+
+    model = random_model(get_config("tiny"), 4)
+    with torch.no_grad():
+        for p in model.parameters():  # biases and gains away from their fresh values
+            p.add_(0.05)
+    path = tmp_path / "model.safetensors"
+    save_safetensors(model, path)
+    v = view(str(path), "decode")
+    assert f"load_file({str(path)!r})" in snippet("mlp", v, "transformers")
+    check("mlp", v, "transformers")
+    check("attention", v, "gpt2viz")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .config import PRESETS
 from .modes import Mode
+from .ui.pages import PAGES as APP_PAGES  # the registry alone: no Streamlit
 
 KEY_ENV = "GPT2VIZ_LESSON_KEY"
 MIN_KEY_CHARS = 16
@@ -32,9 +33,8 @@ MAX_TITLE, MAX_TEXT, MAX_NOTE, MAX_STOPS = 120, 400, 600, 24
 MAX_TOKEN_CHARS = 6_000  # the `lesson` value: payload and tag
 MAX_JSON_BYTES = 64 * 1024  # what a payload may inflate to
 
-# every page a stop may visit (gpt2viz/ui/pages.py PAGES; tests check the two agree)
-PAGES = ("start", "overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output", "modes",
-         "params", "generation", "training", "lens", "whatif", "patch", "exercises", "glossary", "about")
+# every page a stop may visit: the app's, but the one that builds lessons
+PAGES = tuple(row.url for row in APP_PAGES if row.url != "lesson")
 # a page's own URL-bound controls that a stop may set, and the values each takes: its options, int
 # (a slider), float (a number input: the app's hold floats, ui/state.py number) or bool (a toggle)
 PAGE_VALUES: dict[str, dict[str, type | tuple]] = {

@@ -6,6 +6,7 @@ from gpt2viz import plots
 from gpt2viz.ui.anatomy import plot, random_note, selection
 from gpt2viz.ui.cache import get_training_summary
 from gpt2viz.ui.classroom import GRAD_PARTS
+from gpt2viz.ui.state import locked
 
 sel = selection()
 cfg = sel.config
@@ -19,7 +20,7 @@ st.markdown(
 if sel.text_error or len(sel.ids) < 2:
     st.warning(sel.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
-dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params",
+dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params", disabled=locked("dropout"),
                     help="off: the training loss equals the evaluation loss on the same text")
 summary = get_training_summary(sel.weights, sel.ids, sel.weights.seed, dropout)
 random_note(sel)

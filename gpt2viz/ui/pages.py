@@ -46,6 +46,7 @@ PAGES = (
     PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
     PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
+    PageRow("lesson", "Lessons", ":material/co_present:", "Classroom"),
     PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
     PageRow("about", "About", ":material/info:", "Reference"),
 )

@@ -76,19 +76,20 @@ text_b = st.text_input("Text B, for Compare and patch (optional)", max_chars=lf.
 cols = st.columns([2, 5, 2], vertical_alignment="bottom")
 page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title, key="lesson_page",
                          index=lf.PAGES.index("attention"))
-note = cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
+cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
 
 
-def add_stop(stop: dict) -> None:
-    """Before the next run (a callback): the stop joins the list and the note box empties for the next."""
-    stops.append(stop)
-    st.session_state["lesson_note"] = ""
+def add_stop() -> None:
+    """Before the next run (a callback): the stop as the widgets now say, with the note typed just before
+    the click, joins the list; the note box empties for the next one."""
+    ss = st.session_state
+    stops.append({"page": ss["lesson_page"], "mode": ss.get("mode", "full"), "block": int(ss.get("block", 0)),
+                  "head": int(ss.get("head", 0))} | ({"note": ss["lesson_note"]} if ss.get("lesson_note") else {}))
+    ss["lesson_note"] = ""
 
 
 cols[2].button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",
-               disabled=len(stops) >= lf.MAX_STOPS, on_click=add_stop,
-               args=({"page": page, "mode": sel.mode.value, "block": sel.block, "head": sel.head}
-                     | ({"note": note} if note else {}),))
+               disabled=len(stops) >= lf.MAX_STOPS, on_click=add_stop)
 st.caption(f"Stop {len(stops) + 1} would be {BY_URL[page].title} in {sel.mode.value} mode, block {sel.block}, "
            f"head {sel.head}.")
 free = st.multiselect("Students may change", lf.CONTROLS, key="lesson_free",

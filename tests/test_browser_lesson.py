@@ -8,7 +8,6 @@ Debian's chromium, as test_browser.py is.
 """
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -35,16 +34,12 @@ def context():
 
 @pytest.fixture(scope="module")
 def base(context):
-    saved = {k: os.environ.get(k) for k in (lf.KEY_ENV, "GPT2VIZ_TEACHER_PASSWORD")}
-    os.environ.update({lf.KEY_ENV: KEY, "GPT2VIZ_TEACHER_PASSWORD": PASSWORD})  # the server inherits them
-    server = StreamlitServer("app.py", cwd=ROOT)
-    try:
-        server.wait_healthy(timeout=60)
-        yield server.base
-    finally:
-        server.stop()
-        for k, v in saved.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    with pytest.MonkeyPatch.context() as env:  # the server inherits them
+        env.setenv(lf.KEY_ENV, KEY)
+        env.setenv("GPT2VIZ_TEACHER_PASSWORD", PASSWORD)
+        with StreamlitServer("app.py", cwd=ROOT) as server:
+            server.wait_healthy(timeout=60)
+            yield server.base
 
 
 def link(**kw) -> str:

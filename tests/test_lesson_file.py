@@ -166,3 +166,12 @@ def test_cli_check_names_the_field(tmp_path):
     assert p.returncode == 2 and "stops[0].values.method: 'max' is not one of zero, mean" in p.stderr
     ok = cli("check", "lessons/attention-demo.json")
     assert ok.returncode == 0 and "6 stops" in ok.stdout
+
+
+def test_the_readmes_example_lesson_is_valid():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    example = re.search(r"A lesson file \(JSON.*?```json\n(.*?)```", readme, re.S).group(1)
+    lesson = lf.parse(json.loads(example))
+    assert [s.page for s in lesson.stops] == ["attention", "whatif"] and lesson.free == ("head",)

@@ -17,7 +17,7 @@ import streamlit as st
 from .. import lesson_file as lf
 from ..modes import Mode
 from ..tokenizer import TextError, encode
-from .cache import get_trace, trace_cache
+from .cache import cached_checkpoints, get_trace, trace_cache
 from .pages import BY_URL, DEFAULT
 from .state import LOCKED, Selection, keep_only_url, sources_enabled
 
@@ -70,9 +70,9 @@ def open_lesson() -> OpenLesson | None:
         lesson = st.session_state[LOCAL]
     else:
         lesson = None
-    if lesson is not None and lesson.weights["source"] not in sources_enabled():
-        st.error(f"This lesson uses the {lesson.weights['source']} weights, which this server does not offer.",
-                 icon=":material/error:")
+    missing = lesson is not None and _missing_weights(lesson.weights)
+    if missing:
+        st.error(f"This lesson uses {missing}, which this server does not offer.", icon=":material/error:")
         lesson = None
     if lesson is None:
         st.session_state.pop(LOCKED, None)  # out of a lesson: every control is the reader's again
@@ -81,6 +81,15 @@ def open_lesson() -> OpenLesson | None:
     opened = OpenLesson(lesson, _stop_index(st.query_params.get("stop"), len(lesson.stops)), token)
     _pin(opened)
     return opened
+
+
+def _missing_weights(weights: dict) -> str | None:
+    """What of the lesson's weights this server lacks (a source, a checkpoint), or None."""
+    if weights["source"] not in sources_enabled():
+        return f"the {weights['source']} weights"
+    if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
+        return f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download fetches it)"
+    return None
 
 
 def _pin(opened: OpenLesson) -> None:

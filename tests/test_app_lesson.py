@@ -232,25 +232,14 @@ def test_without_a_key_the_page_says_how_to_set_one(monkeypatch):
     assert not [t for t in at.text_input if t.key == "lecturer_password"]
 
 
-def test_a_checkpoint_lesson_opens_on_that_checkpoint_or_says_it_is_missing(tmp_path, monkeypatch, tiny):
-    from gpt2viz.ui.cache import cached_checkpoints
-    from gpt2viz.weights import save_safetensors
-
-    snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
-    snap.mkdir(parents=True)
-    save_safetensors(tiny, snap / "model.safetensors")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    cached_checkpoints.clear()
-    try:
-        def lesson(name):
-            return lf.sign(lf.parse({"title": "Real weights", "text": "Hello world", "stops": [{"page": "attention"}],
-                                     "weights": {"source": "hf-cache", "checkpoint": name}}), KEY.encode())
-        at = visit("attention", lesson=lesson("gpt2"), stop="0")
-        picker = at.sidebar.selectbox(key="checkpoint")
-        assert picker.value == "gpt2" and picker.disabled
-        assert "tiny from model.safetensors" in " ".join(c.value for c in at.sidebar.caption)
-        at = visit("attention", lesson=lesson("gpt2-xl"), stop="0")
-        (error,) = at.error
-        assert error.value.startswith("This lesson uses the checkpoint gpt2-xl") and "Real weights" not in shown(at)
-    finally:
-        cached_checkpoints.clear()
+def test_a_checkpoint_lesson_opens_on_that_checkpoint_or_says_it_is_missing(hf_cache_tiny):
+    def lesson(name):
+        return lf.sign(lf.parse({"title": "Real weights", "text": "Hello world", "stops": [{"page": "attention"}],
+                                 "weights": {"source": "hf-cache", "checkpoint": name}}), KEY.encode())
+    at = visit("attention", lesson=lesson("gpt2"), stop="0")
+    picker = at.sidebar.selectbox(key="checkpoint")
+    assert picker.value == "gpt2" and picker.disabled
+    assert "tiny from model.safetensors" in " ".join(c.value for c in at.sidebar.caption)
+    at = visit("attention", lesson=lesson("gpt2-xl"), stop="0")
+    (error,) = at.error
+    assert error.value.startswith("This lesson uses the checkpoint gpt2-xl") and "Real weights" not in shown(at)

@@ -243,3 +243,17 @@ def test_a_checkpoint_lesson_opens_on_that_checkpoint_or_says_it_is_missing(hf_c
     at = visit("attention", lesson=lesson("gpt2-xl"), stop="0")
     (error,) = at.error
     assert error.value.startswith("This lesson uses the checkpoint gpt2-xl") and "Real weights" not in shown(at)
+
+
+def test_a_built_stop_takes_the_pages_own_controls_and_a_bad_one_is_named():
+    at = lessons_page()
+    at.selectbox(key="lesson_page").select("whatif").run()
+    at.text_input(key="lesson_values").input('{"part": "MLP", "method": "mean"}').run()
+    at.button(key="lesson_add").click().run()
+    assert len(at.get("download_button")) == 1  # a valid lesson: its file is offered
+    assert at.session_state["_lesson_draft_stops"][0]["values"] == {"part": "MLP", "method": "mean"}
+    at.selectbox(key="lesson_page").select("whatif").run()
+    at.text_input(key="lesson_values").input('{"part": "wheel"}').run()
+    at.button(key="lesson_add").click().run()
+    (error,) = at.error
+    assert error.value.startswith("stops[1].values.part: 'wheel' is not one of head, attention, MLP, neuron")

@@ -73,23 +73,35 @@ WEIGHTS = {"random": lambda: {"source": "random", "model": sel.weights.model_nam
 stops = st.session_state.setdefault(DRAFT, [])
 title = st.text_input("Title", max_chars=lf.MAX_TITLE, key="lesson_title", placeholder="Attention, step by step")
 text_b = st.text_input("Text B, for Compare and patch (optional)", max_chars=lf.MAX_TEXT, key="lesson_text_b")
-cols = st.columns([2, 5, 2], vertical_alignment="bottom")
+cols = st.columns([2, 5])  # wide enough for a page title at 800 px; the button below them
 page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title, key="lesson_page",
                          index=lf.PAGES.index("attention"))
 cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
+if page in lf.PAGE_VALUES:
+    st.text_input("The page's own controls (JSON, optional)", key="lesson_values", max_chars=300,
+                  placeholder=json.dumps({k: v[0] if isinstance(v, tuple) else 0 for k, v in
+                                          list(lf.PAGE_VALUES[page].items())[:2]}),
+                  help=f"{BY_URL[page].title}: " + ", ".join(lf.PAGE_VALUES[page]))
 
 
 def add_stop() -> None:
     """Before the next run (a callback): the stop as the widgets now say, with the note typed just before
     the click, joins the list; the note box empties for the next one."""
     ss = st.session_state
-    stops.append({"page": ss["lesson_page"], "mode": ss.get("mode", "full"), "block": int(ss.get("block", 0)),
-                  "head": int(ss.get("head", 0))} | ({"note": ss["lesson_note"]} if ss.get("lesson_note") else {}))
-    ss["lesson_note"] = ""
+    stop = {"page": ss["lesson_page"], "mode": ss.get("mode", "full"), "block": int(ss.get("block", 0)),
+            "head": int(ss.get("head", 0))} | ({"note": ss["lesson_note"]} if ss.get("lesson_note") else {})
+    raw = ss.get("lesson_values", "").strip() if stop["page"] in lf.PAGE_VALUES else ""
+    if raw:
+        try:
+            stop["values"] = json.loads(raw)
+        except json.JSONDecodeError:
+            stop["values"] = raw  # the lesson's check then names the field: stops[i].values
+    stops.append(stop)
+    ss["lesson_note"] = ss["lesson_values"] = ""
 
 
-cols[2].button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",
-               disabled=len(stops) >= lf.MAX_STOPS, on_click=add_stop)
+st.button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",
+          disabled=len(stops) >= lf.MAX_STOPS, on_click=add_stop)
 st.caption(f"Stop {len(stops) + 1} would be {BY_URL[page].title} in {sel.mode.value} mode, block {sel.block}, "
            f"head {sel.head}.")
 free = st.multiselect("Students may change", lf.CONTROLS, key="lesson_free",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
+from gpt2viz.ui import lesson_view
 from gpt2viz.ui.links import tour_next
 from gpt2viz.ui.pages import pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
@@ -17,11 +18,16 @@ from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
 # the page starts under the top bar's navigation, not 6rem below it: the first chart above the fold
 st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 4.5rem}</style>")
+lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
 st.session_state["selection"] = selection = controls()
 # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
 # without scrolling past the page links
 page = st.navigation(pages(), position="top")
 sidebar_footer()
 link_notes(selection)
-tour_next(page.url_path, selection)
+if lesson:
+    lesson_view.stop_bar(lesson, page.url_path)
+    lesson_view.warm(lesson, selection)
+else:
+    tour_next(page.url_path, selection)
 page.run()

@@ -148,20 +148,11 @@ def test_over_long_text_is_cut_and_says_how_much():
     assert any("77 tokens at the end" in i.value for i in at.info)
 
 
-def test_weights_from_the_hugging_face_cache(tmp_path, monkeypatch, tiny):
-    from gpt2viz.ui.cache import cached_checkpoints
-    from gpt2viz.weights import save_safetensors
-
-    snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
-    snap.mkdir(parents=True)
-    save_safetensors(tiny, snap / "model.safetensors")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    cached_checkpoints.clear()
+def test_weights_from_the_hugging_face_cache(hf_cache_tiny):
     at = first_run(weights="hf-cache")
     assert not at.exception
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "tiny from model.safetensors" in captions and "random" not in captions.split("·")[0]
-    cached_checkpoints.clear()
 
 
 def test_local_path_source_is_off_unless_enabled(monkeypatch):

@@ -8,8 +8,10 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
-from gpt2viz.ui.links import tour_next
-from gpt2viz.ui.pages import pages
+from gpt2viz.ui import present, takeaway
+from gpt2viz.ui.anatomy import framed, source
+from gpt2viz.ui.links import next_stop, tour_next
+from gpt2viz.ui.pages import DEFAULT, pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
@@ -22,6 +24,11 @@ st.session_state["selection"] = selection = controls()
 # without scrolling past the page links
 page = st.navigation(pages(), position="top")
 sidebar_footer()
+takeaway.begin(page.url_path or DEFAULT, page.title, source(selection))
+takeaway.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
 link_notes(selection)
-tour_next(page.url_path, selection)
+if selection.present:  # the large "next" stands for the tour's line; a lesson's next will come first (issue 21, 1)
+    present.chrome(next_stop(page.url_path))
+else:
+    tour_next(page.url_path, selection)
 page.run()

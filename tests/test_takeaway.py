@@ -62,7 +62,12 @@ def test_present_1_hides_the_page_chrome_and_offers_the_next_stop():
     assert plain["height"] and first["title"]["font"]["size"] == round(plain["title"]["font"]["size"] * 1.4, 1)
 
 
-def test_a_drawn_diagram_downloads_as_svg():
+def test_a_drawn_diagram_downloads_as_svg_and_stands_in_the_handout_without_links():
     at = open_page("block")
     buttons = [b.proto for b in at.get("download_button") if b.proto.label == "Diagram (.svg)"]
     assert len(buttons) == 1 and buttons[0].url  # the SVG itself is small: sent with the page
+    page = at.session_state["_page_record"]
+    assert len(page.diagrams) == 1 and "<a " in page.diagrams[0]
+    html = takeaway.page_html(page, framed)
+    assert 'aria-label="tiny Transformer block"' in html and "LayerNorm 1" in html
+    assert "<a " not in html.split('class="diagram"')[1]  # its links lead into the app, not from a file

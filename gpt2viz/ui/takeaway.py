@@ -32,6 +32,7 @@ class PageRecord:
     source: str  # where the page's numbers come from (weights, text, mode)
     charts: list[tuple[go.Figure, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    diagrams: list[str] = field(default_factory=list)  # the drawn diagrams' SVG
 
 
 def begin(url: str, title: str, source: str) -> None:
@@ -77,8 +78,11 @@ def image_options(fig: go.Figure) -> dict:
 
 
 def diagram_download(svg: str, name: str, container=st) -> None:
-    """The drawn diagram as a file: the same SVG, its boxes' links relative to the app."""
+    """The drawn diagram as a file: the same SVG, its boxes' links relative to the app. The page's
+    handout shows it too."""
     page = _page()
+    if page is not None:
+        page.diagrams.append(svg)
     file_name = f"{slug(page.url) if page else 'gpt2viz'}-{name}-diagram.svg"
     container.download_button("Diagram (.svg)", svg, file_name=file_name, mime="image/svg+xml",
                               key=f"diagram-{name}", icon=":material/download:", on_click="ignore",
@@ -87,7 +91,8 @@ def diagram_download(svg: str, name: str, container=st) -> None:
 
 def page_html(page: PageRecord, frame: Callable[[go.Figure, str], go.Figure]) -> str:
     """The handout of a recorded page (gpt2viz.handout.build), its charts framed by `frame`."""
-    return handout.build(page.title, page.source, [frame(fig, caption) for fig, caption in page.charts], page.notes)
+    return handout.build(page.title, page.source, [frame(fig, caption) for fig, caption in page.charts], page.notes,
+                         page.diagrams)
 
 
 def download_page(frame: Callable[[go.Figure, str], go.Figure], container=st) -> None:

@@ -71,3 +71,11 @@ def test_a_drawn_diagram_downloads_as_svg_and_stands_in_the_handout_without_link
     html = takeaway.page_html(page, framed)
     assert 'aria-label="tiny Transformer block"' in html and "LayerNorm 1" in html
     assert "<a " not in html.split('class="diagram"')[1]  # its links lead into the app, not from a file
+
+
+def test_presenting_start_here_leads_to_the_tours_first_stop_and_the_last_to_nothing():
+    first = open_page("start", present=1)
+    assert [m.value for m in first.markdown if "present-next" in m.value and "Next: Overview →" in m.value]
+    last = open_page("training", present=1)
+    assert not last.exception and not [m for m in last.markdown if "present-next" in m.value]
+    assert last.button(key="present-exit")  # the way back, with no next

@@ -50,9 +50,9 @@ def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
 
 
 def next_stop(url: str) -> tuple[str, str] | None:
-    """The tour's stop after page `url`: (its title, its address keeping the view); None off the tour
-    and at its end."""
-    i = tour.stop(url or DEFAULT)
+    """The tour's stop after page `url` (after Start here, its first): (its title, its address keeping
+    the view); None off the tour and at its end."""
+    i = -1 if url == "start" else tour.stop(url or DEFAULT)
     if i is None or i + 1 == len(tour.TOUR):
         return None
     nxt = tour.TOUR[i + 1].url

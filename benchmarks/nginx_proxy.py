@@ -14,13 +14,10 @@ from pathlib import Path
 
 from streamlit_server import free_port
 
+from gpt2viz.class_server import nginx_config
+
 NGINX = "/usr/sbin/nginx"
 TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf.template"
-
-
-def nginx_config(template: str, prefix: str, listen: str, servers: list[str]) -> str:
-    lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
-    return template.replace("@PREFIX@", prefix).replace("@LISTEN@", listen).replace("@SERVERS@", lines)
 
 
 class Proxy:

@@ -1,10 +1,11 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch}`: the command-line contract of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads}`: the command-line contract of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
 
 import argparse
 import json
+import os
 import sys
 
 from safetensors import SafetensorError
@@ -27,7 +28,8 @@ class Parser(argparse.ArgumentParser):
 def _common_model(p, weights=True):
     p.add_argument("--model", default="gpt2", help=f"preset: {', '.join(PRESETS)} (default gpt2)")
     if weights:
-        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout (instead of --model)")
+        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout, or demo for the demo model "
+                       "(instead of --model)")
         p.add_argument("--seed", type=int, default=0, help="seed of the random weights and of dropout")
         p.add_argument("--n-head", type=int, help="head count, where the weights file does not record it")
 
@@ -85,6 +87,8 @@ def build_parser() -> Parser:
     p.add_argument("--mode", default="full", choices=modes)
     _no_dropout(p)
     p.add_argument("--out", help="write every recorded tensor to this .safetensors file")
+    p.add_argument("--hook-names", action="store_true",
+                   help="with --out: TransformerLens' hook names and layouts (names with no hook keep ours)")
     p.add_argument("--names", nargs="*", help="record only these names or glob patterns")
     p.add_argument("--json", action="store_true")
 
@@ -130,6 +134,16 @@ def build_parser() -> Parser:
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("heads", help="score every head on a text (full mode): previous-token, induction, ...")
+    p.add_argument("--text", required=True, help="a text that repeats itself gives every head an induction score")
+    _common_model(p)
+    p.add_argument("--json", action="store_true")
+
+    sub.add_parser("app", help="start the app (flags after it go to streamlit run, e.g. --server.port 8600)")
+    p = sub.add_parser("class-server", help="N app processes behind nginx, one per core, for a class (Ctrl-C stops)")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="app processes (default: the cores)")
+    p.add_argument("--port", type=int, default=8501, help="where nginx listens (default 8501)")
+    p.add_argument("--address", default="0.0.0.0", help="nginx's address (default 0.0.0.0: every interface)")
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
@@ -170,8 +184,13 @@ def format_shapes(report: dict) -> str:
 # ---------------------------------------------------------------------------- commands
 def _model(a):
     """The model of --weights, or random --model weights of --seed."""
+    from .demo_model import DEMO_PATH
     from .weights import load_safetensors, random_model
 
+    if a.weights == "demo":
+        if not DEMO_PATH.is_file():
+            raise ValueError(f"no demo model at {DEMO_PATH}: make it with python -m gpt2viz train-demo")
+        a.weights = str(DEMO_PATH)
     if a.weights:
         loaded = load_safetensors(a.weights, n_head=a.n_head)
         model = loaded.model
@@ -189,7 +208,13 @@ def cmd_trace(a) -> int:
     model = _model(a)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
     trace = run(model, ids, a.mode, names=a.names, seed=a.seed, dropout=a.dropout)
-    if a.out:
+    if a.hook_names and not a.out:
+        raise UsageError("trace: --hook-names is for --out FILE")
+    if a.out and a.hook_names:
+        from .hooks import save_as_hooks
+
+        save_as_hooks(trace, a.out, model.config.layer_norm_epsilon)
+    elif a.out:
         trace.save(a.out)
     if a.json:
         print(json.dumps({"model": trace.model, "mode": trace.mode.value, "token_ids": list(trace.token_ids),
@@ -246,6 +271,28 @@ def cmd_patch(a) -> int:
     return 0
 
 
+def cmd_heads(a) -> int:
+    from . import tokenizer
+    from .heads import SCORES, find_heads, head_name, ranked
+
+    model = _model(a)
+    ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
+    rows = find_heads(model, ids)
+    if a.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{model.config.name} · {len(ids)} tokens · full · {len(rows)} heads")
+    print("block head  previous  induction  first  entropy  distance")
+    for r in rows:
+        ind = "     -" if r["induction"] is None else f"{r['induction']:6.3f}"
+        print(f"{r['block']:5d} {r['head']:4d}  {r['previous_token']:8.3f}  {ind:>9s}  {r['first_token']:5.3f}  "
+              f"{r['entropy']:7.3f}  {r['mean_distance']:8.2f}")
+    for key, s in SCORES.items():
+        top = ranked(rows, key)[:3]
+        print(f"{s.title}: " + (", ".join(f"{head_name(r)} ({r[key]:.3g})" for r in top) or "no repeat in the text"))
+    return 0
+
+
 def cmd_names(a) -> int:
     print("\n".join(recorded_names(get_config(a.model), a.mode, a.dropout)))  # from the schema: no model is run
     return 0
@@ -272,17 +319,26 @@ def cmd_train_demo(a) -> int:
     import torch
 
     from .demo_model import DEMO_PATH, Recipe, train_demo
+    from .paths import installed
 
     recipe = Recipe(**{f.name: getattr(a, f.name) for f in fields(Recipe) if hasattr(a, f.name)})
     if a.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {a.threads}")
     torch.set_num_threads(a.threads)
+    if not a.out and installed():
+        raise UsageError("train-demo: give --out FILE: an installed gpt2viz does not write into its own package")
     out = Path(a.out) if a.out else DEMO_PATH
     scores = train_demo(recipe, out, log=lambda line: print(line, flush=True))
     (li, hi, ind), (lp, hp, prev) = scores.best("induction"), scores.best("previous")
     print(f"wrote {out}: induction head block {li} head {hi} ({ind:.2f}), previous-token head block {lp} "
           f"head {hp} ({prev:.2f}), loss {scores.loss_fresh:.2f} on fresh words, {scores.loss_repeated:.2f} on repeats")
     return 0
+
+
+def cmd_class_server(a) -> int:
+    from .class_server import ClassServer
+
+    return ClassServer(a.processes, a.port, a.address).serve()
 
 
 def cmd_download(a) -> int:
@@ -309,10 +365,16 @@ def cmd_download(a) -> int:
 
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
-            "download": cmd_download, "train-demo": cmd_train_demo, "ablate": cmd_ablate, "patch": cmd_patch}
+            "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
+            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads}
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["app"]:  # everything after it is Streamlit's
+        from .launch import run_app
+
+        return run_app(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
@@ -326,3 +388,8 @@ def main(argv=None) -> int:
         print("gpt2viz: error: out of memory: record fewer names (--names) or use a smaller model",
               file=sys.stderr)
     return 2
+
+
+def entry() -> None:
+    """The `gpt2viz` console command."""
+    sys.exit(main())

@@ -32,10 +32,11 @@ from . import tokenizer
 from .config import GPT2Config
 from .model import GPT2
 from .modes import run
+from .paths import APP_ROOT
 from .schema import Mode
 from .weights import init_weights, read_header, save_safetensors
 
-DEMO_PATH = Path(__file__).resolve().parents[1] / "assets" / "demo-model" / "model.safetensors"
+DEMO_PATH = APP_ROOT / "assets" / "demo-model" / "model.safetensors"
 WORD = re.compile(r" [a-z]+")
 
 

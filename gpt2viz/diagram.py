@@ -169,6 +169,12 @@ class _Column:
                        _edge_label(self.mid + 12, self.y + length * 2 / 3, symbol, self.shape(short) + note)]
         self.y += length
 
+    def edge_text(self, symbol: str, text: str, length: int = 30) -> None:
+        """An edge labelled with `text` for a tensor the run does not record (a view on the way)."""
+        self.parts += [_line(self.mid, self.y, self.mid, self.y + length),
+                       _edge_label(self.mid + 12, self.y + length * 2 / 3, symbol, text)]
+        self.y += length
+
     def entry(self, symbol: str, short: str) -> None:
         """The tensor the drawing starts from, with a short arrow into the first box."""
         self.parts += [_edge_label(self.mid + 12, self.y + 6, symbol, self.shape(short)),
@@ -328,6 +334,22 @@ def attention(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], l
     col.dropout("p_resid")
     col.edge("Δattn", "attn.out")
     return col.close(f"attention: {cat['block.attn'].per_instance:,} parameters per block", "attention")
+
+
+def merge(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:
+    """H [B, nh, T, dh] -> transpose [B, T, nh, dh] -> reshape [B, T, d] -> W_O -> Δattn. The
+    transpose comes first: a reshape alone would lay one head's positions side by side."""
+    col = _Column(cat, mode, values, links, x=200, w=360)
+    col.entry("H = z", "attn.z")
+    col.box("block.attn.merge", ("Transpose heads and positions", "[B, nh, T, dh] → [B, T, nh, dh]", params(0)))
+    col.edge_text("Hᵀ", "[" + ", ".join(f"{v:,}" for v in concrete(("B", "T", "nh", "dh"), values)) + "]")
+    col.box("block.attn.merge", ("Reshape: each position's heads in one row", "[B, T, nh, dh] → [B, T, nh · dh = d]",
+                                 params(0)))
+    col.edge("merge(H)", "attn.merged")
+    merge_ = cat["block.attn.merge"]
+    col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d] and bias b_O", params(merge_.per_instance)))
+    col.edge("Δattn", "attn.out")
+    return col.close(f"merge: 0 parameters · W_O: {merge_.per_instance:,} parameters per block", "merge and project")
 
 
 def mlp(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: Links) -> str:

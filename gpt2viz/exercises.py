@@ -175,24 +175,29 @@ def _draw(rng: random.Random, count: bool, models) -> Exercise:
     return shape_exercise(model, mode, short, rng.choice([1, 1, 2, 8]), T, P, block)
 
 
+class Unreadable(ValueError):
+    """An answer that could not be read as one: asked for again, never marked."""
+
+
 def parse_answer(text: str) -> tuple[int, ...]:
     """Read "[1, 12, 1, 64]", "1 × 12 × 1 × 64" style shapes or "2,362,368" counts."""
     cleaned = text.strip().strip("[]()")
     if not cleaned:
-        raise ValueError("type an answer first")
+        raise Unreadable("type an answer first")
     # one count (4,722,432 or 4722432), or a shape: [1, 12, 1, 64], [1,12,1,64], 1 × 12 × 1 × 64, 1 12 1 64
     parts = [cleaned] if re.fullmatch(r"\d{1,3}(,\d{3})+|\d+", cleaned) else re.split(r"[\s,;x×]+", cleaned)
     try:
         return tuple(int(p.replace(",", "").replace("_", "")) for p in parts if p)
     except ValueError:
-        raise ValueError(f"could not read {text[:40]!r} as whole numbers") from None
+        raise Unreadable(f"could not read {text[:40]!r} as whole numbers") from None
 
 
 def check(ex: Exercise, text: str) -> tuple[bool, str]:
-    try:
-        given = parse_answer(text)
-    except ValueError as e:
-        return False, str(e)
+    """(correct, the feedback) of a readable answer. An unreadable one ("355M", "twelve", a shape
+    for a count) raises Unreadable: it is not an answer, so nothing is marked or revealed."""
+    given = parse_answer(text)
+    if ex.kind != "shape" and len(given) != 1:
+        raise Unreadable(f"could not read {text[:40]!r} as one count: a count is one whole number")
     if given == ex.answer:
         return True, f"Correct: {ex.answer_text}."
     return False, f"Not quite: you gave {_fmt(given, ex)}, the answer is {ex.answer_text}."

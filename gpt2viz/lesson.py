@@ -11,7 +11,10 @@ Head scores (`head_scores`) follow the usual definitions: previous-token score, 
 from position i to i − 1; first-token score (the attention sink), the mean attention to position 0;
 induction score, over the queries whose token occurred before, the mean attention to the token that
 followed its most recent earlier occurrence; entropy of each row over the keys it may read,
-divided by its maximum ln(i + 1), so that 1 is uniform. Pure: tensors in, numbers and strings out.
+divided by its maximum ln(i + 1), so that 1 is uniform; mean attention distance, the mean over
+queries of Σⱼ a_ij (i − j), how many positions back a head reads on average. `pattern_scores` scores
+every head of a block (or of the model) at once; the head finder (heads.py) ranks them. Pure:
+tensors in, numbers and strings out.
 """
 
 import math
@@ -48,34 +51,57 @@ class HeadScores:
     induction: float | None  # mean attention to the token after the earlier occurrence; None: no repeat
     entropy: float  # mean over rows (i ≥ 1) of H(row) / ln(i + 1): 1 is uniform, 0 one key
     repeats: int  # queries whose token occurred earlier
+    mean_distance: float = 0.0  # mean over rows (i ≥ 1) of Σⱼ a_ij (i − j): how far back a head reads
+
+
+SCORE_NAMES = ("previous_token", "induction", "first_token", "entropy", "mean_distance")
+
+
+def induction_targets(ids, T: int, offset: int = 0) -> list[tuple[int, int]]:
+    """(query row r, key j + 1) for every query i = offset + r whose token occurred before: j is the
+    token's most recent earlier occurrence, j + 1 the token that followed it."""
+    last_seen = {ids[j]: j for j in range(offset)}
+    cells = []
+    for r in range(T):
+        i = offset + r
+        if ids[i] in last_seen:
+            cells.append((r, last_seen[ids[i]] + 1))
+        last_seen[ids[i]] = i
+    return cells
+
+
+def pattern_scores(pattern: torch.Tensor, ids, offset: int = 0) -> dict[str, torch.Tensor | None]:
+    """The head scores of every head at once: pattern [..., T, L] (rows: queries at absolute positions
+    offset..offset+T-1; columns: keys 0..L-1, L = offset + T) -> {score name: [...]} (float64;
+    induction None where no token repeats). Keys after a query are not read, whatever they hold."""
+    T, L = pattern.shape[-2:]
+    assert offset + T == L and len(ids) >= L, (pattern.shape, offset, len(ids))
+    i = torch.arange(offset, L)  # [T] absolute query positions
+    j = torch.arange(L, dtype=torch.float64)  # [L]
+    p = pattern.double().masked_fill_(j[None, :] > i[:, None], 0)  # [..., T, L]: the keys each query may read
+    rows = i >= 1  # row 0 has one key: every score of it is fixed
+    r, q = torch.nonzero(rows).squeeze(1), i[rows]  # [n], [n]
+    zero = p.new_zeros(p.shape[:-2])
+
+    def mean(x):  # [..., n] -> [...]
+        return x.mean(-1) if x.shape[-1] else zero
+    h = -torch.special.xlogy(p, p).sum(-1)  # [..., T] nats (0 · ln 0 = 0)
+    back = i.double() * p.sum(-1) - p @ j  # [..., T]: Σⱼ a_ij (i − j)
+    out = {"previous_token": mean(p[..., r, q - 1]), "first_token": mean(p[..., r, 0]),
+           "entropy": mean(h[..., r] / (q + 1).double().log()), "mean_distance": mean(back[..., r])}
+    cells = induction_targets(ids, T, offset)
+    out["induction"] = p[..., [c[0] for c in cells], [c[1] for c in cells]].mean(-1) if cells else None
+    return out
 
 
 def head_scores(pattern: torch.Tensor, ids: list[int] | tuple[int, ...], offset: int = 0) -> HeadScores:
     """Scores of one head's pattern [T, L] (rows: queries at absolute positions offset..offset+T-1;
     columns: keys 0..L-1, L = offset + T) on the token ids of the keys."""
-    T, L = pattern.shape
-    assert offset + T == L and len(ids) >= L, (pattern.shape, offset, len(ids))
-    prev, first, ent, ind = [], [], [], []
-    last_seen: dict[int, int] = {}
-    for j in range(offset):
-        last_seen[ids[j]] = j
-    for r in range(T):
-        i = offset + r
-        row = pattern[r, : i + 1].double()  # the keys query i may read
-        if i >= 1:
-            prev.append(float(row[i - 1]))
-            first.append(float(row[0]))
-            h = -float((row.clamp_min(1e-30).log() * row).sum())
-            ent.append(h / math.log(i + 1))
-        earlier = last_seen.get(ids[i])
-        if earlier is not None:  # the token after its most recent earlier occurrence
-            ind.append(float(row[earlier + 1]))
-        last_seen[ids[i]] = i
-    return HeadScores(_mean(prev), _mean(first), _mean(ind) if ind else None, _mean(ent), len(ind))
-
-
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0
+    s = pattern_scores(pattern, ids, offset)
+    ind = s["induction"]
+    return HeadScores(float(s["previous_token"]), float(s["first_token"]), None if ind is None else float(ind),
+                      float(s["entropy"]), len(induction_targets(ids, pattern.shape[0], offset)),
+                      float(s["mean_distance"]))
 
 
 def weights_kind(weights) -> str:
@@ -199,3 +225,16 @@ def attention_intuition(nh: int, dh: int) -> str:
         f"**Why {nh} heads.** Each head has its own queries, keys and values, {dh} wide, and so its own "
         "pattern: one head can follow the previous word while another looks for a repeated name. Their "
         f"outputs are laid side by side ({nh} × {dh} = {nh * dh}) and projected back into the stream.")
+
+
+def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str]:
+    """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence)."""
+    T = attn.numel()
+    first, last = float(attn[0]), float(attn[-1])
+    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ ranges from "
+             f"{float(mlp.min()):.2f} to {float(mlp.max()):.2f}: the MLP sees one position at a time."]
+    if kind == "random" and T > 1:
+        lines.append(f"On random weights each attention row averages its i + 1 values nearly evenly, and an "
+                     f"average of n random vectors is about 1/√n as long: √{T} = {math.sqrt(T):.2f}, and here "
+                     f"the first position's update is {first / last:.2f} times the last's.")
+    return lines

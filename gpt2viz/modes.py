@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from .derive import derivations, to_record
-from .interventions import check_reached, recorder
+from .interventions import block_of, check_reached, recorder
 from .model import GPT2, Dropout, no_dropout
 from .record import Recorder
 from .schema import GRAD_STREAMS, Mode, block_name, recorded_names
@@ -31,25 +31,60 @@ def as_batch(ids) -> torch.Tensor:
     return ids
 
 
+Progress = Callable[[int, int, str], None]  # (steps done, of total, the step in words)
+
+
+class _Passes:
+    """A run's steps for a progress callback: each block a pass goes through is one step (its
+    output, forward; the gradient reaching its input, backward)."""
+
+    def __init__(self, progress: Progress | None, n_layer: int, passes: int):
+        self.progress, self.total, self.done = progress, n_layer * passes, 0
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        self.progress(self.done, self.total, what)
+
+    def forward(self, rec: Recorder, phase: str) -> Recorder:
+        """`rec`, telling the progress of each block's output (`phase`: "forward pass")."""
+        if self.progress is not None:
+            rec.on_block = lambda name: self.step(f"{phase}: block {block_of(name)[0]}")
+        return rec
+
+    def backward(self, streams: dict[str, torch.Tensor], n_layer: int) -> None:
+        """Tell the progress as the gradient reaches each block's output (block n_layer - 1 first):
+        every weight of the block, and every stream before it, needs it."""
+        if self.progress is None:
+            return
+        for i in range(n_layer):
+            x = streams.get(block_name("resid_post", i))
+            if x is not None:
+                x.register_hook(lambda grad, i=i: self.step(f"backward pass: block {i}"))
+
+
 def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True,
-        dropout: bool = True, interventions=()) -> Trace:
+        dropout: bool = True, interventions=(), progress: Progress | None = None) -> Trace:
     """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all), with
     `interventions` (interventions.py) made on the way; in DECODE the cache is built with them too.
     TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
-    is the evaluation loss on the same text and no dropout masks are recorded."""
+    is the evaluation loss on the same text and no dropout masks are recorded. A TRAINING run's
+    gradients are those of the intervened model. `progress` is told each block a pass goes through:
+    forward, backward in training, the cache's prefill in DECODE."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
-    if interventions and mode is Mode.TRAINING:
-        raise ValueError("interventions run in full, prefill and decode, not in training")
     if mode is Mode.TRAINING:
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
-        return _training(model, ids, names, drop, grads)
+        return _training(model, ids, names, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
+                         interventions)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
         raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
     # a derived name intervened on is stored as the run made it, not derived from its sources
     stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
     rec = recorder(stored, interventions, offset=ids.shape[1] - 1 if mode is Mode.DECODE else 0)
+    cached = mode is Mode.DECODE and ids.shape[1] > 1  # a prefill of the tokens before the last
+    passes = _Passes(progress, model.config.n_layer, 1 + cached)
+    passes.forward(rec, "forward pass" if mode is not Mode.DECODE else "the new token")
     with torch.no_grad():
         if mode is Mode.FULL:
             model(ids, rec)
@@ -59,7 +94,7 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
             P, T = 0, ids.shape[1]
         else:
             P, T = ids.shape[1] - 1, 1
-            cache_rec = recorder((), interventions)
+            cache_rec = passes.forward(recorder((), interventions), f"caching the {P:,} tokens before")
             _, past = prefill(model, ids[:, :P], cache_rec)
             model(ids[:, P:], rec, past=past, use_cache=True)
             rec.intervened = [*cache_rec.intervened, *rec.intervened]
@@ -101,9 +136,10 @@ def last_keys(n_tokens: int, steps: int) -> int:
 
 
 def generate(model: GPT2, ids, steps: int, *, names=None,
-             choose: Callable[[torch.Tensor], int] = greedy) -> Generation:
+             choose: Callable[[torch.Tensor], int] = greedy, progress: Progress | None = None) -> Generation:
     """Decode `steps` tokens, one DECODE trace per step. Step 0 decodes the text's last token against
-    the cache of the tokens before it; `choose` turns each step's logits [V] into the next token."""
+    the cache of the tokens before it; `choose` turns each step's logits [V] into the next token.
+    `progress` is told each step done."""
     ids = as_batch(ids)
     if ids.shape[0] != 1:
         raise ValueError("generation runs one sequence at a time (B = 1)")
@@ -112,6 +148,8 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
     if steps > room(model.config.n_positions, ids.shape[1]):
         raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
     traces, chosen = [], []
+    if progress is not None:
+        progress(0, steps, f"caching the text's {ids.shape[1] - 1:,} tokens before the first step")
     with torch.no_grad():
         _, past = prefill(model, ids[:, :-1])
         for _ in range(steps):
@@ -121,17 +159,22 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
             traces.append(_trace(model, Mode.DECODE, ids, P, 1, rec))
             chosen.append(choose(logits[0, -1]))
             ids = torch.cat([ids, torch.tensor([[chosen[-1]]])], dim=1)  # [1, P + 2]
+            if progress is not None:
+                progress(len(chosen), steps, f"token {len(chosen)} of {steps} chosen")
     return Generation(traces, chosen)
 
 
-def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool) -> Trace:
+def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool, passes: _Passes,
+              interventions=()) -> Trace:
     if ids.shape[1] < 2:
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
-    rec = Recorder(to_record(model.config, Mode.TRAINING, names), keep_graph=streams if grads else ())
+    stored = to_record(model.config, Mode.TRAINING, names, keep={iv.name for iv in interventions})
+    rec = recorder(stored, interventions, keep_graph=streams if grads else ())
     with torch.enable_grad():
-        logits, _ = model(ids, rec, drop=drop)  # [B, T, V]
+        logits, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop)  # [B, T, V]
+        passes.backward(rec.live, n)
         per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
         per_token = rec("loss.per_token", per_token.view(ids.shape[0], -1))  # [B, T-1]
         loss = rec("loss", per_token.mean())  # []
@@ -140,6 +183,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool) -> Trace
         if wrt:
             for name, g in zip(wrt, torch.autograd.grad(loss, list(wrt.values()))):
                 rec("grad." + name, g)
+    check_reached(interventions, rec.intervened)
     return _trace(model, Mode.TRAINING, ids, 0, ids.shape[1], rec)
 
 

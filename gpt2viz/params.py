@@ -12,6 +12,8 @@ embeddings), TransformerLens' 84,934,656 (weight matrices only), 163,037,184 (un
 paper's "117M", which openai/gpt-2's README says came from an error in the original counts.
 """
 
+import csv
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -310,6 +312,31 @@ def accounting_report(model: str | GPT2Config, checkpoint: str | None = None) ->
             "other_totals": other_totals(cfg),
             "weight_bytes": [c.as_dict() for c in costs.weight_bytes(cat.root.total)],
             "checkpoint": ckpt}
+
+
+# ---------------------------------------------------------------------------- CSV
+CSV_CONFIG = ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner", "bias", "tied")
+CSV_COLUMNS = ("model", *CSV_CONFIG, "component_id", "parent_id", "component", "row", "calculation",
+               "parameters_each", "instances", "parameters", "tensors")
+
+
+def accounting_csv(report: dict) -> str:
+    """The accounting as CSV that sums: one line per row of a leaf component only (a parent's rows
+    are its children's), its parent named; `parameters` = `parameters_each` × `instances`, so the
+    column adds up to the total. Every line carries the model and the config it was counted for."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    config = [str(report["config"][k]).lower() if isinstance(report["config"][k], bool) else report["config"][k]
+              for k in CSV_CONFIG]
+    for c in report["components"]:
+        if not c["leaf"]:
+            continue
+        for row in c["rows"] or [{"name": "(owns no weights)", "calculation": "", "parameters": 0, "tensors": []}]:
+            w.writerow([report["model"], *config, c["id"], c["parent"] or "", c["title"], row["name"],
+                        row["calculation"], row["parameters"], c["instances"], row["parameters"] * c["instances"],
+                        " ".join(row["tensors"])])
+    return buf.getvalue()
 
 
 # ---------------------------------------------------------------------------- text

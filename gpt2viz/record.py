@@ -19,6 +19,7 @@ class Recorder:
     """
 
     intervened = ()  # names an intervention changed (interventions.py): none here
+    on_block = None  # called with each block's resid_post name as the forward passes it (progress)
 
     def __init__(self, names=None, keep_graph=()):
         self._patterns = None if names is None else tuple(names)
@@ -46,6 +47,8 @@ class Recorder:
         return hit
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        if self.on_block is not None and name.startswith("blocks.") and name.endswith(".resid_post"):
+            self.on_block(name)
         if name in self._keep_graph:
             self.live[name] = x
         if self.wants(name):

@@ -66,8 +66,8 @@ def encode(text: str, max_tokens: int | None = None, truncate: bool = False) -> 
     """Token ids of `text`; `<|endoftext|>` in the text is the special token.
 
     Over `max_tokens`: a TextError, or with truncate=True the first `max_tokens` ids."""
-    if not text or not text.strip():
-        raise TextError("the text is empty: type at least one word")
+    if not text:  # spaces alone are text: GPT-2 has tokens for runs of spaces and newlines
+        raise TextError("the text is empty: type at least one character")
     ids = encoding().encode(text, allowed_special={ENDOFTEXT})
     if max_tokens is not None and len(ids) > max_tokens:
         if not truncate:

@@ -50,6 +50,10 @@ _MODEL = [
 _CLASSROOM = [
     ("lens", "Read the prediction at every depth: the final LayerNorm and the unembedding applied to each "
              "block's stream.", (), True),
+    ("experiments", "Predict, then see: take away the 1/√dh scale, the causal mask or the position embeddings "
+                    "and watch what changes.", (), True),
+    ("heads", "Score every head on your text: which ones read the previous word, which copy a repeat, which "
+              "rest on the first token?", (), True),
     ("whatif", "Knock out one head or one MLP and watch the prediction move: which parts does this text need?",
      (), True),
     ("patch", "Run two texts that differ in one word and patch A's activations into B: where does the answer "

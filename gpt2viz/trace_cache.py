@@ -12,12 +12,39 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from .memory import release_freed_memory
 from .trace import Trace
 
 DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
+POLL_S = 0.25  # how often an asker waiting for another asker's run looks at its progress
 log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
+
+
+@dataclass(frozen=True)
+class Status:
+    """What an asker of a run is told while it waits for the result."""
+    state: str  # "running": its own run · "shared": another asker's run of the same key · "queued":
+    # waiting for room in the budget or for a turn (max_runs)
+    done: int = 0  # steps of the run done, of `total` (0 of 0: not known yet)
+    total: int = 0
+    what: str = ""  # the step, in words ("block 3 of 12, forward")
+
+
+class Progress:
+    """One asker's view of a run. The computation of the asker that runs it calls `step`; `show`
+    of every asker of the key (that one, and those waiting for its run) is called with each step."""
+
+    def __init__(self, show: Callable[[Status], None]):
+        self.show = show
+        self._flight: _Flight | None = None  # the run this asker leads
+
+    def step(self, done: int, total: int, what: str = "") -> None:
+        status = Status("running", done, total, what)
+        if self._flight is not None:
+            self._flight.status = status
+        self.show(status)
 
 
 class _Flight:
@@ -27,6 +54,7 @@ class _Flight:
         self.done = threading.Event()
         self.trace: Trace | None = None  # set when the run succeeded
         self.waiting = 0  # askers waiting for it
+        self.status = Status("running")  # the leader's last step, for the askers waiting for it
 
 
 class TraceCache:
@@ -60,13 +88,15 @@ class TraceCache:
             return len(self._items)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0,
-                       evict_first: bool = False) -> Trace:
+                       evict_first: bool = False, progress: Progress | None = None) -> Trace:
         """The cached trace for `key`, or compute it once and keep it, evicting least recently used
         traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
         its trace, even one too large to keep; if that run fails, the next asker runs it.
         `estimate`: the bytes the computation holds at its peak, reserved while it runs.
         `evict_first`: keep the new trace as the least recently used one (the next to go), for a
-        trace that serves one page, so that it does not push out traces that serve every page."""
+        trace that serves one page, so that it does not push out traces that serve every page.
+        `progress`: told when this asker waits for another asker's run (with that run's steps) or
+        for its turn; `compute` reports the steps of its own run through it."""
         with self._lock:
             if key in self._items:
                 self.hits += 1
@@ -81,12 +111,14 @@ class TraceCache:
                 flight.waiting += 1
                 leading = False
         if not leading:
-            flight.done.wait()
+            _wait_for(flight, progress)
             return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
-                                                                                       evict_first)
+                                                                                       evict_first, progress)
+        if progress is not None:
+            progress._flight = flight
         try:
             with self._lock:
-                self._reserve(estimate)
+                self._reserve(estimate, progress)
             t0 = time.perf_counter()
             try:
                 trace = compute()
@@ -116,12 +148,17 @@ class TraceCache:
     def _cached(self) -> int:
         return sum(t.nbytes for t in self._items.values())
 
-    def _reserve(self, estimate: int) -> None:
+    def _reserve(self, estimate: int, progress: Progress | None = None) -> None:
         """Wait (lock held) until `estimate` fits beside the other runs in flight and there are
         fewer than `max_runs` of them, or none is left, then evict until cached + in flight +
-        estimate fits, and reserve it."""
+        estimate fits, and reserve it. A waiting asker's `progress` is told once (it only queues
+        a message to its page, under the lock)."""
+        told = False
         while self.running and (self.in_flight + estimate > self.budget
                                 or self.max_runs is not None and self.running >= self.max_runs):
+            if progress is not None and not told:
+                progress.show(Status("queued"))
+                told = True
             self._room.wait()
         self.running += 1
         self.in_flight += estimate
@@ -138,6 +175,21 @@ class TraceCache:
 
     def _note_peak(self) -> None:
         self.peak_reserved = max(self.peak_reserved, self._cached() + self.in_flight)
+
+
+def _wait_for(flight: _Flight, progress: Progress | None) -> None:
+    """Wait for another asker's run; tell `progress` so at once, then its steps as they come."""
+    if progress is None:
+        flight.done.wait()
+        return
+    shown = None
+    while True:
+        s = flight.status
+        if s != shown:
+            progress.show(Status("shared", s.done, s.total, s.what))
+            shown = s
+        if flight.done.wait(POLL_S):
+            return
 
 
 def key_kind(key: Hashable) -> str:

@@ -63,12 +63,12 @@ class Target:
             raise ValueError(f"{self.part} must be between 0 and {top - 1}, got {self.index}")
 
 
-def knockout(model: GPT2, ids, target: Target, method: str, mode=Mode.FULL, names=None) -> Trace:
-    """The trace of `ids` with `target` knocked out by `method` (zero or mean)."""
+def knockout(model: GPT2, ids, target: Target, method: str, mode=Mode.FULL, names=None, progress=None) -> Trace:
+    """The trace of `ids` with `target` knocked out by `method` (zero or mean); `progress` as run's."""
     target.check(model.config)
     if method not in ("zero", "mean"):
         raise ValueError(f"knock out with zero or mean, not {method!r}")
-    return run(model, ids, mode, names=names, interventions=[target.intervention(method)])
+    return run(model, ids, mode, names=names, interventions=[target.intervention(method)], progress=progress)
 
 
 # ---------------------------------------------------------------------------- reading two runs

@@ -97,15 +97,49 @@ def test_out_of_range_url_values_fall_back_and_say_so_at_the_top():
     assert kinds.index("Warning") < kinds.index("Title") and not at.sidebar.warning
 
 
-@pytest.mark.parametrize("text,needle", [("   ", "empty"), ("Hi", None)])
-def test_text_edge_cases(text, needle):
-    at = open_page("attention", text=text, mode="training")
+def test_one_token_cannot_be_trained_on():
+    at = open_page("attention", text="Hi", mode="training")
     assert not at.exception
-    shown = " ".join(w.value for w in at.warning)
-    if needle:
-        assert needle in shown
-    else:  # one token cannot be trained on: said, not crashed
-        assert "at least 2 tokens" in shown
+    assert "at least 2 tokens" in " ".join(w.value for w in at.warning)  # said, not crashed
+
+
+def test_an_empty_text_is_refused_and_spaces_are_run():
+    """Issue 23 (6): whitespace-only text was refused, though GPT-2 tokenizes spaces."""
+    at = open_page("tokens", text="   \n")
+    assert not at.exception and not at.warning
+    assert "".join(at.dataframe[0].value["token"]) == "␣␣␣↵"
+    at.sidebar.text_area(key="text").input("").run()
+    assert "the text is empty" in " ".join(w.value for w in at.warning)
+
+
+def test_endoftext_typed_in_the_text_is_said_to_be_one_special_token():
+    """Issue 23 (6): `<|endoftext|>` typed in the text silently became token 50256."""
+    at = open_page("tokens", text="One.<|endoftext|>Two.")
+    assert not at.exception
+    note = " ".join(i.value for i in at.info)
+    assert "<|endoftext|>" in note and "50,256" in note and "not its 13 characters" in note
+    assert 50256 in list(at.dataframe[0].value["id"])
+    assert not any("endoftext" in i.value for i in open_page("tokens", text="One. Two.").info)
+
+
+def test_generation_says_the_kv_column_is_after_the_step_and_one_step_reads_1():
+    at = open_page("generation", steps=1)
+    assert not at.exception
+    assert "KV cache after the step (fp32)" in at.dataframe[0].value.columns
+    growth = json.loads(charts(at)[0].proto.spec)["layout"]["xaxis"]
+    assert growth["tickvals"] == [1] and growth["range"] == [0.5, 1.5]
+
+
+def test_one_position_is_not_a_mean_over_1_positions():
+    mlp = open_page("mlp", mode="decode")
+    assert "mean over 1 positions" not in " ".join(c.proto.spec for c in charts(mlp))
+    from gpt2viz.ui.whatif_view import what_is_replaced
+    from gpt2viz.whatif import Target
+
+    assert "1 positions" not in what_is_replaced(Target(0, "mlp"), "mean", 1)
+    lens = open_page("lens", block=0)
+    assert any("Sum of the 1 part minus" in m.value for m in lens.markdown)
+    assert "mean over this text's 2 positions" in what_is_replaced(Target(0, "mlp"), "mean", 2)
 
 
 def test_over_long_text_is_cut_and_says_how_much():
@@ -354,7 +388,8 @@ def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
 
 @pytest.mark.parametrize("url,label,lit", [("overview", "overview", set()),
                                             ("block", "Transformer block", set()),
-                                            ("attention", "attention", {"/attention"}), ("mlp", "MLP", {"/mlp"})])
+                                            ("attention", "attention", {"/attention"}), ("mlp", "MLP", {"/mlp"}),
+                                            ("merge", "merge and project", {"/merge"})])
 def test_pages_draw_their_diagram_with_links_that_keep_the_view(url, label, lit):
     at = open_page(url, mode="decode", block=1, head=2)
     svg = next(m.value for m in at.markdown if m.value.startswith("<svg"))
@@ -456,3 +491,40 @@ def test_glossary_names_h_and_z_as_one_tensor():
 
     (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
     assert "H" in row[0] and "z" in row[0] and "‖z‖" in row[2]
+
+
+def test_an_unreadable_answer_asks_again_and_reveals_nothing():
+    """Issue 23 (6): "355M" counted as answered, marked wrong and opened the worked answer."""
+    from gpt2viz import exercises as ex
+
+    at = open_page("exercises", set=3, questions=2)
+    count = next(e for e in ex.exercise_set(3, 2) if e.kind == "params")
+    i = [e.id for e in ex.exercise_set(3, 2)].index(count.id)
+    at.text_input(key=f"answer-{count.id}").input("355M")
+    at.button[i].click().run()
+    assert not at.exception
+    assert [w.value for w in at.warning] and "355M" in at.warning[0].value and "every digit" in at.warning[0].value
+    assert not at.error and not at.success and not at.expander
+    assert any("Score: 0 of 2** correct · 0 answered" in m.value for m in at.markdown)
+    assert not any(count.worked.splitlines()[0] in m.value for m in at.markdown)
+    at.text_input(key=f"answer-{count.id}").input(count.answer_text)
+    at.button[i].click().run()
+    assert [s.value for s in at.success] == [f"Correct: {count.answer_text}."]
+
+
+def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
+    """Issue 23 (6): a chart of depth × position with the position to read chosen, in the URL."""
+    at = open_page("lens", lens_pos=3)
+    assert not at.exception
+    heat = next(json.loads(c.proto.spec) for c in charts(at) if "top next token at every depth" in c.proto.spec)
+    assert heat["data"][0]["type"] == "heatmap" and len(heat["data"][0]["y"]) == 3  # tiny: 2 blocks, 3 depths
+    assert heat["data"][0]["x"][0] == "0·The" and len(heat["data"][0]["x"]) == 10
+    assert heat["layout"]["shapes"][0]["x0"] == 2.5  # position 3 outlined
+    assert any(m.value.startswith("**Position 3,") for m in at.markdown)
+    assert at.slider(key="lens_pos").proto.query_param_key == "lens_pos"  # bound: the choice is in the URL
+    at.slider(key="lens_pos").set_value(6).run()
+    assert any(m.value.startswith("**Position 6,") for m in at.markdown)
+    decode = open_page("lens", mode="decode")  # one position: no choice, one column
+    assert not decode.exception and not decode.main.get("slider")
+    heat = next(json.loads(c.proto.spec) for c in charts(decode) if "top next token" in c.proto.spec)
+    assert heat["data"][0]["x"] == ["9·␣because"]

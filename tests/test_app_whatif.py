@@ -47,7 +47,7 @@ def test_whatif_deep_link_sets_target_and_method():
     assert at.radio(key="part").value == "head" and at.radio(key="method").value == "mean"
     shown = text_of(at)
     assert "head 3's slice of" in shown and "blocks.1.attn.z" in shown and "mean over this text's" in shown
-    assert "that it changed `blocks.1.attn.z`" in shown
+    assert "which it made to `blocks.1.attn.z`" in shown
     assert "Random weights: these effects are noise" in shown and "trained weights" in shown
     titles = [s["layout"]["title"]["text"] for s in specs(at)]
     assert any("After knocking out head 1.3" in t for t in titles)
@@ -112,8 +112,9 @@ def test_patch_page_says_when_lengths_differ():
 
 
 def test_patch_page_empty_text_b_is_said():
-    at = open_page("patch.py", text_b=" ")
-    assert not at.exception and "Text B" in text_of(at)
+    at = open_page("patch.py")
+    at.text_area(key="text_b").input("").run()  # a space is text (GPT-2 has a token for it); nothing is not
+    assert not at.exception and "Text B: the text is empty" in text_of(at)
 
 
 def test_patch_page_bounds_the_number_of_runs():
@@ -130,7 +131,7 @@ def test_whatif_knocks_out_each_part(part, name):
     at = open_page("whatif.py", block=1, part=part, neuron=7)
     assert not at.exception
     shown = text_of(at)
-    assert f"that it changed `{name}`" in shown
+    assert f"which it made to `{name}`" in shown
     assert part != "neuron" or "neuron 7 of" in shown
 
 

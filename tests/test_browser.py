@@ -438,6 +438,27 @@ def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, bas
         page.close()
 
 
+def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
+    """Experiments: no chart until a prediction is chosen; the choice draws the answer and is in the
+    URL, and that URL opened afresh shows the same answer."""
+    page = open_view(context, base, "experiments?model=tiny&experiment=no+mask")
+    try:
+        assert page.locator(CHART).count() == 0
+        page.get_by_test_id("stRadio").filter(has_text="Your prediction").get_by_text("every position").click()
+        wait_rendered(page, 1, must_see="How far each position")
+        page.wait_for_timeout(500)  # the bound control's value reaches the address bar after the run
+        url = page.url
+        assert exceptions(page) == [] and "predict_no_mask=every" in url and "experiment=no" in url, url
+    finally:
+        page.close()
+    again = open_view(context, base, url.removeprefix(base), 1)
+    try:
+        assert "How far each position" in " ".join(chart_titles(again)) and exceptions(again) == []
+        assert "the run agrees" in again.locator("[data-testid='stAlertContentSuccess']").inner_text()
+    finally:
+        again.close()
+
+
 # ---- Issue 21 (2, 3): the lecturer's kit --------------------------------------------------------
 
 

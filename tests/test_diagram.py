@@ -101,3 +101,23 @@ def test_svg_is_one_line_scaled_to_its_container():
     for kind in ("overview", "block", "attention", "mlp"):
         svg = draw(kind)
         assert "\n" not in svg and 'width="100%"' in svg and svg.startswith("<svg") and svg.endswith("</svg>")
+
+
+def test_merge_draws_the_decode_story_in_order():
+    """Issue 23 (6): the Merge page draws H [1, 12, 1, 64] → transpose → [1, 1, 12, 64] → reshape →
+    [1, 1, 768] → W_O (590,592) → Δattn; merging is a transpose then a reshape, labelled so."""
+    svg = unescape(draw("merge", current="merge"))
+    story = ["H = z", "[1, 12, 1, 64]", "Transpose heads and positions", "[B, nh, T, dh] → [B, T, nh, dh]",
+             "[1, 1, 12, 64]", "Reshape", "[B, T, nh, dh] → [B, T, nh · dh = d]", "merge(H)", "[1, 1, 768]",
+             "Output projection W_O", "590,592 parameters", "Δattn"]
+    at = [svg.find(s) for s in story]
+    assert -1 not in at and at == sorted(at), dict(zip(story, at))
+    assert 'aria-label="gpt2 merge and project"' in svg
+    assert all(target == "block.attn.merge" and lit for _, target, lit, _ in anchors(draw("merge", current="merge")))
+    full = unescape(draw("merge", mode="full", current="merge"))
+    assert "[1, 12, 10, 64]" in full and "[1, 10, 12, 64]" in full and "[1, 10, 768]" in full
+
+
+def test_attention_drawing_says_merging_transposes_first():
+    svg = unescape(draw("attention"))
+    assert "transpose to [B, T, nh, dh], then reshape" in svg and "(a reshape)" not in svg

@@ -103,3 +103,32 @@ def test_a_component_page_opens_with_its_question_then_the_picture_then_what_to_
     md = [m.value for m in at.markdown]
     question = next(i for i, m in enumerate(md) if lesson.QUESTIONS["block.attn"] in m)
     assert md.index(next(m for m in md if "In plain words" in m)) > question
+
+
+@pytest.mark.parametrize("temp,topk,kept", [("0", "0", "1 of 50,257"), ("1", "5", "5 of 50,257"),
+                                            ("2", "0", "50,257 of 50,257")])
+def test_output_page_changes_the_distribution_with_temperature_and_top_k(temp, topk, kept):
+    """Issue 20 (3): softmax(logits / temperature), kept to the top k, on this text's logits, from the URL."""
+    from streamlit.testing.v1 import AppTest
+
+    from gpt2viz.ui.pages import BY_URL
+
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params.update(model="tiny", temp=temp, topk=topk)
+    at.run()
+    at.switch_page(BY_URL["output"].file)
+    at.run()
+    assert not at.exception
+    notes = " ".join(i.value for i in at.info)
+    assert "tokens keep a probability above 0" in notes and kept in notes, notes
+    assert "softmax(logits)" in notes
+    if temp == "0":
+        assert "to 1;" in notes
+
+
+def test_the_block_notice_compares_the_fall_of_attention_with_one_over_root_n():
+    attn, mlp = torch.tensor([1.6, 1.0, 0.8, 0.55]), torch.tensor([2.0, 1.9, 2.1, 2.0])
+    random = lesson.updates_notice(attn, mlp, "random")
+    assert "1.60 at the first position and 0.55 at the last" in random[0] and "from 1.90 to 2.10" in random[0]
+    assert "√4 = 2.00" in random[1] and "2.91 times" in random[1]
+    assert len(lesson.updates_notice(attn, mlp, "trained")) == 1

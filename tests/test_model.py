@@ -121,3 +121,24 @@ def test_decode_positions_are_offset_by_P(tiny):
 def test_context_limit_is_enforced(tiny):
     with pytest.raises(ValueError, match="exceed"):
         run(tiny, list(range(1025)), "full")
+
+
+@pytest.mark.parametrize("mode,steps", [
+    (Mode.FULL, ["forward pass: block 0", "forward pass: block 1"]),
+    (Mode.TRAINING, ["forward pass: block 0", "forward pass: block 1", "backward pass: block 1",
+                     "backward pass: block 0"]),
+    (Mode.DECODE, ["caching the 7 tokens before: block 0", "caching the 7 tokens before: block 1",
+                   "the new token: block 0", "the new token: block 1"])])
+def test_a_run_tells_its_progress_block_by_block(tiny, mode, steps):
+    """Issue 23 (5): a long run (33 s of training on 1,024 tokens of gpt2) says how far it got."""
+    told = []
+    run(tiny, IDS, mode, progress=lambda done, total, what: told.append((done, total, what)))
+    assert told == [(i + 1, len(steps), what) for i, what in enumerate(steps)]
+
+
+def test_generation_tells_each_step(tiny):
+    from gpt2viz.modes import generate
+
+    told = []
+    generate(tiny, IDS, 3, progress=lambda done, total, what: told.append((done, total)))
+    assert told == [(0, 3), (1, 3), (2, 3), (3, 3)]

@@ -203,3 +203,32 @@ def test_header_of_a_transformers_checkpoint(hf_dir):
     assert ckpt["matches"] and ckpt["total"] == report["total"] == hf.num_parameters()
     assert (ckpt["config"]["n_layer"], ckpt["config"]["n_embd"], ckpt["config"]["n_head"]) == (3, 128, 4)
     assert ckpt["n_head_source"] == "config.json beside the file" and ckpt["prefix"] == "transformer."
+
+
+@pytest.mark.parametrize("model", ["gpt2", "gpt2-medium", "distilgpt2", "tiny", "shakespeare"])
+def test_the_accounting_csv_sums_to_the_total_and_says_what_it_counted(model):
+    """Issue 23 (6): the CSV mixed parents and children (its "parameters" summed to 224,469,504 for
+    gpt2) and did not record a custom size's config. Now: leaves only, each with its parent, the
+    `parameters` column summing to the total, and the config on every line."""
+    import csv
+    import io
+
+    from gpt2viz.config import custom_config
+    from gpt2viz.params import CSV_CONFIG, accounting_csv, accounting_report
+
+    cfg = custom_config(vocab_size=65, n_positions=256, n_embd=384, n_layer=6, n_head=6, bias=False) \
+        if model == "shakespeare" else model
+    report = accounting_report(cfg)
+    rows = list(csv.DictReader(io.StringIO(accounting_csv(report))))
+    assert sum(int(r["parameters"]) for r in rows) == report["total"]
+    if model == "gpt2":
+        assert report["total"] == 124_439_808
+    assert all(int(r["parameters"]) == int(r["parameters_each"]) * int(r["instances"]) for r in rows)
+    parents = {c["id"] for c in report["components"] if not c["leaf"]}
+    leaves = {c["id"] for c in report["components"] if c["leaf"]}
+    assert {r["component_id"] for r in rows} == leaves and {r["parent_id"] for r in rows} <= parents
+    said = {k: {r[k] for r in rows} for k in ("model", *CSV_CONFIG)}
+    want = report["config"] | {"model": report["model"]}
+    assert said == {k: {str(v).lower()} for k, v in want.items()}
+    if model == "shakespeare":
+        assert said["n_embd"] == {"384"} and said["bias"] == {"false"} and said["vocab_size"] == {"65"}

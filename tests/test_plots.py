@@ -557,6 +557,37 @@ def test_matrix_heatmap_and_depth_bars():
     assert list(fig.layout.xaxis.ticktext) == ["embed", "attn 0"]
 
 
+def test_lens_heatmap_shows_probabilities_tokens_and_the_chosen_position():
+    from gpt2viz.plots import lens_heatmap
+
+    probs = np.array([[0.1, 0.2, 0.3], [0.5, 0.6, 0.9]])
+    fig = lens_heatmap(probs, [["a", "<b>", "c"], ["d", "e", "f"]], np.array([[3, 40, 0], [0, 1, 0]]),
+                       ["block 0 in", "block 0 out"], ["x", "y", "z"], "lens", offset=5, chosen=1)
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and (heat.zmin, heat.zmax) == (0, 1) and list(heat.x) == ["5·x", "6·y", "7·z"]
+    assert list(heat.y) == ["block 0 in", "block 0 out"] and heat.text[0][1] == "&lt;b&gt;"
+    assert heat.customdata[0][1] == ["&lt;b&gt;", 40] and "rank" in heat.hovertemplate
+    (outline,) = fig.layout.shapes
+    assert (outline.x0, outline.x1) == (0.5, 1.5)
+    with pytest.raises(ValueError, match="final_ranks"):
+        lens_heatmap(probs, [["a"] * 3] * 2, np.zeros((2, 2)), ["a", "b"], ["x", "y", "z"], "lens")
+
+
+def test_one_decode_step_reads_as_step_1():
+    """Issue 23 (6): with one step the axis read 0.6…1.4; steps are whole numbers."""
+    axis = plots.cache_growth([5], [1_000], "one step").layout.xaxis
+    assert list(axis.tickvals) == [1] and tuple(axis.range) == (0.5, 1.5)
+    many = plots.cache_growth(list(range(1, 101)), list(range(100, 10_100, 100)), "many").layout.xaxis
+    assert len(many.tickvals) <= 16 and all(float(v).is_integer() for v in many.tickvals)
+    assert "after" in plots.cache_growth([5], [1_000], "c").data[0].name
+
+
+def test_top_neurons_of_one_position_is_no_mean_over_1_positions():
+    one = plots.top_neurons(np.arange(8.0)[None, :], ["x"], k=3, offset=9)
+    assert "mean over 1" not in one.layout.title.subtitle.text and "9·x" in one.layout.title.subtitle.text
+    assert "mean over 2 positions" in plots.top_neurons(np.ones((2, 8)), ["x", "y"], k=3).layout.title.subtitle.text
+
+
 def test_attention_maps_outline_marked_cells_of_the_rows_drawn():
     pattern = causal_pattern(T, T)
     fig = plots.attention_maps(np.zeros((T, T)), pattern, np.ones(T), TOKENS, TOKENS, "m", marks=[(3, 1), (4, 2)],

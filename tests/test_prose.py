@@ -211,7 +211,8 @@ def shown_strings(path: Path) -> list[tuple[int, str]]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs and " " in n.value]
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "views").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*(ROOT / "views").glob("*.py"), *(ROOT / "gpt2viz" / "ui").glob("*.py"),
+                                         ROOT / "gpt2viz" / "lesson.py"]), ids=lambda p: p.name)
 def test_pages_say_no_developer_words(path):
     found = [(line, s[:80]) for line, s in shown_strings(path) if DEV_WORDS.search(s)]
     assert not found

@@ -27,10 +27,12 @@ def test_readable_pieces():
     assert tok.readable(tok.encode("\x07")[0]) == "<0x07>"
 
 
-def test_empty_and_whitespace_are_refused():
-    for text in ["", "   \n\t"]:
-        with pytest.raises(tok.TextError, match="empty"):
-            tok.encode(text)
+def test_empty_text_is_refused_and_whitespace_is_text():
+    """Issue 23 (6): GPT-2 tokenizes spaces; only an empty text has nothing to run."""
+    with pytest.raises(tok.TextError, match="empty"):
+        tok.encode("")
+    ids = tok.encode("   \n\t")
+    assert ids and "".join(tok.readable_tokens(ids)) == "␣␣␣↵⇥"
 
 
 def test_over_long_text_is_refused_or_truncated():

@@ -226,3 +226,56 @@ def test_freed_memory_is_given_back_on_glibc():
 
     from gpt2viz.memory import release_freed_memory
     assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")
+
+
+# ---------------------------------------------------------------------------- what a waiting asker is told
+def test_an_asker_of_a_run_another_started_is_told_so_with_its_steps():
+    """Issue 23 (5): a session waiting on a run that another session started says so, and shows
+    that run's progress; the session running it sees its own steps."""
+    from gpt2viz.trace_cache import Progress
+
+    cache, release = TraceCache(10_000), threading.Event()
+    leader_saw, waiter_saw = [], []
+    leader, waiter = Progress(leader_saw.append), Progress(waiter_saw.append)
+
+    def run():
+        leader.step(1, 4, "forward pass: block 0")
+        until(lambda: cache.shared == 1, timeout=5)  # the second asker has joined this run
+        leader.step(2, 4, "forward pass: block 1")
+        release.wait(5)
+        return make(40)
+
+    def ask_second():
+        until(lambda: leader_saw, timeout=5)
+        return cache.get_or_compute("k", lambda: make(8), progress=waiter)
+
+    first = threading.Thread(target=cache.get_or_compute, args=("k", run), kwargs={"progress": leader})
+    first.start()
+    second = threading.Thread(target=ask_second)
+    second.start()
+    until(lambda: any(s.done == 2 for s in waiter_saw), timeout=5)
+    release.set()
+    first.join()
+    second.join()
+    assert [s.state for s in leader_saw] == ["running", "running"]
+    assert {s.state for s in waiter_saw} == {"shared"} and waiter_saw[0].done in (1, 2)
+    assert (waiter_saw[-1].done, waiter_saw[-1].total, waiter_saw[-1].what) == (2, 4, "forward pass: block 1")
+    assert cache.misses == 1  # one run for both
+
+
+def test_an_asker_waiting_for_its_turn_is_told_so():
+    from gpt2viz.trace_cache import Progress
+
+    cache, release, saw = TraceCache(10_000, max_runs=1), threading.Event(), []
+    busy = threading.Thread(target=cache.get_or_compute, args=("a", lambda: release.wait(5) and make(4)))
+    busy.start()
+    until(lambda: cache.running == 1, timeout=5)
+    queued = threading.Thread(target=cache.get_or_compute, args=("b", lambda: make(4)),
+                              kwargs={"progress": Progress(saw.append)})
+    queued.start()
+    until(lambda: saw, timeout=5)
+    assert [s.state for s in saw] == ["queued"] and len(cache) == 0
+    release.set()
+    busy.join()
+    queued.join()
+    assert len(cache) == 2 and [s.state for s in saw] == ["queued"]

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.anatomy import selection, text_notes
 from gpt2viz.ui.cache import decode_check
+from gpt2viz.ui.working import working
 
 sel = selection()
 st.title("About gpt2viz")
@@ -13,7 +14,9 @@ st.subheader("Checked live on your text")
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
 else:
-    diff = decode_check(sel.weights, sel.ids)
+    text_notes(sel)
+    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens twice: full, then decode…") as progress:
+        diff = decode_check(sel.weights, sel.ids, progress)
     verdict = ":material/check_circle: agree" if diff < 1e-4 else ":material/error: DISAGREE"
     st.markdown(f"Decoding the last token against the KV cache of the {len(sel.ids) - 1} before it, and running "
                 f"the full sequence without a cache, give last-position logits that {verdict}: the largest "

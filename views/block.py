@@ -20,9 +20,10 @@ if trace.T == 1:  # decode: the one position's stream and the two updates added 
     plot(plots.stacked_vectors([(label, trace.get(short, b)[0, 0]) for label, short in STREAM],
                                f"Block {b} on the new token {q[0]!r}: the stream and its two updates"))
 else:
-    anatomy.side_by_side(
-        plots.position_norms(trace.get("attn.out", b)[0], q, f"‖Δattn‖ added by block {b}", offset=offset),
-        plots.position_norms(trace.get("mlp.out", b)[0], q, f"‖Δmlp‖ added by block {b}", offset=offset))
+    attn, mlp = trace.get("attn.out", b)[0], trace.get("mlp.out", b)[0]  # [T, d] each
+    anatomy.side_by_side(plots.position_norms(attn, q, f"‖Δattn‖ added by block {b}", offset=offset),
+                         plots.position_norms(mlp, q, f"‖Δmlp‖ added by block {b}", offset=offset))
+    anatomy.notice(lesson.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), lesson.weights_kind(sel.weights)))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
 anatomy.notice(lesson.residual_notice(norms, labels))
 draw_diagram("block", sel, "block")

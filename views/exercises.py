@@ -7,13 +7,18 @@ import os
 import streamlit as st
 
 from gpt2viz import exercises as ex
+from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.live_view import live_checks
 from gpt2viz.ui.state import number
+from gpt2viz.ui.text import plain
 
 TEACHER_ENV = "GPT2VIZ_TEACHER"
 
 st.title("Exercises")
+FORMATS = "Type a shape as `[1, 12, 1, 64]` and a count in full, every digit, as `4,722,432`."
+
 st.markdown(f"Questions on {', '.join(ex.MODELS[:-1])} and {ex.MODELS[-1]}, in every mode. {ex.CONVENTIONS} "
-            "Type a shape as `[1, 12, 1, 64]` and a count as `4,722,432`.")
+            + FORMATS)
 cols = st.columns(3)
 seed = number(cols[0], "Set", 0, 10_000, 0, key="set",
               help="the same set number gives the same questions: share the link")
@@ -36,7 +41,11 @@ for i, e in enumerate(exercise_set, 1):
         st.markdown(f"**{i}. {'Predict the shape' if e.kind == 'shape' else 'Count the parameters'}.** {e.question}")
         given = st.text_input("Your answer", key=f"answer-{e.id}", max_chars=200)
         if st.form_submit_button("Check"):
-            results[e.id] = ex.check(e, given)
+            try:
+                results[e.id] = ex.check(e, given)
+            except ex.Unreadable as unreadable:  # not an answer: ask again, mark and reveal nothing
+                said = plain(str(unreadable))
+                st.warning(f"{said[0].upper()}{said[1:]}. {FORMATS}", icon=":material/edit:")
         if e.id in results:
             ok, message = results[e.id]
             (st.success if ok else st.error)(message)
@@ -44,3 +53,5 @@ for i, e in enumerate(exercise_set, 1):
                 st.markdown(e.worked)
 answered = [results[e.id][0] for e in exercise_set if e.id in results]
 score.markdown(f"**Score: {sum(answered)} of {len(exercise_set)}** correct · {len(answered)} answered")
+
+live_checks(selection())

@@ -4,11 +4,12 @@ import streamlit as st
 
 from gpt2viz import costs, modes, plots
 from gpt2viz.ui import story
-from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection
+from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
 from gpt2viz.ui.state import number
 from gpt2viz.ui.text import code_span
+from gpt2viz.ui.working import working
 
 sel = selection()
 st.title("Generation, step by step")
@@ -19,6 +20,7 @@ story.offer(sel, "generation")
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
+text_notes(sel)
 cols = st.columns(4)
 steps = number(cols[0], "Steps", 1, 32, 8, key="steps")
 temperature = number(cols[1], "Temperature (0 = greedy)", 0.0, 5.0, 0.0, key="temperature", step=0.1)
@@ -30,8 +32,8 @@ room = modes.room(sel.config.n_positions, len(sel.ids))
 if steps > room:
     st.info(f"The context has room for {room} more token{'s' * (room != 1)}; generating {room}.")
     steps = room
-with st.spinner(f"Generating {steps} tokens step by step…"):
-    gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed)
+with working(f"Generating {steps} tokens step by step…") as progress:
+    gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed, progress=progress)
 random_note(sel)
 rows = generation_rows(gen, sel.config, temperature, top_k)
 st.dataframe(rows, hide_index=True, width="stretch")

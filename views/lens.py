@@ -3,8 +3,9 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.lens import decompose, logit_lens
-from gpt2viz.ui.anatomy import plot, random_note, selection, selection_trace
+from gpt2viz.lens import decompose, lens_grid, lens_window, logit_lens
+from gpt2viz.tokenizer import readable_tokens
+from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
 from gpt2viz.ui.text import code_span
 
@@ -19,12 +20,26 @@ trace = selection_trace(sel, needs=["blocks.*.resid_*", "blocks.*.attn.out", "bl
 if trace is None:
     st.stop()
 random_note(sel)
-st.caption(f"Position: the last one, {code_span(trace.tokens[-1])}.")
-rows = trace.memo("logit lens", lambda: lens_rows(logit_lens(sel.weights.model, trace)))
+q, _, offset = axis_tokens(trace)
+i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="lens_pos", bind="query-params",
+                  help="the position whose prediction the table reads; the chart shows the positions up to it")) \
+    if trace.T > 1 else 0
+first, last = lens_window(i, trace.T)
+grid = trace.memo(("logit lens grid", first, last), lambda: lens_grid(sel.weights.model, trace, first, last))
+plot(plots.lens_heatmap(grid.top_probs, [readable_tokens(row) for row in grid.top_ids.tolist()], grid.final_ranks,
+                        grid.labels, q[first:last + 1], "The top next token at every depth · position"
+                        + (f"s {offset + first}–{offset + last}" if last > first else f" {offset + first}"),
+                        offset=offset + first, chosen=i - first))
+st.caption("Each cell: the most likely next token read at that depth and position, and its probability. Down a "
+           "column the prediction forms; the last row is the model's output. Hover for the rank, at that depth, of "
+           "the token the model finally predicts there.")
+st.markdown(f"**Position {offset + i}, {code_span(q[i])}**: the lens at every depth.")
+rows = trace.memo(("logit lens", i), lambda: lens_rows(logit_lens(sel.weights.model, trace, position=i)))
 st.dataframe(rows, hide_index=True, width="stretch", height="content")
 st.subheader(f"The stream entering block {sel.block}, taken apart")
 st.latex(r"x_n = x_0 + \sum_{i<n} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
 d = decompose(trace, sel.block)
-plot(plots.depth_bars(part_norms(d), d.labels, f"‖part‖ at the last position · block {sel.block} input", "L2 norm"))
-st.markdown(f"Sum of the {len(d.labels)} parts minus the recorded stream: largest difference "
-            f"**{d.max_abs_error:.2e}** (float32 rounding).")
+plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · block {sel.block} input",
+                      "L2 norm"))
+st.markdown(f"Sum of the {len(d.labels)} part{'s' * (len(d.labels) != 1)} minus the recorded stream: largest "
+            f"difference **{d.max_abs_error:.2e}** (float32 rounding).")

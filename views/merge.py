@@ -4,10 +4,12 @@
 from gpt2viz import plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
+from gpt2viz.ui.links import draw_diagram
 
 SHOWS = ("blocks.{b}.attn.z", "blocks.{b}.attn.merged", "blocks.{b}.attn.out")
 
 page = anatomy.header("block.attn.merge", SHOWS)
+draw_diagram("merge", page.sel, "merge", page.diagram)
 trace, b = page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
 if trace.T == 1:  # decode: the new token's heads becoming one vector, then Δattn

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from gpt2viz import costs, plots
-from gpt2viz.ui.anatomy import plot, random_note, selection
+from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap, why_decode_waits_on_memory
 
 sel = selection()
@@ -17,6 +17,7 @@ st.markdown(
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
+text_notes(sel)
 
 st.subheader("Why a decode step is cheap")
 st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))

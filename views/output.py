@@ -30,13 +30,14 @@ cols = st.columns(2)
 temperature = number(cols[0], "Temperature", 0.0, 5.0, 1.0, key="temp", step=0.1)
 top_k = number(cols[1], "Top-k (0 = all)", 0, sel.config.vocab_size, 0, key="topk") or None
 logits = trace["logits"][0, -1]  # [V]
-after = distribution(logits, temperature, top_k)  # [V]
-top = after.topk(10)
+before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k)  # [V] each
+shown = before.topk(10).indices  # the same ten tokens in both charts: the ten most likely at temperature 1
+labels = [readable(int(i)) for i in shown]
 anatomy.side_by_side(
-    plots.topk_tokens(torch.softmax(logits, -1)[top.indices].tolist(), [readable(int(i)) for i in top.indices],
-                      "softmax(logits): temperature 1, every token"),
-    plots.topk_tokens(top.values.tolist(), [readable(int(i)) for i in top.indices],
+    plots.topk_tokens(before[shown].tolist(), labels, "softmax(logits): temperature 1, every token"),
+    plots.topk_tokens(after[shown].tolist(), labels,
                       f"temperature {temperature:g}" + (f", top-{top_k}" if top_k else ", every token")))
-anatomy.notice([f"The top token's probability goes from {float(torch.softmax(logits, -1)[top.indices[0]]):.3g} to "
-                f"{float(top.values[0]):.3g}; {int((after > 0).sum()):,} tokens keep a probability above 0."])
+top = int(before.argmax())
+anatomy.notice([f"The top token's probability goes from {float(before[top]):.3g} to {float(after[top]):.3g}; "
+                f"{int((after > 0).sum()):,} of {after.numel():,} tokens keep a probability above 0."])
 anatomy.footer(page)

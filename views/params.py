@@ -3,9 +3,9 @@
 import streamlit as st
 
 from gpt2viz import plots
+from gpt2viz.params import accounting_csv
 from gpt2viz.ui.anatomy import plot, selection
 from gpt2viz.ui.params_view import (
-    accounting_csv,
     checkpoint_check,
     component_rows,
     report_for,

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz.ui import story
 from gpt2viz.ui import whatif_view as wv
-from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.anatomy import selection, token_notes
 
 sel = selection()
 st.title("Compare and patch")
@@ -13,8 +13,9 @@ st.markdown("Text A is the sidebar's text; text B is below. Run both, compare wh
             "(**activation patching**) to find where the difference between their answers is carried.")
 story.offer(sel, "patch")
 text_b = wv.text_b_box(sel)
-ids_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
+ids_b, cut_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
 wv.stop_without_text(sel, error_b)
+token_notes(ids_b, cut_b, sel.config.n_positions, "Text B")
 a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
 wv.side_by_side(sel, a, b)
 st.subheader("Activation patching: A into B")

@@ -2,7 +2,8 @@
 
 A small package: `checks` (what the builders accept), `axes` (palette, tick labels, axes, margins,
 titles), `heatmaps` (the one way to draw a heatmap), and one module per family of figure:
-`attention`, `distributions`, `depth`, `bars`, `cache`, `vectors` (one position's d values). Pages
+`attention`, `distributions`, `depth`, `bars`, `cache`, `vectors` (one position's d values),
+`scatter` (two scores per head). Pages
 import the builders from here.
 
 Every builder is a pure function. It takes arrays (anything `np.asarray` accepts, so CPU torch
@@ -38,13 +39,15 @@ from .attention import attention_heatmap, attention_maps, heads_grid
 from .axes import CHAR_PX, DIVERGING, MASKED_GREY, MAX_TICKS, SEQUENTIAL, TICK_CHARS
 from .bars import loss_per_token, param_breakdown, position_norms, position_values, top_neurons, topk_tokens
 from .cache import cache_growth, kv_cache_diagram
+from .compare import grouped_bars
 from .depth import depth_bars, residual_norms
 from .distributions import PERCENTILES, gelu_curve, histogram
-from .heatmaps import mask_path, matrix_heatmap
+from .heatmaps import lens_heatmap, mask_path, matrix_heatmap
+from .scatter import head_scatter
 from .vectors import heads_merged, layernorm_stages, stacked_vectors
 
 __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "SEQUENTIAL", "TICK_CHARS",
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
-           "histogram", "kv_cache_diagram", "loss_per_token", "mask_path", "matrix_heatmap", "param_breakdown",
-           "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens", "heads_merged",
-           "layernorm_stages", "stacked_vectors"]
+           "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
+           "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",
+           "heads_merged", "layernorm_stages", "stacked_vectors", "grouped_bars", "head_scatter"]

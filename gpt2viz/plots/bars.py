@@ -54,7 +54,9 @@ def top_neurons(post, tokens: Sequence[str], k: int = 10, position: int | None =
     k = checks.integer(k, "k", 1)
     if k > n:
         raise ValueError(f"k must be <= the {n} neurons of post, got {k}")
-    if position is None:
+    if position is None and T == 1:  # decode computes one position: its values, not a "mean over 1"
+        score, where = post[0], f"at {labels[0]}, the one position computed"
+    elif position is None:
         score, where = post.mean(axis=0), f"mean over {T} positions"
     else:
         p = checks.index(position, T, "position")

@@ -82,21 +82,24 @@ def kv_cache_diagram(P: int, T: int, n_layer: int, title: str) -> go.Figure:
 
 def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str) -> go.Figure:
     """Per decode step: L, the positions each query reads (line, left axis), and the KV cache
-    size in bytes (bars, right axis)."""
+    size in bytes after the step, its new keys and values in (bars, right axis). Steps are whole
+    numbers from 1: the axis says 1, not 0.6…1.4, for a single step."""
     L = checks.integers(steps, "steps")
     size = checks.integers(bytes_per_step, "bytes_per_step")
     if len(L) != len(size):
         raise ValueError(f"steps has {len(L)} entries but bytes_per_step has {len(size)}")
     x = list(range(1, len(L) + 1))
     fig = go.Figure([
-        go.Bar(x=x, y=size, yaxis="y2", name="KV cache size", marker=dict(color=SKY, opacity=0.6),
+        go.Bar(x=x, y=size, yaxis="y2", name="KV cache after the step", marker=dict(color=SKY, opacity=0.6),
                customdata=[human_bytes(b) for b in size],
-               hovertemplate="step %{x}<br>KV cache %{y:,} bytes (%{customdata})<extra></extra>"),
+               hovertemplate="step %{x}<br>KV cache after it %{y:,} bytes (%{customdata})<extra></extra>"),
         go.Scatter(x=x, y=L, name="L (positions read)", mode="lines+markers", line=dict(color=BLUE),
                    hovertemplate="step %{x}<br>L = %{y:,} positions<extra></extra>"),
     ])
     return with_layout(fig, title, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
-                       margin=default_margin(r=95), xaxis=value_axis("decode step"),
+                       margin=default_margin(r=95),
+                       xaxis=value_axis("decode step", tickmode="array", tickvals=thinned(x, 16),
+                                        range=[0.5, len(x) + 0.5]),
                        yaxis=value_axis("L (positions)", rangemode="tozero"),
                        yaxis2=bytes_axis("KV cache size", max(size), overlaying="y", side="right",
                                          rangemode="tozero", showgrid=False))

@@ -10,9 +10,12 @@ import plotly.graph_objects as go
 from . import checks
 from .axes import (
     DIVERGING,
+    MARGIN_BOTTOM,
     MARGIN_LEFT,
+    ORANGE,
     SEQUENTIAL,
     category_axis,
+    checked_positions,
     clamp_height,
     default_margin,
     escape,
@@ -94,3 +97,32 @@ def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], titl
                                          margin=default_margin(l=label_px(map(short, rows), MARGIN_LEFT)),
                                          xaxis=category_axis(cols, x_title),
                                          yaxis=category_axis(rows, y_title, autorange="reversed")))
+
+
+def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, depth_labels: Sequence[str],
+                 tokens: Sequence[str], title: str, offset: int = 0, chosen: int | None = None) -> go.Figure:
+    """The logit lens across depth (rows, top to bottom) and positions (columns, tokens starting at
+    absolute position `offset`): each cell the top next token's probability on a fixed 0-1 scale,
+    the token written in the cell where it fits, and in the hover with the rank there of the model's
+    final prediction. `chosen`: the column outlined (the position the table below shows)."""
+    z = checks.array(top_probs, "top_probs", "depths, positions")
+    n_d, n_p = z.shape
+    ranks = checks.array(final_ranks, "final_ranks", "depths, positions")
+    if ranks.shape != z.shape or [len(row) for row in top_tokens] != [n_p] * n_d:
+        raise ValueError(f"final_ranks {list(ranks.shape)} and top_tokens must be shaped as top_probs {[n_d, n_p]}")
+    rows = [escape(s) for s in checks.labels(depth_labels, n_d, "depth_labels", f"top_probs has {n_d} rows")]
+    cols = checked_positions(tokens, n_p, "top_probs", offset)
+    top = [[escape(t) for t in row] for row in top_tokens]
+    trace = heatmap(z, cols, rows, "%{y} · %{x}<br>top next token %{customdata[0]}: p = %{z:.3f}<br>"
+                    "the final prediction's rank here: %{customdata[1]}", colorscale=colorscale(SEQUENTIAL),
+                    zmin=0, zmax=1, customdata=[[[t, int(r)] for t, r in zip(tr, rr)] for tr, rr in zip(top, ranks)],
+                    colorbar=dict(title=dict(text="p(top)")))
+    if NARROWEST_PX / n_p >= 6 * CELL_CHAR_PX:  # a 5-character token fits the cell
+        trace.update(text=[[short(t, 5) for t in row] for row in top], texttemplate="%{text}", textfont=dict(size=9))
+    at = None if chosen is None else checks.index(chosen, n_p, "chosen")
+    outline = [] if at is None else [dict(type="rect", xref="x", yref="paper", x0=at - 0.5, x1=at + 0.5, y0=0, y1=1,
+                                          line=dict(color=ORANGE, width=3))]
+    return figure([trace], figure_layout(title, height=clamp_height(150 + 26 * n_d), shapes=outline,
+                                         margin=default_margin(l=label_px(rows, MARGIN_LEFT), b=MARGIN_BOTTOM + 20),
+                                         xaxis=category_axis(cols, "position · token"),
+                                         yaxis=category_axis(rows, "depth", autorange="reversed")))

@@ -20,11 +20,13 @@ from .. import model as gpt2_model
 from ..components import Component, ComponentTree, component_tree
 from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
+from ..tokenizer import ENDOFTEXT, ENDOFTEXT_ID
 from ..trace import Trace
 from . import demo, present, takeaway
 from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
+from .working import working
 
 # this project's own code that computes each component
 OUR_CODE = {"embed": [gpt2_model.GPT2.forward], "embed.tok": [gpt2_model.GPT2.forward],
@@ -71,9 +73,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
     if sel.text_error:
         st.warning(sel.text_error, icon=":material/edit:")
         return None
-    if sel.cut:
-        st.info(f"The text was cut to the model's context of {sel.config.n_positions:,} tokens: "
-                f"{sel.cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+    text_notes(sel)
     names = None if needs is None else recorded_names(sel.weights, len(sel.ids), sel.mode, tuple(needs),
                                                       trace_cache())
     if names is not None:
@@ -82,8 +82,26 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
                 "every tensor but the weights' gradients (the Training page shows their norms)")
         st.caption(f":material/memory: Keeping {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
-    with st.spinner(f"Running {sel.config.name} on {len(sel.ids):,} tokens ({sel.mode.value})…"):
-        return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))
+    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in {sel.mode.value} mode…") as p:
+        return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs), progress=p)
+
+
+def text_notes(sel: Selection) -> None:
+    """What became of the sidebar's text on its way to tokens, on every page that runs it."""
+    token_notes(sel.ids, sel.cut, sel.config.n_positions)
+
+
+def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "The text") -> None:
+    """What became of a typed text on its way to tokens: the end cut off at the context, and
+    `<|endoftext|>` read as the one special token."""
+    if cut:
+        st.info(f"{which} was cut to the model's context of {n_positions:,} tokens: "
+                f"{cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+    if ENDOFTEXT_ID in ids:
+        n = ids.count(ENDOFTEXT_ID)
+        st.info(f"`{ENDOFTEXT}` in {which.lower()} is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
+                f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(ENDOFTEXT)} characters.",
+                icon=":material/keyboard_return:")
 
 
 RANDOM_NOTE = ("Random, untrained weights: shapes and counts are GPT-2's exactly; the values only show what "

@@ -23,7 +23,7 @@ from ..model import GPT2
 from ..modes import Generation, Mode, generate, greedy, last_keys, run
 from ..schema import concrete, owns_storage, recorded, text_dims
 from ..trace import Trace
-from ..trace_cache import DEFAULT_BUDGET, TraceCache
+from ..trace_cache import DEFAULT_BUDGET, Progress, TraceCache
 from ..trace_cache import log as run_log
 from ..weights import find_hf_checkpoints, load_safetensors, random_model
 from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
@@ -197,13 +197,13 @@ def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple
 
 
 def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int, needs: tuple[str, ...] | None = None,
-              cache: TraceCache | None = None, dropout: bool = True) -> Trace:
+              cache: TraceCache | None = None, dropout: bool = True, progress: Progress | None = None) -> Trace:
     """The trace of this run, shared by every page while a full recording fits the budget; beyond
     that (long texts on big models), only `needs` (names or globs) is recorded, per page (see
     `recorded_names`), and such a page's trace is the first the cache evicts: in a class, the training
     page's (the gradients weigh as much as the weights) would otherwise push out several students'
     shared traces. `cache`: the trace cache, for callers outside a script run (a deferred download).
-    `dropout`: False runs TRAINING with dropout off."""
+    `dropout`: False runs TRAINING with dropout off. `progress`: told the run's steps (working.py)."""
     cache = trace_cache() if cache is None else cache
     names = recorded_names(weights, len(ids), mode, needs, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
@@ -211,28 +211,34 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     all_but_grads = mode is Mode.TRAINING and names == _all_but_weight_grads(weights.model.config, len(ids))[0]
     shared = names is None or all_but_grads
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
-                                                 dropout=dropout),
-                                estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared)
+                                                 dropout=dropout, progress=_steps(progress)),
+                                estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared,
+                                progress=progress)
+
+
+def _steps(progress: Progress | None):
+    return None if progress is None else progress.step
 
 
 def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, dropout: bool,
-                         cache: TraceCache | None = None) -> TrainingSummary:
+                         cache: TraceCache | None = None, progress: Progress | None = None) -> TrainingSummary:
     """The Training page's numbers, from a run of the names it reads; only the numbers are kept."""
     cfg = weights.model.config
     key = ("training summary", weights.key, ids, seed, dropout)
 
     def compute() -> TrainingSummary:
-        trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout)
+        trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout,
+                    progress=_steps(progress))
         return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
     return (trace_cache() if cache is None else cache).get_or_compute(
-        key, compute, estimate=run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS))
+        key, compute, estimate=run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS), progress=progress)
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")
 
 
 def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, temperature: float,
-                   top_k: int | None, seed: int) -> Generation:
+                   top_k: int | None, seed: int, progress: Progress | None = None) -> Generation:
     """Cached in the trace cache (within its budget) by everything that determines it (greedy
     ignores top-k and seed); the weights by their identity. Each step records only what the page
     shows."""
@@ -242,12 +248,13 @@ def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, tempe
     key = ("generation", weights.key, ids, steps, temperature, top_k, seed)
     estimate = steps * run_bytes(weights, last_keys(len(ids), steps), Mode.DECODE, GENERATION_NAMES)
     return trace_cache().get_or_compute(
-        key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES), estimate)
+        key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES,
+                              progress=_steps(progress)), estimate, progress=progress)
 
 
-def decode_check(weights: LoadedModel, ids: tuple[int, ...]) -> float:
+def decode_check(weights: LoadedModel, ids: tuple[int, ...], progress: Progress | None = None) -> float:
     """Largest |DECODE logits − FULL last-position logits| on this text (rounding only, if the
     cache is right), from the two runs in the trace cache: a student in either mode has one already."""
-    logits = [get_trace(weights, ids, mode, weights.seed, ("logits",))["logits"][0, -1]  # [V]
+    logits = [get_trace(weights, ids, mode, weights.seed, ("logits",), progress=progress)["logits"][0, -1]  # [V]
               for mode in (Mode.FULL, Mode.DECODE)]
     return float((logits[0] - logits[1]).abs().max())

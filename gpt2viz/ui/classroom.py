@@ -26,7 +26,7 @@ def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k:
     for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):  # steps count from 1, as the charts do
         probs = shown_distribution(trace, temperature, top_k)  # [V]
         rows.append({"step": i + 1, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
-                     "KV cache (fp32)": costs.human_bytes(costs.kv_cache_bytes(cfg, 1, trace.L).value),
+                     "KV cache after the step (fp32)": costs.human_bytes(costs.kv_cache_bytes(cfg, 1, trace.L).value),
                      "chosen": readable(chosen), "p(chosen)": f"{float(probs[chosen]):.4f}"})
     return rows
 
@@ -117,6 +117,6 @@ def lens_rows(rows: list[LensRow]) -> list[dict]:
             for r in rows]
 
 
-def part_norms(d) -> list[float]:
-    """The L2 norm of each part of a decomposition at the last position."""
-    return d.parts[:, -1].norm(dim=-1).tolist()
+def part_norms(d, position: int = -1) -> list[float]:
+    """The L2 norm of each part of a decomposition at one position (index into its T)."""
+    return d.parts[:, position].norm(dim=-1).tolist()

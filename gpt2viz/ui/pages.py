@@ -5,9 +5,10 @@ The folder is views/, not pages/: Streamlit treats a pages/ folder beside the en
 old-style multipage app and would run those files without app.py."""
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "views"
+from ..paths import APP_ROOT
+
+ROOT = APP_ROOT / "views"
 DEFAULT = "overview"
 
 
@@ -42,9 +43,11 @@ PAGES = (
     PageRow("params", "Parameter accounting", ":material/calculate:", "The model", charts=1),
     PageRow("generation", "Generation, step by step", ":material/play_arrow:", "Classroom", charts=3),
     PageRow("training", "Training internals", ":material/school:", "Classroom", charts=3),
-    PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=1),
+    PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=2),
     PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
     PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
+    PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made
+    PageRow("heads", "Head finder", ":material/manage_search:", "Classroom", charts=5),
     PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
     PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
     PageRow("about", "About", ":material/info:", "Reference"),

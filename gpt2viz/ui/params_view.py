@@ -1,9 +1,6 @@
 """Data, the size picker (a preset or any custom config, every field in the URL) and the
 checkpoint section for the parameter accounting page."""
 
-import csv
-import io
-
 import streamlit as st
 
 from .. import costs
@@ -18,7 +15,7 @@ CUSTOM_FIELDS = {"vocab_size": "Vocabulary V", "n_positions": "Context n_ctx", "
                  "n_layer": "Blocks n_layer", "n_head": "Heads nh", "n_inner": "MLP width d_mlp (0: 4d)"}
 
 
-@st.cache_data(max_entries=8)
+@st.cache_data(max_entries=8, show_spinner="Counting the parameters…")
 def report_for(model: str | GPT2Config, checkpoint: str | None = None, weights_key: tuple | None = None) -> dict:
     """The accounting report of a preset or a config; `weights_key` (path, mtime, size) makes a
     replaced file a new entry."""
@@ -119,18 +116,6 @@ def component_rows(report: dict) -> list[dict]:
                         "instances": c["instances"], "total": f"{c['total']:,}",
                         "checkpoint tensors": ", ".join(row["tensors"])})
     return out
-
-
-def accounting_csv(report: dict) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["model", "component_id", "component", "row", "calculation", "parameters", "per_instance",
-                "instances", "total", "tensors"])
-    for c in report["components"]:
-        for row in c["rows"]:
-            w.writerow([report["model"], c["id"], c["title"], row["name"], row["calculation"], row["parameters"],
-                        c["per_instance"], c["instances"], c["total"], " ".join(row["tensors"])])
-    return buf.getvalue()
 
 
 def checkpoint_check(sel) -> None:

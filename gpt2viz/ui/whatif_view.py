@@ -27,10 +27,11 @@ from ..whatif import (
     patch,
     sweep,
 )
-from .anatomy import plot
+from .anatomy import plot, text_notes
 from .cache import get_trace, records_everything, run_bytes, trace_cache
 from .state import Selection, default_text_b, number
 from .text import code_span
+from .working import working
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
@@ -84,6 +85,7 @@ def stop_without_text(sel: Selection, error_b: str | None = None) -> None:
     if sel.text_error or error_b:
         st.warning(sel.text_error or f"Text B: {error_b}", icon=":material/edit:")
         st.stop()
+    text_notes(sel)
     if sel.weights.random:
         st.info(random_weights_note(), icon=":material/casino:")
 
@@ -109,6 +111,7 @@ def what_is_replaced(target: Target, method: str, T: int) -> str:
              "mlp": f"{code_span(target.name)}, the update Δmlp the MLP adds to the stream",
              "neuron": f"neuron {target.index} of {code_span(target.name)} (after the GELU), every position"}
     how = ("zeros" if method == "zero" else
+           "its value at the text's one position (a mean over one position changes nothing)" if T == 1 else
            f"its mean over this text's {T} positions (the same vector at every position; positions are "
            "averaged over the whole text, later ones included)")
     return f"Replaces {where[target.part]} by {how}. The sidebar's block and head choose where."
@@ -121,11 +124,13 @@ def text_b_box(sel: Selection) -> str:
                         bind="query-params", help="The sidebar's text is A. Patching needs A and B of equal length.")
 
 
-def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], str | None]:
+def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], int, str | None]:
+    """Text B's tokens cut to the context, how many were cut, and why there are none (else None)."""
     try:
-        return tuple(encode(text)[:n_positions]), None
+        ids = encode(text)
     except TextError as e:
-        return (), str(e)
+        return (), 0, str(e)
+    return tuple(ids[:n_positions]), max(0, len(ids) - n_positions), None
 
 
 # ---------------------------------------------------------------------------- cached runs
@@ -138,7 +143,9 @@ def _names(sel: Selection, n_tokens: int) -> tuple[str, ...] | None:
 
 
 def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
-    return get_trace(sel.weights, sel.ids if ids is None else ids, Mode.FULL, sel.weights.seed, NEEDS)
+    ids = sel.ids if ids is None else ids
+    with working(f"Running {sel.config.name} on {len(ids):,} tokens in full mode…") as progress:
+        return get_trace(sel.weights, ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -159,10 +166,13 @@ def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Kn
     names = _names(sel, len(sel.ids))
     key = ("knockout", sel.weights.key, sel.ids, target, method, names)
 
-    def compute() -> Knocked:
-        trace = knockout(sel.weights.model, list(sel.ids), target, method, names=names)
-        return Knocked(log_probs(trace).exp(), loss_per_position(trace), trace.intervened, changed_most(clean, trace))
-    return trace_cache().get_or_compute(key, compute, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
+    with working(f"Running with {target.label} knocked out…") as progress:
+        def compute() -> Knocked:
+            trace = knockout(sel.weights.model, list(sel.ids), target, method, names=names, progress=progress.step)
+            return Knocked(log_probs(trace).exp(), loss_per_position(trace), trace.intervened,
+                           changed_most(clean, trace))
+        return trace_cache().get_or_compute(key, compute, progress=progress,
+                                            estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
@@ -240,10 +250,10 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
 
 
 def changed_table(knocked: Knocked) -> None:
-    st.caption("The knocked-out run's trace records the values after the change, and that it changed "
+    st.caption("The knocked-out run keeps the values after the change, which it made to "
                + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
-               "bit for bit; below, the stored tensors after it that moved most (the derived ones, such as "
-               "the attention pattern, follow from these).")
+               "bit for bit; below, the tensors after it that moved most (the attention pattern, which is "
+               "computed again from q and k, moves with them).")
     rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
             for name, c in knocked.changed]
     st.dataframe(rows, hide_index=True, width="stretch")

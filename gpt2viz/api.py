@@ -1,0 +1,119 @@
+"""The Python surface for notebooks: the app's numbers in a few calls (issue 22, section 2).
+
+    import gpt2viz
+    model = gpt2viz.load("demo")                     # "gpt2" (random, seed 0), "random:gpt2-medium:seed=3",
+                                                     # "demo", or a path to a model.safetensors
+    run = model.run(" people play one good game people play", mode="full")
+    run["blocks.1.attn.pattern"]                     # a torch tensor, named as in the app
+    run.shape("blocks.1.attn.z")                     # ('[B, nh, T, dh]', (1, 4, 8, 32))
+    gpt2viz.attention_figure(run, block=1, head=1)   # a plotly figure (inline in Jupyter)
+    gpt2viz.params("gpt2").rows()                    # the accounting, one dict per component
+
+Names and layouts are the app's (DESIGN.md): per-head tensors [B, nh, T, ·], the rest [B, T, ·].
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from . import plots
+from .components import component_tree
+from .config import PRESETS, GPT2Config, get_config
+from .demo_model import DEMO_PATH
+from .hooks import from_hook, to_hook
+from .model import GPT2, causal_mask
+from .modes import run as run_model
+from .schema import Mode, concrete, recorded, symbolic, text_dims
+from .tokenizer import encode, readable_tokens
+from .trace import Trace
+from .weights import load_safetensors, random_model
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a text: every recorded tensor by its app name, with its symbolic and concrete shape."""
+    trace: Trace
+    config: GPT2Config
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        """A recorded tensor by the app's name, or by its TransformerLens hook name (in that layout)."""
+        ours = from_hook(name)
+        if ours is None:
+            return self.trace[name]
+        return to_hook(ours, self.trace[ours], self.config.layer_norm_epsilon, self.trace.P)[1]
+
+    def __contains__(self, name: str) -> bool:
+        return (from_hook(name) or name) in self.trace
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.trace.names)
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.trace.tokens
+
+    def shape(self, name: str) -> tuple[str, tuple[int, ...]]:
+        """(symbolic shape, concrete shape) of a recorded name."""
+        values = text_dims(self.config, len(self.trace.token_ids), self.trace.mode)
+        for recorded_name, axes, _ in recorded(self.config, self.trace.mode):
+            if recorded_name == name:
+                return symbolic(axes), tuple(concrete(axes, values))
+        raise KeyError(f"{name!r} is not recorded in {self.trace.mode.value} mode")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A GPT-2 with its weights, as the app's sidebar would choose them."""
+    model: GPT2
+    label: str
+
+    @property
+    def config(self) -> GPT2Config:
+        return self.model.config
+
+    def run(self, text: str | list[int], mode: str = "full", seed: int = 0, dropout: bool = True) -> Run:
+        """Run a text (or token ids) in a mode: full, training, prefill or decode."""
+        ids = encode(text) if isinstance(text, str) else list(text)
+        return Run(run_model(self.model, ids, Mode.parse(mode), seed=seed, dropout=dropout), self.config)
+
+
+def load(spec: str = "gpt2") -> Model:
+    """"gpt2" and the other presets: random weights, seed 0; "random:NAME:seed=N"; "demo": the demo
+    model trained here; anything else: a model.safetensors path (Hugging Face layout)."""
+    if spec == "demo":
+        return Model(load_safetensors(DEMO_PATH).model, "demo model trained here")
+    name, _, seed = spec.removeprefix("random:").partition(":seed=")
+    if name in PRESETS and (spec == name or spec.startswith("random:")):
+        n = int(seed) if seed else 0
+        return Model(random_model(get_config(name), n), f"random {name} weights (seed {n})")
+    loaded = load_safetensors(spec)
+    return Model(loaded.model, f"{loaded.model.config.name} from {spec}")
+
+
+def attention_figure(run: Run, block: int, head: int):
+    """The Attention page's chart of one head: scores, pattern and ‖z‖ per query, as a plotly figure."""
+    t = run.trace
+    keys = readable_tokens(t.token_ids[: t.L])
+    scores, pattern = t.get("attn.scores", block, head=head)[0], t.get("attn.pattern", block, head=head)[0]  # [T, L]
+    z = t.get("attn.z", block)[0, head]  # [T, dh]
+    return plots.attention_maps(scores, pattern, z.norm(dim=-1), keys[t.P: t.P + t.T], keys,
+                                f"Attention · block {block} head {head}", query_offset=t.P, mask=causal_mask(t.T, t.L))
+
+
+@dataclass(frozen=True)
+class Params:
+    config: GPT2Config
+
+    @property
+    def total(self) -> int:
+        return component_tree(self.config).root.total
+
+    def rows(self) -> list[dict]:
+        """One row per component: id, title, parameters in one instance, instances, total."""
+        return [{"component": c.id, "title": c.title, "per_instance": c.per_instance, "instances": c.instances,
+                 "total": c.total} for c in component_tree(self.config)]
+
+
+def params(model: str | GPT2Config = "gpt2") -> Params:
+    return Params(get_config(model) if isinstance(model, str) else model)

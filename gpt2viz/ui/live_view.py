@@ -1,0 +1,60 @@
+"""The Exercises page's live checks: questions on the student's own run (gpt2viz/live_checks.py),
+graded against it; grades kept for the session, beside the exercises' score."""
+
+import hashlib
+
+import streamlit as st
+
+from ..live_checks import LiveCheck, checks, grade, grade_knockout, knockout_check
+from ..whatif import Target
+from .state import Selection
+from .whatif_view import clean_trace, knocked_out
+
+
+def run_key(sel: Selection) -> str:
+    """What identifies the run the checks are about: weights, text and the block and head asked about."""
+    what = repr((sel.weights.key, sel.ids, sel.block, sel.head)).encode()
+    return hashlib.sha256(what).hexdigest()[:12]
+
+
+def live_checks(sel: Selection) -> None:
+    st.subheader("Live checks on your text")
+    st.markdown(f"These questions are about the text in the sidebar, on these weights, in block {sel.block} "
+                f"(head {sel.head} for the knock-out): look at the pages, then answer. Change the text or the "
+                "block and the questions change with it.")
+    if sel.text_error:
+        st.info(sel.text_error, icon=":material/edit:")
+        return
+    with st.spinner("Running your text once in full (the checks are graded against this run)…"):
+        clean = clean_trace(sel)
+    key = run_key(sel)
+    asked = checks(sel.ids, clean["logits"][0, -1], clean.get("attn.pattern", sel.block)[0], sel.block, key)
+    top = int(clean["logits"][0, -1].argmax())
+    asked.append(knockout_check(top, sel.block, sel.head, key))
+    grades = st.session_state.setdefault("live_results", {})  # check id -> (ok, message, worked)
+    score = st.empty()
+    for i, check in enumerate(asked, 1):
+        _one(sel, check, i, grades)
+    mine = [grades[c.id][0] for c in asked if c.id in grades]
+    score.markdown(f"**Live checks: {sum(mine)} of {len(asked)}** right · {len(mine)} answered")
+
+
+def _one(sel: Selection, check: LiveCheck, i: int, grades: dict) -> None:
+    with st.form(f"live-{check.id}"):
+        st.markdown(f"**{i}.** {check.question}")
+        given = st.text_input("Your answer", key=f"live-answer-{check.id}", max_chars=80, placeholder=check.hint)
+        if st.form_submit_button("Check"):
+            if check.kind == "knock-out":  # its run is made only when a student answers
+                with st.spinner(f"Knocking out head {sel.head} of block {sel.block}…"):
+                    knocked = knocked_out(sel, Target(sel.block, "head", sel.head), "zero", clean_trace(sel))
+                result, worked = grade_knockout(check, given, int(knocked.probs.argmax()))
+            else:
+                result, worked = grade(check, given), check.worked
+            if result.ok is None:
+                st.warning(result.message, icon=":material/edit:")  # not graded: nothing revealed
+            else:
+                grades[check.id] = (result.ok, result.message, worked)
+        if check.id in grades:
+            ok, message, worked = grades[check.id]
+            (st.success if ok else st.error)(message)
+            st.markdown(worked)

@@ -1,0 +1,94 @@
+"""Issue 21 (4): live checks graded against the student's own run, right and wrong; an answer that
+cannot be read is asked again, never graded or revealed."""
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.live_checks import checks, grade, grade_knockout, knockout_check
+from gpt2viz.tokenizer import encode
+from gpt2viz.ui.pages import BY_URL
+
+
+def fixed_run():
+    ids = tuple(encode(" Paris is the capital of France"))
+    logits = torch.full((50257,), -5.0)
+    logits[encode(" Paris")[0]] = 3.0  # [V]: " Paris" first
+    T = len(ids)
+    prev = torch.zeros(T, T)  # head 1 attends to the previous token, head 0 uniformly
+    prev[0, 0] = 1
+    for i in range(1, T):
+        prev[i, i - 1] = 1
+    uniform = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1).unsqueeze(1)
+    return ids, logits, torch.stack([uniform, prev])  # [nh = 2, T, T]
+
+
+def test_the_checks_answer_from_the_run():
+    ids, logits, patterns = fixed_run()
+    by = {c.kind: c for c in checks(ids, logits, patterns, 0, "k")}
+    assert by["count"].answer == len(ids) == 6
+    assert by["token"].answer == " Paris"
+    p = float(torch.softmax(logits.double(), -1).max())
+    assert by["probability"].answer == pytest.approx(p)
+    assert by["head"].answer == 1
+
+
+@pytest.mark.parametrize("kind,given,ok", [
+    ("count", "6", True), ("count", "7", False), ("count", "six", None), ("count", "355M", None),
+    ("token", "Paris", True), (" Paris", " Paris ", True), ("token", "paris", False), ("token", "  ", None),
+    ("head", "1", True), ("head", "0", False), ("head", "9", None), ("head", "h1", None),
+])
+def test_grades(kind, given, ok):
+    ids, logits, patterns = fixed_run()
+    by = {c.kind: c for c in checks(ids, logits, patterns, 0, "k")}
+    assert grade(by["token" if kind == " Paris" else kind], given).ok is ok
+
+
+def test_probability_within_ten_percent_or_a_percent():
+    ids, logits, patterns = fixed_run()
+    check = next(c for c in checks(ids, logits, patterns, 0, "k") if c.kind == "probability")
+    p = check.answer
+    assert grade(check, f"{p:.3f}").ok and grade(check, f"{100 * p:.1f}%").ok
+    assert grade(check, f"{p * 0.5:.3f}").ok is False
+    assert grade(check, "1.5").ok is None and grade(check, "about half").ok is None
+
+
+def test_knockout_is_graded_against_the_knocked_out_run():
+    check = knockout_check(top=11, block=1, head=2, key="k")
+    assert grade_knockout(check, "yes", knocked_top=12)[0].ok
+    assert grade_knockout(check, "no", knocked_top=12)[0].ok is False
+    assert grade_knockout(check, "no", knocked_top=11)[0].ok
+    assert grade_knockout(check, "maybe", knocked_top=11)[0].ok is None
+
+
+def live_page(**params) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params.update({"model": "tiny", **params})
+    at.run()
+    at.switch_page(BY_URL["exercises"].file)
+    return at.run()
+
+
+def answer(at: AppTest, suffix: str, text: str) -> AppTest:
+    box = next(t for t in at.text_input if t.key and t.key.startswith("live-answer-") and t.key.endswith(suffix))
+    box.input(text)
+    form = box.key.replace("live-answer-", "live-")
+    next(b for b in at.button if b.proto.form_id == form).click()
+    return at.run()
+
+
+def test_the_exercises_page_grades_live_checks_and_keeps_the_score():
+    text = "One two three four five"
+    at = live_page(text=text, block=1, head=2)
+    assert not at.exception
+    n = len(encode(text))
+    at = answer(at, ":count", "lots")
+    assert any("whole number" in w.value for w in at.warning) and not at.success and not at.error
+    at = answer(at, ":count", str(n))
+    assert any(s.value == "Right." for s in at.success)
+    at = answer(at, ":count", str(n + 1))  # a second try replaces the grade
+    assert any(e.value == f"Not {n + 1}." for e in at.error)
+    at = answer(at, "ko1.2", "yes")
+    assert not at.exception
+    assert any("before and" in m.value for m in at.markdown)
+    assert any("Live checks:" in m.value and "answered" in m.value and "2 answered" in m.value for m in at.markdown)

@@ -1,0 +1,23 @@
+"""Head finder: every head of the model scored on this text (full mode), mapped, ranked and opened."""
+
+import streamlit as st
+
+from gpt2viz.ui import heads_view as hv
+from gpt2viz.ui.anatomy import random_note, selection
+
+sel = selection()
+st.title("Head finder")
+st.markdown("##### :material/help: Which head reads the previous token, which copies a repeat, which parks its "
+            "attention on the first token?")
+st.markdown("Every head of every block, scored on this text from its attention pattern: each score is an average "
+            "over the text's positions of one thing a head can do. Look for the heads that stand out, then open "
+            "them on the Attention page to see the stripe behind the number.")
+rows = hv.scores(sel)
+hv.repeat_offer(sel)
+st.subheader("Every head, one map per score")
+hv.maps(sel, rows)
+st.subheader("Two scores at once")
+hv.scatter(sel, rows)
+st.subheader("Open a head")
+hv.open_head(sel, rows)
+random_note(sel)  # what the weights in use are (at length for the demo model), after the picture

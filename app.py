@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
-from gpt2viz.ui import lesson_view
-from gpt2viz.ui.links import tour_next
-from gpt2viz.ui.pages import pages
+from gpt2viz.ui import lesson_view, present, takeaway
+from gpt2viz.ui.anatomy import framed, source
+from gpt2viz.ui.links import next_stop, tour_next
+from gpt2viz.ui.pages import DEFAULT, pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
@@ -24,10 +25,14 @@ st.session_state["selection"] = selection = controls()
 # without scrolling past the page links
 page = st.navigation(pages(), position="top")
 sidebar_footer()
+takeaway.begin(page.url_path or DEFAULT, page.title, source(selection))
+takeaway.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
 link_notes(selection)
-if lesson:
+if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
     lesson_view.stop_bar(lesson, page.url_path)
     lesson_view.warm(lesson, selection)
+elif selection.present:  # the large "next" stands for the tour's line
+    present.chrome(next_stop(page.url_path))
 else:
     tour_next(page.url_path, selection)
 page.run()

@@ -206,8 +206,8 @@ def test_every_answer_keeps_its_feedback_and_the_score_runs():
 def test_the_answer_key_is_for_the_operator_only(monkeypatch):
     def downloads(**params):
         at = open_page("exercises", set=3, questions=4, **params)
-        assert not at.exception and not at.get("toggle")
-        return [b.proto.label for b in at.get("download_button")], " ".join(m.value for m in at.markdown)
+        assert not at.exception and not at.main.get("toggle")  # the sidebar's is presentation mode
+        return [b.proto.label for b in at.main.get("download_button")], " ".join(m.value for m in at.markdown)
     from gpt2viz import exercises as ex
 
     answer = ex.exercise_set(3, 4)[0].answer_text
@@ -272,7 +272,7 @@ def test_numbers_in_links_that_the_widget_cannot_take(value):
 def test_training_page_turns_dropout_off_from_the_url():
     on, off = open_page("training"), open_page("training", dropout="false")
     assert not on.exception and not off.exception
-    assert [t.value for t in on.get("toggle")] == [True] and [t.value for t in off.get("toggle")] == [False]
+    assert [t.value for t in on.main.get("toggle")] == [True] and [t.value for t in off.main.get("toggle")] == [False]
     assert "Dropout is off" not in " ".join(c.value for c in on.caption)
     assert "Dropout is off" in " ".join(c.value for c in off.caption)
     assert len(on.dataframe) == len(off.dataframe) + 1  # the table of dropout that fired

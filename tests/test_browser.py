@@ -457,3 +457,95 @@ def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
         assert "the run agrees" in again.locator("[data-testid='stAlertContentSuccess']").inner_text()
     finally:
         again.close()
+
+
+# ---- Issue 21 (2, 3): the lecturer's kit --------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, (1920, 1080)])
+def test_presentation_mode_fills_the_screen_and_leads_to_the_next_stop(context, base, size):
+    """present=1: no sidebar, the first chart from below the title to the bottom of the first screen,
+    a large "next" that keeps presenting on the next stop, and a way back to the sidebar."""
+    page = open_view(context, base, "attention?model=tiny&block=1&present=1", MIN_CHARTS["attention"])
+    try:
+        resized(page, size)
+        page.screenshot(path=str(SHOTS / f"attention-present-{size[0]}x{size[1]}.png"))
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        chart = page.locator(CHART).first.bounding_box()
+        assert chart["y"] < 0.4 * size[1] and chart["y"] + chart["height"] <= size[1], chart
+        assert chart["height"] >= 0.55 * size[1], chart  # the picture, not the page's chrome, fills the screen
+        nxt = page.get_by_role("link", name="Next: Merge and project →")
+        box = nxt.bounding_box()
+        assert box["y"] + box["height"] < 80 and box["height"] >= 40, box  # large, in the top bar
+        nxt.click()
+        wait_rendered(page, MIN_CHARTS["merge"], not_h1="Causal self-attention")
+        assert "present=true" in page.url and "block=1" in page.url and exceptions(page) == []
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        page.get_by_role("button", name="Exit presentation").click()
+        page.get_by_test_id("stSidebar").wait_for(state="visible", timeout=30_000)
+        page.wait_for_function("() => !location.search.includes('present')", timeout=10_000)
+        assert page.get_by_role("link", name="Next: MLP →").count() == 0
+    finally:
+        page.close()
+
+
+def test_a_charts_camera_saves_an_svg_that_keeps_its_source(context, base):
+    """The modebar's camera writes a 1600 x 900 SVG named after the page and the chart, with the
+    caption of where its numbers come from in it."""
+    page = open_view(context, base, "attention?model=tiny&block=1&head=2", MIN_CHARTS["attention"])
+    try:
+        chart = page.locator(CHART).first
+        chart.hover()
+        with page.expect_download(timeout=60_000) as download:
+            chart.locator(".modebar-btn[data-title^='Download plot']").click()
+        assert download.value.suggested_filename == "attention-attention-block-1-head-2.svg"
+        svg = Path(download.value.path()).read_text()
+    finally:
+        page.close()
+    assert 'width="1600"' in svg and 'height="900"' in svg, svg[:300]
+    assert "random tiny, seed 0 · “The quick brown fox jumps over …” · full · block 1 head 2" in svg
+
+
+def test_a_drawn_diagram_downloads_as_an_svg_file(context, base):
+    import xml.etree.ElementTree as ET
+
+    page = open_view(context, base, "block?model=tiny&mode=decode", MIN_CHARTS["block"])
+    try:
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="Diagram (.svg)").click()
+        assert download.value.suggested_filename == "block-block-diagram.svg"
+        svg = Path(download.value.path()).read_text()
+    finally:
+        page.close()
+    root = ET.fromstring(svg)  # a well-formed file, not only markup a page tolerates
+    assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("aria-label") == "tiny Transformer block"
+    assert "decode: T = 1" in "".join(root.itertext())
+
+
+def test_the_page_downloads_as_an_offline_handout_with_its_charts(context, base, tmp_path):
+    """"Download this page": one HTML file whose charts draw in a browser with the network cut off."""
+    page = open_view(context, base, "attention?model=tiny&block=1", MIN_CHARTS["attention"])
+    try:
+        drawn = page.locator(CHART).count()
+        with page.expect_download(timeout=120_000) as download:
+            page.get_by_test_id("stSidebar").get_by_role("button", name="Download this page (.html)").click()
+        assert download.value.suggested_filename == "gpt2viz-attention.html"
+        path = tmp_path / download.value.suggested_filename  # a file:// page is HTML by its name
+        download.value.save_as(path)
+    finally:
+        page.close()
+    size = path.stat().st_size
+    print(f"handout of the attention page (tiny, {drawn} charts): {size:,} bytes")
+    offline = context.browser.new_context()
+    try:
+        handout = offline.new_page()
+        handout.route("**/*", lambda r: r.abort() if r.request.url.startswith("http") else r.continue_())
+        handout.goto(path.resolve().as_uri())
+        handout.wait_for_function(f"() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= {drawn}",
+                                  timeout=30_000)
+        assert handout.locator(".plotly-graph-div").count() == drawn
+        assert handout.locator("h1").inner_text() == "Attention"
+        assert "block 1 head 0" in handout.locator(".gtitle").first.text_content()
+        assert handout.get_by_text("Key numbers").count() == 1
+    finally:
+        offline.close()

@@ -22,7 +22,7 @@ from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
 from ..tokenizer import ENDOFTEXT, ENDOFTEXT_ID
 from ..trace import Trace
-from . import demo
+from . import demo, present, takeaway
 from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
@@ -144,13 +144,16 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     cat = cat_of(sel)
     c = cat[cid]
     badge = ":blue-badge[learned]" if c.learned else ":gray-badge[parameter-free]"
-    st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
+    if not sel.present:  # projected, the title and the question stand right above the chart
+        st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
     if cid in lesson.QUESTIONS:
         st.markdown(f"##### :material/help: {lesson.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
-    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
+    if not sel.present:
+        st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}",
+                     help=RANDOM_NOTE if sel.weights.random else None)
     if sel.weights.demo:
         demo.note(sel)
     diagram = st.container()
@@ -165,6 +168,7 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
 
 def notice(lines: list[str]) -> None:
     """What to notice in the chart just drawn: one or two lines, worked out from this run."""
+    takeaway.notes(lines)
     if lines:
         st.info("\n".join(f"- {line}" for line in lines), icon=":material/visibility:")
 
@@ -328,16 +332,35 @@ def source(sel: Selection, where: str = "") -> str:
     return " · ".join(x for x in (weights, f"“{text}”", sel.mode.value, where) if x)
 
 
+def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0):
+    """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
+    written in its bottom-right corner; `font_scale`: its type that much larger (presentation mode)."""
+    fig = plot_theme.themed(fig, dark=dark)
+    if font_scale != 1:
+        fig = present.scaled_fonts(fig, font_scale)
+    # px; 80 is plotly's default
+    bottom = round(((80 if fig.layout.margin.b is None else fig.layout.margin.b) + 18) * font_scale)
+    fig.update_layout(margin_b=bottom)
+    # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
+    fig.add_annotation(text=caption, xref="paper", x=1, xanchor="right",
+                       yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
+                       font=dict(size=round(11 * font_scale), color="#808495"))
+    return fig
+
+
 def plot(fig, where: str = "", run: bool = True) -> None:
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its bottom-right corner (`where`: the block, head…;
-    `run=False`: a figure of the model alone, such as the parameter accounting, names only it)."""
-    fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
-    bottom = (80 if fig.layout.margin.b is None else fig.layout.margin.b) + 18  # px; 80 is plotly's default
-    fig.update_layout(margin_b=bottom)
+    `run=False`: a figure of the model alone, such as the parameter accounting, names only it).
+    The page's handout keeps it (ui/takeaway.py); its camera button saves an SVG."""
     sel = selection()
-    # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
-    fig.add_annotation(text=source(sel, where) if run else sel.weights.label, xref="paper", x=1, xanchor="right",
-                       yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
-                       font=dict(size=11, color="#808495"))
-    st.plotly_chart(fig, theme=None, width="stretch", config={"displaylogo": False})
+    caption = source(sel, where) if run else sel.weights.label
+    fill = sel.present and takeaway.charts_recorded() == 0  # projected, the first chart fills the first screen
+    takeaway.record(fig, caption)
+    fig = framed(fig, caption, dark=st.context.theme.type == "dark",
+                 font_scale=present.FONT_SCALE if sel.present else 1.0)
+    if fill:
+        fig.layout.height = None
+    with present.screen(fill):
+        st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
+                        config={"displaylogo": False, "toImageButtonOptions": takeaway.image_options(fig)})

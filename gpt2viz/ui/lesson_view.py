@@ -21,7 +21,7 @@ from .cache import cached_checkpoints, get_trace, trace_cache
 from .pages import BY_URL, DEFAULT
 from .state import LOCKED, Selection, keep_only_url, sources_enabled
 
-LINK_KEYS = ("lesson", "stop")
+LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
 AT = "_lesson_at"  # session key: (lesson, stop) whose values were last pinned
 

@@ -19,6 +19,7 @@ from ..demo_model import DEMO_PATH
 from ..modes import Mode
 from ..prompts import prompts_for
 from ..tokenizer import TextError, encode
+from . import present
 from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
@@ -33,7 +34,7 @@ SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache"
            "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 # the URL keys of the sidebar's controls: what a link to another page carries over
-SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
+SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head", present.KEY)
 LOCKED = "_locked"  # session key: the controls a lesson pins (ui/lesson_view.py), shown but not changeable
 
 
@@ -56,6 +57,7 @@ class Selection:
     block: int
     head: int
     link_notes: tuple[str, ...] = ()  # values of the link the controls could not take, said at the page's top
+    present: bool = False  # presentation mode (ui/present.py)
 
     @property
     def config(self):
@@ -159,6 +161,8 @@ def _sync_clamped(values: dict[str, int]) -> None:
 def controls() -> Selection:
     """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
     settle_url()
+    # `present=1`, as a lecturer types it, is the toggle's "true" (a bound toggle takes only true and false)
+    _write_url(lambda url: {present.KEY: "true"} if url.get(present.KEY) == "1" else {})
     first_run = not st.session_state.get("_ran")  # this session's URL came from outside: a link, a reload
     st.session_state["_ran"] = True
     raw = _raw_url()
@@ -192,9 +196,10 @@ def controls() -> Selection:
     head = int(steer.slider("Head", 0, cfg.n_head - 1, key="head", bind="query-params", disabled=locked("head"))) \
         if cfg.n_head > 1 else 0
     _sync_clamped({"block": block, "head": head})
+    presenting = present.toggle(steer)
     steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
-    sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
+    sel = Selection(text, ids, cut, error, weights, source, mode, block, head, present=presenting)
     # the URL is cleaned after the first run; keep saying what was ignored until the selection changes
     signature = (mode, block, head, weights.key)
     notes = url_fallbacks(raw, sel) if first_run else []

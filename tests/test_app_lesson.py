@@ -194,7 +194,7 @@ def build(at: AppTest) -> AppTest:
 
 def test_building_a_lesson_gives_its_file():
     at = build(lessons_page())
-    (download,) = at.get("download_button")
+    (download,) = at.main.get("download_button")  # the sidebar holds the page's handout
     assert not at.error and "Add stop 3" in [b.label for b in at.button]
     assert any("Stop 3 would be" in c.value for c in at.caption)
 
@@ -250,7 +250,7 @@ def test_a_built_stop_takes_the_pages_own_controls_and_a_bad_one_is_named():
     at.selectbox(key="lesson_page").select("whatif").run()
     at.text_input(key="lesson_values").input('{"part": "MLP", "method": "mean"}').run()
     at.button(key="lesson_add").click().run()
-    assert len(at.get("download_button")) == 1  # a valid lesson: its file is offered
+    assert len(at.main.get("download_button")) == 1  # a valid lesson: its file is offered
     assert at.session_state["_lesson_draft_stops"][0]["values"] == {"part": "MLP", "method": "mean"}
     at.selectbox(key="lesson_page").select("whatif").run()
     at.text_input(key="lesson_values").input('{"part": "wheel"}').run()

@@ -19,7 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from .plots.axes import TICK_ANGLES, TICK_PX, TITLE_PX  # the sizes the builders set, for what they leave unset
+
 FONT = '"Source Sans", sans-serif'
+# st.plotly_chart's config: the toolbar shows while the pointer is over the chart, and no longer
+# covers titles and legends the rest of the time
+CONFIG = {"displaylogo": False, "displayModeBar": "hover"}
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
 _AXIS = re.compile(r"^[xy]axis\d*$")
 _COLORAXIS = re.compile(r"^coloraxis\d*$")
@@ -44,19 +49,21 @@ DARK = Palette(text="#e6eaf1", heading="#EDEBE8", legend="#fafafa", grid="#31333
 
 def _looks(p: Palette) -> tuple[dict, dict, dict, dict]:
     """(layout, x axis, y axis, colour bar) defaults for one palette."""
-    ticks = dict(tickfont=dict(color=p.text, size=12), tickcolor=p.grid, gridcolor=p.grid, zerolinecolor=p.grid)
+    ticks = dict(tickfont=dict(color=p.text, size=TICK_PX), tickcolor=p.grid, gridcolor=p.grid, zerolinecolor=p.grid)
     layout = dict(
-        font=dict(color=p.text, family=FONT, size=12),
-        title=dict(font=dict(family=FONT, size=16, color=p.heading, weight=700)),
-        legend=dict(font=dict(size=12, color=p.legend), bordercolor="rgba(0,0,0,0)"),
+        font=dict(color=p.text, family=FONT, size=TICK_PX),
+        title=dict(font=dict(family=FONT, size=TITLE_PX, color=p.heading, weight=700)),
+        legend=dict(font=dict(size=TICK_PX, color=p.legend), bordercolor="rgba(0,0,0,0)"),
         paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",  # the page shows through
-        hoverlabel=dict(bgcolor=p.hover_bg, bordercolor=p.hover_border, font=dict(color=p.text, family=FONT, size=12)),
+        hoverlabel=dict(bgcolor=p.hover_bg, bordercolor=p.hover_border,
+                        font=dict(color=p.text, family=FONT, size=TICK_PX)),
         margin=dict(pad=8),
         colorway=OKABE_ITO,
     )
-    xaxis = dict(ticks, title=dict(font=dict(color=p.text, size=14), standoff=20), showgrid=False, zeroline=False)
+    xaxis = dict(ticks, title=dict(font=dict(color=p.text, size=14), standoff=20), showgrid=False, zeroline=False,
+                 autotickangles=list(TICK_ANGLES))
     yaxis = dict(ticks, title=dict(font=dict(color=p.text, size=14), standoff=24))
-    colorbar = dict(tickfont=dict(color=p.text, size=12), title=dict(font=dict(color=p.text, size=14)),
+    colorbar = dict(tickfont=dict(color=p.text, size=TICK_PX), title=dict(font=dict(color=p.text, size=14)),
                     outlinewidth=0)
     return layout, xaxis, yaxis, colorbar
 

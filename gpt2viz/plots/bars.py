@@ -21,6 +21,7 @@ from .axes import (
     index_axis,
     label_px,
     position_labels,
+    top_margin,
     value_axis,
     with_layout,
 )
@@ -40,7 +41,8 @@ def position_values(values, tokens: Sequence[str], title: str, y_title: str, off
     labels = checked_positions(tokens, v.shape[0], "values", offset)
     bars = go.Bar(x=labels, y=v, marker_color=BLUE,
                   hovertemplate="position·token %{x}<br>" + escape(y_title) + " = %{y:.4g}<extra></extra>")
-    xaxis, yaxis, margin = fixed_margins(category_axis(labels, "position·token"), value_axis(y_title), 45)
+    xaxis, yaxis, margin = fixed_margins(category_axis(labels, "position·token"), value_axis(y_title), top_margin(),
+                                         labels, [])
     return with_layout(go.Figure(bars), title, xaxis=xaxis, yaxis=yaxis, margin=margin)
 
 

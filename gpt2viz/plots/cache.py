@@ -7,7 +7,18 @@ import plotly.graph_objects as go
 
 from ..costs import human_bytes
 from . import checks
-from .axes import BLUE, SKY, VERMILLION, bytes_axis, clamp_height, default_margin, thinned, value_axis, with_layout
+from .axes import (
+    BLUE,
+    CELL_PX,
+    SKY,
+    VERMILLION,
+    bytes_axis,
+    clamp_height,
+    default_margin,
+    thinned,
+    value_axis,
+    with_layout,
+)
 
 KV_CELLS_MAX = 32  # kv_cache_diagram: per-position cells up to this many, one block above
 
@@ -71,7 +82,7 @@ def kv_cache_diagram(P: int, T: int, n_layer: int, title: str) -> go.Figure:
     ticks = thinned(segments)
     layers = list(range(n_layer))
     return with_layout(go.Figure(traces), title, height=clamp_height(110 + 16 * n_layer), barmode="overlay",
-                       uniformtext=dict(minsize=8, mode="hide"),
+                       uniformtext=dict(minsize=CELL_PX, mode="hide"),
                        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
                        xaxis=value_axis("position" if to_scale else "position (blocks not to scale)",
                                         tickmode="array", tickvals=[s.x0 + s.width / 2 for s in ticks],

@@ -290,4 +290,4 @@ def side_by_side(*figs) -> None:
 def plot(fig) -> None:
     """A figure in the app's look (light or dark as the browser reports), drawn once per view."""
     fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
-    st.plotly_chart(fig, theme=None, width="stretch", config={"displaylogo": False})
+    st.plotly_chart(fig, theme=None, width="stretch", config=plot_theme.CONFIG)

@@ -449,3 +449,36 @@ def test_glossary_names_h_and_z_as_one_tensor():
 
     (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
     assert "H" in row[0] and "z" in row[0] and "‖z‖" in row[2]
+
+
+def in_order(node) -> list:
+    """Every element below an AppTest node, in the order the page shows them."""
+    children = getattr(node, "children", None)
+    if not children:
+        return [node]
+    return [e for key in sorted(children) for e in in_order(children[key])]
+
+
+@pytest.mark.parametrize("url", [row.url for row in PAGES if row.component])
+def test_random_weights_are_said_beside_the_values_and_the_badge_names_parameters(url):
+    """Issue 23 (3): the eight component pages said "random weights" only in a "(?)" tooltip, and a
+    blue "learned" badge on every breadcrumb read as "trained". Now one line in the page's body,
+    under "Intermediate states" and before the first chart; the badge says what it means."""
+    at = open_page(url)
+    shown = in_order(at.main)
+    kinds = [e.type for e in shown]
+    texts = [str(getattr(e, "value", "")) for e in shown]
+    states = next(i for i, t in enumerate(texts) if t.startswith("Intermediate states"))
+    note = next(i for i, t in enumerate(texts) if "Random, untrained weights" in t)
+    first_chart = kinds.index("plotly_chart") if "plotly_chart" in kinds else len(shown)
+    assert states < note < first_chart, (states, note, first_chart)
+    assert len(texts[note]) < 130  # one short line
+    breadcrumb = next(c.value for c in at.main.caption if "›" in c.value or "badge[" in c.value)
+    assert "badge[learned]" not in breadcrumb
+    assert ":blue-badge[uses parameters]" in breadcrumb or ":gray-badge[parameter-free]" in breadcrumb
+
+
+def test_charts_show_their_toolbar_on_hover_only():
+    """Issue 23 (2): the toolbar covered chart titles and legends."""
+    for chart in charts(open_page("generation")):
+        assert json.loads(chart.proto.config)["displayModeBar"] == "hover"

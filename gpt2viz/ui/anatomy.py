@@ -86,8 +86,11 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs))
 
 
-RANDOM_NOTE = ("Random, untrained weights: shapes and counts are GPT-2's exactly; the values only show what "
-               "the computation does, not what trained GPT-2 would compute.")
+# one line in the page's body, beside the values it qualifies (issue 23: it was only in a tooltip)
+RANDOM_NOTE = "Random, untrained weights: these values show what the computation does, not what GPT-2 learned."
+RANDOM_DETAIL = ("Shapes and parameter counts are GPT-2's exactly. Probabilities such as '␣Juno 0.000218' and "
+                 "attention patterns are what random weights compute: no token or position is favoured for a "
+                 "reason. Choose a checkpoint under Weights to see what training made of them.")
 
 
 def random_note(sel: Selection) -> None:
@@ -95,7 +98,7 @@ def random_note(sel: Selection) -> None:
     if sel.weights.demo:
         demo.note(sel)
     elif sel.weights.random:
-        st.caption(":material/casino: " + RANDOM_NOTE)
+        st.caption(":material/casino: " + RANDOM_NOTE, help=RANDOM_DETAIL)
 
 
 # ---------------------------------------------------------------------------- the page
@@ -123,7 +126,9 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     sel = selection()
     cat = cat_of(sel)
     c = cat[cid]
-    badge = ":blue-badge[learned]" if c.learned else ":gray-badge[parameter-free]"
+    # what `learned` means: computed with weights (the tied unembedding owns none but uses wte). Not
+    # "learned", which reads as "trained" while the weights are random (issue 23)
+    badge = ":blue-badge[uses parameters]" if c.learned else ":gray-badge[parameter-free]"
     st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
     st.markdown(c.description)
@@ -132,9 +137,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     _open_inside(c, cat, row)
     diagram = st.container()
     names = tuple(n.format(b=sel.block) for n in shows)
-    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
-    if sel.weights.demo:
-        demo.note(sel)
+    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
+    random_note(sel)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)

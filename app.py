@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
+from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 from gpt2viz.ui.links import tour_next
 from gpt2viz.ui.pages import pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
@@ -15,8 +16,17 @@ from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
-# the page starts under the top bar's navigation, not 6rem below it: the first chart above the fold
-st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 4.5rem}</style>")
+# The page starts under the top bar's navigation, not 6rem below it: the first chart above the fold.
+# In a narrow window (800 px: a laptop beside the projector) the sidebar gives way to the page.
+# A metric's value wraps rather than ending in "…". (Issue 23; tests/test_browser.py measures these.)
+st.html(f"""<style>
+[data-testid='stMainBlockContainer'] {{padding-top: 4.5rem}}
+@media (max-width: {NARROW_WINDOW_PX}px) {{
+  [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
+  [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
+}}
+[data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
+</style>""")
 st.session_state["selection"] = selection = controls()
 # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
 # without scrolling past the page links

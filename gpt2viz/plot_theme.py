@@ -139,17 +139,49 @@ def _merge(current: dict, patch: dict) -> dict:
     return current
 
 
-def themed(fig: go.Figure, dark: bool = False) -> go.Figure:
+TITLE_CHAR_PX = 10  # width of a character of a TITLE_PX bold title, generously
+TITLE_LINE_PX = 24  # a title's second line pushes the plot down by this much
+
+
+def title_lines(text: str, max_chars: int) -> list[str]:
+    """A title's words on lines of at most max_chars characters (a longer word has a line of its own).
+    Plotly cuts a title at the figure's edge rather than wrapping it."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= max_chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _wrap_title(layout: dict, width_px: float) -> None:
+    """The title on as many lines as a chart `width_px` wide needs, the plot moved down for them."""
+    title = layout.get("title") or {}
+    text = title.get("text") or ""
+    lines = title_lines(text, max(12, int(0.97 * width_px / TITLE_CHAR_PX)))
+    if len(lines) > 1:
+        title["text"] = "<br>".join(lines)  # tokens in titles are escaped: this is the only markup
+        margin = layout.setdefault("margin", {})
+        margin["t"] = margin.get("t", 100) + TITLE_LINE_PX * (len(lines) - 1)
+        if "height" in layout:
+            layout["height"] += TITLE_LINE_PX * (len(lines) - 1)
+
+
+def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) -> go.Figure:
     """A copy of `fig` with no template, the app's look wherever its builder set nothing, and
     layout.datarevision = data_digest of its traces. Works on the figure's JSON dict: plotly.py's
     own updates validate every nested value (40 ms for the attention maps at T = 256, against
     2 ms here). The copy is built without validating again (`_validate=False`, plotly.py's switch
     for figures from trusted JSON): `fig` was validated when it was built, and the look above is
-    tested against a validating build."""
+    tested against a validating build. `width_px`: the narrowest the chart is drawn, if known; a
+    title longer than that is wrapped onto more lines."""
     look, xaxis, yaxis, colorbar = LOOKS[bool(dark)]
     spec = fig.to_dict()
     data, layout = spec["data"], spec.setdefault("layout", {})
     layout.pop("template", None)
+    if width_px:
+        _wrap_title(layout, width_px)
     # every trace of gpt2viz.plots is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
     axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy"}
     axes |= {name for name in layout if _AXIS.match(name)}

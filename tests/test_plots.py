@@ -450,7 +450,8 @@ def test_topk_tokens_keeps_repeats_and_highlights_the_chosen_bar():
     assert colours[1] != colours[0] == colours[2]
     assert bars.customdata[1][1] == "<br>(chosen)" and "%{customdata[0]}" in bars.hovertemplate
     assert titles(fig) == ("probability", "next token")
-    assert fig.layout.xaxis.range[1] > 0.5  # room for the value written after the longest bar
+    # room for the value written after the longest bar, in the margin: whatever the chart's width
+    assert fig.layout.xaxis.range[1] > 0.5 and fig.layout.margin.r >= 12 + plots.CHAR_PX * len("0.5")
     logits = plots.topk_tokens([-1.0, -2.0], ["a", "b"], "logits", x_title="logit")
     assert fig.layout.xaxis.range[0] == 0 and logits.layout.xaxis.range[0] < -2.0
 
@@ -569,6 +570,7 @@ def test_every_figure_is_compact_with_titled_axes():
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         right_axis = "yaxis2" in fig.layout and fig.layout["yaxis2"].side == "right"  # room for its labels, title
         right_axis |= "coloraxis3" in fig.layout  # a colour bar at the right edge
+        right_axis |= getattr(fig.data[0], "orientation", None) == "h"  # values written past the bars' ends
         assert fig.layout.margin.l <= 60 + plots.CHAR_PX * plots.TICK_CHARS
         assert fig.layout.margin.r <= (100 if right_axis else 30)
 
@@ -603,3 +605,20 @@ def test_matrix_heatmap_and_depth_bars():
         plots.matrix_heatmap(np.ones((2, 3)), ["a"], ["0", "1", "2"], "t", "v")
     fig = plots.depth_bars([1.0, 2.0], ["embed", "attn 0"], "parts", "L2 norm")
     assert list(fig.data[0].x) == ["embed", "attn 0"] and fig.layout.xaxis.type == "category"
+
+
+def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
+    """Issue 23 (3): in one of two columns of an 800 px window a title such as "Before: next token
+    after '␣because'" ran past the chart's edge and was cut. Given the narrowest width the chart is
+    drawn at, the title takes as many lines as it needs and the plot moves down for them."""
+    from gpt2viz import plot_theme
+
+    fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Before: next token after '␣because' and a little more")
+    wide = plot_theme.themed(fig, width_px=1000)
+    narrow = plot_theme.themed(fig, width_px=264)
+    assert "<br>" not in wide.layout.title.text and wide.layout.margin.t == fig.layout.margin.t
+    lines = narrow.layout.title.text.split("<br>")
+    assert len(lines) >= 2 and all(len(line) * plot_theme.TITLE_CHAR_PX <= 264 for line in lines)
+    assert " ".join(lines) == fig.layout.title.text
+    extra = plot_theme.TITLE_LINE_PX * (len(lines) - 1)
+    assert narrow.layout.margin.t == fig.layout.margin.t + extra and narrow.layout.height == fig.layout.height + extra

@@ -17,7 +17,7 @@ plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activ
 cols = st.columns(2)
 with cols[0]:
     plot(plots.top_neurons(trace.get("mlp.post", b)[0], q, k=10, title=f"Most active neurons · block {b}",
-                           offset=offset))
+                           offset=offset), share=0.5)
 with cols[1]:
-    plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"))
+    plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"), share=0.5)
 anatomy.footer(page)

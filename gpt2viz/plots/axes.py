@@ -29,6 +29,10 @@ TICK_PX = 13  # tick and token labels, colour-bar ticks, legends, hover text
 TITLE_PX = 18  # chart titles
 SUBTITLE_PX = 14  # a chart's subtitle, and the panel titles inside a figure
 CELL_PX = 11  # values written into heatmap cells
+# plotly's toolbar (the modebar, shown while the pointer is over a chart) fills the top right of a
+# figure this high: titles start below it, never under it (issue 23)
+MODEBAR_PX = 28
+LEGEND_PX = 26  # a one-row legend above the plot, under the title
 
 MAX_TICKS = 32  # tick labels per fixed-array axis (bytes, cache blocks) before thinning
 
@@ -139,8 +143,15 @@ def default_margin(subtitle: str | None = None, **sides) -> dict:
 
 
 def top_margin(subtitle: str | None = None) -> int:
-    """Room above the plot for the title (TITLE_PX), and the subtitle under it if there is one."""
-    return 84 if subtitle else 54
+    """Room above the plot for the toolbar's strip (MODEBAR_PX), the title (TITLE_PX) under it, and
+    the subtitle (SUBTITLE_PX) under that if there is one."""
+    return MODEBAR_PX + (58 if subtitle else 34)
+
+
+def legend_above(**extra) -> dict:
+    """A one-row legend at the top right of the plot, between the title and the plot (the caller's
+    top margin adds LEGEND_PX for it)."""
+    return dict(dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"), **extra)
 
 
 def label_chars(labels) -> int:
@@ -155,7 +166,8 @@ def label_px(labels, floor: int, rotated: bool = False) -> int:
 
 def figure_layout(title: str, height: int = HEIGHT, subtitle: str | None = None, **extra) -> dict:
     # titles may carry tokens ("<br>" is one): plotly would render them as markup
-    heading = dict(text=escape(title), x=0.01, xanchor="left", font=dict(size=TITLE_PX))
+    heading = dict(text=escape(title), x=0.01, xanchor="left", font=dict(size=TITLE_PX),
+                   y=1, yref="container", yanchor="top", pad=dict(t=MODEBAR_PX))  # under the toolbar
     if subtitle:
         heading["subtitle"] = dict(text=escape(subtitle), font=dict(size=SUBTITLE_PX))
     extra.setdefault("margin", default_margin(subtitle))

@@ -10,12 +10,15 @@ from . import checks
 from .axes import (
     BLUE,
     CELL_PX,
+    LEGEND_PX,
     SKY,
     VERMILLION,
     bytes_axis,
     clamp_height,
     default_margin,
+    legend_above,
     thinned,
+    top_margin,
     value_axis,
     with_layout,
 )
@@ -83,7 +86,7 @@ def kv_cache_diagram(P: int, T: int, n_layer: int, title: str) -> go.Figure:
     layers = list(range(n_layer))
     return with_layout(go.Figure(traces), title, height=clamp_height(110 + 16 * n_layer), barmode="overlay",
                        uniformtext=dict(minsize=CELL_PX, mode="hide"),
-                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                       legend=legend_above(), margin=default_margin(t=top_margin() + LEGEND_PX),
                        xaxis=value_axis("position" if to_scale else "position (blocks not to scale)",
                                         tickmode="array", tickvals=[s.x0 + s.width / 2 for s in ticks],
                                         ticktext=[s.label for s in ticks], showgrid=False),
@@ -106,8 +109,8 @@ def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str
         go.Scatter(x=x, y=L, name="L (positions read)", mode="lines+markers", line=dict(color=BLUE),
                    hovertemplate="step %{x}<br>L = %{y:,} positions<extra></extra>"),
     ])
-    return with_layout(fig, title, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
-                       margin=default_margin(r=95), xaxis=value_axis("decode step"),
+    return with_layout(fig, title, legend=legend_above(), margin=default_margin(r=95, t=top_margin() + LEGEND_PX),
+                       xaxis=value_axis("decode step"),
                        yaxis=value_axis("L (positions)", rangemode="tozero"),
                        yaxis2=bytes_axis("KV cache size", max(size), overlaying="y", side="right",
                                          rangemode="tozero", showgrid=False))

@@ -23,6 +23,7 @@ from ..schema import Mode, concrete, text_dims
 from ..trace import Trace
 from . import demo
 from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
+from .layout import NARROWEST_PAGE_PX
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
 
@@ -288,10 +289,12 @@ def side_by_side(*figs) -> None:
     """Figures in columns of equal width, left to right."""
     for col, fig in zip(st.columns(len(figs)), figs):
         with col:
-            plot(fig)
+            plot(fig, share=1 / len(figs))
 
 
-def plot(fig) -> None:
-    """A figure in the app's look (light or dark as the browser reports), drawn once per view."""
-    fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
+def plot(fig, share: float = 1.0) -> None:
+    """A figure in the app's look (light or dark as the browser reports), drawn once per view.
+    `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
+    wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX)."""
+    fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark", width_px=share * NARROWEST_PAGE_PX)
     st.plotly_chart(fig, theme=None, width="stretch", config=plot_theme.CONFIG)

@@ -274,7 +274,7 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     links = re.findall(r'<a href="([^"]+)" target="_self">', ideas)
     assert len(links) == 13 and '/modes?' in ideas and all("mode=decode" in h and "block=1" in h for h in links)
     assert all("text=A%20cat" in h for h in links)
-    symbols = at.dataframe[0].value
+    symbols = at.get("table")[0].value  # a table whose cells wrap (issue 23)
     assert "H = z" in list(symbols["symbol"]) and "attn.z in the recording" in " ".join(symbols["meaning"])
 
 
@@ -482,3 +482,22 @@ def test_charts_show_their_toolbar_on_hover_only():
     """Issue 23 (2): the toolbar covered chart titles and legends."""
     for chart in charts(open_page("generation")):
         assert json.loads(chart.proto.config)["displayModeBar"] == "hover"
+
+
+@pytest.mark.parametrize("url,tables", [("params", 2), ("modes", 2)])
+def test_wide_tables_keep_every_cell_whole_and_say_they_scroll(url, tables):
+    """Issue 23 (3): in an 800 px window the accounting grid and the modes tables were clipped, and
+    their long cells ended in "…" at any width. A wide table now gives each column the width of its
+    longest cell, pins its first column, and the line above it says that it scrolls sideways."""
+    at = open_page(url)
+    shown = in_order(at.main)
+    wide = [(shown[i - 1], e) for i, e in enumerate(shown) if e.type == "dataframe" and
+            shown[i - 1].type == "caption" and "scrolls sideways" in shown[i - 1].value]
+    assert len(wide) >= tables
+    for caption, frame in wide:
+        config, data = json.loads(frame.proto.columns), frame.value
+        assert f"{len(data.columns)} columns" in caption.value
+        assert [config[c]["pinned"] for c in data.columns] == [True] + [False] * (len(data.columns) - 1)
+        for column in data.columns:
+            longest = max(len(str(column)), *(len(str(v)) for v in data[column]))
+            assert config[column]["width"] >= 7 * longest, (column, config[column]["width"], longest)

@@ -13,5 +13,5 @@ st.markdown("\n".join(f"- **{name}.** {text} {anchor('Where it shows →', url)}
 st.subheader("Symbols")
 st.markdown("The symbols every page and every shape uses. Shapes keep the reference implementations' layout: "
             "heads before positions, so per-head tensors are [B, nh, T, dh].")
-st.dataframe([{"symbol": s, "name": n, "meaning": m} for s, n, m in SYMBOLS], hide_index=True, width="stretch",
-             height=880)
+# a table whose cells wrap: the meanings are sentences, cut at the column's edge in a grid
+st.table([{"symbol": s, "name": n, "meaning": m} for s, n, m in SYMBOLS], border="horizontal", hide_index=True)

@@ -4,6 +4,7 @@ import streamlit as st
 
 from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import plot, random_note, selection
+from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap
 
 sel = selection()
@@ -21,9 +22,9 @@ if sel.text_error:
 st.subheader("Why a decode step is cheap")
 st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))
 st.subheader("This text in each mode")
-st.dataframe(mode_summary(sel), hide_index=True, width="stretch")
+wide_table(mode_summary(sel))
 st.subheader("Shapes side by side (block 0 shown; every block is the same)")
-st.dataframe(mode_shapes_table(sel), hide_index=True, width="stretch", height=480)
+wide_table(mode_shapes_table(sel), height=480)
 
 st.subheader("The KV cache")
 n = len(sel.ids)

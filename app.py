@@ -26,6 +26,7 @@ st.html(f"""<style>
   [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
 }}
 [data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
+.st-key-values-heading h3 {{padding-bottom: 0.25rem}}
 </style>""")
 st.session_state["selection"] = selection = controls()
 # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches

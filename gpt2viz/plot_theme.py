@@ -140,7 +140,8 @@ def _merge(current: dict, patch: dict) -> dict:
 
 
 TITLE_CHAR_PX = 10  # width of a character of a TITLE_PX bold title, generously
-TITLE_LINE_PX = 24  # a title's second line pushes the plot down by this much
+SUBTITLE_CHAR_PX = 7.5  # and of a subtitle's (plots.SUBTITLE_PX)
+TITLE_LINE_PX = 24  # a title's or subtitle's second line pushes the plot down by this much
 
 
 def title_lines(text: str, max_chars: int) -> list[str]:
@@ -156,16 +157,20 @@ def title_lines(text: str, max_chars: int) -> list[str]:
 
 
 def _wrap_title(layout: dict, width_px: float) -> None:
-    """The title on as many lines as a chart `width_px` wide needs, the plot moved down for them."""
+    """The title and its subtitle on as many lines as a chart `width_px` wide needs, the plot moved
+    down for them. Tokens in titles are escaped: the <br> added here is their only markup."""
     title = layout.get("title") or {}
-    text = title.get("text") or ""
-    lines = title_lines(text, max(12, int(0.97 * width_px / TITLE_CHAR_PX)))
-    if len(lines) > 1:
-        title["text"] = "<br>".join(lines)  # tokens in titles are escaped: this is the only markup
+    extra = 0
+    for part, char_px in ((title, TITLE_CHAR_PX), (title.get("subtitle") or {}, SUBTITLE_CHAR_PX)):
+        lines = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
+        if len(lines) > 1:
+            part["text"] = "<br>".join(lines)
+            extra += TITLE_LINE_PX * (len(lines) - 1)
+    if extra:
         margin = layout.setdefault("margin", {})
-        margin["t"] = margin.get("t", 100) + TITLE_LINE_PX * (len(lines) - 1)
+        margin["t"] = margin.get("t", 100) + extra
         if "height" in layout:
-            layout["height"] += TITLE_LINE_PX * (len(lines) - 1)
+            layout["height"] += extra
 
 
 def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) -> go.Figure:

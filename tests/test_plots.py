@@ -85,15 +85,17 @@ def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
     """Issue 12 (visual): cell numbers readable or not written, never clipped or overlapping."""
     pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
     tokens = [f"t{i}" for i in range(L)]
-    fits = {share: share * 440 / L >= 4 * 5.5 + 6 for share in (1.0, 0.5)}
+    from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX
+
+    fits = {share: share * NARROWEST_PX / L >= 4 * CELL_CHAR_PX + 6 for share in (1.0, 0.5)}
     for share, fit in fits.items():
         fig = plots.attention_heatmap(pattern, tokens, tokens, "h", share=share)
         assert (fig.data[0].texttemplate is not None) == fit
+        assert not fit or fig.data[0].textfont.size >= 11  # readable, or not written
     maps = plots.attention_maps(scores, pattern, np.ones(L), tokens, tokens, "m")
     for trace, axis, chars in [(maps.data[0], maps.layout.xaxis, 5), (maps.data[1], maps.layout.xaxis2, 4)]:
-        width = (axis.domain[1] - axis.domain[0]) * 440
-        assert (trace.texttemplate is not None) == (width / L >= chars * 5.5 + 6)
-    assert maps.data[1].texttemplate is None if L >= 10 else maps.data[1].texttemplate == "%{z:.2f}"
+        width = (axis.domain[1] - axis.domain[0]) * NARROWEST_PX
+        assert (trace.texttemplate is not None) == (width / L >= chars * CELL_CHAR_PX + 6)
 
 
 def test_mask_path_covers_exactly_the_masked_cells():
@@ -622,3 +624,14 @@ def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
     assert " ".join(lines) == fig.layout.title.text
     extra = plot_theme.TITLE_LINE_PX * (len(lines) - 1)
     assert narrow.layout.margin.t == fig.layout.margin.t + extra and narrow.layout.height == fig.layout.height + extra
+
+
+def test_subtitles_wrap_too():
+    from gpt2viz import plot_theme
+
+    subtitle = "the model's own (greedy: before any temperature or top-k)"
+    fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Step 1", subtitle=subtitle)
+    narrow = plot_theme.themed(fig, width_px=264)
+    lines = narrow.layout.title.subtitle.text.split("<br>")
+    assert len(lines) == 2 and " ".join(lines) == subtitle and narrow.layout.title.text == "Step 1"
+    assert narrow.layout.margin.t == fig.layout.margin.t + plot_theme.TITLE_LINE_PX

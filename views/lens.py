@@ -6,6 +6,7 @@ from gpt2viz import plots
 from gpt2viz.lens import decompose, logit_lens
 from gpt2viz.ui.anatomy import plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
+from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.text import code_span
 
 sel = selection()
@@ -21,7 +22,7 @@ if trace is None:
 random_note(sel)
 st.caption(f"Position: the last one, {code_span(trace.tokens[-1])}.")
 rows = trace.memo("logit lens", lambda: lens_rows(logit_lens(sel.weights.model, trace)))
-st.dataframe(rows, hide_index=True, width="stretch", height="content")
+wide_table(rows, height="content")
 st.subheader(f"The stream entering block {sel.block}, taken apart")
 st.latex(r"x_b = x_0 + \sum_{i<b} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
 d = decompose(trace, sel.block)

@@ -138,8 +138,11 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     _open_inside(c, cat, row)
     diagram = st.container()
     names = tuple(n.format(b=sel.block) for n in shows)
-    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
-    random_note(sel)
+    # the note right under its heading (app.py trims the heading's padding): the first chart stays in
+    # the first screen at 1280x720
+    with st.container(gap=None, key="values-heading"):
+        st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
+        random_note(sel)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)

@@ -258,7 +258,7 @@ def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
         with col:
             tokens = list(trace.tokens)
             plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], tokens, tokens,
-                                         f"{name}: block {sel.block} head {sel.head}"), share=0.5)
+                                         f"{name}: block {sel.block} head {sel.head}", share=0.5), share=0.5)
             probs, labels, _ = top_tokens(trace)
             plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"), share=0.5)
 

@@ -166,6 +166,8 @@ def _wrap_title(layout: dict, width_px: float) -> None:
         if len(lines) > 1:
             part["text"] = "<br>".join(lines)
             extra += TITLE_LINE_PX * (len(lines) - 1)
+            if part is title and "pad" in title:  # plotly raises a title's extra lines above its anchor
+                title["pad"]["t"] = title["pad"].get("t", 0) + round(0.7 * TITLE_LINE_PX * (len(lines) - 1))
     if extra:
         margin = layout.setdefault("margin", {})
         margin["t"] = margin.get("t", 100) + extra

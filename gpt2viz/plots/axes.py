@@ -31,7 +31,7 @@ SUBTITLE_PX = 14  # a chart's subtitle, and the panel titles inside a figure
 CELL_PX = 11  # values written into heatmap cells
 # plotly's toolbar (the modebar, shown while the pointer is over a chart) fills the top right of a
 # figure this high: titles start below it, never under it (issue 23)
-MODEBAR_PX = 28
+MODEBAR_PX = 36  # the toolbar is 26 px tall from 2 px down; a title's glyphs rise 5 px above its anchor
 LEGEND_PX = 26  # a one-row legend above the plot, under the title
 
 MAX_TICKS = 32  # tick labels per fixed-array axis (bytes, cache blocks) before thinning

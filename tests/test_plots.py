@@ -568,8 +568,8 @@ def test_every_figure_is_compact_with_titled_axes():
         plots.cache_growth([1], [1], "c"),
     ]
     for fig in figures:
-        # 480: issue 23 gave the toolbar a strip above the title and the text projector sizes
-        assert 200 <= fig.layout.height <= 480 and fig.layout.title.text
+        # 500: issue 23 gave the toolbar a strip above the title, and text and colour bars projector sizes
+        assert 200 <= fig.layout.height <= 500 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         right_axis = "yaxis2" in fig.layout and fig.layout["yaxis2"].side == "right"  # room for its labels, title
         right_axis |= "coloraxis3" in fig.layout  # a colour bar at the right edge

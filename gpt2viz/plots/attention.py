@@ -38,7 +38,7 @@ SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
 MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
 
 MIN_PLOT_PX = 160  # plot height of a heatmap at least: its colour bar is as tall
-MIN_MAPS_PX = 240  # attention_maps' plot height at least: two colour bars share it
+MIN_MAPS_PX = 280  # attention_maps' plot height at least: two colour bars share it
 
 
 def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
@@ -171,8 +171,8 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     edge = NORMS[1] + 0.02
     for name, scale, limits, (x, y, length), text in [
             ("coloraxis", DIVERGING, (-bound, bound), (SCORES[1] + 0.01, 0.42, 0.85), "score"),
-            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.44), "p"),
-            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.22, 0.44), "‖z‖")]:
+            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.47), "p"),
+            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.235, 0.47), "‖z‖")]:
         layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
                             colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
     notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
@@ -184,7 +184,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     if veil or grey:
         layout["shapes"] = veil + grey
     return figure(traces, dict(layout, **figure_layout(
-        # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.44 px tall each
+        # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.47 px tall each
         title, height=min(top + margin["b"] + max(MIN_MAPS_PX, 20 * T), 600), subtitle=" · ".join(veiled) or None,
         margin=dict(margin, r=56),
         yaxis=yaxis)))

@@ -18,15 +18,17 @@ from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
 # The page starts under the top bar's navigation, not 6rem below it: the first chart above the fold.
 # In a narrow window (800 px: a laptop beside the projector) the sidebar gives way to the page.
-# A metric's value wraps rather than ending in "…". (Issue 23; tests/test_browser.py measures these.)
+# A metric's value wraps rather than ending in "…"; the random-weights line sits right under "Intermediate
+# states" (its heading's padding trimmed). (Issue 23; tests/test_browser.py measures these.)
 st.html(f"""<style>
-[data-testid='stMainBlockContainer'] {{padding-top: 4.5rem}}
+[data-testid='stMainBlockContainer'] {{padding-top: 4rem}}
 @media (max-width: {NARROW_WINDOW_PX}px) {{
   [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
   [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
 }}
 [data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
-.st-key-values-heading h3 {{padding-bottom: 0.25rem}}
+.st-key-values-heading h3 {{padding-bottom: 0}}
+.st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")
 st.session_state["selection"] = selection = controls()
 # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches

@@ -342,7 +342,7 @@ def test_decode_shows_the_positions_vectors_not_one_bar(url):
 def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
     at = open_page("merge", mode="decode")
     figs = [json.loads(c.proto.spec) for c in charts(at)]
-    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"])
+    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"].replace("<br>", " "))
     heat, bars = fig["data"][:2]
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
 

@@ -208,8 +208,13 @@ def test_heads_grid_stacks_heads_in_columns_on_one_colour_scale():
     assert all(t.coloraxis == "coloraxis" for t in fig.data)
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
     assert fig.layout.coloraxis.colorscale == colorscale(plots.SEQUENTIAL)
-    assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2"]
-    assert list(fig.layout.yaxis2.ticktext) == ["head 3", "head 4"]
+    assert list(fig.layout.yaxis.ticktext) == ["h0", "h1", "h2"]
+    assert list(fig.layout.yaxis2.ticktext) == ["h3", "h4"]
+    # the gap left of a column holds its "h11" labels in an 800 px window (they hid under the column before)
+    from gpt2viz.plots.heatmaps import NARROWEST_PX
+
+    gap = fig.layout.xaxis2.domain[0] - fig.layout.xaxis.domain[1]
+    assert round(gap * NARROWEST_PX) >= 12 + plots.CHAR_PX * len("h11")
     assert fig.layout.yaxis2.range == (3 * T - 0.5, -0.5)  # the short column keeps the rows' scale
     assert fig.layout.xaxis.title.text == "key" and fig.layout.xaxis2.anchor == "y2"
     assert "%{y}" in left.hovertemplate and "%{x}" in left.hovertemplate and "%{z:.3f}" in left.hovertemplate

@@ -100,7 +100,7 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
     cols = math.ceil(nh / rows)
     masked = [future_zeros(p, query_offset) for p in patterns]
     data, layout = [], dict(shapes=[])
-    gap = 0.09  # of the width, between columns: room for the next column's "head h" labels
+    gap = 0.1  # of the width, between columns: room for the next column's "h11" labels at 800 px
     for c in range(cols):
         heads = range(c * rows, min(nh, (c + 1) * rows))
         s = "" if c == 0 else str(c + 1)
@@ -111,7 +111,9 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
         middle = [y[r * T + T // 2] for r in range(len(heads))]
         xaxis, yaxis, margin = fixed_margins(
             category_axis(xlabels, "key"),
-            dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"head {h}" for h in heads],
+            # "h3", as the diagram's boxes: "head 3" did not fit the gap between columns in an 800 px
+            # window and hid under the column to its left
+            dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"h{h}" for h in heads],
                  tickfont=dict(size=TICK_PX), range=[rows * T - 0.5, -0.5]), top_margin("subtitle"), xlabels, y)
         layout[f"xaxis{s}"] = dict(xaxis, anchor=f"y{s}", domain=[c / cols + (gap if c else 0), (c + 1) / cols])
         layout[f"yaxis{s}"] = dict(yaxis, anchor=f"x{s}")

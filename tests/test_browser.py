@@ -106,11 +106,12 @@ def resized(page, size: tuple[int, int]) -> None:
 # rendered (font size times the screen transform), whether it lies inside its chart (else it is cut),
 # and the pairs of texts of one chart that overlap (separating-axis test on the quadrilaterals).
 # getBBox spans the line box; the glyphs fill a little less of its height, hence the 15% inset.
-_CHART_TEXT_JS = """
+_CHART_TEXT_JS = r"""
 () => {
   const texts = [];
   document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
     const svg = chart.querySelector(".main-svg").getBoundingClientRect();
+    const plots = [...chart.querySelectorAll(".nsewdrag")].map(e => e.getBoundingClientRect());  // plot areas
     for (const t of chart.querySelectorAll("text")) {
       if (!t.textContent.trim() || t.closest(".hoverlayer")) continue;
       const b = t.getBBox();
@@ -120,9 +121,14 @@ _CHART_TEXT_JS = """
       const pts = [[b.x + dx, b.y + dy], [b.x + b.width - dx, b.y + dy], [b.x + b.width - dx, b.y + b.height - dy],
                    [b.x + dx, b.y + b.height - dy]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
       const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
-      const kind = t.closest(".xtick, .ytick") ? "tick" : t.closest(".cbaxis") ? "colorbar" :
+      const tick = /(^|\s)[xy]\d*tick(\s|$)/.test(t.parentElement.getAttribute("class") || "");  // xtick, y2tick...
+      const kind = tick ? "tick" : t.closest(".cbaxis") ? "colorbar" :
                    t.classList.contains("gtitle") ? "title" : t.closest(".legend") ? "legend" : "other";
-      texts.push({chart: c, kind, text: t.textContent, pts,
+      // a tick label inside a plot area is hidden under what the plot draws (a heatmap)
+      const r = t.getBoundingClientRect();
+      const covered = kind === "tick" && plots.some(a => Math.min(a.right, r.right) - Math.max(a.left, r.left) > 1 &&
+                                                         Math.min(a.bottom, r.bottom) - Math.max(a.top, r.top) > 1);
+      texts.push({chart: c, kind, text: t.textContent, pts, covered,
                   px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b),
                   inside: Math.min(...xs) >= svg.left - 1 && Math.max(...xs) <= svg.right + 1 &&
                           Math.min(...ys) >= svg.top - 1 && Math.max(...ys) <= svg.bottom + 1});
@@ -140,7 +146,8 @@ _CHART_TEXT_JS = """
     for (let j = i + 1; j < texts.length; j++)
       if (texts[i].chart === texts[j].chart && overlap(texts[i].pts, texts[j].pts))
         overlaps.push([texts[i].text, texts[j].text]);
-  return {texts: texts.map(({chart, kind, text, px, inside}) => ({chart, kind, text, px, inside})), overlaps};
+  return {texts: texts.map(({chart, kind, text, px, inside, covered}) => ({chart, kind, text, px, inside, covered})),
+          overlaps};
 }
 """
 
@@ -174,14 +181,16 @@ def chart_text(page) -> dict:
 
 
 def check_text(page, url: str, size: tuple[int, int]) -> None:
-    """Issue 23 (2, 3): at this window size no text of a chart overlaps another or runs past the chart's
-    edge, no metric or table is cut without a way to read it whole, and the page is not wider than
+    """Issue 23 (2, 3): at this window size no text of a chart overlaps another, runs past the chart's
+    edge or hides under a plot, no metric or table is cut without a way to read it whole, and the page is not wider than
     the window. At 1280x720 (a projector) tick, token, legend and colour-bar labels are at least 13 px
     as rendered, titles at least 18 px, values written in cells at least 11 px."""
     drawn = chart_text(page)
     assert drawn["overlaps"] == [], f"{url} at {size}: overlapping text {drawn['overlaps'][:5]}"
     outside = [(t["kind"], t["text"]) for t in drawn["texts"] if not t["inside"]]
     assert outside == [], f"{url} at {size}: text cut at a chart's edge {outside[:5]}"
+    covered = [t["text"] for t in drawn["texts"] if t["covered"]]
+    assert covered == [], f"{url} at {size}: tick labels under a plot {covered[:5]}"
     if size == PROJECTOR:
         least = {"title": 18, "other": 11}
         small = [(t["kind"], t["text"], round(t["px"], 1)) for t in drawn["texts"]

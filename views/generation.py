@@ -49,8 +49,8 @@ cols = st.columns(2)
 with cols[0]:
     plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], q, k,
                                  f"Step {step}: the new token's attention · block {sel.block} head {sel.head}",
-                                 query_offset=offset, share=0.5))
+                                 query_offset=offset, share=0.5), share=0.5)
 with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
     plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, the chosen token highlighted",
-                           highlight=chosen_at, subtitle=distribution_label(temperature, top_k)))
+                           highlight=chosen_at, subtitle=distribution_label(temperature, top_k)), share=0.5)

@@ -38,13 +38,14 @@ if sel.weights.random:
 if trace.T > 1:  # one bar per position says nothing when decode computes a single position
     cols = st.columns(2)
     with cols[0]:
-        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
+        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset),
+             share=0.5)
     with cols[1]:
         plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²",
-                                   offset=offset))
+                                   offset=offset), share=0.5)
 cols = st.columns(2)
 with cols[0]:
-    plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))
+    plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"), share=0.5)
 with cols[1]:
-    plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"))
+    plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"), share=0.5)
 anatomy.footer(page)

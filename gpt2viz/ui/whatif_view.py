@@ -233,10 +233,10 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
     cols = st.columns(2)
     probs, labels, ids = top_tokens(clean)
     with cols[0]:
-        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"))
+        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"), share=0.5)
     with cols[1]:
         after = knocked.probs
-        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"))
+        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"), share=0.5)
     top = ids[0]
     new_top = int(after.argmax())
     cols = st.columns(3)
@@ -289,9 +289,9 @@ def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
         with col:
             tokens = list(trace.tokens)
             plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], tokens, tokens,
-                                         f"{name}: block {sel.block} head {sel.head}"))
+                                         f"{name}: block {sel.block} head {sel.head}", share=0.5), share=0.5)
             probs, labels, _ = top_tokens(trace)
-            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"))
+            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"), share=0.5)
 
 
 def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:

@@ -294,3 +294,11 @@ def digest(token: str) -> str:
 def href(page: str, token: str, i: int, default: str = "overview") -> str:
     """The address of stop i of a signed lesson on `page` (the default page is served at /)."""
     return ("/" if page == default else "/" + page) + f"?lesson={token}&stop={i}"
+
+
+def qr_svg(link: str) -> str:
+    """The link as a QR code (SVG text, black on white, a quiet zone of 4 modules), for the projector."""
+    import segno
+
+    svg = segno.make(link, error="m").svg_inline(scale=6, border=4, light="#fff")
+    return svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)  # a file of its own, e.g. an image

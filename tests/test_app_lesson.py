@@ -215,6 +215,8 @@ def test_signing_needs_the_lecturers_password(monkeypatch):
     assert lesson.title == "Two heads" and [(s.page, s.block, s.note) for s in lesson.stops] == \
         [("attention", 1, "Which head looks back?"), ("output", 1, "")]
     assert lesson.weights == {"source": "random", "model": "tiny", "seed": 0}
+    (qr,) = [e for e in at.main.children.values() if e.type == "image"]  # the link as a QR code, for the projector
+    assert "QR code" in qr.proto.imgs[0].caption and qr.proto.imgs[0].url.startswith("data:image/svg+xml")
 
 
 def test_teacher_mode_alone_does_not_let_a_session_sign(monkeypatch):

@@ -175,3 +175,16 @@ def test_the_readmes_example_lesson_is_valid():
     example = re.search(r"A lesson file \(JSON.*?```json\n(.*?)```", readme, re.S).group(1)
     lesson = lf.parse(json.loads(example))
     assert [s.page for s in lesson.stops] == ["attention", "whatif"] and lesson.free == ("head",)
+
+
+def test_the_qr_code_is_an_svg_of_the_link():
+    import xml.etree.ElementTree as ET
+
+    import segno
+
+    link = "https://class.example.org/attention?lesson=abc.def&stop=0"
+    svg = lf.qr_svg(link)
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg") and root.find(".//{http://www.w3.org/2000/svg}path") is not None
+    size = (segno.make(link, error="m").symbol_size(scale=6, border=4))
+    assert (int(float(root.get("width"))), int(float(root.get("height")))) == size

@@ -176,6 +176,7 @@ else:
                 path = lf.href(lesson.stops[0].page, token, 0, DEFAULT)
                 link = f"{base.scheme}://{base.netloc}{path}" if base.netloc else path
                 st.code(link, language=None, wrap_lines=True)
+                st.image(lf.qr_svg(link), caption="The same link as a QR code, for the projector", width=280)
                 until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lf.verify(token, key).expires or 0))
                 st.caption(f"{len(link):,} characters. " + (f"It works until {until}." if hours else
                                                              "It works until the server's key changes."))

@@ -8,6 +8,7 @@
 block, globs allowed): the run records them (alone, when a full trace would not fit) and the export
 button downloads them."""
 
+import html
 import inspect
 import re
 from dataclasses import dataclass
@@ -339,6 +340,9 @@ def source(sel: Selection, where: str = "") -> str:
     return " · ".join(x for x in (weights, f"“{text}”", sel.mode.value, where) if x)
 
 
+CAPTION_CHAR_PX, CAPTION_LINE_PX = 6.4, 16  # an 11 px caption's character (generously) and line
+
+
 def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width_px: float | None = None):
     """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
     written in its bottom-right corner; `font_scale`: its type that much larger (presentation mode);
@@ -346,11 +350,16 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
     fig = plot_theme.themed(fig, dark=dark, width_px=width_px)
     if font_scale != 1:
         fig = present.scaled_fonts(fig, font_scale)
+    # on as many lines as the narrowest drawing needs (its right margin, up to 95 px, is not its to use)
+    lines = plot_theme.title_lines(caption, max(20, int((width_px - 95) / CAPTION_CHAR_PX))) if width_px else [caption]
     # px; 80 is plotly's default
-    bottom = round(((80 if fig.layout.margin.b is None else fig.layout.margin.b) + 18) * font_scale)
+    extra = CAPTION_LINE_PX * len(lines)
+    bottom = round(((80 if fig.layout.margin.b is None else fig.layout.margin.b) + extra) * font_scale)
     fig.update_layout(margin_b=bottom)
+    if fig.layout.height is not None:
+        fig.update_layout(height=fig.layout.height + round(CAPTION_LINE_PX * (len(lines) - 1) * font_scale))
     # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
-    fig.add_annotation(text=caption, xref="paper", x=1, xanchor="right",
+    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=1, xanchor="right", align="right",
                        yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
                        font=dict(size=round(11 * font_scale), color="#808495"))
     return fig

@@ -359,8 +359,8 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
     if fig.layout.height is not None:
         fig.update_layout(height=fig.layout.height + round(CAPTION_LINE_PX * (len(lines) - 1) * font_scale))
     # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
-    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=1, xanchor="right", align="right",
-                       yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
+    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=1, xanchor="right",
+                       align="right", yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
                        font=dict(size=round(11 * font_scale), color="#808495"))
     return fig
 

@@ -19,10 +19,12 @@ COPY requirements.txt .
 RUN if [ -n "$TORCH_INDEX" ]; then pip install --index-url "$TORCH_INDEX" torch==2.13.0; fi \
  && pip install -r requirements.txt
 COPY --chown=app:app . .
+RUN pip install --no-deps .
 
 USER app
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
-# serve.py: app.py behind the gate that lets 2 uploads arrive at once (where uploads are turned on)
-CMD ["python", "-m", "streamlit", "run", "serve.py", "--server.port=8501", "--server.address=0.0.0.0", "--server.headless=true"]
+# the installed command, as on any machine: serve.py, app.py behind the gate that lets 2 uploads arrive
+# at once (where uploads are turned on), with .streamlit/config.toml's settings
+CMD ["gpt2viz", "app", "--server.port=8501", "--server.address=0.0.0.0", "--server.headless=true"]

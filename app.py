@@ -8,20 +8,44 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
-from gpt2viz.ui.links import tour_next
-from gpt2viz.ui.pages import pages
+from gpt2viz.ui import lesson_view, present, takeaway
+from gpt2viz.ui.anatomy import framed, source
+from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
+from gpt2viz.ui.links import next_stop, tour_next
+from gpt2viz.ui.pages import DEFAULT, pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
-# the page starts under the top bar's navigation, not 6rem below it: the first chart above the fold
-st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 4.5rem}</style>")
+# The page starts under the top bar's navigation, not 6rem below it: the first chart above the fold.
+# In a narrow window (800 px: a laptop beside the projector) the sidebar gives way to the page.
+# A metric's value wraps rather than ending in "…"; the random-weights line sits right under "Intermediate
+# states" (its heading's padding trimmed). (Issue 23; tests/test_browser.py measures these.)
+st.html(f"""<style>
+[data-testid='stMainBlockContainer'] {{padding-top: 4rem}}
+@media (max-width: {NARROW_WINDOW_PX}px) {{
+  [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
+  [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
+}}
+[data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
+.st-key-values-heading h3 {{padding-bottom: 0}}
+.st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
+</style>""")
+lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
 st.session_state["selection"] = selection = controls()
 # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
 # without scrolling past the page links
 page = st.navigation(pages(), position="top")
 sidebar_footer()
+takeaway.begin(page.url_path or DEFAULT, page.title, source(selection))
+takeaway.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
 link_notes(selection)
-tour_next(page.url_path, selection)
+if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
+    lesson_view.stop_bar(lesson, page.url_path)
+    lesson_view.warm(lesson, selection)
+elif selection.present:  # the large "next" stands for the tour's line
+    present.chrome(next_stop(page.url_path))
+else:
+    tour_next(page.url_path, selection)
 page.run()

@@ -1,4 +1,5 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads}`: the command-line contract of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,lesson,class-server,app}`: the command
+line of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
@@ -147,6 +148,12 @@ def build_parser() -> Parser:
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
+
+    p = sub.add_parser("lesson", help="check a lesson file, or print its signed link (needs GPT2VIZ_LESSON_KEY)")
+    p.add_argument("action", choices=["check", "link"])
+    p.add_argument("file", help="a lesson (.json or .toml), e.g. lessons/attention-demo.json")
+    p.add_argument("--expires-in", type=float, metavar="HOURS", help="the link stops working after this long")
+    p.add_argument("--base", default="http://localhost:8501", help="the app's address (default http://localhost:8501)")
     return parser
 
 
@@ -364,9 +371,30 @@ def cmd_download(a) -> int:
     return 0
 
 
+def cmd_lesson(a) -> int:
+    """`check`: the lesson's summary, or its one-line error; `link`: the signed link on stdout."""
+    import os
+    import time
+
+    from . import lesson_file as lf
+
+    lesson = lf.load(a.file)
+    if a.action == "check":
+        print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})")
+        return 0
+    key = lf.server_key(os.environ)
+    if key is None:
+        raise UsageError(f"gpt2viz: error: no signing key: set {lf.KEY_ENV} (the server's; `openssl rand -hex 32`)")
+    if a.expires_in is not None and a.expires_in <= 0:
+        raise UsageError("gpt2viz: error: --expires-in must be a positive number of hours")
+    expires = None if a.expires_in is None else int(time.time() + a.expires_in * 3600)
+    print(a.base.rstrip("/") + lf.href(lesson.stops[0].page, lf.sign(lesson, key, expires), 0))
+    return 0
+
+
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
-            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads}
+            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "lesson": cmd_lesson}
 
 
 def main(argv=None) -> int:

@@ -21,7 +21,9 @@ def config_flags(path=APP_ROOT / ".streamlit" / "config.toml") -> list[str]:
 
 
 def app_command(extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP_ROOT / "app.py"), *config_flags(), *extra]
+    """serve.py: app.py behind the gate that lets at most 2 uploads arrive at once (it changes nothing
+    where uploads are off), the entry of the container too."""
+    return [sys.executable, "-m", "streamlit", "run", str(APP_ROOT / "serve.py"), *config_flags(), *extra]
 
 
 def run_app(extra: list[str]) -> int:

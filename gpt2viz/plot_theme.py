@@ -19,7 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from .plots.axes import TICK_ANGLES, TICK_PX, TITLE_PX  # the sizes the builders set, for what they leave unset
+
 FONT = '"Source Sans", sans-serif'
+# st.plotly_chart's config: the toolbar shows while the pointer is over the chart, and no longer
+# covers titles and legends the rest of the time
+CONFIG = {"displaylogo": False, "displayModeBar": "hover"}
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
 _AXIS = re.compile(r"^[xy]axis\d*$")
 _COLORAXIS = re.compile(r"^coloraxis\d*$")
@@ -44,19 +49,21 @@ DARK = Palette(text="#e6eaf1", heading="#EDEBE8", legend="#fafafa", grid="#31333
 
 def _looks(p: Palette) -> tuple[dict, dict, dict, dict]:
     """(layout, x axis, y axis, colour bar) defaults for one palette."""
-    ticks = dict(tickfont=dict(color=p.text, size=12), tickcolor=p.grid, gridcolor=p.grid, zerolinecolor=p.grid)
+    ticks = dict(tickfont=dict(color=p.text, size=TICK_PX), tickcolor=p.grid, gridcolor=p.grid, zerolinecolor=p.grid)
     layout = dict(
-        font=dict(color=p.text, family=FONT, size=12),
-        title=dict(font=dict(family=FONT, size=16, color=p.heading, weight=700)),
-        legend=dict(font=dict(size=12, color=p.legend), bordercolor="rgba(0,0,0,0)"),
+        font=dict(color=p.text, family=FONT, size=TICK_PX),
+        title=dict(font=dict(family=FONT, size=TITLE_PX, color=p.heading, weight=700)),
+        legend=dict(font=dict(size=TICK_PX, color=p.legend), bordercolor="rgba(0,0,0,0)"),
         paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",  # the page shows through
-        hoverlabel=dict(bgcolor=p.hover_bg, bordercolor=p.hover_border, font=dict(color=p.text, family=FONT, size=12)),
+        hoverlabel=dict(bgcolor=p.hover_bg, bordercolor=p.hover_border,
+                        font=dict(color=p.text, family=FONT, size=TICK_PX)),
         margin=dict(pad=8),
         colorway=OKABE_ITO,
     )
-    xaxis = dict(ticks, title=dict(font=dict(color=p.text, size=14), standoff=20), showgrid=False, zeroline=False)
+    xaxis = dict(ticks, title=dict(font=dict(color=p.text, size=14), standoff=20), showgrid=False, zeroline=False,
+                 autotickangles=list(TICK_ANGLES))
     yaxis = dict(ticks, title=dict(font=dict(color=p.text, size=14), standoff=24))
-    colorbar = dict(tickfont=dict(color=p.text, size=12), title=dict(font=dict(color=p.text, size=14)),
+    colorbar = dict(tickfont=dict(color=p.text, size=TICK_PX), title=dict(font=dict(color=p.text, size=14)),
                     outlinewidth=0)
     return layout, xaxis, yaxis, colorbar
 
@@ -132,17 +139,56 @@ def _merge(current: dict, patch: dict) -> dict:
     return current
 
 
-def themed(fig: go.Figure, dark: bool = False) -> go.Figure:
+TITLE_CHAR_PX = 10  # width of a character of a TITLE_PX bold title, generously
+SUBTITLE_CHAR_PX = 7.5  # and of a subtitle's (plots.SUBTITLE_PX)
+TITLE_LINE_PX = 24  # a title's or subtitle's second line pushes the plot down by this much
+
+
+def title_lines(text: str, max_chars: int) -> list[str]:
+    """A title's words on lines of at most max_chars characters (a longer word has a line of its own).
+    Plotly cuts a title at the figure's edge rather than wrapping it."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= max_chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _wrap_title(layout: dict, width_px: float) -> None:
+    """The title and its subtitle on as many lines as a chart `width_px` wide needs, the plot moved
+    down for them. Tokens in titles are escaped: the <br> added here is their only markup."""
+    title = layout.get("title") or {}
+    extra = 0
+    for part, char_px in ((title, TITLE_CHAR_PX), (title.get("subtitle") or {}, SUBTITLE_CHAR_PX)):
+        lines = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
+        if len(lines) > 1:
+            part["text"] = "<br>".join(lines)
+            extra += TITLE_LINE_PX * (len(lines) - 1)
+            if part is title and "pad" in title:  # plotly raises a title's extra lines above its anchor
+                title["pad"]["t"] = title["pad"].get("t", 0) + round(0.7 * TITLE_LINE_PX * (len(lines) - 1))
+    if extra:
+        margin = layout.setdefault("margin", {})
+        margin["t"] = margin.get("t", 100) + extra
+        if "height" in layout:
+            layout["height"] += extra
+
+
+def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) -> go.Figure:
     """A copy of `fig` with no template, the app's look wherever its builder set nothing, and
     layout.datarevision = data_digest of its traces. Works on the figure's JSON dict: plotly.py's
     own updates validate every nested value (40 ms for the attention maps at T = 256, against
     2 ms here). The copy is built without validating again (`_validate=False`, plotly.py's switch
     for figures from trusted JSON): `fig` was validated when it was built, and the look above is
-    tested against a validating build."""
+    tested against a validating build. `width_px`: the narrowest the chart is drawn, if known; a
+    title longer than that is wrapped onto more lines."""
     look, xaxis, yaxis, colorbar = LOOKS[bool(dark)]
     spec = fig.to_dict()
     data, layout = spec["data"], spec.setdefault("layout", {})
     layout.pop("template", None)
+    if width_px:
+        _wrap_title(layout, width_px)
     # every trace of gpt2viz.plots is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
     axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy"}
     axes |= {name for name in layout if _AXIS.match(name)}

@@ -27,6 +27,21 @@ def hf_dir(tmp_path_factory):
     return hf, path
 
 
+@pytest.fixture
+def hf_cache_tiny(tmp_path, monkeypatch, tiny):
+    """A Hugging Face cache holding the tiny model as openai-community/gpt2 (the app's "hf-cache" source)."""
+    from gpt2viz.ui.cache import cached_checkpoints
+    from gpt2viz.weights import save_safetensors
+
+    snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    save_safetensors(tiny, snap / "model.safetensors")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    cached_checkpoints.clear()
+    yield snap
+    cached_checkpoints.clear()
+
+
 @pytest.fixture(scope="session")
 def hf_pair(hf_dir):
     """(transformers model, our model loaded from the same model.safetensors)."""

@@ -148,20 +148,11 @@ def test_over_long_text_is_cut_and_says_how_much():
     assert any("77 tokens at the end" in i.value for i in at.info)
 
 
-def test_weights_from_the_hugging_face_cache(tmp_path, monkeypatch, tiny):
-    from gpt2viz.ui.cache import cached_checkpoints
-    from gpt2viz.weights import save_safetensors
-
-    snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
-    snap.mkdir(parents=True)
-    save_safetensors(tiny, snap / "model.safetensors")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    cached_checkpoints.clear()
+def test_weights_from_the_hugging_face_cache(hf_cache_tiny):
     at = first_run(weights="hf-cache")
     assert not at.exception
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "tiny from model.safetensors" in captions and "random" not in captions.split("·")[0]
-    cached_checkpoints.clear()
 
 
 def test_local_path_source_is_off_unless_enabled(monkeypatch):
@@ -215,8 +206,8 @@ def test_every_answer_keeps_its_feedback_and_the_score_runs():
 def test_the_answer_key_is_for_the_operator_only(monkeypatch):
     def downloads(**params):
         at = open_page("exercises", set=3, questions=4, **params)
-        assert not at.exception and not at.get("toggle")
-        return [b.proto.label for b in at.get("download_button")], " ".join(m.value for m in at.markdown)
+        assert not at.exception and not at.main.get("toggle")  # the sidebar's is presentation mode
+        return [b.proto.label for b in at.main.get("download_button")], " ".join(m.value for m in at.markdown)
     from gpt2viz import exercises as ex
 
     answer = ex.exercise_set(3, 4)[0].answer_text
@@ -281,7 +272,7 @@ def test_numbers_in_links_that_the_widget_cannot_take(value):
 def test_training_page_turns_dropout_off_from_the_url():
     on, off = open_page("training"), open_page("training", dropout="false")
     assert not on.exception and not off.exception
-    assert [t.value for t in on.get("toggle")] == [True] and [t.value for t in off.get("toggle")] == [False]
+    assert [t.value for t in on.main.get("toggle")] == [True] and [t.value for t in off.main.get("toggle")] == [False]
     assert "Dropout is off" not in " ".join(c.value for c in on.caption)
     assert "Dropout is off" in " ".join(c.value for c in off.caption)
     assert len(on.dataframe) == len(off.dataframe) + 1  # the table of dropout that fired
@@ -381,7 +372,7 @@ def test_decode_shows_the_positions_vectors_not_one_bar(url):
 def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
     at = open_page("merge", mode="decode")
     figs = [json.loads(c.proto.spec) for c in charts(at)]
-    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"])
+    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"].replace("<br>", " "))
     heat, bars = fig["data"][:2]
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
 
@@ -478,7 +469,8 @@ def test_generation_counts_steps_one_way_and_says_which_probabilities(params, sa
     assert list(table["step"]) == [1, 2, 3, 4]
     specs = [json.loads(c.proto.spec) for c in charts(at)]
     assert specs[0]["data"][1]["x"] == [1, 2, 3, 4]  # the cache chart's steps
-    heads = [(s["layout"]["title"]["text"], s["layout"]["title"].get("subtitle", {}).get("text", "")) for s in specs]
+    titles = [s["layout"]["title"] for s in specs]  # in one of two columns a subtitle may be wrapped
+    heads = [(t["text"], t.get("subtitle", {}).get("text", "").replace("<br>", " ")) for t in titles]
     assert any(title.startswith("Step 2: ") and says in sub for title, sub in heads), heads
     chosen = table["chosen"][1]  # step 2's token is the highlighted bar
     bars = specs[-1]["data"][0]
@@ -528,3 +520,55 @@ def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
     assert not decode.exception and not decode.main.get("slider")
     heat = next(json.loads(c.proto.spec) for c in charts(decode) if "top next token" in c.proto.spec)
     assert heat["data"][0]["x"] == ["9·␣because"]
+
+
+def in_order(node) -> list:
+    """Every element below an AppTest node, in the order the page shows them."""
+    children = getattr(node, "children", None)
+    if not children:
+        return [node]
+    return [e for key in sorted(children) for e in in_order(children[key])]
+
+
+@pytest.mark.parametrize("url", [row.url for row in PAGES if row.component])
+def test_random_weights_are_said_beside_the_values_and_the_badge_names_parameters(url):
+    """Issue 23 (3): the eight component pages said "random weights" only in a "(?)" tooltip, and a
+    blue "learned" badge on every breadcrumb read as "trained". Now one line in the page's body,
+    under "Intermediate states" and before the first chart; the badge says what it means."""
+    at = open_page(url)
+    shown = in_order(at.main)
+    kinds = [e.type for e in shown]
+    texts = [str(getattr(e, "value", "")) for e in shown]
+    states = next(i for i, t in enumerate(texts) if t.startswith("Intermediate states"))
+    note = next(i for i, t in enumerate(texts) if "Random, untrained weights" in t)
+    first_chart = kinds.index("plotly_chart") if "plotly_chart" in kinds else len(shown)
+    assert states < note < first_chart, (states, note, first_chart)
+    assert len(texts[note]) < 130  # one short line
+    breadcrumb = next(c.value for c in at.main.caption if "›" in c.value or "badge[" in c.value)
+    assert "badge[learned]" not in breadcrumb
+    assert ":blue-badge[uses parameters]" in breadcrumb or ":gray-badge[parameter-free]" in breadcrumb
+
+
+def test_charts_show_their_toolbar_on_hover_only():
+    """Issue 23 (2): the toolbar covered chart titles and legends."""
+    for chart in charts(open_page("generation")):
+        assert json.loads(chart.proto.config)["displayModeBar"] == "hover"
+
+
+@pytest.mark.parametrize("url,tables", [("params", 2), ("modes", 2)])
+def test_wide_tables_keep_every_cell_whole_and_say_they_scroll(url, tables):
+    """Issue 23 (3): in an 800 px window the accounting grid and the modes tables were clipped, and
+    their long cells ended in "…" at any width. A wide table now gives each column the width of its
+    longest cell, pins its first column, and the line above it says that it scrolls sideways."""
+    at = open_page(url)
+    shown = in_order(at.main)
+    wide = [(shown[i - 1], e) for i, e in enumerate(shown) if e.type == "dataframe" and
+            shown[i - 1].type == "caption" and "scrolls sideways" in shown[i - 1].value]
+    assert len(wide) >= tables
+    for caption, frame in wide:
+        config, data = json.loads(frame.proto.columns), frame.value
+        assert f"{len(data.columns)} columns" in caption.value
+        assert [config[c]["pinned"] for c in data.columns] == [True] + [False] * (len(data.columns) - 1)
+        for column in data.columns:
+            longest = max(len(str(column)), *(len(str(v)) for v in data[column]))
+            assert config[column]["width"] >= 7 * longest, (column, config[column]["width"], longest)

@@ -102,9 +102,108 @@ def resized(page, size: tuple[int, int]) -> None:
     page.wait_for_timeout(300)  # let Plotly's responsive resize settle
 
 
+# Every drawn text of every chart as a quadrilateral on the screen (rotations included): its size as
+# rendered (font size times the screen transform), whether it lies inside its chart (else it is cut),
+# and the pairs of texts of one chart that overlap (separating-axis test on the quadrilaterals).
+# getBBox spans the line box; the glyphs fill a little less of its height, hence the 15% inset.
+_CHART_TEXT_JS = r"""
+() => {
+  const texts = [];
+  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
+    const svg = chart.querySelector(".main-svg").getBoundingClientRect();
+    const plots = [...chart.querySelectorAll(".nsewdrag")].map(e => e.getBoundingClientRect());  // plot areas
+    for (const t of chart.querySelectorAll("text")) {
+      if (!t.textContent.trim() || t.closest(".hoverlayer")) continue;
+      const b = t.getBBox();
+      if (!b.width || !b.height) continue;
+      const m = t.getScreenCTM();
+      const dy = b.height * 0.15, dx = 0.5;
+      const pts = [[b.x + dx, b.y + dy], [b.x + b.width - dx, b.y + dy], [b.x + b.width - dx, b.y + b.height - dy],
+                   [b.x + dx, b.y + b.height - dy]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+      const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
+      const tick = /(^|\s)[xy]\d*tick(\s|$)/.test(t.parentElement.getAttribute("class") || "");  // xtick, y2tick...
+      const kind = tick ? "tick" : t.closest(".cbaxis") ? "colorbar" :
+                   t.classList.contains("gtitle") ? "title" : t.closest(".legend") ? "legend" : "other";
+      // a tick label inside a plot area is hidden under what the plot draws (a heatmap)
+      const r = t.getBoundingClientRect();
+      const covered = kind === "tick" && plots.some(a => Math.min(a.right, r.right) - Math.max(a.left, r.left) > 1 &&
+                                                         Math.min(a.bottom, r.bottom) - Math.max(a.top, r.top) > 1);
+      texts.push({chart: c, kind, text: t.textContent, pts, covered,
+                  px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b),
+                  inside: Math.min(...xs) >= svg.left - 1 && Math.max(...xs) <= svg.right + 1 &&
+                          Math.min(...ys) >= svg.top - 1 && Math.max(...ys) <= svg.bottom + 1});
+    }
+  });
+  const span = (pts, [ux, uy]) => { const v = pts.map(([x, y]) => x * ux + y * uy);
+                                    return [Math.min(...v), Math.max(...v)]; };
+  const normals = pts => pts.map((p, i) => { const q = pts[(i + 1) % 4], n = Math.hypot(q[0] - p[0], q[1] - p[1]);
+                                             return [(p[1] - q[1]) / n, (q[0] - p[0]) / n]; });
+  const overlap = (a, b) => [...normals(a), ...normals(b)].every(u => {
+    const [a0, a1] = span(a, u), [b0, b1] = span(b, u);
+    return Math.min(a1, b1) - Math.max(a0, b0) > 0.5; });
+  const overlaps = [];
+  for (let i = 0; i < texts.length; i++)
+    for (let j = i + 1; j < texts.length; j++)
+      if (texts[i].chart === texts[j].chart && overlap(texts[i].pts, texts[j].pts))
+        overlaps.push([texts[i].text, texts[j].text]);
+  return {texts: texts.map(({chart, kind, text, px, inside, covered}) => ({chart, kind, text, px, inside, covered})),
+          overlaps};
+}
+"""
+
+# What the page cuts without a way to read it whole: a metric's value or label ending in "…", a
+# table that scrolls sideways without the line above it saying so, a number input without its
+# buttons; and how far the page is wider than the window.
+_PAGE_CUTS_JS = """
+() => {
+  const cut = e => e.scrollWidth > e.clientWidth + 1;
+  const out = [];
+  for (const m of document.querySelectorAll("[data-testid='stMetricValue'], [data-testid='stMetricLabel']"))
+    if (cut(m) || [...m.querySelectorAll("*")].some(cut)) out.push("metric " + m.innerText);
+  for (const d of document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']")) {
+    const scroller = d.querySelector(".dvn-scroller");
+    const before = d.closest("[data-testid='stElementContainer']")?.previousElementSibling?.innerText ?? "";
+    if (scroller && cut(scroller) && !before.includes("scrolls sideways")) out.push("table " + before.slice(0, 60));
+  }
+  for (const t of document.querySelectorAll("[data-testid='stMain'] [data-testid='stTable']"))
+    if (cut(t) || [...t.querySelectorAll("div")].some(cut)) out.push("table " + t.innerText.slice(0, 60));
+  for (const n of document.querySelectorAll("[data-testid='stNumberInput']"))
+    if (!n.querySelector("[data-testid='stNumberInputStepUp']")) out.push("number input " + n.innerText);
+  const main = document.querySelector("[data-testid='stMain']");
+  return {cut: out, overflow: Math.max(main.scrollWidth - main.clientWidth,
+                                       document.documentElement.scrollWidth - window.innerWidth)};
+}
+"""
+
+
+def chart_text(page) -> dict:
+    return page.evaluate(_CHART_TEXT_JS)
+
+
+def check_text(page, url: str, size: tuple[int, int]) -> None:
+    """Issue 23 (2, 3): at this window size no text of a chart overlaps another, runs past the chart's
+    edge or hides under a plot, no metric or table is cut without a way to read it whole, and the page is not wider than
+    the window. At 1280x720 (a projector) tick, token, legend and colour-bar labels are at least 13 px
+    as rendered, titles at least 18 px, values written in cells at least 11 px."""
+    drawn = chart_text(page)
+    assert drawn["overlaps"] == [], f"{url} at {size}: overlapping text {drawn['overlaps'][:5]}"
+    outside = [(t["kind"], t["text"]) for t in drawn["texts"] if not t["inside"]]
+    assert outside == [], f"{url} at {size}: text cut at a chart's edge {outside[:5]}"
+    covered = [t["text"] for t in drawn["texts"] if t["covered"]]
+    assert covered == [], f"{url} at {size}: tick labels under a plot {covered[:5]}"
+    if size == PROJECTOR:
+        least = {"title": 18, "other": 11}
+        small = [(t["kind"], t["text"], round(t["px"], 1)) for t in drawn["texts"]
+                 if t["px"] < least.get(t["kind"], 13)]
+        assert small == [], f"{url}: text smaller than a projector needs {small[:5]}"
+    found = page.evaluate(_PAGE_CUTS_JS)
+    assert found["cut"] == [], f"{url} at {size}: {found['cut']}"
+    assert found["overflow"] <= 1, f"{url} is {found['overflow']} px wider than a {size[0]} px window"
+
+
 def check_sizes(page, url: str) -> None:
     """In the same tab: the first screen at 1400x900 and 1280x720 shows the first chart (or diagram) of a
-    component page; at 800x900 the main area is not wider than the window. One screenshot each."""
+    component page; at each size the text is whole and apart (check_text). One screenshot each."""
     for size in (DESKTOP, PROJECTOR, NARROW):
         resized(page, size)
         if size != DESKTOP:
@@ -112,9 +211,7 @@ def check_sizes(page, url: str) -> None:
         if url in COMPONENT_PAGES and size != NARROW:
             top = first_visual_top(page)
             assert top is not None and top < size[1] - 100, f"first visual of {url} starts at {top} px at {size}"
-    overflow = page.evaluate("() => { const m = document.querySelector(\"[data-testid='stMain']\");"
-                             " return m.scrollWidth - m.clientWidth }")
-    assert overflow <= 1, f"{url} is {overflow} px wider than an 800 px window"
+        check_text(page, url, size)
     resized(page, DESKTOP)
 
 
@@ -457,3 +554,132 @@ def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
         assert "the run agrees" in again.locator("[data-testid='stAlertContentSuccess']").inner_text()
     finally:
         again.close()
+
+
+# ---- Issue 21 (2, 3): the lecturer's kit --------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, (1920, 1080)])
+def test_presentation_mode_fills_the_screen_and_leads_to_the_next_stop(context, base, size):
+    """present=1: no sidebar, the first chart from below the title to the bottom of the first screen,
+    a large "next" that keeps presenting on the next stop, and a way back to the sidebar."""
+    page = open_view(context, base, "attention?model=tiny&block=1&present=1", MIN_CHARTS["attention"])
+    try:
+        resized(page, size)
+        page.screenshot(path=str(SHOTS / f"attention-present-{size[0]}x{size[1]}.png"))
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        chart = page.locator(CHART).first.bounding_box()
+        assert chart["y"] < 0.4 * size[1] and chart["y"] + chart["height"] <= size[1], chart
+        assert chart["height"] >= 0.55 * size[1], chart  # the picture, not the page's chrome, fills the screen
+        nxt = page.get_by_role("link", name="Next: Merge and project →")
+        box = nxt.bounding_box()
+        assert box["y"] + box["height"] < 80 and box["height"] >= 40, box  # large, in the top bar
+        nxt.click()
+        wait_rendered(page, MIN_CHARTS["merge"], not_h1="Causal self-attention")
+        assert "present=true" in page.url and "block=1" in page.url and exceptions(page) == []
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        page.get_by_role("button", name="Exit presentation").click()
+        page.get_by_test_id("stSidebar").wait_for(state="visible", timeout=30_000)
+        page.wait_for_function("() => !location.search.includes('present')", timeout=10_000)
+        assert page.get_by_role("link", name="Next: MLP →").count() == 0
+    finally:
+        page.close()
+
+
+def test_a_charts_camera_saves_an_svg_that_keeps_its_source(context, base):
+    """The modebar's camera writes a 1600 x 900 SVG named after the page and the chart, with the
+    caption of where its numbers come from in it."""
+    page = open_view(context, base, "attention?model=tiny&block=1&head=2", MIN_CHARTS["attention"])
+    try:
+        chart = page.locator(CHART).first
+        chart.hover()
+        with page.expect_download(timeout=60_000) as download:
+            chart.locator(".modebar-btn[data-title^='Download plot']").click()
+        assert download.value.suggested_filename == "attention-attention-block-1-head-2.svg"
+        svg = Path(download.value.path()).read_text()
+    finally:
+        page.close()
+    assert 'width="1600"' in svg and 'height="900"' in svg, svg[:300]
+    assert "random tiny, seed 0 · “The quick brown fox jumps over …” · full · block 1 head 2" in svg
+
+
+def test_a_drawn_diagram_downloads_as_an_svg_file(context, base):
+    import xml.etree.ElementTree as ET
+
+    page = open_view(context, base, "block?model=tiny&mode=decode", MIN_CHARTS["block"])
+    try:
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="Diagram (.svg)").click()
+        assert download.value.suggested_filename == "block-block-diagram.svg"
+        svg = Path(download.value.path()).read_text()
+    finally:
+        page.close()
+    root = ET.fromstring(svg)  # a well-formed file, not only markup a page tolerates
+    assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("aria-label") == "tiny Transformer block"
+    assert "decode: T = 1" in "".join(root.itertext())
+
+
+def test_the_page_downloads_as_an_offline_handout_with_its_charts(context, base, tmp_path):
+    """"Download this page": one HTML file whose charts draw in a browser with the network cut off."""
+    page = open_view(context, base, "attention?model=tiny&block=1", MIN_CHARTS["attention"])
+    try:
+        drawn = page.locator(CHART).count()
+        with page.expect_download(timeout=120_000) as download:
+            page.get_by_test_id("stSidebar").get_by_role("button", name="Download this page (.html)").click()
+        assert download.value.suggested_filename == "gpt2viz-attention.html"
+        path = tmp_path / download.value.suggested_filename  # a file:// page is HTML by its name
+        download.value.save_as(path)
+    finally:
+        page.close()
+    size = path.stat().st_size
+    print(f"handout of the attention page (tiny, {drawn} charts): {size:,} bytes")
+    offline = context.browser.new_context()
+    try:
+        handout = offline.new_page()
+        handout.route("**/*", lambda r: r.abort() if r.request.url.startswith("http") else r.continue_())
+        handout.goto(path.resolve().as_uri())
+        handout.wait_for_function(f"() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= {drawn}",
+                                  timeout=30_000)
+        assert handout.locator(".plotly-graph-div").count() == drawn
+        assert handout.locator("h1").inner_text() == "Attention"
+        assert "block 1 head 0" in handout.locator(".gtitle").first.text_content()
+        assert handout.get_by_text("Key numbers").count() == 1
+    finally:
+        offline.close()
+
+
+_TOOLBAR_JS = """
+(i) => {
+  const chart = document.querySelectorAll("[data-testid='stPlotlyChart']")[i];
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  return {bar: [...chart.querySelectorAll(".modebar-group")].filter(g => getComputedStyle(g).opacity > 0.5).map(box),
+          text: [...chart.querySelectorAll(".gtitle, .legend")].map(e => [e.textContent, box(e)])};
+}
+"""
+
+
+@pytest.mark.parametrize("url", ["generation", "modes", "whatif", "attention"])
+@pytest.mark.parametrize("size", [PROJECTOR, NARROW])
+def test_the_toolbar_leaves_titles_and_legends_readable(context, base, url, size):
+    """Issue 23 (2): plotly's toolbar covered chart titles and legends (Generation, What if, Modes).
+    It shows only while the pointer is over a chart, and then above the title, not on it."""
+    page = open_view(context, base, f"{url}?model=tiny", MIN_CHARTS[url])
+    try:
+        resized(page, size)
+        charts = page.locator(CHART)
+        for i in range(charts.count()):
+            charts.nth(i).scroll_into_view_if_needed()
+            page.mouse.move(0, 0)
+            page.wait_for_timeout(400)  # the toolbar fades out in 0.3 s
+            assert page.evaluate(_TOOLBAR_JS, i)["bar"] == [], f"{url}: chart {i}'s toolbar shows without a pointer"
+            box = charts.nth(i).bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.wait_for_timeout(400)
+            found = page.evaluate(_TOOLBAR_JS, i)
+            assert found["bar"], f"{url}: chart {i} has no toolbar on hover"
+            for text, (l1, t1, r1, b1) in found["text"]:
+                for l2, t2, r2, b2 in found["bar"]:
+                    apart = r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1
+                    assert apart, f"{url} at {size}: the toolbar covers {text!r}"
+    finally:
+        page.close()

@@ -38,9 +38,10 @@ def test_no_template_and_every_value_passes_plotly_validation():
 
 def test_the_builders_values_win_and_unset_ones_get_the_look():
     fig = maps()
-    assert fig.layout.xaxis.tickfont.size == 10 and fig.layout.xaxis.tickfont.color is None
+    fig.layout.xaxis.tickfont.size = 15
+    assert fig.layout.xaxis.tickfont.color is None
     themed = plot_theme.themed(fig)
-    assert themed.layout.xaxis.tickfont.size == 10  # the builder's
+    assert themed.layout.xaxis.tickfont.size == 15  # the builder's
     assert themed.layout.xaxis.tickfont.color == plot_theme.LIGHT.text  # the look's
     assert themed.layout.title.font.size == fig.layout.title.font.size
     assert themed.layout.title.font.color == plot_theme.LIGHT.heading
@@ -69,7 +70,7 @@ def test_axes_only_a_trace_names_are_styled_too():
 def test_a_trace_colour_bar_of_its_own_is_styled():
     fig = plots.attention_heatmap(np.eye(3), TOKENS[:3], TOKENS[:3], "p")
     bar = spec(plot_theme.themed(fig))["data"][0]["colorbar"]
-    assert bar["thickness"] == 12 and bar["tickfont"]["color"] == plot_theme.LIGHT.text
+    assert bar["thickness"] == 14 and bar["tickfont"]["color"] == plot_theme.LIGHT.text
 
 
 def test_datarevision_follows_the_data():
@@ -94,3 +95,55 @@ def test_vectors_go_as_plain_lists_and_maps_stay_binary():
     bar, heat = spec(plot_theme.themed(fig))["data"]
     assert bar["x"] == x.tolist() and bar["y"] == [0, 1, 2] and bar["marker"]["color"] == [1.0, 2.0, 3.0]
     assert "bdata" in heat["z"]  # [rows, cols]: Plotly reads it as an Array of rows
+
+
+def every_figure() -> list[go.Figure]:
+    rng = np.random.default_rng(0)
+    pattern = np.tril(rng.random((6, 6)) + 0.1)
+    pattern /= pattern.sum(1, keepdims=True)
+    grid = np.stack([pattern] * 4)
+    return [maps(), plots.attention_heatmap(pattern, TOKENS, TOKENS, "p"), plots.heads_grid(grid, TOKENS, TOKENS, "g"),
+            plots.histogram(pattern, "h", "v"), plots.gelu_curve(pattern, "g"),
+            plots.position_norms(pattern, TOKENS, "n"),
+            plots.residual_norms(pattern[:3], ["a", "b", "c"], TOKENS, "r"), plots.top_neurons(pattern, TOKENS, k=3),
+            plots.loss_per_token(pattern[0, :-1], TOKENS, "l"), plots.topk_tokens([0.5, 0.2], ["a", "b"], "k"),
+            plots.param_breakdown(["a", "b"], [3, 4], "p"), plots.kv_cache_diagram(40, 1, 4, "kv"),
+            plots.cache_growth([1, 2], [10, 20], "c"), plots.depth_bars([1.0, 2.0], ["a", "b"], "d", "n"),
+            plots.matrix_heatmap(np.ones((2, 3)), ["a", "b"], ["0", "1", "2"], "m", "v"),
+            plots.stacked_vectors([("a", np.ones(8)), ("b", np.ones(8))], "s"),
+            plots.heads_merged(np.ones((2, 4)), np.ones(8), "hm")]
+
+
+def font_sizes(node, path: str = "") -> list[tuple[str, float]]:
+    """(path, size) of every font size set in a plotly JSON dict."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("font", "tickfont", "textfont") and isinstance(value, dict) and "size" in value:
+                found.append((f"{path}.{key}", value["size"]))
+            found += font_sizes(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            found += font_sizes(item, f"{path}[{i}]")
+    return found
+
+
+def test_every_text_is_readable_from_the_back_row():
+    """Issue 23 (2): sized for a projector. Tick and token labels, legends, colour bars and notes at
+    least 13 px, titles at least 18 px, in every figure as drawn (builder and look together); only
+    values written into heatmap cells and bars may be smaller, and not below 11 px."""
+    assert plot_theme.TICK_PX >= 13 and plot_theme.TITLE_PX >= 18
+    for fig in every_figure():
+        themed = spec(plot_theme.themed(fig))
+        layout = themed["layout"]
+        assert layout["title"]["font"]["size"] >= 18, layout["title"]["text"]
+        sizes = font_sizes(themed)
+        assert any(path.endswith("tickfont") for path, _ in sizes)
+        for path, size in sizes:
+            smallest = 11 if path.endswith("textfont") else 13
+            assert size >= smallest, (layout["title"]["text"], path, size)
+
+
+def test_the_toolbar_shows_on_hover_only():
+    """Issue 23 (2): plotly's toolbar covered chart titles and legends; it shows on hover now."""
+    assert plot_theme.CONFIG["displayModeBar"] == "hover" and plot_theme.CONFIG["displaylogo"] is False

@@ -85,15 +85,17 @@ def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
     """Issue 12 (visual): cell numbers readable or not written, never clipped or overlapping."""
     pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
     tokens = [f"t{i}" for i in range(L)]
-    fits = {share: share * 440 / L >= 4 * 5.5 + 6 for share in (1.0, 0.5)}
+    from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX
+
+    fits = {share: share * NARROWEST_PX / L >= 4 * CELL_CHAR_PX + 6 for share in (1.0, 0.5)}
     for share, fit in fits.items():
         fig = plots.attention_heatmap(pattern, tokens, tokens, "h", share=share)
         assert (fig.data[0].texttemplate is not None) == fit
+        assert not fit or fig.data[0].textfont.size >= 11  # readable, or not written
     maps = plots.attention_maps(scores, pattern, np.ones(L), tokens, tokens, "m")
     for trace, axis, chars in [(maps.data[0], maps.layout.xaxis, 5), (maps.data[1], maps.layout.xaxis2, 4)]:
-        width = (axis.domain[1] - axis.domain[0]) * 440
-        assert (trace.texttemplate is not None) == (width / L >= chars * 5.5 + 6)
-    assert maps.data[1].texttemplate is None if L >= 10 else maps.data[1].texttemplate == "%{z:.2f}"
+        width = (axis.domain[1] - axis.domain[0]) * NARROWEST_PX
+        assert (trace.texttemplate is not None) == (width / L >= chars * CELL_CHAR_PX + 6)
 
 
 def test_mask_path_covers_exactly_the_masked_cells():
@@ -112,14 +114,61 @@ def test_attention_heatmap_decode_row_sits_at_position_P():
     assert fig.data[0].z.shape == (1, P + 1) and list(fig.data[0].y) == ["5·␣dog"]
 
 
-def test_attention_heatmap_long_sequence_is_thinned_and_unannotated():
+def test_attention_heatmap_long_sequence_is_thinned_by_the_browser_and_unannotated():
+    """Issue 23 (2): no fixed array of tick labels (it overlapped into a smear in an 800 px window):
+    plotly picks the labels that fit the chart's width in this window, and turns them if it must."""
     n = 300
     tokens = ["␣the"] * n
     fig = plots.attention_heatmap(causal_pattern(n, n), tokens, tokens, "long")
     assert fig.data[0].texttemplate is None
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
-        assert 1 < len(axis.tickvals) <= plots.MAX_TICKS and set(axis.tickvals) <= set(fig.data[0].x)
-    assert fig.layout.height <= 450
+        assert axis.tickmode == "auto" and axis.tickvals is None and axis.ticktext is None
+        assert not axis.nticks  # 0: plotly's own count, from the axis' length in px
+        assert axis.autotickangles == plots.TICK_ANGLES
+    assert fig.layout.height <= 560
+
+
+def category_axes(fig: go.Figure) -> list:
+    return [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))
+            and fig.layout[name].type == "category" and fig.layout[name].tickmode != "array"
+            and fig.layout[name].showticklabels is not False]
+
+
+def test_every_token_axis_leaves_its_labels_to_the_browser():
+    """Every axis of tokens, positions or parts: plotly's own thinning (tickmode auto, no count),
+    long labels cut by an alias, whatever the length of the text."""
+    for n in (6, 300):
+        tokens = [f"␣word{i}" for i in range(n)]
+        pattern = causal_pattern(n, n)
+        figures = [plots.attention_heatmap(pattern, tokens, tokens, "a"),
+                   plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m"),
+                   plots.heads_grid(np.stack([pattern[-4:]] * 3), tokens[-4:], tokens, "g", query_offset=n - 4),
+                   plots.position_norms(pattern, tokens, "n"), plots.loss_per_token(pattern[0, :-1], tokens, "l"),
+                   plots.residual_norms(pattern[:3], DEPTH, tokens, "r"),
+                   plots.matrix_heatmap(np.ones((2, n)), ["a", "b"], [str(i) for i in range(n)], "h", "v"),
+                   plots.depth_bars(np.ones(n), [f"block {i} in" for i in range(n)], "d", "norm")]
+        for fig in figures:
+            axes = category_axes(fig)
+            assert axes, fig.layout.title.text
+            for axis in axes:
+                assert axis.tickmode == "auto" and not axis.nticks and axis.tickvals is None, fig.layout.title.text
+                assert axis.autotickangles == plots.TICK_ANGLES and axis.tickfont.size >= 13
+
+
+@pytest.mark.parametrize("T, L", [(1, 6), (6, 6)])
+def test_colour_bars_are_tall_enough_to_read(T, L):
+    """Issue 23 (2): colour bars were about 60 px tall; at least 100 px of bar now, in decode too."""
+    pattern = causal_pattern(T, L)
+    q, k = TOKENS[L - T:L], TOKENS[:L]
+    heat = plots.attention_heatmap(pattern, q, k, "h", query_offset=L - T)
+    maps = plots.attention_maps(pattern, pattern, pattern[:, 0], q, k, "m", query_offset=L - T)
+
+    def plot_px(fig):
+        return fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+
+    assert plot_px(heat) * (heat.data[0].colorbar.len or 1) >= 100
+    for name in ("coloraxis", "coloraxis2", "coloraxis3"):
+        assert plot_px(maps) * maps.layout[name].colorbar.len >= 100, name
 
 
 def test_attention_heatmap_only_masks_exact_zeros_in_the_future():
@@ -159,8 +208,13 @@ def test_heads_grid_stacks_heads_in_columns_on_one_colour_scale():
     assert all(t.coloraxis == "coloraxis" for t in fig.data)
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
     assert fig.layout.coloraxis.colorscale == colorscale(plots.SEQUENTIAL)
-    assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2"]
-    assert list(fig.layout.yaxis2.ticktext) == ["head 3", "head 4"]
+    assert list(fig.layout.yaxis.ticktext) == ["h0", "h1", "h2"]
+    assert list(fig.layout.yaxis2.ticktext) == ["h3", "h4"]
+    # the gap left of a column holds its "h11" labels in an 800 px window (they hid under the column before)
+    from gpt2viz.plots.heatmaps import NARROWEST_PX
+
+    gap = fig.layout.xaxis2.domain[0] - fig.layout.xaxis.domain[1]
+    assert round(gap * NARROWEST_PX) >= 12 + plots.CHAR_PX * len("h11")
     assert fig.layout.yaxis2.range == (3 * T - 0.5, -0.5)  # the short column keeps the rows' scale
     assert fig.layout.xaxis.title.text == "key" and fig.layout.xaxis2.anchor == "y2"
     assert "%{y}" in left.hovertemplate and "%{x}" in left.hovertemplate and "%{z:.3f}" in left.hovertemplate
@@ -403,7 +457,8 @@ def test_topk_tokens_keeps_repeats_and_highlights_the_chosen_bar():
     assert colours[1] != colours[0] == colours[2]
     assert bars.customdata[1][1] == "<br>(chosen)" and "%{customdata[0]}" in bars.hovertemplate
     assert titles(fig) == ("probability", "next token")
-    assert fig.layout.xaxis.range[1] > 0.5  # room for the value written after the longest bar
+    # room for the value written after the longest bar, in the margin: whatever the chart's width
+    assert fig.layout.xaxis.range[1] > 0.5 and fig.layout.margin.r >= 12 + plots.CHAR_PX * len("0.5")
     logits = plots.topk_tokens([-1.0, -2.0], ["a", "b"], "logits", x_title="logit")
     assert fig.layout.xaxis.range[0] == 0 and logits.layout.xaxis.range[0] < -2.0
 
@@ -518,10 +573,12 @@ def test_every_figure_is_compact_with_titled_axes():
         plots.cache_growth([1], [1], "c"),
     ]
     for fig in figures:
-        assert 200 <= fig.layout.height <= 450 and fig.layout.title.text
+        # 500: issue 23 gave the toolbar a strip above the title, and text and colour bars projector sizes
+        assert 200 <= fig.layout.height <= 500 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         right_axis = "yaxis2" in fig.layout and fig.layout["yaxis2"].side == "right"  # room for its labels, title
         right_axis |= "coloraxis3" in fig.layout  # a colour bar at the right edge
+        right_axis |= getattr(fig.data[0], "orientation", None) == "h"  # values written past the bars' ends
         assert fig.layout.margin.l <= 60 + plots.CHAR_PX * plots.TICK_CHARS
         assert fig.layout.margin.r <= (100 if right_axis else 30)
 
@@ -533,14 +590,15 @@ def test_heatmaps_size_their_margins_from_cut_tick_labels():
     fig = plots.attention_heatmap(causal_pattern(T, T), long, long, "long labels")
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
         assert axis.automargin is False
-        assert all(len(html.unescape(t)) <= plots.TICK_CHARS for t in axis.ticktext)
-    assert html.unescape(fig.layout.yaxis.ticktext[1]) == ("1·" + "&<b>" * 10)[: plots.TICK_CHARS - 1] + "…"
-    assert "<" not in fig.layout.yaxis.ticktext[1]  # still escaped: plotly would render <b>
+        assert set(axis.labelalias) == {fig.data[0].y[0], fig.data[0].y[1]}  # only the long ones are cut
+        assert all(len(html.unescape(t)) <= plots.TICK_CHARS for t in axis.labelalias.values())
+    shown = fig.layout.yaxis.labelalias[fig.data[0].y[1]]
+    assert html.unescape(shown) == ("1·" + "&<b>" * 10)[: plots.TICK_CHARS - 1] + "…"
+    assert "<" not in shown  # still escaped: plotly would render <b>
     assert fig.data[0].y[0] == "0·␣" + "x" * 40  # hover: the whole label
-    assert fig.layout.margin.l >= 30 + plots.CHAR_PX * max(len(html.unescape(t)) for t in fig.layout.yaxis.ticktext)
-    n = 300  # long key axis: labels turned, bottom margin for them
-    wide = plots.attention_heatmap(causal_pattern(n, n), ["tok"] * n, ["tok"] * n, "wide")
-    assert wide.layout.xaxis.tickangle == -45 and wide.layout.margin.b > 60
+    assert fig.layout.margin.l >= 30 + plots.CHAR_PX * plots.TICK_CHARS
+    # the browser may turn the key labels upright (plots.TICK_ANGLES): room for them below the plot
+    assert fig.layout.margin.b >= 30 + plots.CHAR_PX * plots.TICK_CHARS
 
 
 def test_titles_show_markup_in_tokens_as_text():
@@ -554,7 +612,7 @@ def test_matrix_heatmap_and_depth_bars():
     with pytest.raises(ValueError, match="row_labels"):
         plots.matrix_heatmap(np.ones((2, 3)), ["a"], ["0", "1", "2"], "t", "v")
     fig = plots.depth_bars([1.0, 2.0], ["embed", "attn 0"], "parts", "L2 norm")
-    assert list(fig.layout.xaxis.ticktext) == ["embed", "attn 0"]
+    assert list(fig.data[0].x) == ["embed", "attn 0"] and fig.layout.xaxis.type == "category"
 
 
 def test_lens_heatmap_shows_probabilities_tokens_and_the_chosen_position():
@@ -598,3 +656,33 @@ def test_attention_maps_outline_marked_cells_of_the_rows_drawn():
     decode = plots.attention_maps(np.zeros((1, T)), pattern[-1:], [1.0], TOKENS[-1:], TOKENS, "d",
                                   query_offset=T - 1, marks=[(3, 1), (T - 1, 2)])
     assert [(r.y0 + 0.5, r.x0 + 0.5) for r in decode.layout.shapes if r.type == "rect"] == [(0, 2)]
+
+
+
+
+def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
+    """Issue 23 (3): in one of two columns of an 800 px window a title such as "Before: next token
+    after '␣because'" ran past the chart's edge and was cut. Given the narrowest width the chart is
+    drawn at, the title takes as many lines as it needs and the plot moves down for them."""
+    from gpt2viz import plot_theme
+
+    fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Before: next token after '␣because' and a little more")
+    wide = plot_theme.themed(fig, width_px=1000)
+    narrow = plot_theme.themed(fig, width_px=264)
+    assert "<br>" not in wide.layout.title.text and wide.layout.margin.t == fig.layout.margin.t
+    lines = narrow.layout.title.text.split("<br>")
+    assert len(lines) >= 2 and all(len(line) * plot_theme.TITLE_CHAR_PX <= 264 for line in lines)
+    assert " ".join(lines) == fig.layout.title.text
+    extra = plot_theme.TITLE_LINE_PX * (len(lines) - 1)
+    assert narrow.layout.margin.t == fig.layout.margin.t + extra and narrow.layout.height == fig.layout.height + extra
+
+
+def test_subtitles_wrap_too():
+    from gpt2viz import plot_theme
+
+    subtitle = "the model's own (greedy: before any temperature or top-k)"
+    fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Step 1", subtitle=subtitle)
+    narrow = plot_theme.themed(fig, width_px=264)
+    lines = narrow.layout.title.subtitle.text.split("<br>")
+    assert len(lines) == 2 and " ".join(lines) == subtitle and narrow.layout.title.text == "Step 1"
+    assert narrow.layout.margin.t == fig.layout.margin.t + plot_theme.TITLE_LINE_PX

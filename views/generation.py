@@ -7,7 +7,7 @@ from gpt2viz.ui import story
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
-from gpt2viz.ui.state import number
+from gpt2viz.ui.state import locked, number
 from gpt2viz.ui.text import code_span
 from gpt2viz.ui.working import working
 
@@ -41,15 +41,16 @@ st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in 
 L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))
 n = len(gen.traces)
-step = int(st.slider("Step", 1, n, 1, key="step", bind="query-params")) if n > 1 else 1  # from 1, as table and chart
+step = int(st.slider("Step", 1, n, 1, key="step", bind="query-params",
+                     disabled=locked("step"))) if n > 1 else 1  # from 1, as table and chart
 trace, chosen = gen.traces[step - 1], gen.ids[step - 1]
 q, k, offset = axis_tokens(trace)
 cols = st.columns(2)
 with cols[0]:
     plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], q, k,
                                  f"Step {step}: the new token's attention · block {sel.block} head {sel.head}",
-                                 query_offset=offset, share=0.5))
+                                 query_offset=offset, share=0.5), share=0.5)
 with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k)
     plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, the chosen token highlighted",
-                           highlight=chosen_at, subtitle=distribution_label(temperature, top_k)))
+                           highlight=chosen_at, subtitle=distribution_label(temperature, top_k)), share=0.5)

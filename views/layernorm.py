@@ -6,6 +6,7 @@ import streamlit as st
 from gpt2viz import lesson, plots
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot, selection
+from gpt2viz.ui.state import locked
 
 # the checkpoint's names (shown as they go into the URL): component, recorded prefix, the stream it reads
 LAYERNORMS = {"ln_1": ("block.ln1", "blocks.{b}.ln1.", "blocks.{b}.resid_pre"),
@@ -13,6 +14,7 @@ LAYERNORMS = {"ln_1": ("block.ln1", "blocks.{b}.ln1.", "blocks.{b}.resid_pre"),
               "ln_f": ("ln_f", "ln_f.", "blocks.{last}.resid_post")}
 
 which = st.segmented_control("Which LayerNorm", list(LAYERNORMS), default="ln_1", key="ln", bind="query-params",
+                             disabled=locked("ln"),
                              help="ln_1 before attention and ln_2 before the MLP, in the selected block; "
                                   "ln_f after the last block") or "ln_1"
 cid, prefix, source = LAYERNORMS[which]
@@ -22,7 +24,8 @@ sel, trace = page.sel, page.trace
 prefix, source = prefix.format(b=sel.block), source.format(b=sel.block)
 q, _, offset = axis_tokens(trace)
 x = trace[source][0]  # [T, d]: the stream this LayerNorm reads
-i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params")) if trace.T > 1 else 0
+i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params",
+                  disabled=locked("ln_pos"))) if trace.T > 1 else 0
 plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
                             sel.config.layer_norm_epsilon,
                             f"One position through {which}: {q[i]!r} (position {offset + i})"),
@@ -35,13 +38,14 @@ if sel.weights.random:
 if trace.T > 1:  # one bar per position says nothing when decode computes a single position
     cols = st.columns(2)
     with cols[0]:
-        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset))
+        plot(plots.position_values(trace[prefix + "mean"][0, :, 0], q, "μ per position", "mean μ", offset=offset),
+             share=0.5)
     with cols[1]:
         plot(plots.position_values(trace[prefix + "var"][0, :, 0], q, "σ² per position", "variance σ²",
-                                   offset=offset))
+                                   offset=offset), share=0.5)
 cols = st.columns(2)
 with cols[0]:
-    plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"))
+    plot(plots.histogram(trace[prefix + "normalized"], "normalized (x − μ)/√(σ² + ε)", "value"), share=0.5)
 with cols[1]:
-    plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"))
+    plot(plots.histogram(trace[prefix + "out"], "out = normalized · g + b", "value"), share=0.5)
 anatomy.footer(page)

@@ -8,6 +8,7 @@ from gpt2viz.tokenizer import readable_tokens
 from gpt2viz.ui import code_panel
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
+from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.text import code_span
 
 sel = selection()
@@ -36,7 +37,7 @@ st.caption("Each cell: the most likely next token read at that depth and positio
            "the token the model finally predicts there.")
 st.markdown(f"**Position {offset + i}, {code_span(q[i])}**: the lens at every depth.")
 rows = trace.memo(("logit lens", i), lambda: lens_rows(logit_lens(sel.weights.model, trace, position=i)))
-st.dataframe(rows, hide_index=True, width="stretch", height="content")
+wide_table(rows, height="content")
 st.subheader(f"The stream entering block {sel.block}, taken apart")
 st.latex(r"x_n = x_0 + \sum_{i<n} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
 d = decompose(trace, sel.block)

@@ -19,7 +19,7 @@ draw_diagram("mlp", sel, "mlp")
 cols = st.columns(2)
 with cols[0]:
     plot(plots.top_neurons(trace.get("mlp.post", b)[0], q, k=10, title=f"Most active neurons · block {b}",
-                           offset=offset), f"block {b}")
+                           offset=offset), f"block {b}", share=0.5)
 with cols[1]:
-    plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"), f"block {b}")
+    plot(plots.histogram(trace.get("mlp.out", b), f"Values of Δmlp · block {b}", "value"), f"block {b}", share=0.5)
 anatomy.footer(page)

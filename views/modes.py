@@ -4,6 +4,7 @@ import streamlit as st
 
 from gpt2viz import costs, plots
 from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
+from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap, why_decode_waits_on_memory
 
 sel = selection()
@@ -23,9 +24,9 @@ st.subheader("Why a decode step is cheap")
 st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))
 st.markdown(why_decode_waits_on_memory(cfg, max(len(sel.ids), 2)))
 st.subheader("This text in each mode")
-st.dataframe(mode_summary(sel), hide_index=True, width="stretch")
+wide_table(mode_summary(sel))
 st.subheader("Shapes side by side (block 0 shown; every block is the same)")
-st.dataframe(mode_shapes_table(sel), hide_index=True, width="stretch", height=480)
+wide_table(mode_shapes_table(sel), height=480)
 
 st.subheader("The KV cache")
 n = len(sel.ids)

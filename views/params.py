@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.params import accounting_csv
 from gpt2viz.ui.anatomy import plot, selection
+from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.params_view import (
     checkpoint_check,
     component_rows,
@@ -27,7 +28,7 @@ size = cfg.name
 report = report_for(cfg)
 st.subheader(f"{size}: {report['total']:,} parameters" + "".join(f" · {v}" for v in cfg.variant()))
 st.markdown(f"`{report['formula']['symbolic']}`  \n= {report['formula']['calculation']} = **{report['total']:,}**")
-st.dataframe(component_rows(report), hide_index=True, width="stretch", height=520)
+wide_table(component_rows(report), height=520)
 leaves = [c for c in report["components"]
           if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
 plot(plots.param_breakdown([c["title"] + (f" ×{c['instances']}" if c["instances"] > 1 else "") for c in leaves],

@@ -25,9 +25,9 @@ if trace.T == 1:  # decode embeds one position: its two rows and their sum, not 
 else:
     cols = st.columns(2)
     with cols[0]:
-        plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset))
+        plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset), share=0.5)
     with cols[1]:
-        plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset))
+        plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset), share=0.5)
 st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
               for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
 if sel.weights.demo:

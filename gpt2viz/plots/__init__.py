@@ -29,14 +29,26 @@ Tokens: a token can occur twice ("␣the" at 3 and at 9), and Plotly merges iden
 labels, so per-position axes are labelled "3·␣the" (absolute position, middle dot, token) and
 horizontal bar charts use numeric axes with `ticktext`. Tokens are HTML-escaped, because Plotly
 renders <b>, <br> and entities in labels and tokens like "<br>" or "&amp;" exist. Long sequences
-(T up to 1024) stay usable: at most MAX_TICKS tick labels per axis, cell values written into
-heatmaps only where they fit a cell in an 800 px window (else hover only), and histograms binned
-in numpy, not in the browser.
+(T up to 1024) stay usable: token axes leave it to plotly in the browser to show only the labels
+that fit the chart's width (TICK_ANGLES), cell values are written into heatmaps only where they fit
+a cell in an 800 px window (else hover only), and histograms are binned in numpy, not in the
+browser. Text is sized for a projector: TICK_PX tick labels, TITLE_PX titles.
 Axis titles, hover templates and masks follow the names in model.py: B, T, P, L, d, nh, V.
 """
 
 from .attention import attention_heatmap, attention_maps, heads_grid
-from .axes import CHAR_PX, DIVERGING, MASKED_GREY, MAX_TICKS, SEQUENTIAL, TICK_CHARS
+from .axes import (
+           CHAR_PX,
+           DIVERGING,
+           MASKED_GREY,
+           MAX_TICKS,
+           SEQUENTIAL,
+           SUBTITLE_PX,
+           TICK_ANGLES,
+           TICK_CHARS,
+           TICK_PX,
+           TITLE_PX,
+)
 from .bars import loss_per_token, param_breakdown, position_norms, position_values, top_neurons, topk_tokens
 from .cache import cache_growth, kv_cache_diagram
 from .compare import grouped_bars
@@ -46,7 +58,8 @@ from .heatmaps import lens_heatmap, mask_path, matrix_heatmap
 from .scatter import head_scatter
 from .vectors import heads_merged, layernorm_stages, stacked_vectors
 
-__all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "SEQUENTIAL", "TICK_CHARS",
+__all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "SEQUENTIAL", "SUBTITLE_PX", "TICK_CHARS",
+           "TICK_ANGLES", "TICK_PX", "TITLE_PX",
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
            "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
            "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",

@@ -13,13 +13,15 @@ from .axes import (
     GREYS,
     MASKED_GREY,
     SEQUENTIAL,
+    SUBTITLE_PX,
+    TICK_PX,
     category_axis,
-    clamp_height,
     escape,
     figure,
     figure_layout,
     fixed_margins,
     position_labels,
+    top_margin,
 )
 from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
 
@@ -36,6 +38,9 @@ SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
 MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
 MARK_LINE = dict(color="#d62728", width=2)  # outlined cells: where a head is expected to look
 
+MIN_PLOT_PX = 160  # plot height of a heatmap at least: its colour bar is as tall
+MIN_MAPS_PX = 280  # attention_maps' plot height at least: two colour bars share it
+
 
 def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> tuple[list, list]:
     """(query labels, key labels) after checking counts and that queries fall within the keys."""
@@ -51,8 +56,11 @@ def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> t
 def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], subtitle: str | None = None,
                     **extra) -> dict:
     xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
-                                         category_axis(ylabels, "query", autorange="reversed"), 70 if subtitle else 45)
-    return figure_layout(title, height=clamp_height(230 + 16 * len(ylabels)), subtitle=subtitle,
+                                         category_axis(ylabels, "query", autorange="reversed"), top_margin(subtitle),
+                                         xlabels, ylabels)
+    # at least MIN_PLOT_PX of plot, so that a decode row's colour bar stays readable
+    plot_px = max(MIN_PLOT_PX, 20 * len(ylabels))
+    return figure_layout(title, height=min(margin["t"] + margin["b"] + plot_px, 560), subtitle=subtitle,
                          xaxis=xaxis, yaxis=yaxis, margin=margin, **extra)
 
 
@@ -67,7 +75,7 @@ def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence
     T, L = pattern.shape
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
     probs = heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", colorscale=colorscale(SEQUENTIAL),
-                    zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=12))
+                    zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=14))
     annotate(probs, T, L, share * NARROWEST_PX)
     cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
     return figure([probs], _heatmap_layout(title, ylabels, xlabels, subtitle=MASKED_NOTE if cover else None,
@@ -93,7 +101,7 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
     cols = math.ceil(nh / rows)
     masked = [future_zeros(p, query_offset) for p in patterns]
     data, layout = [], dict(shapes=[])
-    gap = 0.07  # of the width, between columns: room for the next column's "head h" labels
+    gap = 0.1  # of the width, between columns: room for the next column's "h11" labels at 800 px
     for c in range(cols):
         heads = range(c * rows, min(nh, (c + 1) * rows))
         s = "" if c == 0 else str(c + 1)
@@ -103,9 +111,11 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
                             xaxis=f"x{s}", yaxis=f"y{s}"))
         middle = [y[r * T + T // 2] for r in range(len(heads))]
         xaxis, yaxis, margin = fixed_margins(
-            category_axis(xlabels, "key", max_ticks=8),
-            dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"head {h}" for h in heads],
-                 tickfont=dict(size=10), range=[rows * T - 0.5, -0.5]), 70, x_span_px=900 / cols)
+            category_axis(xlabels, "key"),
+            # "h3", as the diagram's boxes: "head 3" did not fit the gap between columns in an 800 px
+            # window and hid under the column to its left
+            dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"h{h}" for h in heads],
+                 tickfont=dict(size=TICK_PX), range=[rows * T - 0.5, -0.5]), top_margin("subtitle"), xlabels, y)
         layout[f"xaxis{s}"] = dict(xaxis, anchor=f"y{s}", domain=[c / cols + (gap if c else 0), (c + 1) / cols])
         layout[f"yaxis{s}"] = dict(yaxis, anchor=f"x{s}")
         path = "".join(mask_path(masked[h], r * T) for r, h in enumerate(heads))
@@ -116,10 +126,10 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
     if not layout["shapes"]:
         del layout["shapes"]  # as plotly.py's checks leave an empty list
     return figure(data, dict(layout, **figure_layout(
-        title, height=margin["b"] + 40 + rows * row_px, margin=margin,
+        title, height=margin["t"] + margin["b"] + rows * row_px, margin=margin,
         subtitle=MASKED_NOTE if any(m.any() for m in masked) else None,
         coloraxis=dict(colorscale=colorscale(SEQUENTIAL), cmin=0, cmax=1,
-                       colorbar=dict(title=dict(text="p"), thickness=12)))))
+                       colorbar=dict(title=dict(text="p"), thickness=14, len=1, lenmode="fraction")))))
 
 
 def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
@@ -154,25 +164,27 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
     # the title, a subtitle when something is veiled, then the panels' own titles above them
     outlined = _outlines(marks, query_offset, T, L)
-    top = 92 if veil or grey or outlined else 70
+    top = top_margin("subtitle") + (SUBTITLE_PX + 12 if veil or grey or outlined else 0)  # panel titles under the title
     xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
-                                         category_axis(ylabels, "query", autorange="reversed"), top, 400)
+                                         category_axis(ylabels, "query", autorange="reversed"), top, xlabels, ylabels)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
     # overlaps in an 800 px window; what the veils mean goes into the subtitle
-    bar = dict(thickness=10, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=9), title=dict(side="top"))
+    bar = dict(thickness=12, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=TICK_PX),
+               title=dict(side="top"))
     panels = {"xaxis": (xaxis, SCORES), "xaxis2": (xaxis, PATTERN),
               "xaxis3": (dict(type="category", automargin=False, showticklabels=False), NORMS)}
     layout = {name: dict(axis, domain=list(domain), anchor="y") for name, (axis, domain) in panels.items()}
     edge = NORMS[1] + 0.02
     for name, scale, limits, (x, y, length), text in [
             ("coloraxis", DIVERGING, (-bound, bound), (SCORES[1] + 0.01, 0.42, 0.85), "score"),
-            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.44), "p"),
-            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.22, 0.44), "‖z‖")]:
+            ("coloraxis2", SEQUENTIAL, (0, 1), (edge, 0.76, 0.47), "p"),
+            ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.235, 0.47), "‖z‖")]:
         layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
                             colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
     notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
-                                  yanchor="bottom", showarrow=False, font=dict(size=11)) for text, x in notes]
+                                  yanchor="bottom", showarrow=False, font=dict(size=SUBTITLE_PX))
+                             for text, x in notes]
     overlaid = [what for what, shown in [("veiled: masked, −∞ before the softmax", veil),
                                          ("grey: masked, exactly 0", grey)] if shown]
     if outlined:
@@ -180,9 +192,9 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     if veil or grey or outlined:
         layout["shapes"] = veil + grey + outlined
     return figure(traces, dict(layout, **figure_layout(
-        # at least 150 px of plot: in decode (one query row) the stacked colour bars stay readable
-        title, height=clamp_height(top + margin["b"] + max(170, 30 + 16 * T)), subtitle=" · ".join(overlaid) or None,
-        margin=dict(margin, r=40),
+        # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.47 px tall each
+        title, height=min(top + margin["b"] + max(MIN_MAPS_PX, 20 * T), 600), subtitle=" · ".join(overlaid) or None,
+        margin=dict(margin, r=56),
         yaxis=yaxis)))
 
 

@@ -23,11 +23,28 @@ GREYS = "Greys"
 
 HEIGHT = 400  # default figure height in px
 
-MAX_TICKS = 32  # tick labels per axis before thinning
+# Sizes for a projector (issue 23): at 1280x720 a student in the back row reads these, in px as
+# rendered (plot_theme.py gives them to what a builder leaves unset)
+TICK_PX = 13  # tick and token labels, colour-bar ticks, legends, hover text
+TITLE_PX = 18  # chart titles
+SUBTITLE_PX = 14  # a chart's subtitle, and the panel titles inside a figure
+CELL_PX = 11  # values written into heatmap cells
+# plotly's toolbar (the modebar, shown while the pointer is over a chart) fills the top right of a
+# figure this high: titles start below it, never under it (issue 23)
+MODEBAR_PX = 36  # the toolbar is 26 px tall from 2 px down; a title's glyphs rise 5 px above its anchor
+LEGEND_PX = 26  # a one-row legend above the plot, under the title
+
+MAX_TICKS = 32  # tick labels per fixed-array axis (bytes, cache blocks) before thinning
+
+# category axes (tokens, positions) leave the labels to plotly (tickmode "auto"): it shows at most one
+# per 1.2 label heights of the chart's width in this window, and turns them to the first of
+# TICK_ANGLES at which neighbours no longer touch. A fixed array of labels cannot fit every window.
+# (plot_theme.py gives every x axis these angles.)
+TICK_ANGLES = (0, -45, -90)
 
 TICK_CHARS = 14  # tick labels are cut to this many characters ("…"); hover shows them whole
 
-CHAR_PX = 6.5  # width of a character of a 10 px tick label, generously (for fixed margins)
+CHAR_PX = 8.0  # width of a character of a 13 px tick label, generously (for fixed margins)
 
 NUMBER_CHARS = 7  # characters of a numeric axis' tick labels ("−0.0015", "1.2k"), for fixed margins
 
@@ -53,10 +70,19 @@ def thinned(labels: list, max_ticks: int = MAX_TICKS) -> list:
     return labels[:: max(1, math.ceil(len(labels) / max_ticks))]
 
 
-def category_axis(labels: list[str], title: str, max_ticks: int = MAX_TICKS, **extra) -> dict:
-    shown = thinned(labels, max_ticks)
-    return dict(dict(type="category", title=dict(text=title), tickmode="array", tickvals=shown,
-                     ticktext=[short(label) for label in shown], tickfont=dict(size=10), automargin=True), **extra)
+def category_axis(labels: list[str], title: str, **extra) -> dict:
+    """A category axis whose labels the browser thins to what fits the chart's width (TICK_ANGLES);
+    labels longer than TICK_CHARS are shown cut (`labelalias`), hover keeps them whole."""
+    cut = {label: short(label) for label in labels if short(label) != label}
+    axis = dict(type="category", title=dict(text=title), tickmode="auto", autotickangles=list(TICK_ANGLES),
+                tickfont=dict(size=TICK_PX), automargin=True)
+    return dict(axis, **({"labelalias": cut} if cut else {}), **extra)
+
+
+def shown_labels(axis: dict, labels: list[str]) -> list[str]:
+    """The labels a category axis writes when it writes them all: cut as its `labelalias` says."""
+    alias = axis.get("labelalias") or {}
+    return [alias.get(label, label) for label in labels]
 
 
 def short(label: str, n: int = TICK_CHARS) -> str:
@@ -65,15 +91,17 @@ def short(label: str, n: int = TICK_CHARS) -> str:
     return label if len(text) <= n else escape(text[: n - 1] + "…")
 
 
-def fixed_margins(xaxis: dict, yaxis: dict, top: int, x_span_px: float = 500) -> tuple[dict, dict, dict]:
-    """(xaxis, yaxis, margin) with margins sized from the tick labels and automargin off: measuring
-    labels in the browser (automargin) cost a tenth of a second per heatmap redraw. Long key axes
-    get labels at -45°, sized for at x_span_px of plot width."""
-    x_chars, y_chars = label_chars(xaxis.get("ticktext", ())), label_chars(yaxis.get("ticktext", ()))
-    rotated = len(xaxis["ticktext"]) * (x_chars * CHAR_PX + 6) > x_span_px
-    bottom = 30 + (0.71 * CHAR_PX * x_chars + 12 if rotated else 16)
-    left = 30 + CHAR_PX * y_chars
-    return (dict(xaxis, automargin=False, tickangle=-45 if rotated else 0), dict(yaxis, automargin=False),
+def fixed_margins(xaxis: dict, yaxis: dict, top: int, x_labels: list[str], y_labels: list[str]
+                  ) -> tuple[dict, dict, dict]:
+    """(xaxis, yaxis, margin) for two category axes of these labels, with margins sized from the
+    labels and automargin off: measuring labels in the browser (automargin) cost a tenth of a second
+    per heatmap redraw. The bottom margin has room for the x labels turned upright, the steepest of
+    TICK_ANGLES the browser may need in a narrow window."""
+    x_chars = label_chars(shown_labels(xaxis, x_labels))
+    y_chars = label_chars(yaxis.get("ticktext") or shown_labels(yaxis, y_labels))
+    bottom = 34 + TICK_PX + CHAR_PX * x_chars  # the axis title, then the labels upright
+    left = 36 + CHAR_PX * y_chars
+    return (dict(xaxis, automargin=False), dict(yaxis, automargin=False),
             dict(l=int(left), r=20, t=top, b=int(bottom)))
 
 
@@ -111,7 +139,19 @@ def clamp_height(px: float) -> int:
 def default_margin(subtitle: str | None = None, **sides) -> dict:
     """Room for numeric tick labels and an axis title at the app's font sizes (plot_theme.py), or
     the given sides: a margin the browser has to widen (automargin) costs a chart a second drawing."""
-    return dict(dict(l=MARGIN_LEFT, r=20, t=70 if subtitle else 45, b=MARGIN_BOTTOM), **sides)
+    return dict(dict(l=MARGIN_LEFT, r=20, t=top_margin(subtitle), b=MARGIN_BOTTOM), **sides)
+
+
+def top_margin(subtitle: str | None = None) -> int:
+    """Room above the plot for the toolbar's strip (MODEBAR_PX), the title (TITLE_PX) under it, and
+    the subtitle (SUBTITLE_PX) under that if there is one."""
+    return MODEBAR_PX + (58 if subtitle else 34)
+
+
+def legend_above(**extra) -> dict:
+    """A one-row legend at the top right of the plot, between the title and the plot (the caller's
+    top margin adds LEGEND_PX for it)."""
+    return dict(dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"), **extra)
 
 
 def label_chars(labels) -> int:
@@ -126,9 +166,10 @@ def label_px(labels, floor: int, rotated: bool = False) -> int:
 
 def figure_layout(title: str, height: int = HEIGHT, subtitle: str | None = None, **extra) -> dict:
     # titles may carry tokens ("<br>" is one): plotly would render them as markup
-    heading = dict(text=escape(title), x=0.01, xanchor="left", font=dict(size=15))
+    heading = dict(text=escape(title), x=0.01, xanchor="left", font=dict(size=TITLE_PX),
+                   y=1, yref="container", yanchor="top", pad=dict(t=MODEBAR_PX))  # under the toolbar
     if subtitle:
-        heading["subtitle"] = dict(text=escape(subtitle), font=dict(size=11))
+        heading["subtitle"] = dict(text=escape(subtitle), font=dict(size=SUBTITLE_PX))
     extra.setdefault("margin", default_margin(subtitle))
     return dict(title=heading, height=height, hoverlabel=dict(namelength=-1), **extra)
 

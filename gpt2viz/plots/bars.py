@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from . import checks
 from .axes import (
     BLUE,
+    CHAR_PX,
     MARGIN_LEFT,
     VERMILLION,
     category_axis,
@@ -19,8 +20,10 @@ from .axes import (
     escape,
     fixed_margins,
     index_axis,
+    label_chars,
     label_px,
     position_labels,
+    top_margin,
     value_axis,
     with_layout,
 )
@@ -40,7 +43,8 @@ def position_values(values, tokens: Sequence[str], title: str, y_title: str, off
     labels = checked_positions(tokens, v.shape[0], "values", offset)
     bars = go.Bar(x=labels, y=v, marker_color=BLUE,
                   hovertemplate="position·token %{x}<br>" + escape(y_title) + " = %{y:.4g}<extra></extra>")
-    xaxis, yaxis, margin = fixed_margins(category_axis(labels, "position·token"), value_axis(y_title), 45)
+    xaxis, yaxis, margin = fixed_margins(category_axis(labels, "position·token"), value_axis(y_title), top_margin(),
+                                         labels, [])
     return with_layout(go.Figure(bars), title, xaxis=xaxis, yaxis=yaxis, margin=margin)
 
 
@@ -102,10 +106,18 @@ def _hbars(values, labels: list[str], text: list[str], customdata: list, hoverte
 
 
 def _hbar_xaxis(values, title: str) -> dict:
-    """A value axis from 0 with room for the bar labels drawn outside the bars."""
+    """A value axis from 0. Labels written past the ends of positive bars go into the right margin
+    (`_text_room`); past negative ones, into room kept left of the longest."""
     lo, hi = min(0.0, float(np.min(values))), max(0.0, float(np.max(values)))
-    pad = 0.2 * ((hi - lo) or 1.0)
-    return value_axis(title, range=[lo - pad if lo < 0 else lo, hi + pad if hi > 0 else hi])
+    span = (hi - lo) or 1.0
+    return value_axis(title, range=[lo - 0.25 * span if lo < 0 else lo, hi + 0.03 * span if hi > 0 else hi])
+
+
+def _text_room(texts: list[str]) -> int:
+    """A right margin that holds the bar labels written past the bars' ends, whatever the chart's
+    width: room kept inside the plot (20% of it) held them only where the chart was wide, and cut
+    "0.000218" to "0.0002" in a half-width column of an 800 px window."""
+    return int(12 + CHAR_PX * label_chars(texts))
 
 
 def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "probability",
@@ -119,10 +131,11 @@ def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "proba
     chosen = None if highlight is None else checks.index(highlight, k, "highlight")
     colours = [VERMILLION if i == chosen else BLUE for i in range(k)]
     notes = ["<br>(chosen)" if i == chosen else "" for i in range(k)]
-    bars = _hbars(values, labels, [f"{v:.3g}" for v in values], [list(z) for z in zip(labels, notes)],
+    texts = [f"{v:.3g}" for v in values]
+    bars = _hbars(values, labels, texts, [list(z) for z in zip(labels, notes)],
                   "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
     return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (k + 3)), subtitle=subtitle,
-                       margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)),
+                       margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT), r=_text_room(texts)),
                        xaxis=_hbar_xaxis(values, x_title), yaxis=index_axis(labels, "next token", autorange="reversed"))
 
 
@@ -132,10 +145,11 @@ def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) ->
     labels = [escape(s) for s in checks.labels(labels, len(counts), "labels", f"counts has {len(counts)} entries")]
     total = sum(counts)
     shares = [f"{c / total:.1%}" if total else "0%" for c in counts]
-    bars = _hbars(counts, labels, [f"{c:,}" for c in counts], [list(z) for z in zip(labels, shares)],
+    texts = [f"{c:,}" for c in counts]
+    bars = _hbars(counts, labels, texts, [list(z) for z in zip(labels, shares)],
                   "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
     subtitle = f"total {total:,}"
-    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (len(counts) + 4)),
-                       subtitle=subtitle, margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT)),
+    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (len(counts) + 4)), subtitle=subtitle,
+                       margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT), r=_text_room(texts)),
                        xaxis=_hbar_xaxis(counts, "parameters"),
                        yaxis=index_axis(labels, "component", autorange="reversed"))

@@ -7,7 +7,21 @@ import plotly.graph_objects as go
 
 from ..costs import human_bytes
 from . import checks
-from .axes import BLUE, SKY, VERMILLION, bytes_axis, clamp_height, default_margin, thinned, value_axis, with_layout
+from .axes import (
+    BLUE,
+    CELL_PX,
+    LEGEND_PX,
+    SKY,
+    VERMILLION,
+    bytes_axis,
+    clamp_height,
+    default_margin,
+    legend_above,
+    thinned,
+    top_margin,
+    value_axis,
+    with_layout,
+)
 
 KV_CELLS_MAX = 32  # kv_cache_diagram: per-position cells up to this many, one block above
 
@@ -71,8 +85,8 @@ def kv_cache_diagram(P: int, T: int, n_layer: int, title: str) -> go.Figure:
     ticks = thinned(segments)
     layers = list(range(n_layer))
     return with_layout(go.Figure(traces), title, height=clamp_height(110 + 16 * n_layer), barmode="overlay",
-                       uniformtext=dict(minsize=8, mode="hide"),
-                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+                       uniformtext=dict(minsize=CELL_PX, mode="hide"),
+                       legend=legend_above(), margin=default_margin(t=top_margin() + LEGEND_PX),
                        xaxis=value_axis("position" if to_scale else "position (blocks not to scale)",
                                         tickmode="array", tickvals=[s.x0 + s.width / 2 for s in ticks],
                                         ticktext=[s.label for s in ticks], showgrid=False),
@@ -96,8 +110,7 @@ def cache_growth(steps: Sequence[int], bytes_per_step: Sequence[int], title: str
         go.Scatter(x=x, y=L, name="L (positions read)", mode="lines+markers", line=dict(color=BLUE),
                    hovertemplate="step %{x}<br>L = %{y:,} positions<extra></extra>"),
     ])
-    return with_layout(fig, title, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
-                       margin=default_margin(r=95),
+    return with_layout(fig, title, legend=legend_above(), margin=default_margin(r=95, t=top_margin() + LEGEND_PX),
                        xaxis=value_axis("decode step", tickmode="array", tickvals=thinned(x, 16),
                                         range=[0.5, len(x) + 0.5]),
                        yaxis=value_axis("L (positions)", rangemode="tozero"),

@@ -16,7 +16,6 @@ from .axes import (
     checked_positions,
     default_margin,
     escape,
-    index_axis,
     label_px,
     short,
     value_axis,
@@ -88,6 +87,8 @@ def depth_bars(values, labels: Sequence[str], title: str, y_title: str) -> go.Fi
     """One bar per depth point or part (labels in order), e.g. the norm of each residual update."""
     v = checks.values(values, "values")
     names = [escape(s) for s in checks.labels(labels, v.size, "labels", f"values has {v.size} entries")]
-    fig = go.Figure(go.Bar(x=list(range(v.size)), y=v, marker_color=BLUE, customdata=names,
-                           hovertemplate="%{customdata}<br>" + y_title + " %{y:.4g}<extra></extra>"))
-    return with_layout(fig, title, xaxis=index_axis(names, ""), yaxis=value_axis(y_title))
+    names = checks.unique(names, "labels")  # categories: plotly shows the ones that fit the width
+    fig = go.Figure(go.Bar(x=names, y=v, marker_color=BLUE,
+                           hovertemplate="%{x}<br>" + y_title + " %{y:.4g}<extra></extra>"))
+    return with_layout(fig, title, margin=default_margin(b=label_px(map(short, names), MARGIN_BOTTOM, rotated=True)),
+                       xaxis=category_axis(names, ""), yaxis=value_axis(y_title))

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from . import checks
 from .axes import (
+    CELL_PX,
     DIVERGING,
     MARGIN_BOTTOM,
     MARGIN_LEFT,
@@ -26,8 +27,8 @@ from .axes import (
 )
 
 ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
-NARROWEST_PX = 440  # the plot area of a full-width chart in an 800 px window (sidebar open)
-CELL_CHAR_PX = 5.5  # width of a digit of the 9 px cell text
+NARROWEST_PX = 360  # the plot area of a full-width chart in an 800 px window (sidebar open, 13 px labels)
+CELL_CHAR_PX = 6.7  # width of a digit of the CELL_PX cell text
 
 MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
 
@@ -50,7 +51,7 @@ def annotate(trace: dict, T: int, L: int, panel_px: float, chars: int = 4) -> No
     """Each cell's value ("0.25", `chars` wide) written in it when it fits a cell of a panel
     `panel_px` wide in the narrowest window: readable or not written, never clipped."""
     if T <= ANNOTATE_MAX and panel_px / L >= chars * CELL_CHAR_PX + 6:
-        trace.update(texttemplate="%{z:.2f}", textfont=dict(size=9))
+        trace.update(texttemplate="%{z:.2f}", textfont=dict(size=CELL_PX))
 
 
 def future_zeros(pattern: np.ndarray, query_offset: int) -> np.ndarray:

@@ -15,10 +15,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import BLUE, ORANGE, SEQUENTIAL, escape, value_axis, with_layout
+from .axes import BLUE, ORANGE, SEQUENTIAL, SUBTITLE_PX, default_margin, escape, top_margin, value_axis, with_layout
 from .checks import array
 
 ROW_PX = 125  # height of one vector's row
+# the first row's title sits above the plot, under the figure's title
+ROW_TITLE_MARGIN = dict(t=top_margin() + SUBTITLE_PX + 10)
 
 
 def _bars(v: np.ndarray, colors=BLUE, name: str = "") -> go.Bar:
@@ -40,8 +42,9 @@ def stacked_vectors(rows: Sequence[tuple[str, object]], title: str, x_title: str
     for i, ((label, _), v) in enumerate(zip(rows, vectors), 1):
         fig.add_trace(_bars(v, name=label), row=i, col=1)
     fig.update_xaxes(title_text=x_title, row=len(rows), col=1)
-    fig.update_annotations(font_size=12, x=0, xanchor="left")
-    return with_layout(fig, title, height=min(900, 90 + ROW_PX * len(rows)), bargap=0)
+    fig.update_annotations(font_size=SUBTITLE_PX, x=0, xanchor="left")
+    return with_layout(fig, title, height=min(900, 110 + ROW_PX * len(rows)), bargap=0,
+                       margin=default_margin(**ROW_TITLE_MARGIN))
 
 
 def layernorm_stages(x, normalized, out, eps: float, title: str) -> go.Figure:
@@ -76,5 +79,6 @@ def heads_merged(z, merged, title: str) -> go.Figure:
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=heads, ticktext=heads, row=1, col=1)
     fig.update_xaxes(title_text=f"feature of the merged vector (head h covers h·{dh} … h·{dh} + {dh - 1})",
                      row=2, col=1)
-    fig.update_annotations(font_size=12, x=0, xanchor="left")
-    return with_layout(fig, title, height=max(360, 200 + 18 * nh), bargap=0, yaxis2=value_axis("value"))
+    fig.update_annotations(font_size=SUBTITLE_PX, x=0, xanchor="left")
+    return with_layout(fig, title, height=max(380, 220 + 18 * nh), bargap=0, yaxis2=value_axis("value"),
+                       margin=default_margin(**ROW_TITLE_MARGIN))

@@ -8,6 +8,7 @@
 block, globs allowed): the run records them (alone, when a full trace would not fit) and the export
 button downloads them."""
 
+import html
 import inspect
 import re
 from dataclasses import dataclass
@@ -22,9 +23,10 @@ from ..costs import human_bytes
 from ..schema import Mode, concrete, text_dims
 from ..tokenizer import ENDOFTEXT, ENDOFTEXT_ID
 from ..trace import Trace
-from . import demo
+from . import demo, present, takeaway
 from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
 from .code_panel import snippets
+from .layout import NARROWEST_PAGE_PX
 from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
 from .working import working
@@ -105,8 +107,11 @@ def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "
                 icon=":material/keyboard_return:")
 
 
-RANDOM_NOTE = ("Random, untrained weights: shapes and counts are GPT-2's exactly; the values only show what "
-               "the computation does, not what trained GPT-2 would compute.")
+# one line in the page's body, beside the values it qualifies (issue 23: it was only in a tooltip)
+RANDOM_NOTE = "Random, untrained weights: these values show what the computation does, not what GPT-2 learned."
+RANDOM_DETAIL = ("Shapes and parameter counts are GPT-2's exactly. Probabilities such as '␣Juno 0.000218' and "
+                 "attention patterns are what random weights compute: no token or position is favoured for a "
+                 "reason. Choose a checkpoint under Weights to see what training made of them.")
 
 
 def random_note(sel: Selection) -> None:
@@ -114,7 +119,7 @@ def random_note(sel: Selection) -> None:
     if sel.weights.demo:
         demo.note(sel)
     elif sel.weights.random:
-        st.caption(":material/casino: " + RANDOM_NOTE)
+        st.caption(":material/casino: " + RANDOM_NOTE, help=RANDOM_DETAIL)
 
 
 # ---------------------------------------------------------------------------- the page
@@ -144,16 +149,22 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     sel = selection()
     cat = cat_of(sel)
     c = cat[cid]
-    badge = ":blue-badge[learned]" if c.learned else ":gray-badge[parameter-free]"
-    st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
+    # what `learned` means: computed with weights (the tied unembedding owns none but uses wte). Not
+    # "learned", which reads as "trained" while the weights are random (issue 23)
+    badge = ":blue-badge[uses parameters]" if c.learned else ":gray-badge[parameter-free]"
+    if not sel.present:  # projected, the title and the question stand right above the chart
+        st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
     if cid in lesson.QUESTIONS:
         st.markdown(f"##### :material/help: {lesson.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
-    st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}", help=RANDOM_NOTE if sel.weights.random else None)
-    if sel.weights.demo:
-        demo.note(sel)
+    if not sel.present:
+        # the note right under its heading (app.py trims the heading's padding): the first chart stays in
+        # the first screen at 1280x720
+        with st.container(gap=None, key="values-heading"):
+            st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
+            random_note(sel)
     diagram = st.container()
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
@@ -166,6 +177,7 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
 
 def notice(lines: list[str]) -> None:
     """What to notice in the chart just drawn: one or two lines, worked out from this run."""
+    takeaway.notes(lines)
     if lines:
         st.info("\n".join(f"- {line}" for line in lines), icon=":material/visibility:")
 
@@ -317,7 +329,7 @@ def side_by_side(*figs) -> None:
     """Figures in columns of equal width, left to right."""
     for col, fig in zip(st.columns(len(figs)), figs):
         with col:
-            plot(fig)
+            plot(fig, share=1 / len(figs))
 
 
 def source(sel: Selection, where: str = "") -> str:
@@ -331,16 +343,46 @@ def source(sel: Selection, where: str = "") -> str:
     return " · ".join(x for x in (weights, f"“{text}”", sel.mode.value, where) if x)
 
 
-def plot(fig, where: str = "", run: bool = True) -> None:
+CAPTION_CHAR_PX, CAPTION_LINE_PX = 6.4, 16  # an 11 px caption's character (generously) and line
+
+
+def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width_px: float | None = None):
+    """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
+    written in its bottom-right corner; `font_scale`: its type that much larger (presentation mode);
+    `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
+    fig = plot_theme.themed(fig, dark=dark, width_px=width_px)
+    if font_scale != 1:
+        fig = present.scaled_fonts(fig, font_scale)
+    # on as many lines as the narrowest drawing needs (its right margin, up to 95 px, is not its to use)
+    lines = plot_theme.title_lines(caption, max(20, int((width_px - 95) / CAPTION_CHAR_PX))) if width_px else [caption]
+    # px; 80 is plotly's default
+    extra = CAPTION_LINE_PX * len(lines)
+    bottom = round(((80 if fig.layout.margin.b is None else fig.layout.margin.b) + extra) * font_scale)
+    fig.update_layout(margin_b=bottom)
+    if fig.layout.height is not None:
+        fig.update_layout(height=fig.layout.height + round(CAPTION_LINE_PX * (len(lines) - 1) * font_scale))
+    # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
+    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=1, xanchor="right",
+                       align="right", yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
+                       font=dict(size=round(11 * font_scale), color="#808495"))
+    return fig
+
+
+def plot(fig, where: str = "", run: bool = True, share: float = 1.0) -> None:
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its bottom-right corner (`where`: the block, head…;
-    `run=False`: a figure of the model alone, such as the parameter accounting, names only it)."""
-    fig = plot_theme.themed(fig, dark=st.context.theme.type == "dark")
-    bottom = (80 if fig.layout.margin.b is None else fig.layout.margin.b) + 18  # px; 80 is plotly's default
-    fig.update_layout(margin_b=bottom)
+    `run=False`: a figure of the model alone, such as the parameter accounting, names only it).
+    `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
+    wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX). The page's handout keeps it
+    (ui/takeaway.py); its camera button saves an SVG."""
     sel = selection()
-    # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
-    fig.add_annotation(text=source(sel, where) if run else sel.weights.label, xref="paper", x=1, xanchor="right",
-                       yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
-                       font=dict(size=11, color="#808495"))
-    st.plotly_chart(fig, theme=None, width="stretch", config={"displaylogo": False})
+    caption = source(sel, where) if run else sel.weights.label
+    fill = sel.present and takeaway.charts_recorded() == 0  # projected, the first chart fills the first screen
+    takeaway.record(fig, caption)
+    fig = framed(fig, caption, dark=st.context.theme.type == "dark",
+                 font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=share * NARROWEST_PAGE_PX)
+    if fill:
+        fig.layout.height = None
+    with present.screen(fill):
+        st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
+                        config={**plot_theme.CONFIG, "toImageButtonOptions": takeaway.image_options(fig)})

@@ -12,6 +12,7 @@ import streamlit as st
 from .. import diagram, tour
 from ..demo_model import DEMO_PATH
 from ..prompts import prompts_for
+from . import takeaway
 from .anatomy import cat_of, run_values
 from .pages import BY_URL, DEFAULT, home
 from .state import Selection, link_params
@@ -45,6 +46,17 @@ def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
     svg = getattr(diagram, kind)(cat_of(sel), sel.mode, run_values(sel, sel.mode), diagram_links(sel, current),
                                  **extra)
     container.markdown(svg, unsafe_allow_html=True)
+    takeaway.diagram_download(svg, kind, container)
+
+
+def next_stop(url: str) -> tuple[str, str] | None:
+    """The tour's stop after page `url` (after Start here, its first): (its title, its address keeping
+    the view); None off the tour and at its end."""
+    i = -1 if url == "start" else tour.stop(url or DEFAULT)
+    if i is None or i + 1 == len(tour.TOUR):
+        return None
+    nxt = tour.TOUR[i + 1].url
+    return BY_URL[nxt].title, view_href(nxt)
 
 
 def tour_next(url: str, sel: Selection) -> None:

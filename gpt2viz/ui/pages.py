@@ -49,6 +49,7 @@ PAGES = (
     PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made
     PageRow("heads", "Head finder", ":material/manage_search:", "Classroom", charts=5),
     PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
+    PageRow("lesson", "Lessons", ":material/co_present:", "Classroom"),
     PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
     PageRow("about", "About", ":material/info:", "Reference"),
 )

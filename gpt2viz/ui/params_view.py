@@ -8,6 +8,7 @@ from ..cli import shapes_report
 from ..config import LIMITS, PRESETS, GPT2Config, custom_config, get_config
 from ..modes import Mode
 from ..params import accounting_report
+from .layout import wide_table
 from .state import number
 
 CUSTOM = "custom"
@@ -94,7 +95,7 @@ def shapes_and_costs(cfg: GPT2Config) -> None:
             or t["name"].startswith(("blocks.0.", "grad.h.0.", "grad.blocks.0."))]
     st.caption(f"B={report['B']} T={report['T']} P={report['P']} L={report['L']}; block 0 shown, every block "
                "is the same.")
-    st.dataframe(rows, hide_index=True, width="stretch", height=320)
+    wide_table(rows, height=320)
     st.code(costs.format_costs(report["costs"]), language=None)
 
 

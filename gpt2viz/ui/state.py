@@ -19,6 +19,7 @@ from ..demo_model import DEMO_PATH
 from ..modes import Mode
 from ..prompts import prompts_for
 from ..tokenizer import TextError, encode
+from . import present
 from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
@@ -33,7 +34,14 @@ SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache"
            "path": "Local file", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 # the URL keys of the sidebar's controls: what a link to another page carries over
-SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head")
+SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head", present.KEY)
+LOCKED = "_locked"  # session key: the controls a lesson pins (ui/lesson_view.py), shown but not changeable
+
+
+def locked(key: str) -> bool:
+    """A control that the open lesson pins: declared with disabled=True (Streamlit then ignores any
+    value the browser sends for it)."""
+    return key in st.session_state.get(LOCKED, ())
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class Selection:
     block: int
     head: int
     link_notes: tuple[str, ...] = ()  # values of the link the controls could not take, said at the page's top
+    present: bool = False  # presentation mode (ui/present.py)
 
     @property
     def config(self):
@@ -121,6 +130,21 @@ def _write_url(changes) -> None:
         qp._send_query_param_msg()
 
 
+def keep_only_url(keys: tuple[str, ...]) -> None:
+    """Drop every other URL value before the controls read it (a lesson link: the lesson, not a value
+    added to its link by hand, decides the view), in the session's copy and the address bar."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as qp:
+        extra = [k for k in qp._query_params if k not in keys]
+        for key in extra:
+            del qp._query_params[key]
+            qp._initial_query_params.pop(key, None)
+        if extra:
+            qp._send_query_param_msg()
+
+
 def _clamp(key: str, last: int) -> None:
     """A block or head kept from other weights that these do not have: the nearest they do."""
     if isinstance(st.session_state.get(key), int) and st.session_state[key] > last:
@@ -137,6 +161,8 @@ def _sync_clamped(values: dict[str, int]) -> None:
 def controls() -> Selection:
     """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
     settle_url()
+    # `present=1`, as a lecturer types it, is the toggle's "true" (a bound toggle takes only true and false)
+    _write_url(lambda url: {present.KEY: "true"} if url.get(present.KEY) == "1" else {})
     first_run = not st.session_state.get("_ran")  # this session's URL came from outside: a link, a reload
     st.session_state["_ran"] = True
     raw = _raw_url()
@@ -144,12 +170,14 @@ def controls() -> Selection:
     # sliders' ranges come from the weights, so those are declared first, into the lower box
     steer, sb = st.sidebar.container(), st.sidebar.container()
     source = sb.radio("Weights", sources_enabled(), key="weights", bind="query-params", horizontal=True,
+                      disabled=locked("weights"),
                       help=" · ".join(f"{k}: {v}" for k, v in SOURCES.items() if k in sources_enabled()),
                       on_change=_defaults_follow_weights)
     st.session_state["_source_before"] = source
     # the weights' own first prompt where they have one (a link to ?weights=demo opens on a text it knows)
     text = steer.text_area("Text", value=default_text(source), max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
+                           bind="query-params", disabled=locked("text"),
+                           help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
     weights = _weights(sb, source)
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)
@@ -157,18 +185,21 @@ def controls() -> Selection:
         sb.caption(note)
     # bound widgets put their shown option in the URL, so options are shown as their URL values
     mode = Mode(steer.selectbox("Mode", [m.value for m in Mode], key="mode", bind="query-params",
+                                disabled=locked("mode"),
                                 help="full: the whole text at once · training: dropout, loss, gradients · "
                                      "prefill: fill the KV cache · decode: the last token against the cache"))
     _clamp("block", cfg.n_layer - 1)
     _clamp("head", cfg.n_head - 1)
     # no `value`: the default is the first block and head, and a clamped session value is not a second default
-    block = int(steer.slider("Block", 0, cfg.n_layer - 1, key="block", bind="query-params")) \
+    block = int(steer.slider("Block", 0, cfg.n_layer - 1, key="block", bind="query-params", disabled=locked("block"))) \
         if cfg.n_layer > 1 else 0
-    head = int(steer.slider("Head", 0, cfg.n_head - 1, key="head", bind="query-params")) if cfg.n_head > 1 else 0
+    head = int(steer.slider("Head", 0, cfg.n_head - 1, key="head", bind="query-params", disabled=locked("head"))) \
+        if cfg.n_head > 1 else 0
     _sync_clamped({"block": block, "head": head})
+    presenting = present.toggle(steer)
     steer.divider()
     ids, cut, error = _tokens(text, cfg.n_positions, mode)
-    sel = Selection(text, ids, cut, error, weights, source, mode, block, head)
+    sel = Selection(text, ids, cut, error, weights, source, mode, block, head, present=presenting)
     # the URL is cleaned after the first run; keep saying what was ignored until the selection changes
     signature = (mode, block, head, weights.key)
     notes = url_fallbacks(raw, sel) if first_run else []
@@ -196,6 +227,7 @@ def number(container, label: str, lo, hi, default, key: str, **kw):
     float input replaces a non-finite or out-of-range link value by the default."""
     if isinstance(default, int):
         kw = {"step": 1.0, "format": "%.0f", **kw}
+    kw.setdefault("disabled", locked(key))
     value = container.number_input(label, float(lo), float(hi), float(default), key=key, bind="query-params", **kw)
     return type(default)(value)
 
@@ -208,7 +240,7 @@ def sidebar_footer() -> None:
 def _weights(sb, source: str) -> LoadedModel:
     """The weights of `source`; on a bad file, say why and fall back to random gpt2."""
     if source == "random":
-        model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params",
+        model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params", disabled=locked("model"),
                              help="tiny is a 2-block test model with GPT-2's vocabulary")
         seed = number(sb, "Seed", 0, 2**31 - 1, 0, key="seed")
         return random_weights(model, seed)
@@ -256,7 +288,7 @@ def _cached_checkpoint_picker(sb) -> str | None:
         return None
     names = {c.name: c.path for c in found}
     select_fetched(list(names))
-    path = names[sb.selectbox("Checkpoint", list(names), key="checkpoint")]
+    path = names[sb.selectbox("Checkpoint", list(names), key="checkpoint", disabled=locked("checkpoint"))]
     offer_download(sb, expanded=False)
     return path
 

@@ -29,7 +29,7 @@ from ..whatif import (
 )
 from .anatomy import plot, text_notes
 from .cache import get_trace, records_everything, run_bytes, trace_cache
-from .state import Selection, default_text_b, number
+from .state import Selection, default_text_b, locked, number
 from .text import code_span
 from .working import working
 
@@ -94,9 +94,11 @@ def target_controls(sel: Selection) -> tuple[Target, str]:
     """Part and method (and neuron) pickers, URL-bound; block and head come from the sidebar."""
     cols = st.columns([3, 2, 2])
     part = PARTS[cols[0].radio("Knock out", list(PARTS), horizontal=True, key="part", bind="query-params",
+                               disabled=locked("part"),
                                help="head: one head's output · attention: the block's whole attention update · "
                                     "MLP: the block's MLP update · neuron: one MLP neuron")]
     method = cols[1].radio("Replace by", list(METHODS), horizontal=True, key="method", bind="query-params",
+                           disabled=locked("method"),
                            help="zero, or the mean over the text's positions")
     index = sel.head
     if part == "neuron":
@@ -121,7 +123,8 @@ def text_b_box(sel: Selection) -> str:
     """Text B; by default the B of the weights' ready pair where they have one (the demo model's is
     as long as its A, the sidebar's default text there)."""
     return st.text_area("Text B", value=default_text_b(sel.source), max_chars=20_000, height=80, key="text_b",
-                        bind="query-params", help="The sidebar's text is A. Patching needs A and B of equal length.")
+                        bind="query-params", disabled=locked("text_b"),
+                        help="The sidebar's text is A. Patching needs A and B of equal length.")
 
 
 def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], int, str | None]:
@@ -230,10 +233,10 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
     cols = st.columns(2)
     probs, labels, ids = top_tokens(clean)
     with cols[0]:
-        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"))
+        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"), share=0.5)
     with cols[1]:
         after = knocked.probs
-        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"))
+        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"), share=0.5)
     top = ids[0]
     new_top = int(after.argmax())
     cols = st.columns(3)
@@ -286,9 +289,9 @@ def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
         with col:
             tokens = list(trace.tokens)
             plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], tokens, tokens,
-                                         f"{name}: block {sel.block} head {sel.head}"))
+                                         f"{name}: block {sel.block} head {sel.head}", share=0.5), share=0.5)
             probs, labels, _ = top_tokens(trace)
-            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"))
+            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"), share=0.5)
 
 
 def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:

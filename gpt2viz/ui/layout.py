@@ -1,0 +1,30 @@
+"""How the pages fit a window from 800 px wide (a laptop) to a projector's 1280x720 and beyond
+(issue 23): the sidebar's width in a narrow window, and tables wider than the page."""
+
+import streamlit as st
+
+NARROW_WINDOW_PX = 1100  # below this window width the sidebar narrows to NARROW_SIDEBAR_PX
+NARROW_SIDEBAR_PX = 224  # from Streamlit's 300 px: 800 px windows keep 576 px for the page
+# the page's content in an 800 px window: 800 - NARROW_SIDEBAR_PX - 2 x 16 px of padding
+NARROWEST_PAGE_PX = 800 - NARROW_SIDEBAR_PX - 32
+CELL_CHAR_PX = 7.5  # a character of a table's cell (14 px), generously; plus CELL_PAD_PX each side
+CELL_PAD_PX = 12
+SCROLL_NOTE = (":material/swap_horiz: {n} columns: where the window is too narrow for them, the table scrolls "
+               "sideways; its first column stays.")
+
+
+def column_widths(rows: list[dict]) -> dict[str, int]:
+    """Each column as wide (px) as its header or its longest cell: nothing in it is cut with "…"."""
+    return {col: int(2 * CELL_PAD_PX + CELL_CHAR_PX * max(len(str(col)), *(len(str(r[col])) for r in rows)))
+            for col in rows[0]}
+
+
+def wide_table(rows: list[dict], **kwargs) -> None:
+    """A table that may be wider than the page (issue 23): every cell whole, the first column pinned
+    at the left while the rest scroll under it, and a line above that says so."""
+    if not rows:
+        return
+    config = {col: st.column_config.Column(width=px, pinned=i == 0)
+              for i, (col, px) in enumerate(column_widths(rows).items())}
+    st.caption(SCROLL_NOTE.format(n=len(rows[0])))
+    st.dataframe(rows, hide_index=True, column_config=config, **kwargs)

@@ -1,0 +1,171 @@
+"""A lesson in the app (issue 21, 1): opened from a signed link (`?lesson=<payload>.<tag>&stop=<i>`)
+or, for this session only, from a file; its values pinned before the sidebar's controls are declared;
+the bar at the top of each stop (its place, back and next, the lecturer's note).
+
+A link's stop is the one value a student changes; every other value comes from the lesson: the URL's
+other keys are dropped before any control reads them, and the controls the lesson does not leave
+free are declared disabled (ui/state.py `locked`). A signed link's next and back are same-tab links
+(each opens a fresh session, as a shared link does); a file's lesson lives in the session, so its
+next and back switch pages within it.
+"""
+
+import os
+from dataclasses import dataclass
+
+import streamlit as st
+
+from .. import lesson_file as lf
+from ..modes import Mode
+from ..tokenizer import TextError, encode
+from .cache import cached_checkpoints, get_trace, trace_cache
+from .pages import BY_URL, DEFAULT
+from .state import LOCKED, Selection, keep_only_url, sources_enabled
+
+LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
+LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
+AT = "_lesson_at"  # session key: (lesson, stop) whose values were last pinned
+
+
+@dataclass(frozen=True)
+class OpenLesson:
+    lesson: lf.Lesson
+    i: int  # the stop shown
+    token: str | None  # the link's `lesson` value; None for a file's lesson opened in this session
+
+    @property
+    def stop(self) -> lf.Stop:
+        return self.lesson.stops[self.i]
+
+    @property
+    def ident(self) -> str:
+        return lf.digest(self.token) if self.token else "local:" + lf.digest(repr(self.lesson))
+
+
+def server_key() -> bytes | None:
+    """GPT2VIZ_LESSON_KEY, or None (a key too short to trust raises LessonError)."""
+    return lf.server_key(os.environ)
+
+
+def _stop_index(raw, n: int) -> int:
+    """The URL's stop, from 0; a value that is not one of the lesson's stops is stop 0."""
+    try:
+        i = int(raw)
+    except (TypeError, ValueError):
+        return 0
+    return i if 0 <= i < n else 0
+
+
+def open_lesson() -> OpenLesson | None:
+    """The lesson of this URL (call from app.py before the controls), its values pinned; None without one.
+    A link whose signature does not match, or that expired, is said in one line, and nothing of it is
+    used: the app shows its own default view."""
+    token = st.query_params.get("lesson")
+    if token is not None:
+        try:
+            lesson = lf.verify(token, server_key())
+        except lf.LessonError as e:
+            st.error(str(e), icon=":material/link_off:")
+            token, lesson = None, None
+    elif st.session_state.get(LOCAL) is not None and "stop" in st.query_params:
+        lesson = st.session_state[LOCAL]
+    else:
+        lesson = None
+    missing = lesson is not None and _missing_weights(lesson.weights)
+    if missing:
+        st.error(f"This lesson uses {missing}, which this server does not offer.", icon=":material/error:")
+        lesson = None
+    if lesson is None:
+        st.session_state.pop(LOCKED, None)  # out of a lesson: every control is the reader's again
+        st.session_state.pop(AT, None)
+        return None
+    opened = OpenLesson(lesson, _stop_index(st.query_params.get("stop"), len(lesson.stops)), token)
+    _pin(opened)
+    return opened
+
+
+def _missing_weights(weights: dict) -> str | None:
+    """What of the lesson's weights this server lacks (a source, a checkpoint), or None."""
+    if weights["source"] not in sources_enabled():
+        return f"the {weights['source']} weights"
+    if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
+        return f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download fetches it)"
+    return None
+
+
+def _pin(opened: OpenLesson) -> None:
+    """Stop i's values into the session before the controls are declared, once per stop (a control left
+    free is the student's after that); which ones are locked, every run."""
+    lesson, i = opened.lesson, opened.i
+    if st.session_state.get(AT) != (opened.ident, i):
+        if opened.token:
+            keep_only_url(LINK_KEYS)
+        for key, value in lesson.pins(i).items():
+            st.session_state[key] = value
+        st.session_state[AT] = (opened.ident, i)
+    st.session_state[LOCKED] = lesson.locked(i)
+
+
+def _stop_link(opened: OpenLesson, i: int, label: str, container) -> None:
+    page = opened.lesson.stops[i].page
+    if opened.token:
+        container.markdown(f'<a href="{lf.href(page, opened.token, i, DEFAULT)}" target="_self">{label}</a>',
+                           unsafe_allow_html=True)
+    else:
+        container.page_link(BY_URL[page].file, label=label, query_params={"stop": str(i)})
+
+
+def stop_bar(opened: OpenLesson, url: str) -> None:
+    """At the top of the page (from app.py, after the navigation): the lesson's title, the stop's place,
+    back and next, and the lecturer's note. On another page than the stop's, go to the stop's."""
+    stop, n = opened.stop, len(opened.lesson.stops)
+    if (url or DEFAULT) != stop.page:
+        st.switch_page(BY_URL[stop.page].file,
+                       query_params={"lesson": opened.token, "stop": str(opened.i)} if opened.token else
+                       {"stop": str(opened.i)})
+    left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
+    left.markdown(f":material/school: **{opened.lesson.title}** · stop {opened.i + 1} of {n}"
+                  + ("" if opened.token else " · opened from a file, in this session only"))
+    if opened.i > 0:
+        _stop_link(opened, opened.i - 1, "← back", back)
+    if opened.i + 1 < n:
+        _stop_link(opened, opened.i + 1, "next →", nxt)
+    if stop.note:
+        st.info(stop.note, icon=":material/record_voice_over:")
+    locked = sorted(opened.lesson.locked(opened.i))
+    if locked:
+        st.sidebar.caption(":material/lock: The lesson sets " + ", ".join(locked) + ".")
+
+
+# ---------------------------------------------------------------------------- the class's runs, once
+def stop_runs(lesson: lf.Lesson, n_positions: int) -> list[tuple[tuple[int, ...], Mode]]:
+    """The distinct (tokens, mode) runs of a lesson's stops: the text in each stop's mode, and text B in
+    full mode where a stop compares or knocks out (the pages that run it)."""
+    runs = []
+    for s in lesson.stops:
+        texts = [(lesson.text, Mode(s.mode))]
+        if s.page in ("whatif", "patch"):
+            texts = [(lesson.text, Mode.FULL)] + ([(lesson.text_b, Mode.FULL)] if s.page == "patch" and
+                                                   lesson.text_b else [])
+        for text, mode in texts:
+            try:
+                run = (tuple(encode(text)[:n_positions]), mode)
+            except TextError:
+                continue
+            if run not in runs and (mode is not Mode.TRAINING or len(run[0]) > 1):
+                runs.append(run)
+    return runs
+
+
+@st.cache_resource(max_entries=32, show_spinner="Preparing this lesson's stops for the class…")
+def _warm(ident: str, weights_key, _sel: Selection, _lesson: lf.Lesson) -> int:
+    runs = stop_runs(_lesson, _sel.config.n_positions)
+    for ids, mode in runs:
+        get_trace(_sel.weights, ids, mode, _sel.weights.seed, cache=trace_cache())
+    return len(runs)
+
+
+def warm(opened: OpenLesson, sel: Selection) -> None:
+    """The first time a lesson is opened on this server, compute every stop's run once, so that the
+    class following it is served from the shared trace cache (on the lesson's weights only)."""
+    if sel.source == opened.lesson.weights["source"]:
+        _warm(opened.ident, sel.weights.key, sel, opened.lesson)

@@ -1,0 +1,139 @@
+"""Issue 21 (1) in a real browser: a signed lesson link opens on stop 1 with the pinned controls
+locked, next and back step in the same tab; a tampered and an expired link say so in one line; the
+Lessons page names a malformed file's field, builds a lesson and signs its link after the password.
+
+A Streamlit server for the module, started with a lesson key and a lecturer password; each test a
+new tab (a new session). Screenshots in test-artifacts/screenshots/lesson-*.png. Skipped without
+Debian's chromium, as test_browser.py is.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+
+from gpt2viz import lesson_file as lf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+KEY, PASSWORD = "browser-lesson-key-0123456789", "correct horse"
+DEMO = ROOT / "lessons" / "attention-demo.json"
+
+
+@pytest.fixture(scope="module")
+def context():
+    with chromium_for_tests() as b:
+        context = new_context(b, 1400, 900)
+        yield context
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def base(context):
+    with pytest.MonkeyPatch.context() as env:  # the server inherits them
+        env.setenv(lf.KEY_ENV, KEY)
+        env.setenv("GPT2VIZ_TEACHER_PASSWORD", PASSWORD)
+        with StreamlitServer("app.py", cwd=ROOT) as server:
+            server.wait_healthy(timeout=60)
+            yield server.base
+
+
+def link(**kw) -> str:
+    lesson = lf.load(DEMO)
+    return lf.href(lesson.stops[0].page, lf.sign(lesson, KEY.encode(), **kw), 0)
+
+
+def open_tab(context, url: str):
+    page = context.new_page()
+    page.goto(url)
+    wait_rendered(page, 0, timeout_ms=120_000)
+    return page
+
+
+def wait_for_text(page, text: str) -> None:
+    page.get_by_text(text, exact=False).first.wait_for(timeout=120_000)
+    wait_rendered(page, 0, timeout_ms=120_000)
+
+
+def errors(page) -> list[str]:
+    """Each error's text, without its icon's name (a Material icon is a ligature: its name is its text)."""
+    return [[line for line in e.splitlines() if line.strip()][-1]
+            for e in page.locator("[data-testid='stAlertContentError']").all_inner_texts()]
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"lesson-{name}.png"))
+
+
+def test_a_lesson_link_opens_locked_and_steps_in_the_same_tab(context, base):
+    page = open_tab(context, base + link())
+    wait_for_text(page, "stop 1 of 6")
+    assert page.locator(EXCEPTION).count() == 0
+    assert "previous-token head" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
+    sidebar = page.locator("[data-testid='stSidebar']")
+    assert sidebar.locator("textarea").first.is_disabled()  # the text is pinned
+    assert sidebar.get_by_text("The lesson sets").count() == 1
+    shot(page, "stop1")
+    pages_before = len(context.pages)
+    page.get_by_text("next →").click()
+    wait_for_text(page, "stop 2 of 6")
+    assert "stop=1" in page.url and "/attention?lesson=" in page.url and len(context.pages) == pages_before
+    page.get_by_text("next →").click()
+    wait_for_text(page, "stop 3 of 6")
+    assert "/output?lesson=" in page.url and "stop=2" in page.url
+    page.get_by_text("← back").click()
+    wait_for_text(page, "stop 2 of 6")
+    assert "induction head" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
+    page.close()
+
+
+@pytest.mark.parametrize("kind,needle", [("tampered", "signature does not match"), ("expired", "expired on")])
+def test_a_bad_link_says_so_in_one_line_and_shows_nothing_of_it(context, base, kind, needle):
+    url = base + link(expires=1_700_000_000) if kind == "expired" else base + link().replace(".", ".A", 1)
+    page = open_tab(context, url)
+    (error,) = errors(page)
+    assert needle in error
+    assert page.get_by_text("Attention on the demo model").count() == 0 and page.get_by_text("stop 1 of").count() == 0
+    shot(page, kind)
+    page.close()
+
+
+def test_the_lessons_page_names_a_malformed_files_field(context, base, tmp_path):
+    bad = json.loads(DEMO.read_text())
+    bad["stops"][1]["mode"] = "sideways"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(bad))
+    page = open_tab(context, base + "/lesson")
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+    wait_for_text(page, "stops[1].mode")
+    (error,) = errors(page)
+    assert error.startswith("stops[1].mode: 'sideways' is not one of full,")
+    page.close()
+
+
+def test_the_lessons_page_builds_and_signs_a_link_that_opens(context, base):
+    page = open_tab(context, base + "/lesson?model=tiny")
+    page.get_by_label("Title").fill("Built in the browser")
+    page.get_by_label("Note or question for this stop").fill("Look at the diagonal.")
+    page.get_by_role("button", name="Add stop 1").click()
+    wait_for_text(page, "Add stop 2")
+    page.get_by_label("Lecturer password").fill(PASSWORD)
+    page.get_by_role("button", name="Unlock signing").click()
+    wait_for_text(page, "Sign the link")
+    page.get_by_text("the lesson built above").click()
+    wait_rendered(page, 0)
+    page.get_by_role("button", name="Sign the link").click()
+    wait_for_text(page, "characters.")
+    url = page.locator("[data-testid='stCode'] code").first.inner_text().strip()
+    assert url.startswith(base + "/attention?lesson=") and url.endswith("&stop=0")
+    shot(page, "signed")
+    student = open_tab(context, url)
+    wait_for_text(student, "Built in the browser")
+    assert student.get_by_text("Look at the diagonal.").count() == 1
+    page.close()
+    student.close()

@@ -1,0 +1,190 @@
+"""Issue 21 (1): a lesson file is checked field by field, travels in a signed link that only the key
+opens, expires when told, and the command line prints the link (or one line saying why not)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpt2viz import lesson_file as lf
+from gpt2viz.components import component_tree
+from gpt2viz.config import get_config
+from gpt2viz.ui.pages import PAGES
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "lessons").glob("*.json"))
+KEY = b"k" * 32
+MINIMAL = {"title": "T", "weights": {"source": "random", "model": "tiny"}, "text": "Hello world",
+           "stops": [{"page": "attention"}]}
+
+
+def with_(**changes) -> dict:
+    return json.loads(json.dumps(MINIMAL)) | changes
+
+
+def test_a_stop_visits_any_page_but_the_lesson_builder():
+    assert set(lf.PAGES) == {row.url for row in PAGES} - {"lesson"} and "attention" in lf.PAGES
+
+
+@pytest.mark.parametrize("d,field", [
+    ({k: v for k, v in MINIMAL.items() if k != "title"}, "title: missing"),
+    (with_(weights={"source": "upload"}), "weights.source: 'upload' is not one of"),
+    (with_(weights={"source": "random", "model": "gpt5"}), "weights.model: 'gpt5'"),
+    (with_(weights={"source": "hf-cache"}), "weights.checkpoint: missing"),
+    (with_(text="x" * 401), "text: 401 characters, at most 400"),
+    (with_(text="  "), "text: is empty"),
+    (with_(stops=[]), "stops: expected a list of 1 to 24"),
+    (with_(stops=[{"page": "atention"}]), "stops[0].page: 'atention' is not a page"),
+    (with_(stops=[{"page": "attention"}, {"page": "attention", "block": 2}]),
+     "stops[1].block: 2 is not between 0 and 1"),
+    (with_(stops=[{"page": "attention", "head": "3"}]), "stops[0].head: expected a whole number"),
+    (with_(stops=[{"page": "attention", "mode": "sideways"}]), "stops[0].mode: 'sideways'"),
+    (with_(stops=[{"page": "whatif", "values": {"part": "wheel"}}]), "stops[0].values.part: 'wheel' is not one of"),
+    (with_(stops=[{"page": "attention", "values": {"part": "head"}}]),
+     "stops[0].values.part: not a control of the attention page"),
+    (with_(stops=[{"page": "attention", "colour": 1}]), "stops[0].colour: unknown field"),
+    (with_(free=["text", "seed"]), "free: 'seed' is not a list of controls"),
+    (with_(expires="tomorrow"), "expires: expected a whole number"),
+])
+def test_a_malformed_lesson_names_its_field_in_one_line(d, field):
+    with pytest.raises(lf.LessonError) as e:
+        lf.parse(d)
+    assert str(e.value).startswith(field) and "\n" not in str(e.value), str(e.value)
+
+
+def test_toml_and_json_read_the_same_lesson(tmp_path):
+    toml = tmp_path / "l.toml"
+    toml.write_text('title = "T"\ntext = "Hello world"\n[weights]\nsource = "random"\nmodel = "tiny"\n'
+                    '[[stops]]\npage = "attention"\n')
+    assert lf.load(toml) == lf.parse(MINIMAL)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"title": "T",')
+    with pytest.raises(lf.LessonError, match=r"^bad.json: not valid JSON"):
+        lf.load(bad)
+
+
+def test_a_signed_link_opens_with_its_key_only():
+    lesson = lf.parse(with_(text_b="Hello there", free=["head"]))
+    token = lf.sign(lesson, KEY)
+    assert lf.verify(token, KEY) == lesson
+    with pytest.raises(lf.LessonError, match="signature does not match"):
+        lf.verify(token, b"o" * 32)
+    with pytest.raises(lf.LessonError, match="no key"):
+        lf.verify(token, None)
+
+
+def test_a_tampered_payload_or_tag_is_refused():
+    token = lf.sign(lf.parse(MINIMAL), KEY)
+    payload, tag = token.split(".")
+    other = lf.sign(lf.parse(with_(text="Goodbye world")), KEY).split(".")[0]
+    for bad in (f"{other}.{tag}", f"{payload}.{tag[:-1]}{'A' if tag[-1] != 'A' else 'B'}", payload, f"{payload}."):
+        with pytest.raises(lf.LessonError, match="signature does not match"):
+            lf.verify(bad, KEY)
+    assert len(tag) == 22  # 128 bits in base64
+
+
+def test_an_expired_link_says_when():
+    token = lf.sign(lf.parse(MINIMAL), KEY, expires=1_800_000_000)
+    assert lf.verify(token, KEY, now=1_799_999_999).expires == 1_800_000_000
+    with pytest.raises(lf.LessonError, match="expired on 2027-01-15 08:00 UTC"):
+        lf.verify(token, KEY, now=1_800_000_000)
+
+
+def test_a_too_short_key_is_refused():
+    assert lf.server_key({}) is None
+    with pytest.raises(lf.LessonError, match="at least 16"):
+        lf.server_key({lf.KEY_ENV: "short"})
+
+
+def test_locked_controls_are_the_pinned_ones_not_left_free():
+    lesson = lf.parse(with_(free=["weights", "head"], text_b="Hi there",
+                            stops=[{"page": "whatif", "block": 1, "values": {"part": "MLP", "neuron": 3}}]))
+    pins = lesson.pins(0)
+    assert pins == {"weights": "random", "model": "tiny", "seed": 0.0, "text": "Hello world", "text_b": "Hi there",
+                    "mode": "full", "block": 1, "head": 0, "part": "MLP", "neuron": 3.0}
+    assert lesson.locked(0) == {"text", "text_b", "mode", "block", "part", "neuron"}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_the_shipped_lessons_are_valid_and_their_links_short(path):
+    lesson = lf.load(path)
+    token = lf.sign(lesson, KEY, expires=2**33)
+    link = "https://gpt2viz.example.org" + lf.href(lesson.stops[0].page, token, 0)
+    assert len(link) < 2_000, len(link)  # a proxy's default request line is 8 KB
+    assert lf.verify(token, KEY) == lesson.__class__(**{**lesson.__dict__, "expires": 2**33})
+
+
+def test_the_parameters_lesson_says_the_catalogues_numbers():
+    """Each stop's note states its part's count as the component catalogue computes it for gpt2."""
+    lesson = lf.load(ROOT / "lessons" / "parameters.json")
+    cat = component_tree(get_config("gpt2"))
+    notes = {s.page: s.note for s in lesson.stops}
+    n = cat["block.attn.qkv"].total // 12
+    expect = {"overview": ["model"], "tokens": ["embed.tok", "embed.pos", "embed"], "attention": ["block.attn.qkv"],
+              "merge": ["block.attn.merge"], "mlp": ["block.mlp"], "params": ["embed", "block", "ln_f", "model"]}
+    for page, ids in expect.items():
+        for cid in ids:
+            assert f"{cat[cid].total:,}" in notes[page], (page, cid)
+    assert f"{n:,}" in notes["attention"] and f"{cat['block.ln1'].total // 12:,}" in notes["layernorm"]
+    assert cat["embed"].total + cat["block"].total + cat["ln_f"].total == cat["model"].total == 124_439_808
+
+
+def cli(*args, key: str | None = None):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != lf.KEY_ENV} | ({lf.KEY_ENV: key} if key else {})
+    return subprocess.run([sys.executable, "-m", "gpt2viz", "lesson", *args], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT)
+
+
+def test_cli_prints_a_link_that_verifies_and_expires():
+    p = cli("link", "lessons/parameters.json", "--expires-in", "2", "--base", "https://class.example/", key="s" * 20)
+    assert p.returncode == 0, p.stderr
+    link = p.stdout.strip()
+    assert link.startswith("https://class.example/?lesson=") and link.endswith("&stop=0")  # overview is served at /
+    lesson = lf.verify(link.split("lesson=")[1].split("&")[0], b"s" * 20)
+    import time
+    assert 2 * 3600 - 60 < lesson.expires - time.time() <= 2 * 3600
+
+
+@pytest.mark.parametrize("args,key,needle", [
+    (["link", "lessons/parameters.json"], None, "no signing key: set GPT2VIZ_LESSON_KEY"),
+    (["link", "lessons/parameters.json"], "short", "at least 16"),
+    (["check", "nowhere.json"], None, "cannot read it"),
+])
+def test_cli_without_a_key_or_file_exits_2_with_one_line(args, key, needle):
+    p = cli(*args, key=key)
+    assert p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1 and not p.stdout, p.stderr
+
+
+def test_cli_check_names_the_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(with_(stops=[{"page": "whatif", "values": {"method": "max"}}])))
+    p = cli("check", str(bad))
+    assert p.returncode == 2 and "stops[0].values.method: 'max' is not one of zero, mean" in p.stderr
+    ok = cli("check", "lessons/attention-demo.json")
+    assert ok.returncode == 0 and "6 stops" in ok.stdout
+
+
+def test_the_readmes_example_lesson_is_valid():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    example = re.search(r"A lesson file \(JSON.*?```json\n(.*?)```", readme, re.S).group(1)
+    lesson = lf.parse(json.loads(example))
+    assert [s.page for s in lesson.stops] == ["attention", "whatif"] and lesson.free == ("head",)
+
+
+def test_the_qr_code_is_an_svg_of_the_link():
+    import xml.etree.ElementTree as ET
+
+    import segno
+
+    link = "https://class.example.org/attention?lesson=abc.def&stop=0"
+    svg = lf.qr_svg(link)
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg") and root.find(".//{http://www.w3.org/2000/svg}path") is not None
+    size = (segno.make(link, error="m").symbol_size(scale=6, border=4))
+    assert (int(float(root.get("width"))), int(float(root.get("height")))) == size

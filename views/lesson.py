@@ -1,0 +1,183 @@
+"""Lessons: open a lesson file (one shipped in lessons/, or the lecturer's own), build one from the
+sidebar's weights and text and a sequence of stops, and sign its link once the lecturer's password is
+given (issue 21, 1; gpt2viz/lesson_file.py says what a lesson and its link are)."""
+
+import hmac
+import json
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from gpt2viz import lesson_file as lf
+from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.lesson_view import LOCAL, server_key
+from gpt2viz.ui.pages import BY_URL, DEFAULT
+
+PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
+SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
+DRAFT, LECTURER = "_lesson_draft_stops", "_lecturer"
+
+sel = selection()
+st.title("Lessons")
+st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
+            "page with its view and your note or question. Students open one link, land on stop 1, and step "
+            "with **next** and **back**; the controls you pin are shown but locked. A lesson is also a small "
+            "JSON or TOML file you can write by hand (`lessons/` has two).")
+
+
+def summary(lesson: lf.Lesson) -> None:
+    st.markdown(f"**{lesson.title}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
+                f"students may change: {', '.join(lesson.free) or 'nothing but the stop'}")
+    st.dataframe([{"stop": i, "page": BY_URL[s.page].title, "mode": s.mode, "block": s.block, "head": s.head,
+                   "note": s.note} for i, s in enumerate(lesson.stops, 1)], hide_index=True, width="stretch")
+
+
+def open_here(lesson: lf.Lesson, key: str) -> None:
+    """Step through it in this session (no signature needed, no link to share)."""
+    if st.button("Open it here", key=key, icon=":material/play_arrow:"):
+        st.session_state[LOCAL] = lesson
+        st.switch_page(BY_URL[lesson.stops[0].page].file, query_params={"stop": "0"})
+
+
+# ---------------------------------------------------------------------------- open a file
+st.subheader("Open a lesson file")
+shipped = {lf.load(p).title: p for p in sorted(SHIPPED.glob("*.json"))}
+left, right = st.columns(2)
+pick = left.selectbox("Shipped with the app", list(shipped), index=None, placeholder="Choose a lesson",
+                      key="lesson_shipped")
+upload = right.file_uploader("Or your own (.json or .toml)", type=["json", "toml"], key="lesson_upload",
+                             max_upload_size=1)
+opened = None
+try:
+    if upload is not None:
+        opened = lf.loads(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+    elif pick is not None:
+        opened = lf.load(shipped[pick])
+except lf.LessonError as e:
+    st.error(str(e), icon=":material/error:")
+if opened is not None:
+    summary(opened)
+    open_here(opened, "open_file")
+
+
+# ---------------------------------------------------------------------------- build one
+st.subheader("Build a lesson")
+st.markdown("The lesson takes the sidebar's weights and text. For each stop, set the view in the sidebar "
+            "(mode, block, head), choose the page, write a note or a question, and add it.")
+WEIGHTS = {"random": lambda: {"source": "random", "model": sel.weights.model_name, "seed": sel.weights.seed},
+           "demo": lambda: {"source": "demo"},
+           "hf-cache": lambda: {"source": "hf-cache", "checkpoint": st.session_state.get("checkpoint", "")}}
+stops = st.session_state.setdefault(DRAFT, [])
+title = st.text_input("Title", max_chars=lf.MAX_TITLE, key="lesson_title", placeholder="Attention, step by step")
+text_b = st.text_input("Text B, for Compare and patch (optional)", max_chars=lf.MAX_TEXT, key="lesson_text_b")
+cols = st.columns([2, 5])  # wide enough for a page title at 800 px; the button below them
+page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title, key="lesson_page",
+                         index=lf.PAGES.index("attention"))
+cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
+if page in lf.PAGE_VALUES:
+    st.text_input("The page's own controls (JSON, optional)", key="lesson_values", max_chars=300,
+                  placeholder=json.dumps({k: v[0] if isinstance(v, tuple) else 0 for k, v in
+                                          list(lf.PAGE_VALUES[page].items())[:2]}),
+                  help=f"{BY_URL[page].title}: " + ", ".join(lf.PAGE_VALUES[page]))
+
+
+def add_stop() -> None:
+    """Before the next run (a callback): the stop as the widgets now say, with the note typed just before
+    the click, joins the list; the note box empties for the next one."""
+    ss = st.session_state
+    stop = {"page": ss["lesson_page"], "mode": ss.get("mode", "full"), "block": int(ss.get("block", 0)),
+            "head": int(ss.get("head", 0))} | ({"note": ss["lesson_note"]} if ss.get("lesson_note") else {})
+    raw = ss.get("lesson_values", "").strip() if stop["page"] in lf.PAGE_VALUES else ""
+    if raw:
+        try:
+            stop["values"] = json.loads(raw)
+        except json.JSONDecodeError:
+            stop["values"] = raw  # the lesson's check then names the field: stops[i].values
+    stops.append(stop)
+    ss["lesson_note"] = ss["lesson_values"] = ""
+
+
+st.button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",
+          disabled=len(stops) >= lf.MAX_STOPS, on_click=add_stop)
+st.caption(f"Stop {len(stops) + 1} would be {BY_URL[page].title} in {sel.mode.value} mode, block {sel.block}, "
+           f"head {sel.head}.")
+free = st.multiselect("Students may change", lf.CONTROLS, key="lesson_free",
+                      help="every other control the lesson sets is shown but locked")
+built = None
+if stops:
+    st.dataframe(stops, width="stretch")
+    if st.button("Remove the last stop", icon=":material/undo:"):
+        stops.pop()
+        st.rerun()
+    draft = {"title": title or "Untitled lesson", "text": sel.text, "stops": stops} | (
+        {"text_b": text_b} if text_b else {}) | ({"free": free} if free else {})
+    if sel.source not in WEIGHTS:
+        st.error("weights: a lesson's weights are random, the demo model or a Hugging Face cache checkpoint, "
+                 "not a file of this session.", icon=":material/error:")
+    else:
+        try:
+            built = lf.parse(draft | {"weights": WEIGHTS[sel.source]()})
+        except lf.LessonError as e:
+            st.error(str(e), icon=":material/error:")
+if built is not None:
+    text = json.dumps(built.as_dict(), indent=1, ensure_ascii=False)
+    left, right = st.columns(2)
+    left.download_button("The lesson as a file (JSON)", text, file_name="lesson.json", mime="application/json",
+                         icon=":material/download:")
+    with right:
+        open_here(built, "open_built")
+
+
+# ---------------------------------------------------------------------------- sign
+st.subheader("Share it: a signed link")
+try:
+    key = server_key()
+except lf.LessonError as e:
+    key = None
+    st.error(str(e), icon=":material/key_off:")
+password = os.environ.get(PASSWORD_ENV, "")
+if key is None:
+    st.info(f"This server has no lesson key, so it cannot sign links: start it with `{lf.KEY_ENV}` set (for "
+            "example `openssl rand -hex 32`; every replica the same key). Lessons still open here from files, "
+            "for this session.", icon=":material/key_off:")
+elif not password:
+    st.info(f"Signing here needs a lecturer password: set `{PASSWORD_ENV}` on the server. Or sign on the "
+            "server: `python -m gpt2viz lesson link FILE`.", icon=":material/lock:")
+elif not st.session_state.get(LECTURER):
+    with st.form("lecturer"):
+        given = st.text_input("Lecturer password", type="password", max_chars=200, key="lecturer_password")
+        if st.form_submit_button("Unlock signing", icon=":material/lock_open:"):
+            if hmac.compare_digest(given.encode(), password.encode()):
+                st.session_state[LECTURER] = True
+                st.rerun()
+            time.sleep(1)  # a guess a second, per session
+            st.error("Wrong password.", icon=":material/lock:")
+else:
+    choices = {"the lesson opened above": opened, "the lesson built above": built}
+    choices = {k: v for k, v in choices.items() if v is not None}
+    if not choices:
+        st.caption("Open or build a lesson above to sign its link.")
+    else:
+        cols = st.columns([3, 2, 2], vertical_alignment="bottom")
+        which = cols[0].radio("Sign", list(choices), horizontal=True, key="lesson_sign_which")
+        hours = cols[1].number_input("Expires after (hours; 0: never)", 0.0, 24.0 * 365, 0.0, step=1.0,
+                                     key="lesson_hours")
+        if cols[2].button("Sign the link", icon=":material/link:", type="primary", key="lesson_sign"):
+            lesson = choices[which]
+            try:
+                token = lf.sign(lesson, key, int(time.time() + hours * 3600) if hours else None)
+            except lf.LessonError as e:
+                st.error(str(e), icon=":material/error:")
+            else:
+                base = urlsplit(st.context.url or "")
+                path = lf.href(lesson.stops[0].page, token, 0, DEFAULT)
+                link = f"{base.scheme}://{base.netloc}{path}" if base.netloc else path
+                st.code(link, language=None, wrap_lines=True)
+                st.image(lf.qr_svg(link), caption="The same link as a QR code, for the projector", width=280)
+                until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lf.verify(token, key).expires or 0))
+                st.caption(f"{len(link):,} characters. " + (f"It works until {until}." if hours else
+                                                             "It works until the server's key changes."))
+                st.markdown(f'<a href="{path}" target="_self">Open stop 1 →</a>', unsafe_allow_html=True)

@@ -29,6 +29,7 @@ st.html(f"""<style>
   [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
 }}
 [data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
+[data-testid='stMarkdownContainer'] td, [data-testid='stMarkdownContainer'] th {{overflow-wrap: anywhere}}
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")

@@ -7,6 +7,7 @@ from gpt2viz.ui import story
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
+from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.state import locked, number
 from gpt2viz.ui.text import code_span
 from gpt2viz.ui.working import working
@@ -36,7 +37,7 @@ with working(f"Generating {steps} tokens step by step…") as progress:
     gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed, progress=progress)
 random_note(sel)
 rows = generation_rows(gen, sel.config, temperature, top_k)
-st.dataframe(rows, hide_index=True, width="stretch")
+wide_table(rows)
 st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
 L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))

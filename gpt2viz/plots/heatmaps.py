@@ -123,7 +123,8 @@ def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, de
     at = None if chosen is None else checks.index(chosen, n_p, "chosen")
     outline = [] if at is None else [dict(type="rect", xref="x", yref="paper", x0=at - 0.5, x1=at + 0.5, y0=0, y1=1,
                                           line=dict(color=ORANGE, width=3))]
-    return figure([trace], figure_layout(title, height=clamp_height(150 + 26 * n_d), shapes=outline,
+    # at least 300 px: a colour bar of a few rows' height crowded its 13 px ticks
+    return figure([trace], figure_layout(title, height=clamp_height(max(300, 150 + 26 * n_d)), shapes=outline,
                                          margin=default_margin(l=label_px(rows, MARGIN_LEFT), b=MARGIN_BOTTOM + 20),
                                          xaxis=category_axis(cols, "position · token"),
                                          yaxis=category_axis(rows, "depth", autorange="reversed")))

@@ -24,14 +24,24 @@ def head_scatter(x, y, blocks, heads, title: str, x_title: str, y_title: str,
     top = max(blocks)
     marker = dict(size=10, color=blocks, colorscale=SEQUENTIAL, cmin=0, cmax=max(top, 1), line=dict(width=0.5),
                   colorbar=dict(title=dict(text="block"), tickvals=list(range(top + 1)) if top < 13 else None))
-    labelled = x.size <= LABELLED_MAX
-    point = go.Scatter(x=x, y=y, mode="markers+text" if labelled else "markers", marker=marker,
-                       text=names if labelled else None, textposition="top center", textfont=dict(size=10),
+    # names on the points only where they stand apart (a head's name is in its hover anyway): on random
+    # weights every head sits in one cluster and the names were written over one another
+    apart = x.size <= LABELLED_MAX and _apart(x, y, x_range, y_range)
+    point = go.Scatter(x=x, y=y, mode="markers+text" if apart else "markers", marker=marker,
+                       text=names if apart else None, textposition="top center", textfont=dict(size=11),
                        customdata=np.array([blocks, heads]).T,
                        hovertemplate="block %{customdata[0]} head %{customdata[1]}<br>" + escape(x_title)
                        + " %{x:.3f}<br>" + escape(y_title) + " %{y:.3f}<extra></extra>")
     return with_layout(go.Figure(point), title, xaxis=value_axis(x_title, **_whole(x_range)),
                        yaxis=value_axis(y_title, **_whole(y_range)))
+
+
+def _apart(x: np.ndarray, y: np.ndarray, x_range, y_range) -> bool:
+    """Whether every two points are at least 8 % of the axes' spans apart (their labels then do not meet)."""
+    sx = (x_range[1] - x_range[0]) if x_range else float(np.ptp(x)) or 1.0
+    sy = (y_range[1] - y_range[0]) if y_range else float(np.ptp(y)) or 1.0
+    d = np.hypot((x[:, None] - x[None, :]) / sx, (y[:, None] - y[None, :]) / sy)  # [n, n]
+    return bool((d + np.eye(len(x)) > 0.08).all())
 
 
 def _whole(span: tuple[float, float] | None) -> dict:

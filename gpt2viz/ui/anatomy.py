@@ -339,38 +339,45 @@ def source(sel: Selection, where: str = "") -> str:
     weights = (f"random {w.model_name}, seed {w.seed}" if w.random else "demo model trained here" if w.demo
                else sel.config.name)
     text = sel.text.strip().replace("\n", " ")
-    text = text if len(text) <= 32 else text[:31] + "…"
+    text = text if len(text) <= 24 else text[:23] + "…"
     return " · ".join(x for x in (weights, f"“{text}”", sel.mode.value, where) if x)
 
 
-CAPTION_CHAR_PX, CAPTION_LINE_PX = 6.4, 16  # an 11 px caption's character (generously) and line
+CAPTION_CHAR_PX = 6.6  # an 11 px caption's character, generously
+
+
+def _caption_lines(caption: str, width_px: float | None) -> list[str]:
+    """At most two lines (the strip above the title holds two): in a narrow chart the text's quote goes
+    first, then what does not fit."""
+    if not width_px:
+        return [caption]
+    chars = max(20, int((width_px - 95) / CAPTION_CHAR_PX))
+    lines = plot_theme.title_lines(caption, chars)
+    if len(lines) > 2:
+        lines = plot_theme.title_lines(re.sub(r" · “[^”]*”", "", caption), chars)
+    return lines if len(lines) <= 2 else [lines[0], lines[1][: chars - 1] + "…"]
 
 
 def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width_px: float | None = None):
     """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
-    written in its bottom-right corner; `font_scale`: its type that much larger (presentation mode);
+    written in its top-right corner; `font_scale`: its type that much larger (presentation mode);
     `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
     fig = plot_theme.themed(fig, dark=dark, width_px=width_px)
     if font_scale != 1:
         fig = present.scaled_fonts(fig, font_scale)
-    # on as many lines as the narrowest drawing needs (its right margin, up to 95 px, is not its to use)
-    lines = plot_theme.title_lines(caption, max(20, int((width_px - 95) / CAPTION_CHAR_PX))) if width_px else [caption]
-    # px; 80 is plotly's default
-    extra = CAPTION_LINE_PX * len(lines)
-    bottom = round(((80 if fig.layout.margin.b is None else fig.layout.margin.b) + extra) * font_scale)
-    fig.update_layout(margin_b=bottom)
-    if fig.layout.height is not None:
-        fig.update_layout(height=fig.layout.height + round(CAPTION_LINE_PX * (len(lines) - 1) * font_scale))
-    # at the figure's bottom edge, below the x axis's title: from the plot area's bottom, `bottom` px down
+    # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), on
+    # as many lines as the narrowest drawing needs (the plot's right margin, up to 95 px, is not its to use)
+    lines = _caption_lines(caption, width_px)
+    top = 100 if fig.layout.margin.t is None else fig.layout.margin.t  # px; 100 is plotly's default
     fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=1, xanchor="right",
-                       align="right", yref="paper", y=0, yanchor="bottom", yshift=-bottom, showarrow=False,
+                       align="right", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
                        font=dict(size=round(11 * font_scale), color="#808495"))
     return fig
 
 
 def plot(fig, where: str = "", run: bool = True, share: float = 1.0) -> None:
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
-    where its numbers come from written in its bottom-right corner (`where`: the block, head…;
+    where its numbers come from written in its top-right corner (`where`: the block, head…;
     `run=False`: a figure of the model alone, such as the parameter accounting, names only it).
     `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
     wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX). The page's handout keeps it

@@ -6,7 +6,7 @@
 # %%
 import gpt2viz
 
-config = gpt2viz.params("gpt2").config
+config = gpt2viz.parameters("gpt2").config
 V, n_ctx, d, n_layer = config.vocab_size, config.n_positions, config.n_embd, config.n_layer
 
 # %% 1. by hand: embeddings, then per block two LayerNorms, attention and the MLP, then ln_f
@@ -16,11 +16,11 @@ by_hand = embeddings + n_layer * per_block + 2 * d
 print(f"by hand: {by_hand:,}")
 
 # %% 2. from the accounting, its leaf components
-rows = gpt2viz.params("gpt2").rows()
-print(f"accounting: {gpt2viz.params('gpt2').total:,} ({len(rows)} components)")
+rows = gpt2viz.parameters("gpt2").rows()
+print(f"accounting: {gpt2viz.parameters('gpt2').total:,} ({len(rows)} components)")
 
 # %% 3. from the tensors of a model with these shapes (random weights: the count is the same)
 model = gpt2viz.load("gpt2").model
 from_tensors = sum(p.numel() for p in model.parameters())
 print(f"tensors: {from_tensors:,}")
-assert by_hand == gpt2viz.params("gpt2").total == from_tensors == 124_439_808
+assert by_hand == gpt2viz.parameters("gpt2").total == from_tensors == 124_439_808

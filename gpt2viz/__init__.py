@@ -1,9 +1,9 @@
 """gpt2viz: an instrumented GPT-2 whose every intermediate tensor can be recorded, counted and shown.
 
-For notebooks (gpt2viz/api.py): `gpt2viz.load("demo").run("...")`, `gpt2viz.params("gpt2")`,
+For notebooks (gpt2viz/api.py): `gpt2viz.load("demo").run("...")`, `gpt2viz.parameters("gpt2")`,
 `gpt2viz.attention_figure(run, block, head)`; imported on first use, so the command line stays light."""
 
-_API = ("load", "params", "attention_figure", "Model", "Run", "Params")
+_API = ("load", "parameters", "attention_figure", "Model", "Run", "Params")
 
 
 def __getattr__(name):

@@ -7,7 +7,7 @@
     run["blocks.1.attn.pattern"]                     # a torch tensor, named as in the app
     run.shape("blocks.1.attn.z")                     # ('[B, nh, T, dh]', (1, 4, 8, 32))
     gpt2viz.attention_figure(run, block=1, head=1)   # a plotly figure (inline in Jupyter)
-    gpt2viz.params("gpt2").rows()                    # the accounting, one dict per component
+    gpt2viz.parameters("gpt2").rows()                    # the accounting, one dict per component
 
 Names and layouts are the app's (DESIGN.md): per-head tensors [B, nh, T, ·], the rest [B, T, ·].
 """
@@ -115,5 +115,6 @@ class Params:
                  "total": c.total} for c in component_tree(self.config)]
 
 
-def params(model: str | GPT2Config = "gpt2") -> Params:
+def parameters(model: str | GPT2Config = "gpt2") -> Params:
+    """The parameter accounting of a size or a config (not `params`: gpt2viz.params is the accounting module)."""
     return Params(get_config(model) if isinstance(model, str) else model)

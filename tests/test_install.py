@@ -62,6 +62,19 @@ def test_train_demo_never_writes_into_the_package(installed):
     assert done.returncode == 2 and "give --out" in done.stderr and done.stderr.strip().count("\n") == 0
 
 
+def rendered_in_a_browser(url: str) -> None:
+    """The installed app's page drawn by chromium: its title, its charts, no exception."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from streamlit_server import CHART, EXCEPTION, chromium_for_tests, new_context, wait_rendered
+
+    with chromium_for_tests() as browser:
+        page = new_context(browser).new_page()
+        page.goto(url)
+        wait_rendered(page, 2)
+        assert page.locator("h1").first.inner_text().strip() == "Causal self-attention"
+        assert page.locator(CHART).count() >= 2 and page.locator(EXCEPTION).count() == 0
+
+
 def test_gpt2viz_app_serves_from_another_folder_with_the_projects_settings(installed):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(installed)}
@@ -77,6 +90,7 @@ def test_gpt2viz_app_serves_from_another_folder_with_the_projects_settings(insta
             time.sleep(0.3)
         with urllib.request.urlopen(base + "/", timeout=10) as r:
             assert r.status == 200
+        rendered_in_a_browser(base + "/attention?model=tiny")
         # the command became Streamlit's server (exec), with .streamlit/config.toml's settings as flags,
         # though run from a folder without that file
         argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode().split("\0")

@@ -13,6 +13,10 @@ Scenarios (all by default, in this order):
 - burst: the teacher says "open this link now": K students open the same link (the attention page,
   a text no one has asked for) within one second. The server logs each trace run (GPT2VIZ_LOG_RUNS=1):
   the forward pass for that text must run once while the others wait for it.
+- lesson: the lecturer's signed link (lessons/attention-demo.json, signed with GPT2VIZ_LESSON_KEY, a
+  key made for the run unless set): K students open stop 1 within 5 s, then each steps through the
+  stops in the same tab, 3 to 8 s a stop. The server computes the lesson's runs once, when the first
+  student opens it: "runs computed" counts every run the server logged in the scenario.
 - replicas: two app servers behind a real nginx (Debian's /usr/sbin/nginx, deploy/nginx.conf.template
   filled in with loopback ports; affinity by cookie), the classroom scenario through the proxy; half
   way through, the replica serving the most students is killed (SIGKILL). A student whose websocket
@@ -27,7 +31,7 @@ another value). Memory: RSS of each server (VmRSS every 0.5 s, VmHWM at the end)
 runtime + weights after a warm-up view; peak growth is compared with GPT2VIZ_TRACE_BUDGET_MB.
 
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M]
-            [--scenario all|classroom|burst|replicas] [--budget-mb 2048] [--threads 1]
+            [--scenario all|classroom|burst|lesson|replicas] [--budget-mb 2048] [--threads 1]
 The last line: sessions=K views=N errors=N p50_s=X p95_s=X peak_growth_mib=X budget_mib=X (the
 one-server classroom; the burst or the replicas' classroom when only that scenario runs).
 """
@@ -37,6 +41,7 @@ import asyncio
 import os
 import random
 import re
+import secrets
 import signal
 import sys
 import time
@@ -63,6 +68,7 @@ from nginx_proxy import NGINX, Proxy  # noqa: E402
 from st_protocol import Disconnected, Session, ViewResult  # noqa: E402
 from streamlit_server import StreamlitServer  # noqa: E402
 
+from gpt2viz import lesson_file  # noqa: E402
 from gpt2viz.tokenizer import encode  # noqa: E402
 from gpt2viz.trace_cache import DEFAULT_BUDGET  # noqa: E402
 from gpt2viz.ui.pages import PAGES as PAGE_ROWS  # noqa: E402
@@ -255,6 +261,39 @@ async def burst(students: list[Student], base: str, text: str, view_timeout: flo
     return views
 
 
+LESSON_FILE = ROOT / "lessons" / "attention-demo.json"
+LESSON_KEY_ENV = "GPT2VIZ_LESSON_KEY"
+LESSON_START_S = 5.0  # the class opens the lecturer's link within this many seconds
+
+
+async def follow_lesson(students: list[Student], base: str, lesson, token: str, view_timeout: float) -> list[View]:
+    """Every student opens the lecturer's signed link within LESSON_START_S, then steps through the
+    lesson stop by stop in the same tab, reading each stop THINK_S seconds: the lecturer's path."""
+    views = []
+
+    async def one(s: Student):
+        await asyncio.sleep(s.rng.uniform(0, LESSON_START_S))
+        session = None
+        try:
+            for i, stop in enumerate(lesson.stops):
+                page, query = lesson_file.href(stop.page, token, i).lstrip("/").split("?")
+                t0 = time.perf_counter()
+                if session is None:
+                    session = await open_session(base, page, query, time.monotonic() + 30)
+                r = await session.view(page, query, timeout=view_timeout)
+                expected = Student(s.index, lesson.text, stop.mode, [], s.rng)
+                views.append(View(s.index, page, time.perf_counter() - t0, problem(r, expected)))
+                await asyncio.sleep(s.rng.uniform(*THINK_S))
+        except Disconnected as e:
+            views.append(View(s.index, "lesson", None, f"disconnected: {e}"))
+        finally:
+            if session is not None:
+                await session.close()
+
+    await asyncio.gather(*(one(s) for s in students))
+    return views
+
+
 # ---------------------------------------------------------------------------- servers and proxy
 class AppServer:
     """`streamlit run app.py` (or `script`; tests/streamlit_server.py), warmed up, its memory sampled
@@ -405,6 +444,25 @@ def one_server(args, k: int, pages: list[str], seconds: float) -> str | None:
                 print(error_lines(views))
             print(load_line(used, wall, args.budget_mb))
             final = final or final_line(k, views, used["growth_mib"], args.budget_mb)
+        if args.scenario in ("all", "lesson"):
+            lesson = lesson_file.load(LESSON_FILE)
+            token = lesson_file.sign(lesson, os.environ[LESSON_KEY_ENV].encode())
+            students = make_students(k, pages, seed=3)
+            mark = app.mark()
+            t0 = time.monotonic()
+            views = asyncio.run(follow_lesson(students, app.server.base, lesson, token, args.view_timeout))
+            wall = time.monotonic() - t0
+            used = app.since(mark)
+            s = summary(views)
+            print(f"\n== lesson: {k} students open the signed link of {LESSON_FILE.name!r} ({len(lesson.stops)} stops) "
+                  f"within {LESSON_START_S:g} s and step through it, {THINK_S[0]:g}-{THINK_S[1]:g} s a stop")
+            print(page_table(views))
+            print(f"all views: {s['views']}, errors {s['errors']}, p50 {fmt(s['p50'])} s, p95 {fmt(s['p95'])} s, "
+                  f"max {fmt(s['max'])} s; runs computed: {len(used['runs'])} ({run_kinds(used['runs'])})")
+            if s["errors"]:
+                print(error_lines(views))
+            print(load_line(used, wall, args.budget_mb))
+            final = final or final_line(k, views, used["growth_mib"], args.budget_mb)
     finally:
         log = app.stop()
         report_tracebacks(log)
@@ -472,7 +530,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=None, help="students (30; 8 with --quick)")
     ap.add_argument("--quick", action="store_true", help=f"8 students, {len(QUICK_PAGES)} pages, 1 minute per scenario")
     ap.add_argument("--minutes", type=float, default=None, help="length of the classroom scenarios (3; 1 with --quick)")
-    ap.add_argument("--scenario", choices=["all", "classroom", "burst", "replicas"], default="all")
+    ap.add_argument("--scenario", choices=["all", "classroom", "burst", "lesson", "replicas"], default="all")
     ap.add_argument("--budget-mb", type=int, default=DEFAULT_BUDGET // MIB,
                     help=f"{BUDGET_ENV} of each server (MiB; the app's default)")
     ap.add_argument("--view-timeout", type=float, default=120.0, help="seconds one view may take")
@@ -489,6 +547,7 @@ def main() -> None:
 
     os.environ[BUDGET_ENV] = str(args.budget_mb)  # inherited by the servers
     os.environ["GPT2VIZ_LOG_RUNS"] = "1"
+    os.environ.setdefault(LESSON_KEY_ENV, secrets.token_hex(32))  # the lesson scenario signs its link with it
     if args.threads > 0:
         os.environ[THREADS_ENV] = str(args.threads)
     else:

@@ -335,6 +335,12 @@ class AppServer:
         return {"peak_kib": peak, "growth_mib": (peak - self.baseline_kib) / 1024 if peak else None,
                 "cpu": cpu_seconds(self.server.proc.pid) - mark["cpu"], "runs": runs}
 
+    def measure(self, scenario) -> tuple[list, dict, float]:
+        """Run a scenario's coroutine: (its views, what the server used meanwhile, wall seconds)."""
+        mark, t0 = self.mark(), time.monotonic()
+        views = asyncio.run(scenario)
+        return views, self.since(mark), time.monotonic() - t0
+
     def log(self) -> str:
         return self.server.log_tail(n=10**9)
 
@@ -394,6 +400,14 @@ def run_kinds(runs: list[tuple]) -> str:
     return ", ".join(f"{k} {len(v)} ({sum(v):.0f} s)" for k, v in sorted(kinds.items(), key=lambda kv: -sum(kv[1])))
 
 
+def closing(views: list[View], used: dict, wall: float, budget: int, k: int) -> str:
+    """A scenario's last lines (its errors, the server's load) and its final line."""
+    if any(v.error for v in views):
+        print(error_lines(views))
+    print(load_line(used, wall, budget))
+    return final_line(k, views, used["growth_mib"], budget)
+
+
 def final_line(k: int, views: list[View], growth: float | None, budget: int) -> str:
     s = summary(views)
     return (f"sessions={k} views={s['views']} errors={s['errors']} p50_s={fmt(s['p50'])} p95_s={fmt(s['p95'])} "
@@ -419,18 +433,11 @@ def one_server(args, k: int, pages: list[str], seconds: float) -> str | None:
             s = summary(views)
             print(f"all views: {s['views']}, errors {s['errors']}, p50 {fmt(s['p50'])} s, p95 {fmt(s['p95'])} s, "
                   f"max {fmt(s['max'])} s")
-            if s["errors"]:
-                print(error_lines(views))
-            print(load_line(used, wall, args.budget_mb))
-            final = final_line(k, views, used["growth_mib"], args.budget_mb)
+            final = closing(views, used, wall, args.budget_mb, k)
         if args.scenario in ("all", "burst"):
             students = make_students(k, pages, seed=2)
             text = session_text(10_000, 100)  # asked by no student before
-            mark = app.mark()
-            t0 = time.monotonic()
-            views = asyncio.run(burst(students, app.server.base, text, args.view_timeout))
-            wall = time.monotonic() - t0
-            used = app.since(mark)
+            views, used, wall = app.measure(burst(students, app.server.base, text, args.view_timeout))
             s = summary(views)
             waited = sum(r[2] for r in used["runs"])
             print(f"\n== burst: {k} students open /{BURST_PAGE} (mode full, {len(encode(text))} tokens, one text) "
@@ -440,29 +447,20 @@ def one_server(args, k: int, pages: list[str], seconds: float) -> str | None:
             seconds = ", ".join(f"{run[1]:.2f} s" for run in used["runs"])
             print(f"forward passes (trace runs) for that link: {len(used['runs'])} ({seconds}); "
                   f"askers that waited for it: {waited}")
-            if s["errors"]:
-                print(error_lines(views))
-            print(load_line(used, wall, args.budget_mb))
-            final = final or final_line(k, views, used["growth_mib"], args.budget_mb)
+            final = final or closing(views, used, wall, args.budget_mb, k)
         if args.scenario in ("all", "lesson"):
             lesson = lesson_file.load(LESSON_FILE)
             token = lesson_file.sign(lesson, os.environ[LESSON_KEY_ENV].encode())
             students = make_students(k, pages, seed=3)
-            mark = app.mark()
-            t0 = time.monotonic()
-            views = asyncio.run(follow_lesson(students, app.server.base, lesson, token, args.view_timeout))
-            wall = time.monotonic() - t0
-            used = app.since(mark)
+            views, used, wall = app.measure(follow_lesson(students, app.server.base, lesson, token,
+                                                          args.view_timeout))
             s = summary(views)
             print(f"\n== lesson: {k} students open the signed link of {LESSON_FILE.name!r} ({len(lesson.stops)} stops) "
                   f"within {LESSON_START_S:g} s and step through it, {THINK_S[0]:g}-{THINK_S[1]:g} s a stop")
             print(page_table(views))
             print(f"all views: {s['views']}, errors {s['errors']}, p50 {fmt(s['p50'])} s, p95 {fmt(s['p95'])} s, "
                   f"max {fmt(s['max'])} s; runs computed: {len(used['runs'])} ({run_kinds(used['runs'])})")
-            if s["errors"]:
-                print(error_lines(views))
-            print(load_line(used, wall, args.budget_mb))
-            final = final or final_line(k, views, used["growth_mib"], args.budget_mb)
+            final = final or closing(views, used, wall, args.budget_mb, k)
     finally:
         log = app.stop()
         report_tracebacks(log)

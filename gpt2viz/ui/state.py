@@ -112,10 +112,11 @@ def settle_url() -> None:
     _write_url(lambda url: {k: v[-1] for k, v in url.items() if isinstance(v, list) and len(v) > 1})
 
 
-def _write_url(changes) -> None:
-    """Set URL values behind Streamlit's back (it refuses to set a key bound to a control), in the
-    session's copy, in the values the controls are seeded from, and in the browser's address bar.
-    `changes`: the session's URL (key -> value or list of values) -> the values to set."""
+def _write_url(changes, drop: bool = False) -> None:
+    """Set (or with `drop`, delete) URL values behind Streamlit's back (it refuses to touch a key bound
+    to a control), in the session's copy, in the values the controls are seeded from, and in the
+    browser's address bar. `changes`: the session's URL (key -> value or list of values) -> the values
+    to set (with `drop`, the keys to delete)."""
     ctx = get_script_run_ctx()
     if ctx is None:
         return
@@ -123,26 +124,21 @@ def _write_url(changes) -> None:
         new = changes(qp._query_params)
         if not new:
             return
-        for key, value in new.items():
-            qp._query_params[key] = value
+        for key in new:
+            if drop:
+                del qp._query_params[key]
+                qp._initial_query_params.pop(key, None)
+                continue
+            qp._query_params[key] = new[key]
             if key in qp._initial_query_params:
-                qp._initial_query_params[key] = [value]
+                qp._initial_query_params[key] = [new[key]]
         qp._send_query_param_msg()
 
 
 def keep_only_url(keys: tuple[str, ...]) -> None:
     """Drop every other URL value before the controls read it (a lesson link: the lesson, not a value
     added to its link by hand, decides the view), in the session's copy and the address bar."""
-    ctx = get_script_run_ctx()
-    if ctx is None:
-        return
-    with ctx.session_state.query_params() as qp:
-        extra = [k for k in qp._query_params if k not in keys]
-        for key in extra:
-            del qp._query_params[key]
-            qp._initial_query_params.pop(key, None)
-        if extra:
-            qp._send_query_param_msg()
+    _write_url(lambda url: [k for k in url if k not in keys], drop=True)
 
 
 def _clamp(key: str, last: int) -> None:

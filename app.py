@@ -10,6 +10,7 @@ import streamlit as st
 
 from gpt2viz.ui import lesson_view, present, takeaway
 from gpt2viz.ui.anatomy import framed, source
+from gpt2viz.ui.cache import script_running
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 from gpt2viz.ui.links import next_stop, tour_next
 from gpt2viz.ui.pages import DEFAULT, pages
@@ -33,20 +34,22 @@ st.html(f"""<style>
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")
-lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
-st.session_state["selection"] = selection = controls()
-# the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
-# without scrolling past the page links
-page = st.navigation(pages(), position="top")
-sidebar_footer()
-takeaway.begin(page.url_path or DEFAULT, page.title, source(selection))
-takeaway.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
-link_notes(selection)
-if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
-    lesson_view.stop_bar(lesson, page.url_path)
-    lesson_view.warm(lesson, selection)
-elif selection.present:  # the large "next" stands for the tour's line
-    present.chrome(next_stop(page.url_path))
-else:
-    tour_next(page.url_path, selection)
-page.run()
+# every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
+with script_running():
+    lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
+    st.session_state["selection"] = selection = controls()
+    # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
+    # without scrolling past the page links
+    page = st.navigation(pages(), position="top")
+    sidebar_footer()
+    takeaway.begin(page.url_path or DEFAULT, page.title, source(selection))
+    takeaway.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
+    link_notes(selection)
+    if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
+        lesson_view.stop_bar(lesson, page.url_path)
+        lesson_view.warm(lesson, selection)
+    elif selection.present:  # the large "next" stands for the tour's line
+        present.chrome(next_stop(page.url_path))
+    else:
+        tour_next(page.url_path, selection)
+    page.run()

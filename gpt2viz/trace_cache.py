@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
+import torch
+
 from .memory import release_freed_memory
 from .trace import Trace
 
@@ -62,9 +64,12 @@ class TraceCache:
     estimated peak (`estimate`) before it starts, waiting while others' reservations would exceed
     the budget and evicting least recently used traces to make room. A run alone may exceed the
     budget (it is never refused); it then waits until it is alone. `max_runs`: at most this many
-    runs compute at once (the others wait their turn), None for as many as the budget lets in."""
+    runs compute at once (the others wait their turn), None for as many as the budget lets in.
+    `threads`: given the runs now computing (this one included), torch's threads for this run (set
+    in the thread that computes it), or None to leave them as they are."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None):
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None,
+                 threads: Callable[[int], int | None] | None = None):
         if budget_bytes <= 0:
             raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
         self.budget = budget_bytes
@@ -74,6 +79,7 @@ class TraceCache:
         self._flights: dict[Hashable, _Flight] = {}  # runs in progress, by key
         self.in_flight = 0  # bytes reserved by runs in progress
         self.running, self.max_runs = 0, max_runs  # runs in progress, and how many may be
+        self.threads = threads
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
@@ -119,6 +125,10 @@ class TraceCache:
         try:
             with self._lock:
                 self._reserve(estimate, progress)
+                running = self.running
+            n_threads = self.threads(running) if self.threads is not None else None
+            if n_threads:
+                torch.set_num_threads(n_threads)
             t0 = time.perf_counter()
             try:
                 trace = compute()
@@ -135,9 +145,8 @@ class TraceCache:
                 self._evict()
                 self._note_peak()
             flight.trace = trace
-            log.info("run %s (%s): %.2f s, %d asker(s) waited for it", key_digest(key), key_kind(key),
-                     time.perf_counter() - t0,
-                     flight.waiting)
+            log.info("run %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s)", key_digest(key), key_kind(key),
+                     time.perf_counter() - t0, flight.waiting, torch.get_num_threads())
         finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
             with self._lock:
                 self._flights.pop(key, None)

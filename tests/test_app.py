@@ -244,19 +244,30 @@ def test_about_checks_decode_against_full_live():
     assert "agree" in text and "DISAGREE" not in text
 
 
-def test_a_long_text_on_a_small_budget_records_only_what_the_page_shows(monkeypatch):
+@pytest.mark.parametrize(("budget_mb", "kept"), [("8", "what this page shows, in every block"),
+                                                 ("2", "only what this page shows")])
+def test_a_long_text_on_a_small_budget_records_what_the_page_shows(monkeypatch, budget_mb, kept):
+    """A full trace (60 MB of logits alone) fits neither budget; the attention names of every block
+    (0.6 MB) fit a quarter of 8 MiB's cache, not of 2 MiB's: there, each block is a run of its own."""
     from gpt2viz.ui.cache import trace_cache
 
-    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "8")  # a full trace (60 MB of logits alone) would not fit
+    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", budget_mb)
     trace_cache.clear()
     try:
         at = open_page("attention", text="word " * 300, block=1)
-        assert not at.exception
-        assert any("Keeping only what this page shows" in c.value for c in at.caption)
-        assert len(charts(at)) >= BY_URL["attention"].charts
         cache = trace_cache()
-        assert cache.budget == 6 * 2**20 and len(cache) == 1 and cache.nbytes <= cache.budget
-        assert all(n.startswith("blocks.1.attn.") for t in cache._items.values() for n in t.names)
+        runs_before = cache.misses
+        at.slider(key="block").set_value(0).run()  # the student moves the Block slider
+        assert not at.exception
+        assert any(f"Keeping {kept}" in c.value for c in at.caption)
+        assert len(charts(at)) >= BY_URL["attention"].charts
+        assert cache.budget == int(budget_mb) * 2**20 * 3 // 4 and cache.nbytes <= cache.budget
+        names = {n for t in cache._items.values() for n in t.names}
+        assert all(n.startswith(("blocks.0.attn.", "blocks.1.attn.")) for n in names)
+        if "every block" in kept:  # block 0 is a view of block 1's run
+            assert cache.misses == runs_before and {n.split(".")[1] for n in names} == {"0", "1"}
+        else:
+            assert cache.misses == runs_before + 1
     finally:
         trace_cache.clear()
 

@@ -12,7 +12,7 @@ from gpt2viz.config import get_config
 from gpt2viz.modes import Mode, run
 from gpt2viz.trace_cache import TraceCache
 from gpt2viz.ui import cache as ui_cache
-from gpt2viz.ui.cache import LoadedModel, full_trace_bytes, get_trace, run_bytes
+from gpt2viz.ui.cache import LoadedModel, every_block, full_trace_bytes, get_trace, run_bytes, stored_bytes
 from gpt2viz.weights import random_model
 
 IDS = (464, 2068, 7586, 21831, 18045, 625, 262)
@@ -41,8 +41,10 @@ def test_a_run_reserves_at_least_what_it_keeps(weights, mode):
 
 def test_only_the_pages_names_are_recorded_when_a_full_trace_does_not_fit(weights):
     full = full_trace_bytes(weights, len(IDS), Mode.FULL)
-    roomy, tight = TraceCache(100 * full), TraceCache(2 * full)  # a full trace may take 1/4
     needs = ("blocks.0.mlp.*",)
+    in_every_block = stored_bytes(weights, len(IDS), Mode.FULL, ("blocks.*.mlp.*",))
+    # a full trace may take 1/4 of the budget, and so may the page's names in every block: neither fits
+    roomy, tight = TraceCache(100 * full), TraceCache(4 * in_every_block - 1)
     everything = get_trace(weights, IDS, Mode.FULL, 0, needs, cache=roomy)
     assert everything.nbytes == full
     partial = get_trace(weights, IDS, Mode.FULL, 0, needs, cache=tight)
@@ -50,7 +52,49 @@ def test_only_the_pages_names_are_recorded_when_a_full_trace_does_not_fit(weight
     assert set(partial.names) == {n for n in everything.names if fnmatch(n, needs[0])}
     for name in partial.names:
         assert (partial[name] == everything[name]).all()
-    assert tight.peak_reserved <= tight.budget and tight.in_flight == 0
+    assert tight.nbytes == partial.nbytes <= tight.budget and tight.in_flight == 0
+
+
+def test_a_pages_names_are_recorded_in_every_block_where_they_fit_and_everything_does_not(weights):
+    """A long text on gpt2 (1,024 tokens: a full trace is 602 MiB): another block is a view of the
+    same trace, not a new run of the whole model."""
+    full = full_trace_bytes(weights, len(IDS), Mode.FULL)
+    in_every_block = stored_bytes(weights, len(IDS), Mode.FULL, ("blocks.*.mlp.*",))
+    assert every_block(("blocks.0.mlp.*", "blocks.1.mlp.pre", "blocks.*.resid_pre", "logits")) == \
+        ("blocks.*.mlp.*", "blocks.*.mlp.pre", "blocks.*.resid_pre", "logits")
+    cache = TraceCache(4 * in_every_block)
+    assert 4 * full > cache.budget
+    everything = run(weights.model, list(IDS), Mode.FULL)
+    for block in range(weights.model.config.n_layer):
+        trace = get_trace(weights, IDS, Mode.FULL, 0, (f"blocks.{block}.mlp.*",), cache=cache)
+        for name in (n for n in everything.names if fnmatch(n, "blocks.*.mlp.*")):
+            assert torch.equal(trace[name], everything[name])
+    assert cache.misses == 1 and cache.hits == weights.model.config.n_layer - 1
+    assert not [n for n in trace.names if not fnmatch(n, "blocks.*.mlp.*")]
+
+
+@pytest.mark.parametrize(("running", "scripts", "env", "threads"), [
+    (1, 1, {}, ui_cache.CORES),  # one user, one run: every core
+    (2, 1, {}, 1),  # two runs side by side: a core each
+    (1, 3, {}, 1),  # other sessions' pages being drawn meanwhile
+    (2, 5, {"GPT2VIZ_THREADS": "3"}, 3),  # the operator's setting wins
+])
+def test_a_run_takes_every_core_alone_and_one_beside_others(running, scripts, env, threads):
+    assert ui_cache.run_threads(running, env, scripts) == threads
+
+
+def test_the_cache_sets_torchs_threads_in_the_thread_that_computes():
+    asked, seen = [], []
+    cache = TraceCache(10**9, threads=lambda running: asked.append(running) or 1)
+
+    def compute():
+        seen.append(torch.get_num_threads())
+        return run(random_model(get_config("tiny"), 0), [1, 2], Mode.FULL, names=("logits",))
+
+    worker = threading.Thread(target=cache.get_or_compute, args=("k", compute))
+    worker.start()
+    worker.join()
+    assert asked == [1] and seen == [1]
 
 
 def test_two_sessions_asking_for_one_view_at_once_cause_one_forward_pass(weights, monkeypatch):

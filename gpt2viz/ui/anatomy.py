@@ -24,7 +24,7 @@ from ..schema import Mode, concrete, text_dims
 from ..tokenizer import ENDOFTEXT, ENDOFTEXT_ID
 from ..trace import Trace
 from . import demo, present, takeaway
-from .cache import full_trace_bytes, get_trace, recorded_names, trace_cache
+from .cache import every_block, full_trace_bytes, get_trace, recorded_names, trace_cache
 from .code_panel import snippets
 from .layout import NARROWEST_PAGE_PX
 from .pages import PageRow, home
@@ -82,6 +82,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
     if names is not None:
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         what = ("only what this page shows" if names == tuple(needs) else
+                "what this page shows, in every block" if names == every_block(tuple(needs)) else
                 "every tensor but the weights' gradients (the Training page shows their norms)")
         st.caption(f":material/memory: Keeping {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
@@ -306,11 +307,11 @@ def export(page: ComponentPage) -> None:
     if not present:
         return
     sel, cache = page.sel, trace_cache()
-    weights, ids, mode = sel.weights, sel.ids, sel.mode
+    weights, ids, mode, needs = sel.weights, sel.ids, sel.mode, tuple(page.names)
     label = page.export_label
 
-    def data() -> bytes:
-        return get_trace(weights, ids, mode, weights.seed, tuple(present), cache=cache).to_bytes(present)
+    def data() -> bytes:  # asked as the page asked: the page's own trace, while it is cached
+        return get_trace(weights, ids, mode, weights.seed, needs, cache=cache).to_bytes(present)
 
     st.download_button(f"{label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
                        mime="application/octet-stream", key=f"export-{label}", icon=":material/download:",

@@ -4,9 +4,12 @@ Everything cached is treated as immutable and shared between sessions; keys carr
 that determines the value (weights identity, token ids, mode, seed).
 """
 
+import contextlib
 import functools
 import logging
 import os
+import re
+import threading
 from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -31,7 +34,8 @@ from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
 MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
-MAX_RUNS = 2  # runs computing at once: each uses every core (torch's threads); more only slow each other
+CORES = os.cpu_count() or 1
+MAX_RUNS = max(2, CORES)  # runs computing at once: side by side, a run takes one core (run_threads)
 THREADS_ENV = "GPT2VIZ_THREADS"
 
 
@@ -87,17 +91,45 @@ HEADROOM_SHARE = 4  # of the budget, kept for what is not a trace: pages being b
 
 
 def max_runs(env=os.environ) -> int:
-    """GPT2VIZ_MAX_RUNS (default 2): how many runs compute at once; the others wait their turn."""
+    """GPT2VIZ_MAX_RUNS (default: the cores, at least 2): how many runs compute at once; the others
+    wait their turn."""
     n = env.get(MAX_RUNS_ENV, "")
     return int(n) if n.isdigit() and int(n) > 0 else MAX_RUNS
 
 
 def torch_threads(env=os.environ) -> int | None:
-    """GPT2VIZ_THREADS: torch's threads for every tensor operation of the server (default: torch's
-    own, one per core). A server for a class may set 1: runs and pages then share the cores by
-    running side by side, rather than each asking for every core at once."""
+    """GPT2VIZ_THREADS: torch's threads for every tensor operation of the server, fixed (default:
+    unset, `run_threads` decides per run)."""
     n = env.get(THREADS_ENV, "")
     return int(n) if n.isdigit() and int(n) > 0 else None
+
+
+_scripts = [0]  # script runs in progress in this process (every session's page being drawn)
+_scripts_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def script_running():
+    """Around a session's script run (app.py): `run_threads` counts the pages being drawn."""
+    with _scripts_lock:
+        _scripts[0] += 1
+    try:
+        yield
+    finally:
+        with _scripts_lock:
+            _scripts[0] -= 1
+
+
+def run_threads(running: int, env=os.environ, scripts: int | None = None) -> int:
+    """torch's threads for a run, with `running` runs computing (this one included): GPT2VIZ_THREADS
+    when set; else every core for a run alone on a quiet server (one user on a laptop: today's
+    speed), and one core when other runs or other sessions' pages compute meanwhile (a class: runs
+    and pages side by side, none asking for every core at once; measured in docs/deploy.md)."""
+    fixed = torch_threads(env)
+    if fixed:
+        return fixed
+    others = (_scripts[0] if scripts is None else scripts) > 1
+    return CORES if running == 1 and not others else 1
 
 
 def budget_bytes(env=os.environ) -> int:
@@ -119,7 +151,7 @@ def trace_cache() -> TraceCache:
     if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
         run_log.addHandler(logging.StreamHandler())
         run_log.setLevel(logging.INFO)
-    return TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs())
+    return TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads)
 
 
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget
@@ -151,8 +183,7 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     tensor (the logits); in training also every activation once more (the written-out scores and
     pattern included), which autograd keeps for the backward pass."""
     sizes, owners = _tensor_bytes_of(weights.model.config, n_tokens, mode)
-    kept = full_trace_bytes(weights, n_tokens, mode) if names is None else \
-        sum(sizes[n] for n in to_record(weights.model.config, mode.value, names))
+    kept = full_trace_bytes(weights, n_tokens, mode) if names is None else stored_bytes(weights, n_tokens, mode, names)
     working = 2 * max(sizes[n] for n in owners)
     if mode is Mode.TRAINING:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
@@ -178,13 +209,26 @@ def _all_but_weight_grads(cfg, n_tokens: int) -> tuple[tuple[str, ...], int]:
     return names, sum(sizes[name] for name in owners if not is_weight_grad(name))
 
 
+def every_block(needs: tuple[str, ...]) -> tuple[str, ...]:
+    """The same names in every block: ("blocks.3.attn.q",) -> ("blocks.*.attn.q",)."""
+    return tuple(dict.fromkeys(re.sub(r"^blocks\.\d+\.", "blocks.*.", n) for n in needs))
+
+
+def stored_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...]) -> int:
+    """What a run recording `names` (globs, derived ones through their sources) keeps."""
+    sizes = _tensor_bytes(weights, n_tokens, mode)
+    return sum(sizes[n] for n in to_record(weights.model.config, mode.value, names))
+
+
 def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None,
                    cache: TraceCache) -> tuple[str, ...] | None:
     """What the run behind a page records. In training, for every page that shows none of the
     parameters' gradients (all but the Training page, which keeps only their norms), everything but
     those gradients while that fits: one trace for all those pages, a quarter of a full one (the
     gradients weigh as much as the weights). Otherwise everything (None) while that fits, one trace
-    for every page; else only the page's `needs`."""
+    for every page; else the page's `needs` in every block while that fits (a 1,024-token text on
+    gpt2: another block or head is a view of the same trace, not a new run of the whole model);
+    else only the page's `needs`."""
     if mode is Mode.TRAINING and needs is not None:
         names, nbytes = _all_but_weight_grads(weights.model.config, n_tokens)
         sizes = _tensor_bytes(weights, n_tokens, mode)
@@ -193,6 +237,9 @@ def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple
             return names
     if needs is None or records_everything(weights, n_tokens, mode, cache):
         return None
+    widened = every_block(tuple(needs))
+    if widened != tuple(needs) and stored_bytes(weights, n_tokens, mode, widened) * FULL_TRACE_SHARE <= cache.budget:
+        return widened
     return tuple(needs)
 
 

@@ -1,39 +1,58 @@
-"""A class on the app, spoken in Streamlit's own protocol: what one server holds, and two behind nginx.
+"""A class on the app, spoken in Streamlit's own protocol: what one server holds, and N behind nginx.
 
 No browser: each student is a `st_protocol.Session` (the page load, the websocket and the rerun
 messages a browser sends), so the 2 cores serve the app alone and the times are the server's:
 from the rerun request to the script-finished message. One process drives every session (asyncio).
 
-Scenarios (all by default, in this order):
+Scenarios (--scenario, one or more, run in the order given, replicas last; `all`, the default, is
+classroom, burst, lesson and replicas, as before the class scenarios; the class scenarios of issue
+24 are `--scenario class start distinct lesson`):
 
-- classroom: K students (30) on one server, each with its own text (5 to 200 tokens, spread over
-  the class) and mode (full, training, prefill, decode in turn), walking the pages from a different
-  start (block and head move along), one view every 3 to 8 s (uniform, seeded), for --minutes;
-  every 4th view asks for the view on screen again (the Rerun menu item): it should cost no run.
+- classroom: K students (30), each with its own text (5 to 200 tokens, spread over the class) and
+  mode (full, training, prefill, decode in turn), walking the pages from a different start (block
+  and head move along), one view every 3 to 8 s (uniform, seeded), for --minutes; every 4th view
+  asks for the view on screen again (the Rerun menu item): it should cost no run.
+- class: the same students (texts of their own, new to the server), each starting at a uniform
+  time in [0, 30] s, then a view every 3 to 8 s, --views views each (4: about 120 views for 30).
+- start ("everyone press enter"): the class, every student starting within 5 s.
 - burst: the teacher says "open this link now": K students open the same link (the attention page,
-  a text no one has asked for) within one second. The server logs each trace run (GPT2VIZ_LOG_RUNS=1):
-  the forward pass for that text must run once while the others wait for it.
+  a text no one has asked for, about 100 tokens, mode full) within one second. The server logs each
+  trace run (GPT2VIZ_LOG_RUNS=1): the forward pass for that text must run once while the others wait.
+- distinct: the burst on another new text, each student at its own block and head (student i:
+  block i % 12, head (5i + i // 12) % 12), one view each, timed from opening the link.
 - lesson: the lecturer's signed link (lessons/attention-demo.json, signed with GPT2VIZ_LESSON_KEY, a
   key made for the run unless set): K students open stop 1 within 5 s, then each steps through the
   stops in the same tab, 3 to 8 s a stop. The server computes the lesson's runs once, when the first
   student opens it: "runs computed" counts every run the server logged in the scenario.
-- replicas: two app servers behind a real nginx (Debian's /usr/sbin/nginx, deploy/nginx.conf.template
-  filled in with loopback ports; affinity by cookie), the classroom scenario through the proxy; half
-  way through, the replica serving the most students is killed (SIGKILL). A student whose websocket
-  closes does what the browser does: pings /_stcore/health and opens a new websocket (nginx sends it
-  to the living replica), trying again for up to --view-timeout as a browser keeps trying, then asks
-  for the same page with the same query string; the recovery time runs from the lost connection to
-  that view's script-finished message, and the view must show the student's own text and mode again.
+- replicas: two app servers of its own (whatever --setup says) behind a real nginx (Debian's
+  /usr/sbin/nginx, deploy/nginx.conf.template filled in with loopback ports; affinity by cookie),
+  the classroom scenario through the proxy; half way through, the replica serving the most students
+  is killed (SIGKILL). A student whose websocket closes does what the browser does: pings
+  /_stcore/health and opens a new websocket (nginx sends it to the living replica), trying again for
+  up to --view-timeout as a browser keeps trying, then asks for the same page with the same query
+  string; the recovery time runs from the lost connection to that view's script-finished message,
+  and the view must show the student's own text and mode again.
+
+Setups (--setup; the replicas scenario has its own): `one`, one `streamlit run app.py`; `processes`,
+`gpt2viz.class_server.ClassServer` (what `python -m gpt2viz class-server` runs): N = --processes
+(the cores) app processes on loopback behind Debian's nginx on a free port, the same environment
+(GPT2VIZ_LOG_RUNS=1, the lesson key, the budget, which it splits N ways, and one torch thread each),
+each process warmed up on its own port; `both`, one then the other. Server CPU is the CPU time of
+the app processes (summed) over the scenario; "per view" divides it by the views drawn. Trace runs
+come from each process's log.
 
 An error is a view that did not finish (timeout, page not found, a closed socket on one server), an
 exception the page sent, or a view that is not the student's (its text box or mode box shows
 another value). Memory: RSS of each server (VmRSS every 0.5 s, VmHWM at the end) against
-runtime + weights after a warm-up view; peak growth is compared with GPT2VIZ_TRACE_BUDGET_MB.
+runtime + weights after a warm-up view; peak growth (summed over the processes of a setup) is
+compared with GPT2VIZ_TRACE_BUDGET_MB (the whole budget, before it is split).
 
-Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M]
-            [--scenario all|classroom|burst|lesson|replicas] [--budget-mb 2048] [--threads 1]
-The last line: sessions=K views=N errors=N p50_s=X p95_s=X peak_growth_mib=X budget_mib=X (the
-one-server classroom; the burst or the replicas' classroom when only that scenario runs).
+Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M] [--views 4]
+            [--scenario all|classroom|class|start|burst|distinct|lesson|replicas ...]
+            [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 1]
+Each scenario ends with one line, and the run ends with all of them again, one per scenario and setup:
+scenario=S setup=one|processes(N)|replicas(2) sessions=K views=N errors=N p50_s=X p95_s=X
+cpu_per_view_s=X runs=N peak_growth_mib=X budget_mib=X
 """
 
 import argparse
@@ -362,10 +381,11 @@ class Processes:
         """Peak RSS (sampled; VmHWM if higher, the kernel's peak since the start), CPU seconds and the
         trace runs the processes logged since `mark`; peaks, growth and CPU summed over the processes."""
         peaks, runs = [], []
-        for sampler, pid, log, seen in zip(self.samplers, self.pids, self.logs, mark["log"]):
+        for i, (sampler, pid, log, seen) in enumerate(zip(self.samplers, self.pids, self.logs, mark["log"])):
             samples = [kib for t, kib, _ in sampler.samples if sampler.t0 + t >= mark["t"]] or [0]
             peaks.append(max(max(samples), _status_kib(pid, "VmHWM")))
-            runs += [(d, float(sec), int(w), kind) for d, kind, sec, w in RUN_LINE.findall(log()[seen:])]
+            process = (i,) if len(self.pids) > 1 else ()  # a key run again in the same process: evicted
+            runs += [((*process, d), float(sec), int(w), kind) for d, kind, sec, w in RUN_LINE.findall(log()[seen:])]
         growth = sum(p - b for p, b in zip(peaks, self.baselines)) / 1024 if all(peaks) else None
         return {"peak_kib": sum(peaks), "growth_mib": growth,
                 "cpu": sum(cpu_seconds(pid) - c for pid, c in zip(self.pids, mark["cpu"])), "runs": runs}
@@ -490,8 +510,16 @@ def load_line(used: dict, wall: float, budget: int, views: list[View] | None = N
             f"peak RSS {used['peak_kib'] / 1024:.0f} MiB, growth over runtime + weights {fmt(growth, 0)} MiB "
             f"(budget {budget} MiB: {'within' if growth is not None and growth <= budget else 'OVER'}); "
             f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute; "
-            f"{len(used['runs']) - len({r[0] for r in used['runs']})} of a key run before, i.e. evicted); "
+            f"{len(used['runs']) - len({r[0] for r in used['runs']})} of a key run before, i.e. evicted"
+            f"{across_processes(used['runs'])}); "
             f"load average {os.getloadavg()[0]:.2f}\nruns by kind: {run_kinds(used['runs'])}")
+
+
+def across_processes(runs: list[tuple]) -> str:
+    """', N keys run in more than one process' when the runs come from several processes (keys (i, d))."""
+    keys = {r[0] for r in runs if len(r[0]) == 2}
+    again = len(keys) - len({d for _, d in keys})
+    return f", {again} keys run in more than one process" if keys else ""
 
 
 def run_kinds(runs: list[tuple]) -> str:

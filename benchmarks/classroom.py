@@ -193,7 +193,7 @@ async def student(s: Student, base: str, t_end: float, kill: dict | None, view_t
     page, query = s.order[0], s.query(0)
     session = await open_session(base, page, query, time.monotonic() + 60)
     try:
-        while time.monotonic() < t_end and (views is None or n < views):
+        while time.monotonic() < t_end:
             again = n % AGAIN_EVERY == AGAIN_EVERY - 1
             if not again:
                 page, query = s.order[walked % len(s.order)], s.query(walked)

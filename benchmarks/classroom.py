@@ -49,7 +49,7 @@ compared with GPT2VIZ_TRACE_BUDGET_MB (the whole budget, before it is split).
 
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M] [--views 4]
             [--scenario all|classroom|class|start|burst|distinct|lesson|replicas ...]
-            [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 1]
+            [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 0]
 Each scenario ends with one line, and the run ends with all of them again, one per scenario and setup:
 scenario=S setup=one|processes(N)|replicas(2) sessions=K views=N errors=N p50_s=X p95_s=X
 cpu_per_view_s=X runs=N peak_growth_mib=X budget_mib=X
@@ -711,9 +711,9 @@ def main() -> None:
     ap.add_argument("--budget-mb", type=int, default=DEFAULT_BUDGET // MIB,
                     help=f"{BUDGET_ENV} of each server (MiB; the app's default); the processes setup splits it N ways")
     ap.add_argument("--view-timeout", type=float, default=120.0, help="seconds one view may take")
-    ap.add_argument("--threads", type=int, default=1,
-                    help=f"{THREADS_ENV} of each server: torch's threads (1, as docs/deploy.md advises for a class; "
-                         "0 for torch's default, one per core; the processes setup always has 1)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help=f"{THREADS_ENV} of each server: torch's threads, fixed (0, the default: unset, as the README "
+                         "starts the app: every core for a run alone, one beside others; the processes setup has 1)")
     args = ap.parse_args()
     k = args.sessions or (8 if args.quick else 30)
     seconds = 60 * (args.minutes or (1.0 if args.quick else 3.0))

@@ -15,7 +15,7 @@ Each page: --rounds rounds (5), the median. `--app bare` measures benchmarks/bar
 Streamlit's floor (the same URL-bound controls, a top navigation, one small heatmap).
 
 Usage:  .venv/bin/python benchmarks/first_view.py [--pages attention,mlp] [--rounds 5] [--tokens 40]
-            [--uncached] [--app gpt2viz|bare] [--threads 1]
+            [--uncached] [--app gpt2viz|bare] [--threads 0]
 The last line: `first_view attention: first=X later=Y` (CPU-s, medians) for the first page.
 """
 
@@ -90,7 +90,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=40, help="tokens of the text")
     ap.add_argument("--uncached", action="store_true", help="a new text every round: the run is part of the view")
     ap.add_argument("--app", choices=["gpt2viz", "bare"], default="gpt2viz")
-    ap.add_argument("--threads", type=int, default=1, help="GPT2VIZ_THREADS of the server (0: unset)")
+    ap.add_argument("--threads", type=int, default=0, help="GPT2VIZ_THREADS of the server (0, the default: unset)")
     args = ap.parse_args()
     if args.app == "bare":
         script, pages = str(ROOT / "benchmarks" / "bare_app.py"), ["attention"]

@@ -10,15 +10,39 @@ import ctypes
 import ctypes.util
 import functools
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # mallopt's parameters (malloc.h)
+LARGE = 2**30  # bytes: a block below this comes from the heap, freed blocks stay there until a trim
+
 
 @functools.cache
-def _trim():
+def _libc(function: str):
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name) if name else None
-        return libc.malloc_trim if libc is not None and hasattr(libc, "malloc_trim") else None
+        return getattr(libc, function) if libc is not None and hasattr(libc, function) else None
     except OSError:
         return None
+
+
+def _trim():
+    return _libc("malloc_trim")
+
+
+@functools.cache
+def reuse_freed_memory_within_a_run() -> bool:
+    """Let a run reuse the memory it freed instead of asking the kernel for fresh pages: by default
+    glibc maps every block over 32 MiB (an attention pattern at 1,024 tokens is 48 MiB) on its own
+    and unmaps it when freed, and every thread's arena gives its free pages back soon, so each new
+    tensor costs a page fault per 4 KiB. Measured on a training run at 1,024 tokens on gpt2: 2.6
+    million faults and 9-11 s; with large blocks from one heap, 1.2 million and 7.4 s (trimmed after
+    the run, as `release_freed_memory` does). One arena for every thread, so that a session's
+    script thread reuses what the last one freed; Python's small objects do not use malloc's arenas.
+    Once per process; False without glibc."""
+    mallopt = _libc("mallopt")
+    if mallopt is None:
+        return False
+    return all(mallopt(param, value) == 1
+               for param, value in ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, LARGE), (M_TRIM_THRESHOLD, LARGE)))
 
 
 def release_freed_memory() -> bool:

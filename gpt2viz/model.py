@@ -31,7 +31,7 @@ class Dropout:
 
     def __call__(self, rec: Recorder, name: str, x: torch.Tensor) -> torch.Tensor:
         keep = rec(name, torch.rand(x.shape, generator=self.generator) >= self.p)  # bool, like x
-        return x * keep / (1.0 - self.p)
+        return (x * keep).div_(1.0 - self.p)  # in place: the same values, one tensor fewer
 
 
 def no_dropout(rec: Recorder, name: str, x: torch.Tensor) -> torch.Tensor:

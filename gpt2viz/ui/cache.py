@@ -22,6 +22,7 @@ from ..config import get_config
 from ..demo_model import DEMO_PATH
 from ..derive import to_record
 from ..generation import Sampler
+from ..memory import reuse_freed_memory_within_a_run
 from ..model import GPT2
 from ..modes import Generation, Mode, generate, greedy, last_keys, run
 from ..schema import concrete, owns_storage, recorded, text_dims
@@ -146,6 +147,7 @@ def trace_cache() -> TraceCache:
     class, more runs in flight only reserved more of the budget, evicting the traces the students
     came back for, and shared the cores between them."""
     budget = budget_bytes()
+    reuse_freed_memory_within_a_run()
     if torch_threads():
         torch.set_num_threads(torch_threads())
     if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs

@@ -1,0 +1,170 @@
+"""The Training page's run against transformers' own forward + backward, on the same text.
+
+GPT-2 small with random weights (seed 0), batch 1, fp32, CPU, dropout on (p = 0.1, train mode).
+At T = 256 and 1024 tokens, in one process:
+
+  transformers sdpa  GPT2LMHeadModel in train mode, `model(input_ids=ids, labels=ids).loss.backward()`:
+                     the baseline (sdpa is transformers' default attention)
+  ours, page         `modes.run(model, ids, "training", names=TRAINING_NEEDS)`: what the Training page
+                     runs (the loss, the dropout masks, every weight's gradient, the stream's gradient
+                     at every block), and the page's numbers made from it (`training_summary`)
+  ours, everything   `modes.run(model, ids, "training")`: every name of a training run recorded
+
+With --server, the Training page itself (`streamlit run app.py`, its default settings) is timed too,
+at T = 1024 only: each round opens the page on a text no one asked before (student i's text of
+1024 tokens, benchmarks/load_test.session_text), spoken in Streamlit's protocol (no browser), from
+the rerun to script-finished; transformers' forward + backward runs on the same tokens in the same
+round, in this process, while the server idles. That ratio is what a user waits for against what
+transformers computes.
+
+Gradients are zeroed (set to None) before each call, so every call computes them afresh; the
+transformers weights are ours (bench_forward.hf_model) and its loss on the text without dropout
+is checked against ours first. Rounds rotate the order; a ratio is the median over rounds of
+case / baseline within the round (see bench_forward.paired_ratio). No absolute-time thresholds.
+
+Usage:  .venv/bin/python benchmarks/bench_training.py [--quick] [--threads N] [--server]
+The last line: `ratio_training_page_vs_transformers T=1024: X.XX` (the page's view with --server).
+"""
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_forward import OtherLoad, hf_model, our_model, paired_ratio, token_ids  # noqa: E402
+
+from gpt2viz.modes import run  # noqa: E402
+from gpt2viz.ui.classroom import TRAINING_NEEDS, training_summary  # noqa: E402
+
+TARGET = 1.10
+
+
+def cases(ours, hf, ids: torch.Tensor) -> dict:
+    cfg = ours.config
+
+    def transformers_step():
+        hf.zero_grad(set_to_none=True)
+        loss = hf(input_ids=ids, labels=ids).loss
+        loss.backward()
+        return loss
+
+    def page():
+        ours.zero_grad(set_to_none=True)
+        trace = run(ours, ids, "training", names=TRAINING_NEEDS, seed=0)
+        return training_summary(trace, cfg.n_layer, cfg.dropout, True)
+
+    def everything():
+        ours.zero_grad(set_to_none=True)
+        return run(ours, ids, "training", seed=0)
+
+    return {"transformers sdpa": transformers_step, "ours, page": page, "ours, everything": everything}
+
+
+def timed_rounds(fns: dict, reps: int, warmup: int) -> dict[str, list[float]]:
+    keys, times = list(fns), {k: [] for k in fns}
+    for r in range(warmup + reps):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            gc.collect()
+            start = time.perf_counter()
+            result = fns[k]()
+            elapsed = time.perf_counter() - start
+            del result
+            if r >= warmup:
+                times[k].append(elapsed)
+    return times
+
+
+def loss_check(ours, hf, ids: torch.Tensor) -> float:
+    """|our evaluation loss − transformers'| on the text, dropout off: the same weights."""
+    with torch.no_grad():
+        hf.eval()
+        theirs = hf(input_ids=ids, labels=ids).loss.item()
+        hf.train()
+    return abs(run(ours, ids, "training", names=("loss",), dropout=False, grads=False)["loss"].item() - theirs)
+
+
+def server_rounds(hf, reps: int, T: int) -> tuple[list[float], list[float]]:
+    """(the Training page's view, transformers' forward + backward) on the same new text, per round."""
+    import asyncio
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from first_view import query
+    from load_test import session_text
+    from st_protocol import Session
+    from streamlit_server import StreamlitServer
+
+    from gpt2viz.tokenizer import encode
+
+    async def view(base: str, text: str) -> float:
+        session = Session(base)
+        await session.open("training", query(text, 0, 0, "training"))
+        r = await session.view("training", query(text, 0, 0, "training"), timeout=600)
+        await session.close()
+        if not r.ok:
+            raise RuntimeError(f"/training: {r.error or r.exceptions}")
+        return r.seconds
+
+    pages, theirs = [], []
+    with StreamlitServer("app.py", cwd=ROOT) as server:
+        server.wait_healthy(timeout=180)
+        asyncio.run(view(server.base, session_text(900, 16)))  # the process's own start
+        for r in range(reps):
+            text = session_text(901 + r, T)
+            ids = torch.tensor([encode(text)])  # [1, T]
+            pages.append(asyncio.run(view(server.base, text)))
+            hf.zero_grad(set_to_none=True)
+            gc.collect()
+            start = time.perf_counter()
+            hf(input_ids=ids, labels=ids).loss.backward()
+            theirs.append(time.perf_counter() - start)
+            print(f"  round {r}: page {pages[-1]:.2f} s, transformers {theirs[-1]:.2f} s ({ids.shape[1]} tokens)",
+                  flush=True)
+    return pages, theirs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="T = 256 only, 3 rounds")
+    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    ap.add_argument("--server", action="store_true", help="time the Training page's view too (T = 1024)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    ours = our_model()
+    hf, _ = hf_model(ours, "sdpa")
+    hf.train()
+    lengths, reps, warmup = ([256], 3, 1) if args.quick else ([256, 1024], 5, 1)
+    load = OtherLoad()
+    print(f"bench_training · gpt2 random weights · torch {torch.__version__} · threads {args.threads} · "
+          f"{reps} rounds after {warmup} warm-up")
+    last = None
+    for T in lengths:
+        ids = token_ids(T)
+        print(f"\nT = {T}: |loss ours − transformers| without dropout {loss_check(ours, hf, ids):.2e}")
+        times = timed_rounds(cases(ours, hf, ids), reps, warmup)
+        base = times["transformers sdpa"]
+        for k, t in times.items():
+            ratio = paired_ratio(t, base)
+            print(f"  {k:18s} median {statistics.median(t):7.2f} s  min {min(t):7.2f} s  ratio {ratio:.2f}")
+        last = (T, paired_ratio(times["ours, page"], base))
+    if args.server:
+        print("\nthe Training page (a server of its own, default settings) against transformers, T = 1024:")
+        pages, theirs = server_rounds(hf, reps, 1024)
+        ratio = paired_ratio(pages, theirs)
+        print(f"  page view median {statistics.median(pages):.2f} s, transformers median "
+              f"{statistics.median(theirs):.2f} s, ratio {ratio:.2f}")
+        last = (1024, ratio)
+    print(load.report())
+    print(f"target: ours, page{' (its view)' if args.server else ''} / transformers ≤ {TARGET:.2f} at T = {last[0]}: "
+          f"{'met' if last[1] <= TARGET else 'MISSED'}")
+    print(f"ratio_training_page_vs_transformers T={last[0]}: {last[1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

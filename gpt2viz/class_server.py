@@ -27,6 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from .launch import config_flags
 from .paths import APP_ROOT
 
 ROOT = APP_ROOT
@@ -110,7 +111,7 @@ class ClassServer:
             self.apps.append(subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.port", str(p),
                  "--server.address", "127.0.0.1", "--server.headless", "true",
-                 "--browser.gatherUsageStats", "false"],
+                 "--browser.gatherUsageStats", "false", *config_flags()],  # the app's settings, wherever it runs
                 cwd=self.script.parent, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True))
         end = time.monotonic() + timeout

@@ -143,8 +143,8 @@ class Attention(nn.Module):
         if use_cache:
             rec(p + "k_cache", k)
             rec(p + "v_cache", v)
-        # written out where autograd and the pattern's dropout need it, or an intervention changes them
-        if torch.is_grad_enabled() or rec.changes(p + "scores") or rec.changes(p + "pattern"):
+        # written out where autograd or the pattern's dropout needs it, or an intervention changes them
+        if torch.is_grad_enabled() or drop is not no_dropout or rec.changes(p + "scores") or rec.changes(p + "pattern"):
             scores = rec(p + "scores", attention_scores(q, k))  # [B, nh, T, L]
             pattern = rec(p + "pattern", causal_softmax(scores, causal_mask(T, k.shape[2])))  # [B, nh, T, L]
             z = rec(p + "z", drop(rec, p + "pattern_dropout_mask", pattern) @ v)  # [B, nh, T, dh]

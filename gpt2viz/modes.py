@@ -75,6 +75,8 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
     if mode is Mode.TRAINING:
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
+        stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
+        grads = grads and any(name.startswith("grad.") for name in stored)  # else no backward pass to run
         return _training(model, ids, names, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
                          interventions)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
@@ -172,7 +174,7 @@ def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool, passes: 
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
     stored = to_record(model.config, Mode.TRAINING, names, keep={iv.name for iv in interventions})
     rec = recorder(stored, interventions, keep_graph=streams if grads else ())
-    with torch.enable_grad():
+    with torch.set_grad_enabled(grads):
         logits, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop)  # [B, T, V]
         passes.backward(rec.live, n)
         per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")

@@ -83,7 +83,7 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
         what = ("only what this page shows" if names == tuple(needs) else
                 "what this page shows, in every block" if names == every_block(tuple(needs)) else
-                "every tensor but the weights' gradients (the Training page shows their norms)")
+                "every tensor but the gradients (the Training page shows their norms)")
         st.caption(f":material/memory: Keeping {what}: every tensor of this run would take {human_bytes(full)}.")
     seed = sel.weights.seed
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in {sel.mode.value} mode…") as p:

@@ -203,12 +203,15 @@ def is_weight_grad(name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _all_but_weight_grads(cfg, n_tokens: int) -> tuple[tuple[str, ...], int]:
+def _all_but_weight_grads(cfg, n_tokens: int, stream_grads: bool = True) -> tuple[tuple[str, ...], int]:
     """Globs for every tensor of a training run except the parameters' gradients (the size of the
-    weights, whatever the text: 475 MiB on gpt2), and the bytes they take."""
+    weights, whatever the text: 475 MiB on gpt2), and the bytes they take. Without `stream_grads`,
+    no gradient at all: the forward pass alone, no backward pass run."""
     sizes, owners = _tensor_bytes_of(cfg, n_tokens, Mode.TRAINING)
-    names = ("blocks.*", "grad.blocks.*") + tuple(n for n in sizes if not n.startswith(("blocks.", "grad.")))
-    return names, sum(sizes[name] for name in owners if not is_weight_grad(name))
+    names = ("blocks.*",) + (("grad.blocks.*",) if stream_grads else ()) + \
+        tuple(n for n in sizes if not n.startswith(("blocks.", "grad.")))
+    kept = (lambda n: not is_weight_grad(n)) if stream_grads else (lambda n: not n.startswith("grad."))
+    return names, sum(sizes[name] for name in owners if kept(name))
 
 
 def every_block(needs: tuple[str, ...]) -> tuple[str, ...]:
@@ -227,15 +230,17 @@ def recorded_names(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple
     """What the run behind a page records. In training, for every page that shows none of the
     parameters' gradients (all but the Training page, which keeps only their norms), everything but
     those gradients while that fits: one trace for all those pages, a quarter of a full one (the
-    gradients weigh as much as the weights). Otherwise everything (None) while that fits, one trace
+    gradients weigh as much as the weights); for pages that show no gradient at all (every one but
+    the Training page), the forward pass alone: no backward pass, a third of a training run's work.
+    Otherwise everything (None) while that fits, one trace
     for every page; else the page's `needs` in every block while that fits (a 1,024-token text on
     gpt2: another block or head is a view of the same trace, not a new run of the whole model);
     else only the page's `needs`."""
     if mode is Mode.TRAINING and needs is not None:
-        names, nbytes = _all_but_weight_grads(weights.model.config, n_tokens)
         sizes = _tensor_bytes(weights, n_tokens, mode)
-        wants_grads = any(fnmatch(name, g) for name in sizes if is_weight_grad(name) for g in needs)
-        if not wants_grads and nbytes * FULL_TRACE_SHARE <= cache.budget:
+        wants = {name for name in sizes if name.startswith("grad.") and any(fnmatch(name, g) for g in needs)}
+        names, nbytes = _all_but_weight_grads(weights.model.config, n_tokens, stream_grads=bool(wants))
+        if not any(map(is_weight_grad, wants)) and nbytes * FULL_TRACE_SHARE <= cache.budget:
             return names
     if needs is None or records_everything(weights, n_tokens, mode, cache):
         return None
@@ -257,8 +262,8 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     names = recorded_names(weights, len(ids), mode, needs, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
-    all_but_grads = mode is Mode.TRAINING and names == _all_but_weight_grads(weights.model.config, len(ids))[0]
-    shared = names is None or all_but_grads
+    shared = names is None or mode is Mode.TRAINING and any(
+        names == _all_but_weight_grads(weights.model.config, len(ids), streams)[0] for streams in (True, False))
     return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
                                                  dropout=dropout, progress=_steps(progress)),
                                 estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared,

@@ -302,3 +302,18 @@ def test_a_run_reuses_the_memory_it_freed():
     for _ in range(3):  # glibc's default maps each afresh: 12,288 pages of 4 KiB, every time
         faults_of_a_new_pattern()
     assert faults_of_a_new_pattern() < 100  # once the heap holds the block, it is reused
+
+
+def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):
+    """Back-to-back runs reuse what the last one freed; the system gets it back once the cache idles."""
+    import gpt2viz.trace_cache as tc
+
+    trims = []
+    monkeypatch.setattr(tc, "TRIM_IDLE_S", 0.3)
+    monkeypatch.setattr(tc, "release_freed_memory", lambda: trims.append(time.monotonic()))
+    cache = TraceCache(10**9)
+    for key in range(3):
+        cache.get_or_compute(key, lambda: make(40))
+    assert trims == []  # not between runs
+    time.sleep(0.6)
+    assert len(trims) == 1

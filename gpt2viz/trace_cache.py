@@ -129,12 +129,15 @@ class TraceCache:
                 self._reserve(estimate, progress)
                 running = self.running
             n_threads = self.threads(running) if self.threads is not None else None
+            before = torch.get_num_threads()
             if n_threads:
                 torch.set_num_threads(n_threads)
             t0 = time.perf_counter()
             try:
                 trace = compute()
-            finally:  # a failed computation leaves no reservation behind
+                used = torch.get_num_threads()
+            finally:  # a failed computation leaves no reservation behind, nor its threads
+                torch.set_num_threads(before)
                 with self._lock:
                     self.in_flight -= estimate
                     self.running -= 1
@@ -148,7 +151,7 @@ class TraceCache:
                 self._note_peak()
             flight.trace = trace
             log.info("run %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s)", key_digest(key), key_kind(key),
-                     time.perf_counter() - t0, flight.waiting, torch.get_num_threads())
+                     time.perf_counter() - t0, flight.waiting, used)
         finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
             with self._lock:
                 self._flights.pop(key, None)

@@ -11,7 +11,7 @@ import ctypes.util
 import functools
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # mallopt's parameters (malloc.h)
-LARGE = 2**30  # bytes: a block below this comes from the heap, freed blocks stay there until a trim
+LARGE = 2**30  # bytes: a block below this comes from the heap, and freed blocks stay there until a trim
 
 
 @functools.cache
@@ -24,18 +24,14 @@ def _libc(function: str):
         return None
 
 
-def _trim():
-    return _libc("malloc_trim")
-
-
 @functools.cache
 def reuse_freed_memory_within_a_run() -> bool:
     """Let a run reuse the memory it freed instead of asking the kernel for fresh pages: by default
     glibc maps every block over 32 MiB (an attention pattern at 1,024 tokens is 48 MiB) on its own
     and unmaps it when freed, and every thread's arena gives its free pages back soon, so each new
     tensor costs a page fault per 4 KiB. Measured on a training run at 1,024 tokens on gpt2: 2.6
-    million faults and 9-11 s; with large blocks from one heap, 1.2 million and 7.4 s (trimmed after
-    the run, as `release_freed_memory` does). One arena for every thread, so that a session's
+    million faults and 9-11 s; with large blocks from one heap, 1.2 million and 7.4 s (even trimmed
+    after every run; the trace cache trims once it idles). One arena for every thread, so that a session's
     script thread reuses what the last one freed; Python's small objects do not use malloc's arenas.
     Once per process; False without glibc."""
     mallopt = _libc("mallopt")
@@ -47,7 +43,7 @@ def reuse_freed_memory_within_a_run() -> bool:
 
 def release_freed_memory() -> bool:
     """malloc_trim(0) where glibc has it; whether it ran."""
-    trim = _trim()
+    trim = _libc("malloc_trim")
     if trim is None:
         return False
     trim(0)

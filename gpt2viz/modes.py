@@ -77,7 +77,7 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
         stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
         grads = grads and any(name.startswith("grad.") for name in stored)  # else no backward pass to run
-        return _training(model, ids, names, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
+        return _training(model, ids, stored, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
                          interventions)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
         raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
@@ -166,13 +166,12 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
     return Generation(traces, chosen)
 
 
-def _training(model: GPT2, ids: torch.Tensor, names, drop, grads: bool, passes: _Passes,
+def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grads: bool, passes: _Passes,
               interventions=()) -> Trace:
     if ids.shape[1] < 2:
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
-    stored = to_record(model.config, Mode.TRAINING, names, keep={iv.name for iv in interventions})
     rec = recorder(stored, interventions, keep_graph=streams if grads else ())
     with torch.set_grad_enabled(grads):
         logits, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop)  # [B, T, V]

@@ -83,6 +83,7 @@ class TraceCache:
         self.threads = threads
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self._trim: threading.Timer | None = None  # gives freed memory back once no run computes
+        self.release = release_freed_memory  # how: malloc_trim (memory.py)
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
 
@@ -176,7 +177,7 @@ class TraceCache:
         with self._lock:
             if self.running:
                 return  # the run in progress arms the timer again when it ends
-        release_freed_memory()
+        self.release()
 
     def _cached(self) -> int:
         return sum(t.nbytes for t in self._items.values())

@@ -28,6 +28,7 @@ st.html(f"""<style>
 @media (max-width: {NARROW_WINDOW_PX}px) {{
   [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
   [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
+  [data-testid='stSidebar'] [data-testid='stWidgetLabel'] p {{word-break: normal; overflow-wrap: normal}}
 }}
 [data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
 [data-testid='stMarkdownContainer'] td, [data-testid='stMarkdownContainer'] th {{overflow-wrap: anywhere}}

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
-from gpt2viz.ui import lesson_view, present, takeaway
+from gpt2viz.spec.pages import DEFAULT, pages
+from gpt2viz.ui import export, lesson_view, present
 from gpt2viz.ui.anatomy import framed, source
 from gpt2viz.ui.cache import script_running
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 from gpt2viz.ui.links import next_stop, tour_next
-from gpt2viz.ui.pages import DEFAULT, pages
 from gpt2viz.ui.state import controls, link_notes, sidebar_footer
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
@@ -22,7 +22,7 @@ st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", l
 # The page starts under the top bar's navigation, not 6rem below it: the first chart above the fold.
 # In a narrow window (800 px: a laptop beside the projector) the sidebar gives way to the page.
 # A metric's value wraps rather than ending in "…"; the random-weights line sits right under "Intermediate
-# states" (its heading's padding trimmed). (Issue 23; tests/test_browser.py measures these.)
+# states" (its heading's padding trimmed). (tests/test_browser.py measures these.)
 st.html(f"""<style>
 [data-testid='stMainBlockContainer'] {{padding-top: 4rem}}
 @media (max-width: {NARROW_WINDOW_PX}px) {{
@@ -43,8 +43,8 @@ with script_running():
     # without scrolling past the page links
     page = st.navigation(pages(), position="top")
     sidebar_footer()
-    takeaway.begin(page.url_path or DEFAULT, page.title, source(selection))
-    takeaway.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
+    export.begin(page.url_path or DEFAULT, page.title, source(selection))
+    export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
     link_notes(selection)
     if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
         lesson_view.stop_bar(lesson, page.url_path)

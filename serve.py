@@ -9,6 +9,6 @@ Everything else is app.py's (the same pages, settings and .streamlit/config.toml
 import streamlit as st
 from starlette.middleware import Middleware
 
-from gpt2viz.upload_gate import UploadGate
+from gpt2viz.server.upload_gate import UploadGate
 
 app = st.App("app.py", middleware=[Middleware(UploadGate)])

@@ -49,8 +49,8 @@ from streamlit_server import (  # noqa: E402
     wait_rendered,
 )
 
-from gpt2viz.tokenizer import encode  # noqa: E402
-from gpt2viz.ui.pages import PAGES as REGISTRY  # noqa: E402
+from gpt2viz.model.tokenizer import encode  # noqa: E402
+from gpt2viz.spec.pages import PAGES as REGISTRY  # noqa: E402
 
 COLD_TARGET_S, WARM_TARGET_S = 10.0, 0.5
 TOKENS = 256

@@ -1,9 +1,9 @@
 """Forward-pass cost of recording everything, against transformers on the same weights.
 
-GPT-2 small (124M) with random weights (gpt2viz.weights.random_model, seed 0), batch 1, fp32, CPU.
+GPT-2 small (124M) with random weights (gpt2viz.model.weights.random_model, seed 0), batch 1, fp32, CPU.
 For T = 64, 256 and 1024 tokens, in one process, with torch.no_grad():
 
-  ours FULL          gpt2viz.modes.run(model, ids, "full"): every name available, returned as
+  ours FULL          gpt2viz.model.modes.run(model, ids, "full"): every name available, returned as
                      a Trace (the scores and pattern of every head derivable per block on demand)
   ours FULL names=() the same run recording nothing (for interest)
   transformers sdpa  GPT2LMHeadModel(input_ids, use_cache=False): the baseline; sdpa is
@@ -54,10 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from gpt2viz.config import get_config  # noqa: E402
-from gpt2viz.modes import prefill, run  # noqa: E402
-from gpt2viz.record import Recorder  # noqa: E402
-from gpt2viz.weights import random_model  # noqa: E402
+from gpt2viz.model.modes import prefill, run  # noqa: E402
+from gpt2viz.model.record import Recorder  # noqa: E402
+from gpt2viz.model.weights import random_model  # noqa: E402
+from gpt2viz.spec.config import get_config  # noqa: E402
 
 SEQ_LENS = (64, 256, 1024)
 DECODE_P = 1000
@@ -110,7 +110,7 @@ def tl_bridge(ours):
     built from the files gpt2viz reads (boot needs one; the benchmark passes token ids)."""
     from transformer_lens.model_bridge import TransformerBridge
 
-    from gpt2viz.tokenizer import data_dir
+    from gpt2viz.model.tokenizer import data_dir
 
     tokenizer = transformers.GPT2TokenizerFast(vocab_file=str(data_dir() / "encoder.json"),
                                                merges_file=str(data_dir() / "vocab.bpe"), add_bos_token=True)

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_forward import OtherLoad, hf_model, our_model, paired_ratio, token_ids  # noqa: E402
 
-from gpt2viz.modes import run  # noqa: E402
+from gpt2viz.model.modes import run  # noqa: E402
 from gpt2viz.ui.classroom import TRAINING_NEEDS, training_summary  # noqa: E402
 
 TARGET = 1.10
@@ -118,7 +118,7 @@ def server_rounds(threads: int, reps: int, T: int) -> tuple[list[float], list[fl
     from st_protocol import Session
     from streamlit_server import StreamlitServer
 
-    from gpt2viz.tokenizer import encode
+    from gpt2viz.model.tokenizer import encode
 
     async def view(base: str, text: str) -> float:
         session = Session(base)

@@ -2,10 +2,10 @@
 
 GPT-2 small (124M) with random weights (seed 0), fp32, CPU, torch.no_grad().
 
-  knockout   gpt2viz.whatif.knockout at the app's default text (10 tokens), one head zeroed, everything
+  knockout   gpt2viz.analysis.whatif.knockout at the app's default text (10 tokens), one head zeroed, everything
              recorded (what the page runs), after a first run; the median of --rounds runs.
-  plain      gpt2viz.modes.run on the same text, everything recorded: what a knock-out is compared to.
-  sweep      gpt2viz.whatif.sweep: every head knocked out one at a time (12 x 12 = 144 runs) at T = 20,
+  plain      gpt2viz.model.modes.run on the same text, everything recorded: what a knock-out is compared to.
+  sweep      gpt2viz.analysis.whatif.sweep: every head knocked out one at a time (12 x 12 = 144 runs) at T = 20,
              `--batch` knock-outs a run (rows of one batch that starts at the block they touch).
   sweep B=1  the same, one knock-out a run (with --unbatched): what batching saves.
 
@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import torch
 
-from gpt2viz.config import get_config
-from gpt2viz.modes import run
-from gpt2viz.tokenizer import encode
+from gpt2viz.analysis.whatif import Target, knockout, sweep
+from gpt2viz.model.modes import run
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec.config import get_config
 from gpt2viz.ui.state import DEFAULT_TEXT
-from gpt2viz.weights import random_model
-from gpt2viz.whatif import Target, knockout, sweep
 
 SWEEP_TEXT = "When Mary and John went to the store, John gave a drink to Mary because she was thirsty and"
 

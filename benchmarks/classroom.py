@@ -34,7 +34,7 @@ classroom, burst, lesson and replicas, as before the class scenarios; the class 
   and the view must show the student's own text and mode again.
 
 Setups (--setup; the replicas scenario has its own): `one`, one `streamlit run app.py`; `processes`,
-`gpt2viz.class_server.ClassServer` (what `python -m gpt2viz class-server` runs): N = --processes
+`gpt2viz.server.class_server.ClassServer` (what `python -m gpt2viz class-server` runs): N = --processes
 (the cores) app processes on loopback behind Debian's nginx on a free port, the same environment
 (GPT2VIZ_LOG_RUNS=1, the lesson key, the budget, which it splits N ways, and one torch thread each),
 each process warmed up on its own port; `both`, one then the other. Server CPU is the CPU time of
@@ -87,12 +87,12 @@ from nginx_proxy import NGINX, Proxy  # noqa: E402
 from st_protocol import Disconnected, Session, ViewResult  # noqa: E402
 from streamlit_server import StreamlitServer  # noqa: E402
 
-from gpt2viz import lesson_file  # noqa: E402
-from gpt2viz.class_server import ClassServer, free_port  # noqa: E402
-from gpt2viz.tokenizer import encode  # noqa: E402
-from gpt2viz.trace_cache import DEFAULT_BUDGET  # noqa: E402
-from gpt2viz.ui.pages import PAGES as PAGE_ROWS  # noqa: E402
-from gpt2viz.ui.pages import href  # noqa: E402
+from gpt2viz.model.tokenizer import encode  # noqa: E402
+from gpt2viz.server.class_server import ClassServer, free_port  # noqa: E402
+from gpt2viz.server.trace_cache import DEFAULT_BUDGET  # noqa: E402
+from gpt2viz.spec.pages import PAGES as PAGE_ROWS  # noqa: E402
+from gpt2viz.spec.pages import href  # noqa: E402
+from gpt2viz.teaching import lessons  # noqa: E402
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 THREADS_ENV = "GPT2VIZ_THREADS"
@@ -317,7 +317,7 @@ async def follow_lesson(students: list[Student], base: str, lesson, token: str, 
         session = None
         try:
             for i, stop in enumerate(lesson.stops):
-                page, query = lesson_file.href(stop.page, token, i).lstrip("/").split("?")
+                page, query = lessons.href(stop.page, token, i).lstrip("/").split("?")
                 t0 = time.perf_counter()
                 if session is None:
                     session = await open_session(base, page, query, time.monotonic() + 30)
@@ -432,7 +432,7 @@ class AppServer(Processes):
 
 
 class ClassSetup(Processes):
-    """`gpt2viz.class_server.ClassServer`: N app processes behind nginx on a free loopback port, with
+    """`gpt2viz.server.class_server.ClassServer`: N app processes behind nginx on a free loopback port, with
     this process's environment (split by `replica_env`: the budget N ways, one torch thread each).
     Each process is warmed up on its own loopback port (through nginx one cannot choose the
     process); its CPU is its pid's (`streamlit run` is the process ClassServer started, the leader
@@ -599,8 +599,8 @@ def run_scenario(name: str, args, target: Processes, k: int, pages: list[str], s
         print(f"trace runs for that text: {len(used['runs'])} ({passes}); askers that waited for them: "
               f"{sum(run[2] for run in used['runs'])}")
     elif name == "lesson":
-        lesson = lesson_file.load(LESSON_FILE)
-        token = lesson_file.sign(lesson, os.environ[LESSON_KEY_ENV].encode())
+        lesson = lessons.load(LESSON_FILE)
+        token = lessons.sign(lesson, os.environ[LESSON_KEY_ENV].encode())
         students = make_students(k, pages, seed=3)
         views, used, wall = target.measure(follow_lesson(students, base, lesson, token, args.view_timeout))
         print(f"\n== lesson {where}: {k} students open the signed link of {LESSON_FILE.name!r} "

@@ -36,8 +36,8 @@ from load_test import cpu_seconds, session_text, table  # noqa: E402
 from st_protocol import Session  # noqa: E402
 from streamlit_server import StreamlitServer  # noqa: E402
 
-from gpt2viz.ui.pages import PAGES as PAGE_ROWS  # noqa: E402
-from gpt2viz.ui.pages import href  # noqa: E402
+from gpt2viz.spec.pages import PAGES as PAGE_ROWS  # noqa: E402
+from gpt2viz.spec.pages import href  # noqa: E402
 
 SETTLE_S = 0.3  # after a session closes, before the next mark: its teardown is not the next view's
 

@@ -56,11 +56,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # streamlit_server: a gpt2viz-independe
 
 from streamlit_server import _SETTLED_JS, APP_IDLE, StreamlitServer, chromium_path, launch_chromium  # noqa: E402
 
-from gpt2viz.config import PRESETS, get_config  # noqa: E402
-from gpt2viz.modes import Mode  # noqa: E402
-from gpt2viz.params import closed_form_total  # noqa: E402
-from gpt2viz.tokenizer import encode  # noqa: E402
-from gpt2viz.ui.pages import PAGES, href  # noqa: E402
+from gpt2viz.anatomy.params import closed_form_total  # noqa: E402
+from gpt2viz.model.modes import Mode  # noqa: E402
+from gpt2viz.model.tokenizer import encode  # noqa: E402
+from gpt2viz.spec.config import PRESETS, get_config  # noqa: E402
+from gpt2viz.spec.pages import PAGES, href  # noqa: E402
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 MODES = ["full", "training", "prefill", "decode"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from streamlit_server import free_port
 
-from gpt2viz.class_server import nginx_config
+from gpt2viz.server.class_server import nginx_config
 
 NGINX = "/usr/sbin/nginx"
 TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf.template"

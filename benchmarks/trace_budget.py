@@ -15,11 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import torch  # noqa: E402
 
-from gpt2viz.config import get_config  # noqa: E402
-from gpt2viz.modes import Mode  # noqa: E402
-from gpt2viz.trace_cache import TraceCache  # noqa: E402
+from gpt2viz.model.modes import Mode  # noqa: E402
+from gpt2viz.model.weights import random_model  # noqa: E402
+from gpt2viz.server.trace_cache import TraceCache  # noqa: E402
+from gpt2viz.spec.config import get_config  # noqa: E402
 from gpt2viz.ui import cache as ui  # noqa: E402
-from gpt2viz.weights import random_model  # noqa: E402
 
 MiB = 2**20
 

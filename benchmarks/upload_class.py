@@ -37,8 +37,8 @@ from classroom import PAGES, AppServer, open_session  # noqa: E402
 from load_test import _status_kib, table  # noqa: E402
 from nginx_proxy import Proxy  # noqa: E402
 
-from gpt2viz.config import get_config  # noqa: E402
-from gpt2viz.weights import random_model, save_safetensors  # noqa: E402
+from gpt2viz.model.weights import random_model, save_safetensors  # noqa: E402
+from gpt2viz.spec.config import get_config  # noqa: E402
 
 UPLOAD_QUERY = "weights=upload"
 IDLE_QUERY = "model=gpt2"

@@ -5,7 +5,7 @@
 
 # %%
 import gpt2viz
-from gpt2viz.lesson import head_scores
+from gpt2viz.analysis.heads import head_scores
 
 model = gpt2viz.load("demo")  # 2 blocks, 4 heads, trained in this project on repeated word spans
 run = model.run(" people play one good game after work people play one good game after")

@@ -1,4 +1,4 @@
-"""The Python surface for notebooks: the app's numbers in a few calls (issue 22, section 2).
+"""The Python surface for notebooks: the app's numbers in a few calls.
 
     import gpt2viz
     model = gpt2viz.load("demo")                     # "gpt2" (random, seed 0), "random:gpt2-medium:seed=3",
@@ -17,16 +17,16 @@ from dataclasses import dataclass
 import torch
 
 from . import plots
-from .components import component_tree
-from .config import PRESETS, GPT2Config, get_config
-from .demo_model import DEMO_PATH
-from .hooks import from_hook, to_hook
-from .model import GPT2, causal_mask
-from .modes import run as run_model
-from .schema import Mode, concrete, recorded, symbolic, text_dims
-from .tokenizer import encode, readable_tokens
-from .trace import Trace
-from .weights import load_safetensors, random_model
+from .anatomy.components import component_tree
+from .anatomy.hooks import from_hook, to_hook
+from .model.demo_model import DEMO_PATH
+from .model.gpt2 import GPT2, causal_mask
+from .model.modes import run as run_model
+from .model.tokenizer import encode, readable_tokens
+from .model.trace import Trace
+from .model.weights import load_safetensors, random_model
+from .spec.config import PRESETS, GPT2Config, get_config
+from .spec.schema import Mode, concrete, recorded, symbolic, text_dims
 
 
 @dataclass(frozen=True)
@@ -116,5 +116,6 @@ class Params:
 
 
 def parameters(model: str | GPT2Config = "gpt2") -> Params:
-    """The parameter accounting of a size or a config (not `params`: gpt2viz.params is the accounting module)."""
+    """The parameter accounting of a size or a config (not `params`: gpt2viz.anatomy.params is the
+    accounting module)."""
     return Params(get_config(model) if isinstance(model, str) else model)

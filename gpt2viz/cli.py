@@ -11,10 +11,10 @@ import sys
 
 from safetensors import SafetensorError
 
-from . import costs
-from .components import component_tree
-from .config import PRESETS, GPT2Config, custom_config, get_config
-from .schema import Mode, concrete, dims, recorded, recorded_names, run_dims, stored, symbolic
+from .anatomy.components import component_tree
+from .spec import costs
+from .spec.config import PRESETS, GPT2Config, custom_config, get_config
+from .spec.schema import Mode, concrete, dims, recorded, recorded_names, run_dims, stored, symbolic
 
 
 class UsageError(Exception):
@@ -68,7 +68,7 @@ def _recipe_options(p) -> None:
     """One option per number of the demo model's Recipe (--seed, --steps, --n-head, ...)."""
     from dataclasses import fields
 
-    from .demo_model import Recipe
+    from .model.demo_model import Recipe
 
     kinds = {"int": int, "float": float, "str": str}
     for f in fields(Recipe):
@@ -191,8 +191,8 @@ def format_shapes(report: dict) -> str:
 # ---------------------------------------------------------------------------- commands
 def _model(a):
     """The model of --weights, or random --model weights of --seed."""
-    from .demo_model import DEMO_PATH
-    from .weights import load_safetensors, random_model
+    from .model.demo_model import DEMO_PATH
+    from .model.weights import load_safetensors, random_model
 
     if a.weights == "demo":
         if not DEMO_PATH.is_file():
@@ -209,8 +209,8 @@ def _model(a):
 
 
 def cmd_trace(a) -> int:
-    from . import tokenizer
-    from .modes import run
+    from .model import tokenizer
+    from .model.modes import run
 
     model = _model(a)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
@@ -218,7 +218,7 @@ def cmd_trace(a) -> int:
     if a.hook_names and not a.out:
         raise UsageError("trace: --hook-names is for --out FILE")
     if a.out and a.hook_names:
-        from .hooks import save_as_hooks
+        from .anatomy.hooks import save_as_hooks
 
         save_as_hooks(trace, a.out, model.config.layer_norm_epsilon)
     elif a.out:
@@ -237,8 +237,8 @@ def cmd_trace(a) -> int:
 
 
 def cmd_ablate(a) -> int:
-    from . import tokenizer
-    from .whatif import Target, ablation_report
+    from .analysis.whatif import Target, ablation_report
+    from .model import tokenizer
 
     model = _model(a)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
@@ -259,8 +259,8 @@ def cmd_ablate(a) -> int:
 
 
 def cmd_patch(a) -> int:
-    from . import tokenizer
-    from .whatif import patching_report
+    from .analysis.whatif import patching_report
+    from .model import tokenizer
 
     model = _model(a)
     clean = tokenizer.encode(a.clean, max_tokens=model.config.n_positions)
@@ -279,8 +279,8 @@ def cmd_patch(a) -> int:
 
 
 def cmd_heads(a) -> int:
-    from . import tokenizer
-    from .heads import SCORES, find_heads, head_name, ranked
+    from .analysis.heads import SCORES, find_heads, head_name, ranked
+    from .model import tokenizer
 
     model = _model(a)
     ids = tokenizer.encode(a.text, max_tokens=model.config.n_positions)
@@ -306,7 +306,7 @@ def cmd_names(a) -> int:
 
 
 def cmd_params(a) -> int:
-    from .params import accounting_report, format_accounting
+    from .anatomy.params import accounting_report, format_accounting
 
     report = accounting_report(model_config(a), checkpoint=a.checkpoint)
     print(json.dumps(report, indent=1) if a.json else format_accounting(report))
@@ -325,8 +325,8 @@ def cmd_train_demo(a) -> int:
 
     import torch
 
-    from .demo_model import DEMO_PATH, Recipe, train_demo
-    from .paths import installed
+    from .model.demo_model import DEMO_PATH, Recipe, train_demo
+    from .spec.paths import installed
 
     recipe = Recipe(**{f.name: getattr(a, f.name) for f in fields(Recipe) if hasattr(a, f.name)})
     if a.threads < 1:
@@ -343,14 +343,14 @@ def cmd_train_demo(a) -> int:
 
 
 def cmd_class_server(a) -> int:
-    from .class_server import ClassServer
+    from .server.class_server import ClassServer
 
     return ClassServer(a.processes, a.port, a.address).serve()
 
 
 def cmd_download(a) -> int:
     """Fetch a checkpoint; progress on stderr, one line a file as it completes (a tty sees it grow)."""
-    from .download import describe, download
+    from .model.download import describe, download
 
     shown: dict[str, int] = {}
     line_open = [False]
@@ -376,7 +376,7 @@ def cmd_lesson(a) -> int:
     import os
     import time
 
-    from . import lesson_file as lf
+    from .teaching import lessons as lf
 
     lesson = lf.load(a.file)
     if a.action == "check":
@@ -400,7 +400,7 @@ COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shape
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["app"]:  # everything after it is Streamlit's
-        from .launch import run_app
+        from .server.launch import run_app
 
         return run_app(argv[1:])
     try:

@@ -4,8 +4,8 @@ its own `save_pretrained` output (the Hugging Face layout), for parity tests."""
 import pytest
 import torch
 
-from gpt2viz.config import get_config
-from gpt2viz.weights import load_safetensors, random_model
+from gpt2viz.model.weights import load_safetensors, random_model
+from gpt2viz.spec.config import get_config
 
 TEXT = "The quick brown fox jumps over the lazy dog, and the dog keeps sleeping."
 
@@ -30,8 +30,8 @@ def hf_dir(tmp_path_factory):
 @pytest.fixture
 def hf_cache_tiny(tmp_path, monkeypatch, tiny):
     """A Hugging Face cache holding the tiny model as openai-community/gpt2 (the app's "hf-cache" source)."""
+    from gpt2viz.model.weights import save_safetensors
     from gpt2viz.ui.cache import cached_checkpoints
-    from gpt2viz.weights import save_safetensors
 
     snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
     snap.mkdir(parents=True)
@@ -51,6 +51,6 @@ def hf_pair(hf_dir):
 
 @pytest.fixture(scope="session")
 def text_ids():
-    from gpt2viz.tokenizer import encode
+    from gpt2viz.model.tokenizer import encode
 
     return encode(TEXT)

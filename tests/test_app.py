@@ -8,10 +8,10 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.components import component_tree
-from gpt2viz.config import get_config
-from gpt2viz.modes import Mode
-from gpt2viz.ui.pages import BY_URL, PAGES, home
+from gpt2viz.anatomy.components import component_tree
+from gpt2viz.model.modes import Mode
+from gpt2viz.spec.config import get_config
+from gpt2viz.spec.pages import BY_URL, PAGES, home
 
 
 def h1_ok(url: str, h1: str) -> bool:
@@ -133,8 +133,8 @@ def test_generation_says_the_kv_column_is_after_the_step_and_one_step_reads_1():
 def test_one_position_is_not_a_mean_over_1_positions():
     mlp = open_page("mlp", mode="decode")
     assert "mean over 1 positions" not in " ".join(c.proto.spec for c in charts(mlp))
+    from gpt2viz.analysis.whatif import Target
     from gpt2viz.ui.whatif_view import what_is_replaced
-    from gpt2viz.whatif import Target
 
     assert "1 positions" not in what_is_replaced(Target(0, "mlp"), "mean", 1)
     lens = open_page("lens", block=0)
@@ -175,7 +175,7 @@ def test_a_corrupt_local_file_is_refused_with_one_line(tmp_path, monkeypatch):
 
 
 def test_exercise_is_checked_on_submit_with_the_worked_answer():
-    from gpt2viz import exercises as ex
+    from gpt2viz.teaching import exercises as ex
 
     at = open_page("exercises", set=3, questions=2)
     first = ex.exercise_set(3, 2)[0]
@@ -189,7 +189,7 @@ def test_exercise_is_checked_on_submit_with_the_worked_answer():
 
 
 def test_every_answer_keeps_its_feedback_and_the_score_runs():
-    from gpt2viz import exercises as ex
+    from gpt2viz.teaching import exercises as ex
 
     at = open_page("exercises", set=3, questions=3)
     first, second, _ = ex.exercise_set(3, 3)
@@ -208,7 +208,7 @@ def test_the_answer_key_is_for_the_operator_only(monkeypatch):
         at = open_page("exercises", set=3, questions=4, **params)
         assert not at.exception and not at.main.get("toggle")  # the sidebar's is presentation mode
         return [b.proto.label for b in at.main.get("download_button")], " ".join(m.value for m in at.markdown)
-    from gpt2viz import exercises as ex
+    from gpt2viz.teaching import exercises as ex
 
     answer = ex.exercise_set(3, 4)[0].answer_text
     labels, text = downloads(teacher="true")
@@ -219,7 +219,7 @@ def test_the_answer_key_is_for_the_operator_only(monkeypatch):
 
 
 def test_worksheet_questions_read_as_english():
-    from gpt2viz import exercises as ex
+    from gpt2viz.teaching import exercises as ex
 
     assert ex.params_exercise("gpt2-medium", "model").question == "How many parameters does **gpt2-medium** have?"
     mlp = ex.params_exercise("gpt2", "block.mlp").question
@@ -302,7 +302,7 @@ def test_generation_at_the_end_of_the_context(words, steps, room):
 
 
 def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
-    from gpt2viz.glossary import ENTRIES
+    from gpt2viz.spec.glossary import ENTRIES
 
     at = open_page("glossary", mode="decode", block=1, text="A cat")
     shown = "\n".join(m.value for m in at.markdown)
@@ -320,10 +320,10 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
 
 
 def test_modes_page_says_why_a_decode_step_is_cheap():
-    from gpt2viz import costs
-    from gpt2viz.components import component_tree
-    from gpt2viz.config import get_config
-    from gpt2viz.tokenizer import encode
+    from gpt2viz.anatomy.components import component_tree
+    from gpt2viz.model.tokenizer import encode
+    from gpt2viz.spec import costs
+    from gpt2viz.spec.config import get_config
 
     text = "The quick brown fox jumps over the lazy dog"
     at = open_page("modes", text=text)
@@ -336,7 +336,7 @@ def test_modes_page_says_why_a_decode_step_is_cheap():
 
 
 def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
-    from gpt2viz.tour import TOUR
+    from gpt2viz.teaching.tour import TOUR
 
     at = first_run(mode="decode", head=2)
     assert PAGES[0].url == "start"  # first in the navigation
@@ -490,7 +490,7 @@ def test_generation_counts_steps_one_way_and_says_which_probabilities(params, sa
 
 def test_glossary_names_h_and_z_as_one_tensor():
     """Issue 12 (5): the glossary's H and the Attention page's z are the same tensor, said so."""
-    from gpt2viz.glossary import SYMBOLS
+    from gpt2viz.spec.glossary import SYMBOLS
 
     (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
     assert "H" in row[0] and "z" in row[0] and "‖z‖" in row[2]
@@ -498,7 +498,7 @@ def test_glossary_names_h_and_z_as_one_tensor():
 
 def test_an_unreadable_answer_asks_again_and_reveals_nothing():
     """Issue 23 (6): "355M" counted as answered, marked wrong and opened the worked answer."""
-    from gpt2viz import exercises as ex
+    from gpt2viz.teaching import exercises as ex
 
     at = open_page("exercises", set=3, questions=2)
     count = next(e for e in ex.exercise_set(3, 2) if e.kind == "params")

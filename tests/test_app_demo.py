@@ -11,8 +11,8 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.demo_model import DEMO_PATH, demo_heads
-from gpt2viz.tokenizer import encode, readable
+from gpt2viz.model.demo_model import DEMO_PATH, demo_heads
+from gpt2viz.model.tokenizer import encode, readable
 
 pytestmark = pytest.mark.skipif(not DEMO_PATH.is_file(), reason=f"no demo model shipped at {DEMO_PATH}")
 
@@ -58,7 +58,7 @@ def test_the_repeat_link_stays_in_the_tab_and_shows_the_stripe():
     assert 'target="_self"' in source and "](" not in source  # Streamlit opens a Markdown link in a new tab
     block, head, _ = demo_heads()["induction"]
     assert (query["mode"], query["block"], query["head"]) == ("full", str(block), str(head))
-    from gpt2viz.prompts import induction_cells  # here: the other tests also run on a checkout without it
+    from gpt2viz.teaching.prompts import induction_cells  # here: the other tests also run on a checkout without it
 
     view = open_page("attention.py", **query)
     spec = json.loads(view.get("plotly_chart")[0].proto.spec)

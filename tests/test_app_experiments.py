@@ -7,13 +7,13 @@ import torch
 from test_app import open_page as open_url
 from test_app_whatif import specs
 
-from gpt2viz import experiments as ex
-from gpt2viz.config import get_config
-from gpt2viz.schema import Mode
-from gpt2viz.tokenizer import encode
+from gpt2viz.analysis import experiments as ex
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec.config import get_config
+from gpt2viz.spec.schema import Mode
 from gpt2viz.ui.state import DEFAULT_TEXT as TEXT
 from gpt2viz.ui.text import plain
-from gpt2viz.weights import random_model
 
 
 def open_page(**params):

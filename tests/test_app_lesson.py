@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz import lesson_file as lf
+from gpt2viz.teaching import lessons as lf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_app import h1_ok  # noqa: E402

@@ -5,7 +5,7 @@ import pytest
 from test_app import open_page
 
 import gpt2viz.ui.working as working_module
-from gpt2viz.trace_cache import Progress
+from gpt2viz.server.trace_cache import Progress
 
 LONG = "word " * 1100  # " word" is one token each: 1,101 tokens, 77 cut at the context of 1,024
 
@@ -69,7 +69,7 @@ def test_text_b_cut_or_with_endoftext_is_said_too():
 
 
 def test_the_progress_line_says_whose_run_it_is():
-    from gpt2viz.trace_cache import Status
+    from gpt2viz.server.trace_cache import Status
     from gpt2viz.ui.working import status_text
 
     assert status_text(Status("running", 3, 24, "forward pass: block 2")) == "Forward pass: block 2 (3 of 24 steps)"

@@ -4,7 +4,7 @@ the snippet of this view (text, weights, mode, block, head, the page's own contr
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.ui.pages import BY_URL, PAGES
+from gpt2viz.spec.pages import BY_URL, PAGES
 
 COMPONENT_PAGES = [row.url for row in PAGES if row.component]
 

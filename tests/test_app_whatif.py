@@ -9,13 +9,13 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.config import get_config
-from gpt2viz.modes import run
-from gpt2viz.tokenizer import encode
+from gpt2viz.analysis.whatif import Target, knockout, log_probs
+from gpt2viz.model.modes import run
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec.config import get_config
 from gpt2viz.ui.cache import trace_cache
 from gpt2viz.ui.whatif_view import Knocked
-from gpt2viz.weights import random_model
-from gpt2viz.whatif import Target, knockout, log_probs
 
 
 def open_page(file: str, **params) -> AppTest:
@@ -136,7 +136,7 @@ def test_whatif_knocks_out_each_part(part, name):
 
 
 def test_the_random_weights_note_offers_only_weights_there_are():
-    from gpt2viz.demo_model import DEMO_PATH
+    from gpt2viz.model.demo_model import DEMO_PATH
 
     text = text_of(open_page("whatif.py"))
     assert "Random weights: these effects are noise." in text

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 from test_app import h1_ok  # noqa: E402
 
-from gpt2viz.config import get_config  # noqa: E402
-from gpt2viz.ui.pages import PAGES, href  # noqa: E402
+from gpt2viz.spec.config import get_config  # noqa: E402
+from gpt2viz.spec.pages import PAGES, href  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -90,7 +90,7 @@ def chart_titles(page) -> list[str]:
     return page.eval_on_selector_all(".gtitle", "els => els.map(e => e.textContent)")
 
 
-DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/diagram.py)
+DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
 
 
 def first_visual_top(page) -> float | None:
@@ -295,10 +295,10 @@ def test_export_downloads_the_tensors_of_the_view(context, base, mode):
     exactly as a direct run records them."""
     from safetensors.numpy import load
 
-    from gpt2viz.modes import Mode, run
-    from gpt2viz.tokenizer import encode
+    from gpt2viz.model.modes import Mode, run
+    from gpt2viz.model.tokenizer import encode
+    from gpt2viz.model.weights import random_model
     from gpt2viz.ui.state import DEFAULT_TEXT
-    from gpt2viz.weights import random_model
 
     page = open_view(context, base, f"attention?model=tiny&block=1&mode={mode}", MIN_CHARTS["attention"])
     try:
@@ -506,8 +506,8 @@ def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, bas
     """Issue 23 (4): on the demo model in decode mode, the Attention page's link to a text that repeats
     opens in this tab (no in-app link has target=_blank), in full mode at the induction head, with the
     cells where an induction head looks outlined on its pattern."""
-    from gpt2viz.demo_model import DEMO_PATH, demo_heads
-    from gpt2viz.tokenizer import encode
+    from gpt2viz.model.demo_model import DEMO_PATH, demo_heads
+    from gpt2viz.model.tokenizer import encode
 
     if not DEMO_PATH.is_file():
         pytest.skip(f"no demo model shipped at {DEMO_PATH}")
@@ -528,7 +528,7 @@ def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, bas
         assert f"block={block}" in page.url and f"head={head}" in page.url
         assert any(t.startswith(f"Attention · block {block} head {head}") for t in chart_titles(page))
         assert page.get_by_text("outlined: where an induction head looks").count() >= 1
-        from gpt2viz.prompts import DEMO_REPEAT, induction_cells
+        from gpt2viz.teaching.prompts import DEMO_REPEAT, induction_cells
 
         outlines = page.eval_on_selector_all(f"{CHART} .layer-above path",  # drawn in plots.attention.MARK_LINE
                                              "els => els.filter(e => e.style.stroke === 'rgb(214, 39, 40)').length")

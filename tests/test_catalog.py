@@ -14,15 +14,15 @@ import pytest
 import torch
 from arith import evaluate
 
-from gpt2viz import costs, schema
-from gpt2viz import references as references_module
+from gpt2viz.anatomy.components import component_tree
 from gpt2viz.cli import format_shapes, shapes_report
-from gpt2viz.components import component_tree
-from gpt2viz.config import GPT2Config, get_config
-from gpt2viz.modes import Mode, run
-from gpt2viz.references import references
-from gpt2viz.schema import recorded_names, run_dims
-from gpt2viz.weights import random_model
+from gpt2viz.model.modes import Mode, run
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec import costs, schema
+from gpt2viz.spec import references as references_module
+from gpt2viz.spec.config import GPT2Config, get_config
+from gpt2viz.spec.references import references
+from gpt2viz.spec.schema import recorded_names, run_dims
 
 REQUIRED_IDS = ("embed.tok", "embed.pos", "block", "block.ln1", "block.attn", "block.attn.qkv", "block.attn.heads",
                 "block.attn.merge", "block.ln2", "block.mlp", "block.mlp.fc", "block.mlp.gelu", "block.mlp.proj",
@@ -254,7 +254,8 @@ def test_kv_cache_bytes_equal_the_recorded_cache(models):
 
 
 # ---------------------------------------------------------------------------- torch-free vocabulary
-@pytest.mark.parametrize("module", ["gpt2viz.schema", "gpt2viz.components", "gpt2viz.references", "gpt2viz.config"])
+@pytest.mark.parametrize("module", ["gpt2viz.spec.schema", "gpt2viz.anatomy.components", "gpt2viz.spec.references",
+                                    "gpt2viz.spec.config"])
 def test_the_vocabulary_imports_without_torch(module):
     """The schema, the component tree and the config are metadata: importing one (in a fresh
     interpreter) must not pull in torch, the model or the tokenizer."""

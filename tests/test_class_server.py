@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpt2viz.class_server import healthy, nginx_path, replica_env
+from gpt2viz.server.class_server import healthy, nginx_path, replica_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ def test_start_serve_through_nginx_lose_a_process_and_stop():
         if os.environ.get("GPT2VIZ_REQUIRE_NGINX") == "1":
             pytest.fail("GPT2VIZ_REQUIRE_NGINX=1 but nginx is not installed")
         pytest.skip("no nginx")
-    from gpt2viz.class_server import free_port
+    from gpt2viz.server.class_server import free_port
 
     port = free_port()
     p = cli("--processes", "2", "--port", str(port), "--address", "127.0.0.1")

@@ -5,12 +5,12 @@ import pytest
 import torch
 from arith import evaluate
 
-from gpt2viz import exercises as ex
-from gpt2viz.config import get_config
-from gpt2viz.generation import Sampler, distribution
-from gpt2viz.lens import decompose, depth_points, logit_lens
-from gpt2viz.modes import Mode, generate, run
-from gpt2viz.params import count_model, meta_model
+from gpt2viz.analysis.lens import decompose, depth_points, logit_lens
+from gpt2viz.anatomy.params import count_model, meta_model
+from gpt2viz.model.generation import Sampler, distribution
+from gpt2viz.model.modes import Mode, generate, run
+from gpt2viz.spec.config import get_config
+from gpt2viz.teaching import exercises as ex
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
 
@@ -168,7 +168,7 @@ def test_shape_answers_in_any_spacing(text):
 
 
 def test_generation_reaches_the_last_position_of_the_context(tiny):
-    from gpt2viz.modes import room
+    from gpt2viz.model.modes import room
 
     n_ctx = tiny.config.n_positions
     ids = [464] * 1020
@@ -183,7 +183,7 @@ def test_generation_reaches_the_last_position_of_the_context(tiny):
 @pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.TRAINING])
 def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
     """Issue 23 (6): the lens over depth × position, cell by cell the one-position lens."""
-    from gpt2viz.lens import lens_grid, lens_window
+    from gpt2viz.analysis.lens import lens_grid, lens_window
 
     t = run(tiny, IDS, mode, grads=False) if mode is Mode.TRAINING else run(tiny, IDS, mode)
     grid = lens_grid(tiny, t, 2, 6)

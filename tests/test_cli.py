@@ -99,8 +99,8 @@ def test_no_dropout_drops_the_masks(tmp_path):
 def test_download_repos_come_from_the_presets():
     """One place per model size: the preset names its repository, and the cache finder expects the
     repository's name to be the preset's."""
-    from gpt2viz import download
-    from gpt2viz.config import PRESETS
+    from gpt2viz.model import download
+    from gpt2viz.spec.config import PRESETS
     assert {n: c.hf_repo for n, c in PRESETS.items() if c.hf_repo} == download.REPOS
     assert "tiny" not in download.REPOS and download.REPOS["gpt2"] == "openai-community/gpt2"
     assert all(repo.split("/")[1] == name for name, repo in download.REPOS.items())

@@ -20,20 +20,14 @@ import torch
 from arith import evaluate
 from torch import nn
 
-from gpt2viz import costs, schema
+from gpt2viz.anatomy.components import component_tree
+from gpt2viz.anatomy.params import accounting_report, closed_form, closed_form_total, count_model, meta_model
 from gpt2viz.cli import shapes_report
-from gpt2viz.components import component_tree
-from gpt2viz.config import PRESETS, custom_config
-from gpt2viz.modes import run
-from gpt2viz.params import (
-    accounting_report,
-    closed_form,
-    closed_form_total,
-    count_model,
-    meta_model,
-)
-from gpt2viz.schema import parameter_axes, parameter_names
-from gpt2viz.weights import random_model
+from gpt2viz.model.modes import run
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec import costs, schema
+from gpt2viz.spec.config import PRESETS, custom_config
+from gpt2viz.spec.schema import parameter_axes, parameter_names
 
 SHAKESPEARE = {"vocab_size": 65, "n_positions": 256, "n_embd": 384, "n_layer": 6, "n_head": 6, "bias": False,
                "tied": True}

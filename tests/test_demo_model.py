@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from gpt2viz import tokenizer
 from gpt2viz.cli import main
-from gpt2viz.demo_model import (
+from gpt2viz.model import tokenizer
+from gpt2viz.model.demo_model import (
     DEMO_PATH,
     RULED,
     Recipe,
@@ -22,8 +22,8 @@ from gpt2viz.demo_model import (
     successor,
     training_words,
 )
-from gpt2viz.prompts import DEMO_REPEAT
-from gpt2viz.weights import load_safetensors, read_header
+from gpt2viz.model.weights import load_safetensors, read_header
+from gpt2viz.teaching.prompts import DEMO_REPEAT
 
 TINY = ["--phases", "2x8x2x20,2x32x2x50", "--n-embd", "16", "--n-head", "2", "--n-positions", "32",
         "--n-words", "50", "--threads", "1"]

@@ -4,14 +4,14 @@ forward pass computes, in every mode and block; stored by a save; counted by the
 import pytest
 import torch
 
-from gpt2viz import model as model_module
-from gpt2viz.interventions import InterveningRecorder, Intervention
-from gpt2viz.model import Dropout, causal_mask, fused_attention, gelu_new, no_dropout
-from gpt2viz.modes import as_batch, prefill, run
-from gpt2viz.record import Recorder
-from gpt2viz.schema import DERIVED, Mode, owns_storage, recorded_names, stored
-from gpt2viz.trace import Trace
-from gpt2viz.whatif import Target, knockout, last_logits
+from gpt2viz.analysis.whatif import Target, knockout, last_logits
+from gpt2viz.model import gpt2 as model_module
+from gpt2viz.model.gpt2 import Dropout, causal_mask, fused_attention, gelu_new, no_dropout
+from gpt2viz.model.interventions import InterveningRecorder, Intervention
+from gpt2viz.model.modes import as_batch, prefill, run
+from gpt2viz.model.record import Recorder
+from gpt2viz.model.trace import Trace
+from gpt2viz.spec.schema import DERIVED, Mode, owns_storage, recorded_names, stored
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 13]
 

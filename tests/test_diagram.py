@@ -6,10 +6,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from gpt2viz import diagram
-from gpt2viz.components import component_tree
-from gpt2viz.params import closed_form, closed_form_total
-from gpt2viz.schema import text_dims
+from gpt2viz.anatomy import diagram
+from gpt2viz.anatomy.components import component_tree
+from gpt2viz.anatomy.params import closed_form, closed_form_total
+from gpt2viz.spec.schema import text_dims
 
 PAGES = {"embed.tok": "tokens", "embed.pos": "tokens", "block": "block", "block.ln1": "layernorm",
          "block.ln2": "layernorm", "ln_f": "output", "block.attn": "attention", "block.attn.qkv": "attention",

@@ -14,14 +14,9 @@ import pytest
 import torch
 from fake_hub import COMMIT, FakeHub
 
-from gpt2viz.config import get_config
-from gpt2viz.download import DownloadError, describe, download, download_allowed
-from gpt2viz.weights import (
-    find_hf_checkpoints,
-    load_safetensors,
-    random_model,
-    save_safetensors,
-)
+from gpt2viz.model.download import DownloadError, describe, download, download_allowed
+from gpt2viz.model.weights import find_hf_checkpoints, load_safetensors, random_model, save_safetensors
+from gpt2viz.spec.config import get_config
 
 REPO = "openai-community/gpt2"  # download("gpt2") fetches this repo id
 

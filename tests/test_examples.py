@@ -23,7 +23,7 @@ def test_examples_run(script, says):
 
 
 def test_api_names_shapes_and_weights():
-    import gpt2viz.params  # noqa: F401  (the accounting module: its name must not hide the API's)
+    import gpt2viz.anatomy.params  # noqa: F401  (the accounting module: its name must not hide the API's)
 
     model = gpt2viz.load("random:tiny:seed=3")
     assert model.label == "random tiny weights (seed 3)"

@@ -6,13 +6,13 @@ import math
 import pytest
 import torch
 
-from gpt2viz import experiments as ex
-from gpt2viz.interventions import Intervention
-from gpt2viz.model import causal_mask
-from gpt2viz.modes import run
-from gpt2viz.schema import Mode
-from gpt2viz.tokenizer import encode
-from gpt2viz.whatif import Target, knockout, last_logits
+from gpt2viz.analysis import experiments as ex
+from gpt2viz.analysis.whatif import Target, knockout, last_logits
+from gpt2viz.model.gpt2 import causal_mask
+from gpt2viz.model.interventions import Intervention
+from gpt2viz.model.modes import run
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.spec.schema import Mode
 
 IDS = encode("The quick brown fox jumps over the lazy dog because")
 ROWS = [Mode.FULL, Mode.TRAINING]

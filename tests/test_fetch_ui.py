@@ -8,9 +8,9 @@ import pytest
 from fake_hub import FakeHub
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.config import get_config
+from gpt2viz.model.weights import random_model, save_safetensors
+from gpt2viz.spec.config import get_config
 from gpt2viz.ui.cache import cached_checkpoints
-from gpt2viz.weights import random_model, save_safetensors
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

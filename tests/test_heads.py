@@ -10,8 +10,9 @@ import sys
 import pytest
 import torch
 
-from gpt2viz import heads, tokenizer
-from gpt2viz.demo_model import DEMO_PATH
+from gpt2viz.analysis import heads
+from gpt2viz.model import tokenizer
+from gpt2viz.model.demo_model import DEMO_PATH
 
 KEYS = {"block", "head", "previous_token", "induction", "first_token", "entropy", "mean_distance"}
 FRESH = " people play one good game after work"  # words of the demo model's own vocabulary, no repeat
@@ -138,7 +139,7 @@ def test_weights_demo_is_accepted_by_the_other_verbs():
 def open_heads(**params):
     from streamlit.testing.v1 import AppTest
 
-    from gpt2viz.ui.pages import BY_URL
+    from gpt2viz.spec.pages import BY_URL
 
     at = AppTest.from_file("../app.py", default_timeout=120)
     for key, value in params.items():

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 import gpt2viz
-from gpt2viz.hooks import HOOKS, from_hook
+from gpt2viz.anatomy.hooks import HOOKS, from_hook
 
 ROOT = Path(__file__).resolve().parents[1]
 

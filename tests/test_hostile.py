@@ -8,9 +8,9 @@ import struct
 import pytest
 import torch
 
-from gpt2viz.modes import run
-from gpt2viz.tokenizer import TextError, encode
-from gpt2viz.weights import WeightsError, load_safetensors, save_safetensors
+from gpt2viz.model.modes import run
+from gpt2viz.model.tokenizer import TextError, encode
+from gpt2viz.model.weights import WeightsError, load_safetensors, save_safetensors
 
 URL_CASES = 48
 TRUNCATIONS = 64
@@ -28,7 +28,7 @@ KEYS = ["text", "weights", "model", "seed", "mode", "block", "head", "steps", "t
 def test_random_links_never_break_a_page(case):
     from test_app import open_page
 
-    from gpt2viz.ui.pages import PAGES
+    from gpt2viz.spec.pages import PAGES
 
     rng = random.Random(case)
     params = {k: rng.choice(NASTY) for k in rng.sample(KEYS, rng.randint(1, 6))}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpt2viz.class_server import free_port, healthy
+from gpt2viz.server.class_server import free_port, healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 

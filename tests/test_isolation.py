@@ -22,8 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
-from gpt2viz.tokenizer import encode, readable_tokens  # noqa: E402
-from gpt2viz.ui.pages import BY_URL  # noqa: E402
+from gpt2viz.model.tokenizer import encode, readable_tokens  # noqa: E402
+from gpt2viz.spec.pages import BY_URL  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = {"A": "Alpha apples arrive", "B": "Zebra zeppelins zoom"}

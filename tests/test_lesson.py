@@ -5,8 +5,8 @@ the page order: question, live picture, what to notice, then the explanation and
 import pytest
 import torch
 
-from gpt2viz import lesson
-from gpt2viz.lesson import head_scores
+from gpt2viz.analysis.heads import head_scores
+from gpt2viz.teaching import notices
 
 
 def causal_uniform(T: int) -> torch.Tensor:
@@ -48,39 +48,39 @@ class W:
 
 
 def test_notice_says_which_case_the_reader_is_in():
-    random = lesson.attention_notice(causal_uniform(6), list(range(6)), 0, lesson.weights_kind(W(True, False)), 0, 0)
+    random = notices.attention_notice(causal_uniform(6), list(range(6)), 0, notices.weights_kind(W(True, False)), 0, 0)
     assert any("nearly evenly" in line for line in random) and any("random" in line for line in random)
-    demo = lesson.attention_notice(causal_uniform(6), list(range(6)), 0, lesson.weights_kind(W(False, True)), 1, 1)
+    demo = notices.attention_notice(causal_uniform(6), list(range(6)), 0, notices.weights_kind(W(False, True)), 1, 1)
     assert any("repeats no token" in line for line in demo)
-    trained = lesson.attention_notice(causal_uniform(6), list(range(6)), 0, "trained", 5, 1)
+    trained = notices.attention_notice(causal_uniform(6), list(range(6)), 0, "trained", 5, 1)
     assert any("Olsson" in line and "Xiao" in line for line in trained)
 
 
 def test_gelu_and_layernorm_notices_follow_the_numbers():
     pre = torch.tensor([[-1.0, -2.0, 3.0, 0.5]])  # [T, 4d]
-    lines = lesson.mlp_notice(pre, torch.nn.functional.gelu(pre, approximate="tanh"), "trained")
+    lines = notices.mlp_notice(pre, torch.nn.functional.gelu(pre, approximate="tanh"), "trained")
     assert lines[0].startswith("At the last position, 50% of the 4 neurons") and "#2" in lines[1]
     x = torch.tensor([1.0, 2.0, 3.0, 6.0])
     n = (x - x.mean()) / x.std(unbiased=False)
-    assert "Gain 1 and bias 0" in lesson.layernorm_notice(x, n, n.clone())[1]
-    assert "stretch and shift" in lesson.layernorm_notice(x, n, 2 * n)[1]
+    assert "Gain 1 and bias 0" in notices.layernorm_notice(x, n, n.clone())[1]
+    assert "stretch and shift" in notices.layernorm_notice(x, n, 2 * n)[1]
 
 
 def test_the_demo_model_on_a_repeat_names_its_induction_head():
     """On the demo model, block 1 head 1 on a text that repeats is named an induction head; block 0
     head 0 a previous-token head (as the demo model's own measurement says)."""
-    from gpt2viz.demo_model import DEMO_PATH
-    from gpt2viz.modes import Mode, run
-    from gpt2viz.tokenizer import encode
-    from gpt2viz.weights import load_safetensors
+    from gpt2viz.model.demo_model import DEMO_PATH
+    from gpt2viz.model.modes import Mode, run
+    from gpt2viz.model.tokenizer import encode
+    from gpt2viz.model.weights import load_safetensors
 
     if not DEMO_PATH.is_file():
         pytest.skip("no demo model file")
     model = load_safetensors(str(DEMO_PATH)).model
     ids = encode(" people play one good game after work people play one good game after")
     trace = run(model, ids, Mode.FULL)
-    induction = lesson.attention_notice(trace.get("attn.pattern", 1, head=1)[0], ids, 0, "demo", 1, 1)
-    previous = lesson.attention_notice(trace.get("attn.pattern", 0, head=0)[0], ids, 0, "demo", 0, 0)
+    induction = notices.attention_notice(trace.get("attn.pattern", 1, head=1)[0], ids, 0, "demo", 1, 1)
+    previous = notices.attention_notice(trace.get("attn.pattern", 0, head=0)[0], ids, 0, "demo", 0, 0)
     assert any("An induction head" in line for line in induction), induction
     assert any("A previous-token head" in line for line in previous), previous
 
@@ -88,7 +88,7 @@ def test_the_demo_model_on_a_repeat_names_its_induction_head():
 def test_a_component_page_opens_with_its_question_then_the_picture_then_what_to_notice():
     from streamlit.testing.v1 import AppTest
 
-    from gpt2viz.ui.pages import BY_URL
+    from gpt2viz.spec.pages import BY_URL
 
     at = AppTest.from_file("../app.py", default_timeout=120)
     at.query_params["model"] = "tiny"
@@ -101,7 +101,7 @@ def test_a_component_page_opens_with_its_question_then_the_picture_then_what_to_
     assert title < chart < info, kinds  # the notice under the first chart
     assert "latex" not in kinds[:chart], kinds  # the equation comes after the picture
     md = [m.value for m in at.markdown]
-    question = next(i for i, m in enumerate(md) if lesson.QUESTIONS["block.attn"] in m)
+    question = next(i for i, m in enumerate(md) if notices.QUESTIONS["block.attn"] in m)
     assert md.index(next(m for m in md if "In plain words" in m)) > question
 
 
@@ -111,7 +111,7 @@ def test_output_page_changes_the_distribution_with_temperature_and_top_k(temp, t
     """Issue 20 (3): softmax(logits / temperature), kept to the top k, on this text's logits, from the URL."""
     from streamlit.testing.v1 import AppTest
 
-    from gpt2viz.ui.pages import BY_URL
+    from gpt2viz.spec.pages import BY_URL
 
     at = AppTest.from_file("../app.py", default_timeout=120)
     at.query_params.update(model="tiny", temp=temp, topk=topk)
@@ -128,7 +128,7 @@ def test_output_page_changes_the_distribution_with_temperature_and_top_k(temp, t
 
 def test_the_block_notice_compares_the_fall_of_attention_with_one_over_root_n():
     attn, mlp = torch.tensor([1.6, 1.0, 0.8, 0.55]), torch.tensor([2.0, 1.9, 2.1, 2.0])
-    random = lesson.updates_notice(attn, mlp, "random")
+    random = notices.updates_notice(attn, mlp, "random")
     assert "1.60 at the first position and 0.55 at the last" in random[0] and "from 1.90 to 2.10" in random[0]
     assert "√4 = 2.00" in random[1] and "2.91 times" in random[1]
-    assert len(lesson.updates_notice(attn, mlp, "trained")) == 1
+    assert len(notices.updates_notice(attn, mlp, "trained")) == 1

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpt2viz import lesson_file as lf
-from gpt2viz.components import component_tree
-from gpt2viz.config import get_config
-from gpt2viz.ui.pages import PAGES
+from gpt2viz.anatomy.components import component_tree
+from gpt2viz.spec.config import get_config
+from gpt2viz.spec.pages import PAGES
+from gpt2viz.teaching import lessons as lf
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "lessons").glob("*.json"))

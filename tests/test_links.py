@@ -9,7 +9,7 @@ in a fresh context) is in test_browser.py."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.ui.pages import BY_URL
+from gpt2viz.spec.pages import BY_URL
 
 
 def run(url: str = "overview", **params) -> AppTest:

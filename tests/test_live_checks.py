@@ -5,9 +5,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.live_checks import checks, grade, grade_knockout, knockout_check
-from gpt2viz.tokenizer import encode
-from gpt2viz.ui.pages import BY_URL
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.spec.pages import BY_URL
+from gpt2viz.teaching.live_checks import checks, grade, grade_knockout, knockout_check
 
 
 def fixed_run():

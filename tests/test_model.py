@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpt2viz.model import causal_mask
-from gpt2viz.modes import Mode, run
+from gpt2viz.model.gpt2 import causal_mask
+from gpt2viz.model.modes import Mode, run
 
 GOLDEN = Path(__file__).parent / "golden"
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
@@ -137,7 +137,7 @@ def test_a_run_tells_its_progress_block_by_block(tiny, mode, steps):
 
 
 def test_generation_tells_each_step(tiny):
-    from gpt2viz.modes import generate
+    from gpt2viz.model.modes import generate
 
     told = []
     generate(tiny, IDS, 3, progress=lambda done, total, what: told.append((done, total)))

@@ -17,11 +17,18 @@ import torch
 from arith import evaluate
 from safetensors.torch import save_file
 
-from gpt2viz import params
-from gpt2viz.components import component_tree
-from gpt2viz.config import PRESETS, GPT2Config, get_config
-from gpt2viz.params import accounting_report, closed_form, closed_form_total, count_header, count_model, meta_model
-from gpt2viz.weights import expected_shapes, random_model, save_safetensors
+from gpt2viz.anatomy import params
+from gpt2viz.anatomy.components import component_tree
+from gpt2viz.anatomy.params import (
+    accounting_report,
+    closed_form,
+    closed_form_total,
+    count_header,
+    count_model,
+    meta_model,
+)
+from gpt2viz.model.weights import expected_shapes, random_model, save_safetensors
+from gpt2viz.spec.config import PRESETS, GPT2Config, get_config
 
 TOTALS = {"gpt2": 124_439_808, "gpt2-medium": 354_823_168, "gpt2-large": 774_030_080, "gpt2-xl": 1_557_611_200}
 MINI = GPT2Config("mini", n_layer=2, n_head=2, n_embd=8, vocab_size=11, n_positions=16)
@@ -213,8 +220,8 @@ def test_the_accounting_csv_sums_to_the_total_and_says_what_it_counted(model):
     import csv
     import io
 
-    from gpt2viz.config import custom_config
-    from gpt2viz.params import CSV_CONFIG, accounting_csv, accounting_report
+    from gpt2viz.anatomy.params import CSV_CONFIG, accounting_csv, accounting_report
+    from gpt2viz.spec.config import custom_config
 
     cfg = custom_config(vocab_size=65, n_positions=256, n_embd=384, n_layer=6, n_head=6, bias=False) \
         if model == "shakespeare" else model

@@ -5,7 +5,7 @@ import dataclasses
 
 import torch
 
-from gpt2viz.modes import Mode, generate, prefill, run
+from gpt2viz.model.modes import Mode, generate, prefill, run
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 

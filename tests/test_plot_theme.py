@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from gpt2viz import plot_theme, plots
+from gpt2viz import plots
+from gpt2viz.plots import theme
 
 TOKENS = [f"t{i}" for i in range(6)]
 
@@ -27,7 +28,7 @@ def spec(fig: go.Figure) -> dict:
 
 
 def test_no_template_and_every_value_passes_plotly_validation():
-    themed = plot_theme.themed(maps())
+    themed = theme.themed(maps())
     layout = spec(themed)["layout"]
     assert layout.get("template") is None  # absent or null: nothing for the browser to rebuild
     rebuilt = go.Figure(themed.to_dict())  # validates every property: raises on a wrong one
@@ -40,17 +41,17 @@ def test_the_builders_values_win_and_unset_ones_get_the_look():
     fig = maps()
     fig.layout.xaxis.tickfont.size = 15
     assert fig.layout.xaxis.tickfont.color is None
-    themed = plot_theme.themed(fig)
+    themed = theme.themed(fig)
     assert themed.layout.xaxis.tickfont.size == 15  # the builder's
-    assert themed.layout.xaxis.tickfont.color == plot_theme.LIGHT.text  # the look's
+    assert themed.layout.xaxis.tickfont.color == theme.LIGHT.text  # the look's
     assert themed.layout.title.font.size == fig.layout.title.font.size
-    assert themed.layout.title.font.color == plot_theme.LIGHT.heading
+    assert themed.layout.title.font.color == theme.LIGHT.heading
     assert fig.layout.xaxis.tickfont.color is None  # the original is left alone
 
 
-@pytest.mark.parametrize("dark,palette", [(False, plot_theme.LIGHT), (True, plot_theme.DARK)])
+@pytest.mark.parametrize("dark,palette", [(False, theme.LIGHT), (True, theme.DARK)])
 def test_light_and_dark(dark, palette):
-    layout = spec(plot_theme.themed(maps(), dark=dark))["layout"]
+    layout = spec(theme.themed(maps(), dark=dark))["layout"]
     assert layout["font"]["color"] == palette.text
     assert layout["hoverlabel"]["bgcolor"] == palette.hover_bg
     assert layout["paper_bgcolor"] == "rgba(0,0,0,0)"  # the page's own background shows
@@ -62,28 +63,28 @@ def test_light_and_dark(dark, palette):
 
 def test_axes_only_a_trace_names_are_styled_too():
     fig = go.Figure([go.Scatter(y=[1, 2]), go.Bar(y=[3], xaxis="x2", yaxis="y2")])
-    layout = spec(plot_theme.themed(fig, dark=True))["layout"]
+    layout = spec(theme.themed(fig, dark=True))["layout"]
     assert {"xaxis", "yaxis", "xaxis2", "yaxis2"} <= set(layout)
-    assert layout["yaxis2"]["gridcolor"] == plot_theme.DARK.grid
+    assert layout["yaxis2"]["gridcolor"] == theme.DARK.grid
 
 
 def test_a_trace_colour_bar_of_its_own_is_styled():
     fig = plots.attention_heatmap(np.eye(3), TOKENS[:3], TOKENS[:3], "p")
-    bar = spec(plot_theme.themed(fig))["data"][0]["colorbar"]
-    assert bar["thickness"] == 14 and bar["tickfont"]["color"] == plot_theme.LIGHT.text
+    bar = spec(theme.themed(fig))["data"][0]["colorbar"]
+    assert bar["thickness"] == 14 and bar["tickfont"]["color"] == theme.LIGHT.text
 
 
 def test_datarevision_follows_the_data():
-    a, b, c = (plot_theme.themed(f) for f in (maps(0), maps(0), maps(1)))
+    a, b, c = (theme.themed(f) for f in (maps(0), maps(0), maps(1)))
     assert a.layout.datarevision == b.layout.datarevision
     assert a.layout.datarevision != c.layout.datarevision
     d = maps(0)
     d.data[1].z = np.asarray(d.data[1].z).copy()
     d.data[1].z[5, 0] += 1e-6  # one cell of one map, a little
-    assert plot_theme.themed(d).layout.datarevision != a.layout.datarevision
+    assert theme.themed(d).layout.datarevision != a.layout.datarevision
     e = maps(0)
     e.data[0].x = ["other"] + list(e.data[0].x[1:])  # a label
-    assert plot_theme.themed(e).layout.datarevision != a.layout.datarevision
+    assert theme.themed(e).layout.datarevision != a.layout.datarevision
 
 
 def test_vectors_go_as_plain_lists_and_maps_stay_binary():
@@ -92,7 +93,7 @@ def test_vectors_go_as_plain_lists_and_maps_stay_binary():
     x = np.array([0.1, 0.2, 0.3], dtype=np.float32)
     fig = go.Figure([go.Bar(x=x, y=np.arange(3), marker=dict(color=np.array([1.0, 2.0, 3.0]))),
                      go.Heatmap(z=np.eye(3, dtype=np.float32), xaxis="x2")])
-    bar, heat = spec(plot_theme.themed(fig))["data"]
+    bar, heat = spec(theme.themed(fig))["data"]
     assert bar["x"] == x.tolist() and bar["y"] == [0, 1, 2] and bar["marker"]["color"] == [1.0, 2.0, 3.0]
     assert "bdata" in heat["z"]  # [rows, cols]: Plotly reads it as an Array of rows
 
@@ -132,9 +133,9 @@ def test_every_text_is_readable_from_the_back_row():
     """Issue 23 (2): sized for a projector. Tick and token labels, legends, colour bars and notes at
     least 13 px, titles at least 18 px, in every figure as drawn (builder and look together); only
     values written into heatmap cells and bars may be smaller, and not below 11 px."""
-    assert plot_theme.TICK_PX >= 13 and plot_theme.TITLE_PX >= 18
+    assert theme.TICK_PX >= 13 and theme.TITLE_PX >= 18
     for fig in every_figure():
-        themed = spec(plot_theme.themed(fig))
+        themed = spec(theme.themed(fig))
         layout = themed["layout"]
         assert layout["title"]["font"]["size"] >= 18, layout["title"]["text"]
         sizes = font_sizes(themed)
@@ -146,4 +147,4 @@ def test_every_text_is_readable_from_the_back_row():
 
 def test_the_toolbar_shows_on_hover_only():
     """Issue 23 (2): plotly's toolbar covered chart titles and legends; it shows on hover now."""
-    assert plot_theme.CONFIG["displayModeBar"] == "hover" and plot_theme.CONFIG["displaylogo"] is False
+    assert theme.CONFIG["displayModeBar"] == "hover" and theme.CONFIG["displaylogo"] is False

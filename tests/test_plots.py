@@ -531,7 +531,7 @@ def test_cache_growth_two_axes():
 def test_byte_axes_are_binary_like_the_text_beside_them(largest):
     """Issue 12 (5): the Modes page said 720.0 KiB beside a chart that said 700 kB. The bytes axis
     has ticks in the unit costs.human_bytes would write, never an SI prefix, up to the largest size."""
-    from gpt2viz.costs import human_bytes
+    from gpt2viz.spec.costs import human_bytes
 
     axis = plots.cache_growth([1, 2], [largest // 2, largest], "c").layout.yaxis2
     unit = human_bytes(largest).split()[-1]
@@ -664,25 +664,25 @@ def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
     """Issue 23 (3): in one of two columns of an 800 px window a title such as "Before: next token
     after '␣because'" ran past the chart's edge and was cut. Given the narrowest width the chart is
     drawn at, the title takes as many lines as it needs and the plot moves down for them."""
-    from gpt2viz import plot_theme
+    from gpt2viz.plots import theme
 
     fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Before: next token after '␣because' and a little more")
-    wide = plot_theme.themed(fig, width_px=1000)
-    narrow = plot_theme.themed(fig, width_px=264)
+    wide = theme.themed(fig, width_px=1000)
+    narrow = theme.themed(fig, width_px=264)
     assert "<br>" not in wide.layout.title.text and wide.layout.margin.t == fig.layout.margin.t
     lines = narrow.layout.title.text.split("<br>")
-    assert len(lines) >= 2 and all(len(line) * plot_theme.TITLE_CHAR_PX <= 264 for line in lines)
+    assert len(lines) >= 2 and all(len(line) * theme.TITLE_CHAR_PX <= 264 for line in lines)
     assert " ".join(lines) == fig.layout.title.text
-    extra = plot_theme.TITLE_LINE_PX * (len(lines) - 1)
+    extra = theme.TITLE_LINE_PX * (len(lines) - 1)
     assert narrow.layout.margin.t == fig.layout.margin.t + extra and narrow.layout.height == fig.layout.height + extra
 
 
 def test_subtitles_wrap_too():
-    from gpt2viz import plot_theme
+    from gpt2viz.plots import theme
 
     subtitle = "the model's own (greedy: before any temperature or top-k)"
     fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Step 1", subtitle=subtitle)
-    narrow = plot_theme.themed(fig, width_px=264)
+    narrow = theme.themed(fig, width_px=264)
     lines = narrow.layout.title.subtitle.text.split("<br>")
     assert len(lines) == 2 and " ".join(lines) == subtitle and narrow.layout.title.text == "Step 1"
-    assert narrow.layout.margin.t == fig.layout.margin.t + plot_theme.TITLE_LINE_PX
+    assert narrow.layout.margin.t == fig.layout.margin.t + theme.TITLE_LINE_PX

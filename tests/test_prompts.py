@@ -1,16 +1,16 @@
-"""The prompt library (gpt2viz/prompts.py) measured again: every demo prompt produces its greedy next
+"""The prompt library (gpt2viz/teaching/prompts.py) measured again: every demo prompt produces its greedy next
 token on the shipped demo model, and the figures its sentences (and What if's note) state hold."""
 
 import pytest
 import torch
 
-from gpt2viz.demo_model import DEMO_PATH, demo_heads, demo_vocabulary, head_scores
-from gpt2viz.modes import generate, run
-from gpt2viz.prompts import DEMO_PAIR, DEMO_REPEAT, PROMPTS, induction_cells, prompts_for
-from gpt2viz.tokenizer import decode, encode
+from gpt2viz.analysis.whatif import Target, knockout, log_probs, patch
+from gpt2viz.model.demo_model import DEMO_PATH, demo_heads, demo_vocabulary, head_scores
+from gpt2viz.model.modes import generate, run
+from gpt2viz.model.tokenizer import decode, encode
+from gpt2viz.model.weights import load_safetensors
+from gpt2viz.teaching.prompts import DEMO_PAIR, DEMO_REPEAT, PROMPTS, induction_cells, prompts_for
 from gpt2viz.ui.whatif_view import DEMO_KNOCKOUTS, random_weights_note
-from gpt2viz.weights import load_safetensors
-from gpt2viz.whatif import Target, knockout, log_probs, patch
 
 needs_demo = pytest.mark.skipif(not DEMO_PATH.is_file(), reason=f"no demo model shipped at {DEMO_PATH}")
 

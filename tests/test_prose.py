@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gpt2viz import diagram, exercises, glossary, tour
-from gpt2viz.components import PREFILL_LOGITS, component_tree
-from gpt2viz.schema import DERIVED, VIEWS, text_dims
+from gpt2viz.anatomy import diagram
+from gpt2viz.anatomy.components import PREFILL_LOGITS, component_tree
+from gpt2viz.spec import glossary
+from gpt2viz.spec.schema import DERIVED, VIEWS, text_dims
+from gpt2viz.teaching import exercises, tour
 
 ROOT = Path(__file__).resolve().parents[1]
 CAT = component_tree("gpt2")
@@ -64,7 +66,7 @@ def test_position_embeddings_are_explained_by_q_dot_k_not_by_an_order_blind_atte
 
 def test_gelu_text_gives_the_curve_its_minimum():
     torch = pytest.importorskip("torch")
-    from gpt2viz.model import gelu_new
+    from gpt2viz.model.gpt2 import gelu_new
 
     a = torch.linspace(-4, 1, 500_001)
     g = gelu_new(a)
@@ -122,7 +124,7 @@ def test_smaller_corrections():
 
 
 def test_modes_text_counts_every_key_of_the_full_pass():
-    from gpt2viz.config import get_config
+    from gpt2viz.spec.config import get_config
     from gpt2viz.ui.modes_view import why_decode_is_cheap
 
     said = why_decode_is_cheap(get_config("gpt2"), 10)

@@ -5,8 +5,8 @@ cache at these sizes, so each page records only what it shows, and says so."""
 import pytest
 from test_app import charts, open_page
 
-from gpt2viz.tokenizer import encode
-from gpt2viz.ui.pages import BY_URL
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.spec.pages import BY_URL
 
 FULL_CONTEXT = "the" + " the" * 1023  # 1,024 tokens
 
@@ -37,9 +37,9 @@ def test_gpt2_xl_with_any_text():
 
 
 def test_a_decode_step_costs_one_row_of_a_full_pass():
-    from gpt2viz import costs
-    from gpt2viz.components import component_tree
-    from gpt2viz.config import get_config
+    from gpt2viz.anatomy.components import component_tree
+    from gpt2viz.spec import costs
+    from gpt2viz.spec.config import get_config
 
     cfg = get_config("gpt2")
     n, d, V = 11, cfg.n_embd, cfg.vocab_size

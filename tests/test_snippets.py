@@ -1,4 +1,4 @@
-"""The Code panel's snippets (gpt2viz/snippets.py): each is run as a student would run it, and the
+"""The Code panel's snippets (gpt2viz/teaching/snippets.py): each is run as a student would run it, and the
 numbers it leaves in `result` are the page's, computed as the page computes them from its trace:
 exactly with gpt2viz, within 1e-4 with transformers on the same weights."""
 
@@ -7,17 +7,17 @@ import dataclasses
 import pytest
 import torch
 
+from gpt2viz.analysis.heads import PATTERNS, score_trace
+from gpt2viz.analysis.lens import logit_lens
+from gpt2viz.analysis.whatif import Target, default_answers, knockout, log_probs, patch
 from gpt2viz.api import load
-from gpt2viz.config import get_config
-from gpt2viz.heads import PATTERNS, score_trace
-from gpt2viz.lens import logit_lens
-from gpt2viz.modes import Mode, run
-from gpt2viz.snippets import PAGES, WIDTH, View, cells, snippet
-from gpt2viz.tokenizer import encode
+from gpt2viz.model.modes import Mode, run
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.model.weights import random_model, to_transformers
+from gpt2viz.spec.config import get_config
+from gpt2viz.teaching.snippets import PAGES, WIDTH, View, cells, snippet
 from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
 from gpt2viz.ui.whatif_view import NEEDS, top_tokens
-from gpt2viz.weights import random_model, to_transformers
-from gpt2viz.whatif import Target, default_answers, knockout, log_probs, patch
 
 pytest.importorskip("transformers")
 
@@ -185,7 +185,7 @@ def test_to_transformers_computes_our_logits(bias, tied, n_inner):
 def test_a_checkpoint_file_in_view(tmp_path):
     """A checkpoint path (as the Hugging Face cache or a local file gives it): transformers reads the
     file itself."""
-    from gpt2viz.weights import save_safetensors
+    from gpt2viz.model.weights import save_safetensors
 
     model = random_model(get_config("tiny"), 4)
     with torch.no_grad():

@@ -6,8 +6,8 @@ import json
 
 from test_app import charts, open_page
 
-from gpt2viz.plot_theme import LIGHT
-from gpt2viz.ui import takeaway
+from gpt2viz.plots.theme import LIGHT
+from gpt2viz.ui import export
 from gpt2viz.ui.anatomy import framed
 
 
@@ -28,7 +28,7 @@ def test_every_chart_saves_an_svg_the_size_of_a_slide_named_after_page_and_chart
 def test_the_handout_holds_the_pages_charts_its_source_and_key_numbers():
     at = open_page("attention", block=1)
     page = at.session_state["_page_record"]
-    html = takeaway.page_html(page, framed)
+    html = export.page_html(page, framed)
     drawn = charts(at)
     assert len(page.charts) == len(drawn) >= 2
     assert html.count('class="plotly-graph-div"') == len(drawn)
@@ -68,7 +68,7 @@ def test_a_drawn_diagram_downloads_as_svg_and_stands_in_the_handout_without_link
     assert len(buttons) == 1 and buttons[0].url  # the SVG itself is small: sent with the page
     page = at.session_state["_page_record"]
     assert len(page.diagrams) == 1 and "<a " in page.diagrams[0]
-    html = takeaway.page_html(page, framed)
+    html = export.page_html(page, framed)
     assert 'aria-label="tiny Transformer block"' in html and "LayerNorm 1" in html
     assert "<a " not in html.split('class="diagram"')[1]  # its links lead into the app, not from a file
 

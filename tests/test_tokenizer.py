@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpt2viz import tokenizer as tok
+from gpt2viz.model import tokenizer as tok
 
 
 def test_hello_world():

@@ -6,10 +6,10 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz import tour
-from gpt2viz.components import component_tree
-from gpt2viz.config import get_config
-from gpt2viz.ui.pages import BY_URL
+from gpt2viz.anatomy.components import component_tree
+from gpt2viz.spec.config import get_config
+from gpt2viz.spec.pages import BY_URL
+from gpt2viz.teaching import tour
 
 
 def test_the_tally_reaches_gpt2s_total_where_the_model_part_ends():

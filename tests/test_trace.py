@@ -5,8 +5,8 @@ import torch
 from safetensors.numpy import load_file
 from together import together
 
-from gpt2viz.modes import Mode, run
-from gpt2viz.trace import Trace
+from gpt2viz.model.modes import Mode, run
+from gpt2viz.model.trace import Trace
 
 IDS = [15496, 995, 11, 314]
 

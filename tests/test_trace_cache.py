@@ -7,8 +7,8 @@ import pytest
 import torch
 from together import together
 
-from gpt2viz.trace import Trace
-from gpt2viz.trace_cache import TraceCache
+from gpt2viz.model.trace import Trace
+from gpt2viz.server.trace_cache import TraceCache
 
 
 def make(nbytes: int) -> Trace:
@@ -224,7 +224,7 @@ def test_a_failed_run_gives_its_reservation_back():
 def test_freed_memory_is_given_back_on_glibc():
     import platform
 
-    from gpt2viz.memory import release_freed_memory
+    from gpt2viz.model.memory import release_freed_memory
     assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")
 
 
@@ -232,7 +232,7 @@ def test_freed_memory_is_given_back_on_glibc():
 def test_an_asker_of_a_run_another_started_is_told_so_with_its_steps():
     """Issue 23 (5): a session waiting on a run that another session started says so, and shows
     that run's progress; the session running it sees its own steps."""
-    from gpt2viz.trace_cache import Progress
+    from gpt2viz.server.trace_cache import Progress
 
     cache, release = TraceCache(10_000), threading.Event()
     leader_saw, waiter_saw = [], []
@@ -264,7 +264,7 @@ def test_an_asker_of_a_run_another_started_is_told_so_with_its_steps():
 
 
 def test_an_asker_waiting_for_its_turn_is_told_so():
-    from gpt2viz.trace_cache import Progress
+    from gpt2viz.server.trace_cache import Progress
 
     cache, release, saw = TraceCache(10_000, max_runs=1), threading.Event(), []
     busy = threading.Thread(target=cache.get_or_compute, args=("a", lambda: release.wait(5) and make(4)))
@@ -287,7 +287,7 @@ def test_a_run_reuses_the_memory_it_freed():
     import platform
     import resource
 
-    from gpt2viz.memory import reuse_freed_memory_within_a_run
+    from gpt2viz.model.memory import reuse_freed_memory_within_a_run
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("glibc's mallopt")
@@ -306,7 +306,7 @@ def test_a_run_reuses_the_memory_it_freed():
 
 def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):
     """Back-to-back runs reuse what the last one freed; the system gets it back once the cache idles."""
-    import gpt2viz.trace_cache as tc
+    import gpt2viz.server.trace_cache as tc
 
     trims = []
     monkeypatch.setattr(tc, "TRIM_IDLE_S", 0.3)

@@ -3,8 +3,8 @@
 import torch
 import torch.nn.functional as F
 
-from gpt2viz.modes import Mode, run
-from gpt2viz.schema import recorded_names
+from gpt2viz.model.modes import Mode, run
+from gpt2viz.spec.schema import recorded_names
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
 
@@ -46,8 +46,8 @@ def test_gradients_equal_backward(tiny):
     again = run(model, IDS, Mode.TRAINING, seed=5, grads=False)  # same dropout masks, no grads yet
     assert torch.equal(again["loss"], t["loss"])
     # an independent backward through torch's own .backward() on a fresh graph
-    from gpt2viz.model import Dropout
-    from gpt2viz.record import Recorder
+    from gpt2viz.model.gpt2 import Dropout
+    from gpt2viz.model.record import Recorder
     logits, _ = model(torch.tensor([IDS]), Recorder.off(), drop=Dropout(0.1, 5))
     F.cross_entropy(logits[0, :-1], torch.tensor(IDS[1:])).backward()
     for name, p in model.named_parameters():

@@ -8,12 +8,12 @@ from fnmatch import fnmatch
 import pytest
 import torch
 
-from gpt2viz.config import get_config
-from gpt2viz.modes import Mode, run
-from gpt2viz.trace_cache import TraceCache
+from gpt2viz.model.modes import Mode, run
+from gpt2viz.model.weights import random_model
+from gpt2viz.server.trace_cache import TraceCache
+from gpt2viz.spec.config import get_config
 from gpt2viz.ui import cache as ui_cache
 from gpt2viz.ui.cache import LoadedModel, every_block, full_trace_bytes, get_trace, run_bytes, stored_bytes
-from gpt2viz.weights import random_model
 
 IDS = (464, 2068, 7586, 21831, 18045, 625, 262)
 torch_grad = torch.autograd.grad

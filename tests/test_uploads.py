@@ -13,9 +13,9 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.config import get_config
-from gpt2viz.uploads import UploadError, Uploads, model_bytes, uploads_allowed
-from gpt2viz.weights import load_safetensors, random_model, save_safetensors
+from gpt2viz.model.weights import load_safetensors, random_model, save_safetensors
+from gpt2viz.server.uploads import UploadError, Uploads, model_bytes, uploads_allowed
+from gpt2viz.spec.config import get_config
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -344,7 +344,7 @@ def test_the_nginx_template_lets_two_uploads_arrive_at_once_and_refuses_a_third(
 
 # ---------------------------------------------------------------------------- serve.py's gate
 def test_the_upload_gate_lets_two_uploads_in_at_once_and_the_others_wait_their_turn():
-    from gpt2viz.upload_gate import UploadGate
+    from gpt2viz.server.upload_gate import UploadGate
 
     inside, most, released = [0], [0], asyncio.Event()
 

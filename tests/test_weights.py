@@ -8,8 +8,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from gpt2viz.config import GPT2Config, get_config
-from gpt2viz.weights import (
+from gpt2viz.model.weights import (
     WeightsError,
     find_hf_checkpoints,
     infer_config,
@@ -18,6 +17,7 @@ from gpt2viz.weights import (
     read_header,
     save_safetensors,
 )
+from gpt2viz.spec.config import GPT2Config, get_config
 
 
 def test_initialisation_statistics():

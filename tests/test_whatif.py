@@ -6,11 +6,7 @@ import copy
 import pytest
 import torch
 
-from gpt2viz.interventions import Intervention
-from gpt2viz.modes import run
-from gpt2viz.schema import Mode
-from gpt2viz.tokenizer import encode
-from gpt2viz.whatif import (
+from gpt2viz.analysis.whatif import (
     Target,
     changed_most,
     default_answers,
@@ -22,6 +18,10 @@ from gpt2viz.whatif import (
     restored,
     sweep,
 )
+from gpt2viz.model.interventions import Intervention
+from gpt2viz.model.modes import run
+from gpt2viz.model.tokenizer import encode
+from gpt2viz.spec.schema import Mode
 
 A = encode("When Mary and John went to the store, John gave a drink to")
 B = encode("When Mary and John went to the store, Mary gave a drink to")
@@ -156,7 +156,7 @@ def test_patching_texts_of_different_length_is_refused(tiny):
     (lambda: Intervention("blocks.0.attn.z", "shuffle"), "unknown method"),
     (lambda: Intervention("blocks.0.resid_pre", "zero", head=1), "no head axis"),
     (lambda: Intervention("blocks.0.resid_pre", "patch"), "source"),
-    (lambda: Target(5, "head").check(__import__("gpt2viz.config").config.get_config("tiny")), "block"),
+    (lambda: Target(5, "head").check(__import__("gpt2viz.spec.config").config.get_config("tiny")), "block"),
 ])
 def test_bad_interventions_say_what_is_wrong(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -178,7 +178,7 @@ def test_mean_in_decode_is_refused(tiny):
 def test_trace_keeps_what_was_intervened_on(tiny, tmp_path):
     knocked = knockout(tiny, A, Target(0, "mlp"), "zero")
     knocked.save(tmp_path / "t.safetensors")
-    from gpt2viz.trace import Trace
+    from gpt2viz.model.trace import Trace
     assert Trace.load(tmp_path / "t.safetensors").intervened == ("blocks.0.mlp.out",)
 
 
@@ -242,7 +242,7 @@ def test_changed_most_lists_only_tensors_after_the_knockout(tiny):
 
 
 def test_a_run_without_interventions_uses_the_plain_recorder():
-    from gpt2viz.interventions import InterveningRecorder, recorder
-    from gpt2viz.record import Recorder
+    from gpt2viz.model.interventions import InterveningRecorder, recorder
+    from gpt2viz.model.record import Recorder
     assert type(recorder(None, ())) is Recorder and type(recorder((), [])) is Recorder
     assert isinstance(recorder(None, [Intervention("logits")]), InterveningRecorder)

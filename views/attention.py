@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from gpt2viz import lesson, plots
-from gpt2viz.model import causal_mask
-from gpt2viz.prompts import induction_cells
+from gpt2viz import plots
+from gpt2viz.model.gpt2 import causal_mask
+from gpt2viz.teaching import notices
+from gpt2viz.teaching.prompts import induction_cells
 from gpt2viz.ui import anatomy, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
@@ -29,10 +30,10 @@ plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · 
                           query_offset=offset, mask=causal_mask(T, L), marks=marks,
                           marks_note="outlined: where an induction head looks (the word after the earlier occurrence)"),
      f"block {b} head {h}")
-anatomy.notice(lesson.attention_notice(pattern, trace.token_ids, offset, lesson.weights_kind(sel.weights), b, h))
+anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notices.weights_kind(sel.weights), b, h))
 if sel.weights.demo:
     story.heads_pointer(sel)
-st.markdown(lesson.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
+st.markdown(notices.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
 draw_diagram("attention", sel, "attention")
 n = min(T, GRID_QUERIES)
 last = trace.get("attn.pattern", b, queries=slice(T - n, T))[0]  # [nh, n, L]

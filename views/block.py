@@ -1,7 +1,8 @@
 """The Transformer block: two residual updates, x' = x + attn(LN1(x)), then x' + mlp(LN2(x'))."""
 
 
-from gpt2viz import lesson, plots
+from gpt2viz import plots
+from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
@@ -23,8 +24,8 @@ else:
     attn, mlp = trace.get("attn.out", b)[0], trace.get("mlp.out", b)[0]  # [T, d] each
     anatomy.side_by_side(plots.position_norms(attn, q, f"‖Δattn‖ added by block {b}", offset=offset),
                          plots.position_norms(mlp, q, f"‖Δmlp‖ added by block {b}", offset=offset))
-    anatomy.notice(lesson.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), lesson.weights_kind(sel.weights)))
+    anatomy.notice(notices.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), notices.weights_kind(sel.weights)))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
-anatomy.notice(lesson.residual_notice(norms, labels))
+anatomy.notice(notices.residual_notice(norms, labels))
 draw_diagram("block", sel, "block")
 anatomy.footer(page)

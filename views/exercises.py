@@ -6,7 +6,7 @@ import os
 
 import streamlit as st
 
-from gpt2viz import exercises as ex
+from gpt2viz.teaching import exercises as ex
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.live_view import live_checks
 from gpt2viz.ui.state import number

@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from gpt2viz import costs, modes, plots
+from gpt2viz import plots
+from gpt2viz.model import modes
+from gpt2viz.spec import costs
 from gpt2viz.ui import story
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation

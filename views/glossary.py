@@ -4,7 +4,7 @@ bring from nanoGPT and TransformerLens."""
 
 import streamlit as st
 
-from gpt2viz.glossary import ALIASES, ENTRIES, GROUPS, SYMBOLS
+from gpt2viz.spec.glossary import ALIASES, ENTRIES, GROUPS, SYMBOLS
 from gpt2viz.ui.links import anchor
 
 

@@ -3,7 +3,8 @@ page for the three kinds: ln_1 and ln_2 of the selected block, and the final ln_
 
 import streamlit as st
 
-from gpt2viz import lesson, plots
+from gpt2viz import plots
+from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot, selection
 from gpt2viz.ui.state import locked
@@ -30,7 +31,7 @@ plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[pref
                             sel.config.layer_norm_epsilon,
                             f"One position through {which}: {q[i]!r} (position {offset + i})"),
      f"{which} · position {offset + i}")
-anatomy.notice(lesson.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i]))
+anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i]))
 if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
                "equals the scaled vector, which is why the last two rows above, and the two histograms below, "

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.lens import decompose, lens_grid, lens_window, logit_lens
-from gpt2viz.tokenizer import readable_tokens
+from gpt2viz.analysis.lens import decompose, lens_grid, lens_window, logit_lens
+from gpt2viz.model.tokenizer import readable_tokens
 from gpt2viz.ui import code_panel
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms

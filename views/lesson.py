@@ -1,6 +1,6 @@
 """Lessons: open a lesson file (one shipped in lessons/, or the lecturer's own), build one from the
 sidebar's weights and text and a sequence of stops, and sign its link once the lecturer's password is
-given (issue 21, 1; gpt2viz/lesson_file.py says what a lesson and its link are)."""
+given (gpt2viz/teaching/lessons.py says what a lesson and its link are)."""
 
 import hmac
 import json
@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from gpt2viz import lesson_file as lf
+from gpt2viz.spec.pages import BY_URL, DEFAULT
+from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, server_key
-from gpt2viz.ui.pages import BY_URL, DEFAULT
 
 PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from gpt2viz import lesson, plots
+from gpt2viz import plots
+from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
@@ -14,7 +15,7 @@ sel, trace, b = page.sel, page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
 plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it"), f"block {b}")
 pre, post = trace.get("mlp.pre", b)[0], trace.get("mlp.post", b)[0]  # [T, 4d] each
-anatomy.notice(lesson.mlp_notice(pre, post, lesson.weights_kind(sel.weights)))
+anatomy.notice(notices.mlp_notice(pre, post, notices.weights_kind(sel.weights)))
 draw_diagram("mlp", sel, "mlp")
 cols = st.columns(2)
 with cols[0]:

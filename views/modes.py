@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from gpt2viz import costs, plots
+from gpt2viz import plots
+from gpt2viz.spec import costs
 from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
 from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap, why_decode_waits_on_memory

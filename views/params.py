@@ -3,7 +3,7 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.params import accounting_csv
+from gpt2viz.anatomy.params import accounting_csv
 from gpt2viz.ui.anatomy import plot, selection
 from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.params_view import (

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from gpt2viz.tour import TOUR
+from gpt2viz.spec.pages import BY_URL
+from gpt2viz.teaching.tour import TOUR
 from gpt2viz.ui.links import anchor
-from gpt2viz.ui.pages import BY_URL
 
 st.title("Start here")
 st.markdown("A path through GPT-2 for a class: open the pages in this order. Type your own text in the sidebar "

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from gpt2viz import lesson, plots
-from gpt2viz.tokenizer import token_bytes
+from gpt2viz import plots
+from gpt2viz.model.tokenizer import token_bytes
+from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.chips import token_chips
@@ -14,7 +15,7 @@ page = anatomy.header("embed", SHOWS)
 sel, trace = page.sel, page.trace
 q, _, offset = axis_tokens(trace)
 st.markdown(token_chips(sel.ids), unsafe_allow_html=True)
-anatomy.notice(lesson.tokens_notice(sel.ids, trace.tokens, sel.text)
+anatomy.notice(notices.tokens_notice(sel.ids, trace.tokens, sel.text)
                + ["Spaces show as ␣ and newlines as ↵; a piece such as <0xF0> is one byte of a character "
                   "(an emoji, an accent) that byte-level BPE split across tokens. Hover a token for its id."])
 if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each

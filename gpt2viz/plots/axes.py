@@ -23,14 +23,14 @@ GREYS = "Greys"
 
 HEIGHT = 400  # default figure height in px
 
-# Sizes for a projector (issue 23): at 1280x720 a student in the back row reads these, in px as
+# Sizes for a projector: at 1280x720 a student in the back row reads these, in px as
 # rendered (plot_theme.py gives them to what a builder leaves unset)
 TICK_PX = 13  # tick and token labels, colour-bar ticks, legends, hover text
 TITLE_PX = 18  # chart titles
 SUBTITLE_PX = 14  # a chart's subtitle, and the panel titles inside a figure
 CELL_PX = 11  # values written into heatmap cells
 # plotly's toolbar (the modebar, shown while the pointer is over a chart) fills the top right of a
-# figure this high: titles start below it, never under it (issue 23)
+# figure this high: titles start below it, never under it
 MODEBAR_PX = 36  # the toolbar is 26 px tall from 2 px down; a title's glyphs rise 5 px above its anchor
 LEGEND_PX = 26  # a one-row legend above the plot, under the title
 

@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from ..costs import human_bytes
+from ..spec.costs import human_bytes
 from . import checks
 from .axes import (
     BLUE,

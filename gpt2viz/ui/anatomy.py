@@ -16,18 +16,19 @@ from fnmatch import fnmatch
 
 import streamlit as st
 
-from .. import lesson, plot_theme
-from .. import model as gpt2_model
-from ..components import Component, ComponentTree, component_tree
-from ..costs import human_bytes
-from ..schema import Mode, concrete, text_dims
-from ..tokenizer import ENDOFTEXT, ENDOFTEXT_ID
-from ..trace import Trace
-from . import demo, present, takeaway
+from ..anatomy.components import Component, ComponentTree, component_tree
+from ..model import gpt2 as gpt2_model
+from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID
+from ..model.trace import Trace
+from ..plots import theme
+from ..spec.costs import human_bytes
+from ..spec.pages import PageRow, home
+from ..spec.schema import Mode, concrete, text_dims
+from ..teaching import notices
+from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, recorded_names, trace_cache
 from .code_panel import snippets
 from .layout import NARROWEST_PAGE_PX
-from .pages import PageRow, home
 from .state import MODE_LABELS, Selection, link_params
 from .working import working
 
@@ -108,7 +109,7 @@ def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "
                 icon=":material/keyboard_return:")
 
 
-# one line in the page's body, beside the values it qualifies (issue 23: it was only in a tooltip)
+# one line in the page's body, beside the values it qualifies (a tooltip alone was missed)
 RANDOM_NOTE = "Random, untrained weights: these values show what the computation does, not what GPT-2 learned."
 RANDOM_DETAIL = ("Shapes and parameter counts are GPT-2's exactly. Probabilities such as '␣Juno 0.000218' and "
                  "attention patterns are what random weights compute: no token or position is favoured for a "
@@ -151,13 +152,13 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     cat = cat_of(sel)
     c = cat[cid]
     # what `learned` means: computed with weights (the tied unembedding owns none but uses wte). Not
-    # "learned", which reads as "trained" while the weights are random (issue 23)
+    # "learned", which reads as "trained" while the weights are random
     badge = ":blue-badge[uses parameters]" if c.learned else ":gray-badge[parameter-free]"
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
-    if cid in lesson.QUESTIONS:
-        st.markdown(f"##### :material/help: {lesson.QUESTIONS[cid]}")
+    if cid in notices.QUESTIONS:
+        st.markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
     if not sel.present:
@@ -178,7 +179,7 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
 
 def notice(lines: list[str]) -> None:
     """What to notice in the chart just drawn: one or two lines, worked out from this run."""
-    takeaway.notes(lines)
+    export.notes(lines)
     if lines:
         st.info("\n".join(f"- {line}" for line in lines), icon=":material/visibility:")
 
@@ -203,7 +204,7 @@ def footer(page: ComponentPage) -> None:
     code(c, page)
     sources(c)
     if page.trace is not None:
-        export(page)
+        tensors_download(page)
 
 
 def anchor(c: Component) -> str:
@@ -283,7 +284,7 @@ def code(c: Component, page: ComponentPage | None = None) -> None:
         snippets(page.row.url, page.sel)
     for fn in OUR_CODE.get(c.id, []):
         lines, start = inspect.getsourcelines(fn)
-        with st.expander(f"gpt2viz/model.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
+        with st.expander(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
             st.code("".join(lines), language="python", line_numbers=True)
     st.markdown("\n".join(reference_line(r) for r in c.references))
 
@@ -298,7 +299,7 @@ def sources(c: Component) -> None:
     st.markdown("\n".join(f"- {PAPERS[key]}" for key in ["gpt2"] + PAPERS_OF.get(c.id, [])))
 
 
-def export(page: ComponentPage) -> None:
+def tensors_download(page: ComponentPage) -> None:
     """A download of the tensors the page shows, as safetensors. The file is written only when the
     button is clicked: given bytes, Streamlit would keep them per session and the browser would
     fetch them again on every rerun (48 MB for the logits of 256 tokens). The click fetches the
@@ -353,9 +354,9 @@ def _caption_lines(caption: str, width_px: float | None) -> list[str]:
     if not width_px:
         return [caption]
     chars = max(20, int((width_px - 95) / CAPTION_CHAR_PX))
-    lines = plot_theme.title_lines(caption, chars)
+    lines = theme.title_lines(caption, chars)
     if len(lines) > 2:
-        lines = plot_theme.title_lines(re.sub(r" · “[^”]*”", "", caption), chars)
+        lines = theme.title_lines(re.sub(r" · “[^”]*”", "", caption), chars)
     return lines if len(lines) <= 2 else [lines[0], lines[1][: chars - 1] + "…"]
 
 
@@ -363,7 +364,7 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
     """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
     written in its top-right corner; `font_scale`: its type that much larger (presentation mode);
     `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
-    fig = plot_theme.themed(fig, dark=dark, width_px=width_px)
+    fig = theme.themed(fig, dark=dark, width_px=width_px)
     if font_scale != 1:
         fig = present.scaled_fonts(fig, font_scale)
     # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), on
@@ -382,15 +383,15 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0) -> None:
     `run=False`: a figure of the model alone, such as the parameter accounting, names only it).
     `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
     wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX). The page's handout keeps it
-    (ui/takeaway.py); its camera button saves an SVG."""
+    (ui/export.py); its camera button saves an SVG."""
     sel = selection()
     caption = source(sel, where) if run else sel.weights.label
-    fill = sel.present and takeaway.charts_recorded() == 0  # projected, the first chart fills the first screen
-    takeaway.record(fig, caption)
+    fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
+    export.record(fig, caption)
     fig = framed(fig, caption, dark=st.context.theme.type == "dark",
                  font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=share * NARROWEST_PAGE_PX)
     if fill:
         fig.layout.height = None
     with present.screen(fill):
         st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
-                        config={**plot_theme.CONFIG, "toImageButtonOptions": takeaway.image_options(fig)})
+                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)})

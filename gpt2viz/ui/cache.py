@@ -17,19 +17,19 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from .. import costs
-from ..config import get_config
-from ..demo_model import DEMO_PATH
-from ..derive import to_record
-from ..generation import Sampler
-from ..memory import reuse_freed_memory_within_a_run
-from ..model import GPT2
-from ..modes import Generation, Mode, generate, greedy, last_keys, run
-from ..schema import concrete, owns_storage, recorded, text_dims
-from ..trace import Trace
-from ..trace_cache import DEFAULT_BUDGET, Progress, TraceCache
-from ..trace_cache import log as run_log
-from ..weights import find_hf_checkpoints, load_safetensors, random_model
+from ..model.demo_model import DEMO_PATH
+from ..model.derive import to_record
+from ..model.generation import Sampler
+from ..model.gpt2 import GPT2
+from ..model.memory import reuse_freed_memory_within_a_run
+from ..model.modes import Generation, Mode, generate, greedy, last_keys, run
+from ..model.trace import Trace
+from ..model.weights import find_hf_checkpoints, load_safetensors, random_model
+from ..server.trace_cache import DEFAULT_BUDGET, Progress, TraceCache
+from ..server.trace_cache import log as run_log
+from ..spec import costs
+from ..spec.config import get_config
+from ..spec.schema import concrete, owns_storage, recorded, text_dims
 from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
@@ -51,7 +51,7 @@ class LoadedModel:
     model_name: str = ""  # the preset, for random weights
     seed: int = 0  # of random weights; also the dropout seed in training
     path: str | None = None  # of file weights
-    demo: bool = False  # the small model trained here (gpt2viz/demo_model.py)
+    demo: bool = False  # the small model trained here (gpt2viz/model/demo_model.py)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")

@@ -3,7 +3,7 @@ newline, byte pieces as bytes), with the token id on hover. HTML for st.markdown
 
 from html import escape
 
-from ..tokenizer import readable
+from ..model.tokenizer import readable
 
 STYLE = ("display:inline-block;margin:2px 3px;padding:2px 6px;border:1px solid #b8bcc8;border-radius:4px;"
          "font-family:monospace;font-size:1.05rem;background:rgba(128,132,149,0.08)")

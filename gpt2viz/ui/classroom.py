@@ -5,14 +5,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import costs
-from ..config import GPT2Config
-from ..generation import distribution
-from ..lens import LensRow
-from ..modes import Generation
-from ..schema import block_name
-from ..tokenizer import readable
-from ..trace import Trace
+from ..analysis.lens import LensRow
+from ..model.generation import distribution
+from ..model.modes import Generation
+from ..model.tokenizer import readable
+from ..model.trace import Trace
+from ..spec import costs
+from ..spec.config import GPT2Config
+from ..spec.schema import block_name
 
 TRAINING_NEEDS = ("loss*", "*dropout_mask", "grad.h.*.weight", "grad.blocks.*.resid_pre")
 GRAD_PARTS = [("ln_1", "ln_1"), ("attn.c_attn", "W_QKV"), ("attn.c_proj", "W_O"), ("ln_2", "ln_2"),

@@ -1,9 +1,9 @@
-"""The Code panel's snippets (gpt2viz/snippets.py) for the view on screen: one tab per kind
+"""The Code panel's snippets (gpt2viz/teaching/snippets.py) for the view on screen: one tab per kind
 (gpt2viz · transformers), each copyable, and one download of both as a `.py` of `# %%` cells."""
 
 import streamlit as st
 
-from ..snippets import KINDS, View, cells, snippet
+from ..teaching.snippets import KINDS, View, cells, snippet
 from .state import Selection
 
 PAGE_VALUES = {"layernorm": ("ln",)}  # the page's own controls the snippet follows (session keys)

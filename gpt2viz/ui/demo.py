@@ -1,12 +1,12 @@
-"""What the pages say when the demo model (trained here, gpt2viz/demo_model.py) is in use: its note,
+"""What the pages say when the demo model (trained here, gpt2viz/model/demo_model.py) is in use: its note,
 and its vocabulary (shown on the Tokens page)."""
 
 import functools
 
 import streamlit as st
 
-from ..demo_model import DEMO_PATH, demo_vocabulary
-from ..tokenizer import readable
+from ..model.demo_model import DEMO_PATH, demo_vocabulary
+from ..model.tokenizer import readable
 from .text import code_span
 
 NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}, "

@@ -4,9 +4,9 @@ control an experiment), the cached outcome, and the charts and numbers of each a
 import streamlit as st
 
 from .. import plots
-from ..experiments import EXPERIMENTS, TEMPERATURE_CHOICES, Experiment, Outcome, question
-from ..schema import Mode
-from ..tokenizer import readable, readable_tokens
+from ..analysis.experiments import EXPERIMENTS, TEMPERATURE_CHOICES, Experiment, Outcome, question
+from ..model.tokenizer import readable, readable_tokens
+from ..spec.schema import Mode
 from .anatomy import plot, side_by_side
 from .cache import run_bytes, trace_cache
 from .state import Selection

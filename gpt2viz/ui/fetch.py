@@ -7,7 +7,7 @@ click unless its operator said so.
 
 import streamlit as st
 
-from ..download import REPOS, DownloadError, describe, download, download_allowed
+from ..model.download import REPOS, DownloadError, describe, download, download_allowed
 from .cache import cached_checkpoints
 
 JUST_FETCHED = "_just_fetched"  # the checkpoint to select on the run after a download

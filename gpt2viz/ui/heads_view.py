@@ -6,10 +6,11 @@ view kept (text, weights; block, head and mode=full set)."""
 import numpy as np
 import streamlit as st
 
-from .. import heads, plots
-from ..lesson import weights_kind
+from .. import plots
+from ..analysis import heads
 from ..plots.heatmaps import NARROWEST_PX, annotate
-from ..schema import Mode
+from ..spec.schema import Mode
+from ..teaching.notices import weights_kind
 from .anatomy import notice, plot, text_notes
 from .cache import get_trace
 from .links import anchor

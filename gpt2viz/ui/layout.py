@@ -1,5 +1,5 @@
-"""How the pages fit a window from 800 px wide (a laptop) to a projector's 1280x720 and beyond
-(issue 23): the sidebar's width in a narrow window, and tables wider than the page."""
+"""How the pages fit a window from 800 px wide (a laptop) to a projector's 1280x720 and beyond:
+the sidebar's width in a narrow window, and tables wider than the page."""
 
 import streamlit as st
 
@@ -20,7 +20,7 @@ def column_widths(rows: list[dict]) -> dict[str, int]:
 
 
 def wide_table(rows: list[dict], **kwargs) -> None:
-    """A table that may be wider than the page (issue 23): every cell whole, the first column pinned
+    """A table that may be wider than the page: every cell whole, the first column pinned
     at the left while the rest scroll under it, and a line above that says so."""
     if not rows:
         return

@@ -1,4 +1,4 @@
-"""A lesson in the app (issue 21, 1): opened from a signed link (`?lesson=<payload>.<tag>&stop=<i>`)
+"""A lesson in the app: opened from a signed link (`?lesson=<payload>.<tag>&stop=<i>`)
 or, for this session only, from a file; its values pinned before the sidebar's controls are declared;
 the bar at the top of each stop (its place, back and next, the lecturer's note).
 
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from .. import lesson_file as lf
-from ..modes import Mode
-from ..tokenizer import TextError, encode
+from ..model.modes import Mode
+from ..model.tokenizer import TextError, encode
+from ..spec.pages import BY_URL, DEFAULT
+from ..teaching import lessons as lf
 from .cache import cached_checkpoints, get_trace, trace_cache
-from .pages import BY_URL, DEFAULT
 from .state import LOCKED, Selection, keep_only_url, sources_enabled
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's

@@ -9,12 +9,13 @@ from html import escape
 
 import streamlit as st
 
-from .. import diagram, tour
-from ..demo_model import DEMO_PATH
-from ..prompts import prompts_for
-from . import takeaway
+from ..anatomy import diagram
+from ..model.demo_model import DEMO_PATH
+from ..spec.pages import BY_URL, DEFAULT, home
+from ..teaching import tour
+from ..teaching.prompts import prompts_for
+from . import export
 from .anatomy import cat_of, run_values
-from .pages import BY_URL, DEFAULT, home
 from .state import Selection, link_params
 
 
@@ -46,7 +47,7 @@ def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
     svg = getattr(diagram, kind)(cat_of(sel), sel.mode, run_values(sel, sel.mode), diagram_links(sel, current),
                                  **extra)
     container.markdown(svg, unsafe_allow_html=True)
-    takeaway.diagram_download(svg, kind, container)
+    export.diagram_download(svg, kind, container)
 
 
 def next_stop(url: str) -> tuple[str, str] | None:

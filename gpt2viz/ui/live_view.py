@@ -1,12 +1,12 @@
-"""The Exercises page's live checks: questions on the student's own run (gpt2viz/live_checks.py),
+"""The Exercises page's live checks: questions on the student's own run (gpt2viz/teaching/live_checks.py),
 graded against it; grades kept for the session, beside the exercises' score."""
 
 import hashlib
 
 import streamlit as st
 
-from ..live_checks import LiveCheck, checks, grade, grade_knockout, knockout_check
-from ..whatif import Target
+from ..analysis.whatif import Target
+from ..teaching.live_checks import LiveCheck, checks, grade, grade_knockout, knockout_check
 from .state import Selection
 from .whatif_view import clean_trace, knocked_out
 

@@ -1,10 +1,10 @@
 """Data for the modes page: the text in every mode, shapes side by side, cache growth."""
 
-from .. import costs
-from ..components import component_tree
-from ..config import GPT2Config
-from ..modes import Mode
-from ..schema import concrete, recorded, symbolic
+from ..anatomy.components import component_tree
+from ..model.modes import Mode
+from ..spec import costs
+from ..spec.config import GPT2Config
+from ..spec.schema import concrete, recorded, symbolic
 from .anatomy import run_values
 from .state import MODE_LABELS, Selection
 

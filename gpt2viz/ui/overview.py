@@ -2,9 +2,9 @@
 
 import torch
 
-from ..lens import n_blocks
-from ..tokenizer import readable
-from ..trace import Trace
+from ..analysis.lens import n_blocks
+from ..model.tokenizer import readable
+from ..model.trace import Trace
 
 
 def residual_norm_series(trace: Trace) -> tuple[list[str], torch.Tensor]:

@@ -3,11 +3,11 @@ checkpoint section for the parameter accounting page."""
 
 import streamlit as st
 
-from .. import costs
+from ..anatomy.params import accounting_report
 from ..cli import shapes_report
-from ..config import LIMITS, PRESETS, GPT2Config, custom_config, get_config
-from ..modes import Mode
-from ..params import accounting_report
+from ..model.modes import Mode
+from ..spec import costs
+from ..spec.config import LIMITS, PRESETS, GPT2Config, custom_config, get_config
 from .layout import wide_table
 from .state import number
 

@@ -1,4 +1,4 @@
-"""Presentation mode (issue 21, 2): `present=1` in the URL, or the sidebar's toggle, for a lecture.
+"""Presentation mode: `present=1` in the URL, or the sidebar's toggle, for a lecture.
 
 The sidebar and its button are hidden, the type is larger, the page's first chart fills the first
 screen (at 1280 x 720 and larger), and a bar in the top right corner, always in view, holds a way

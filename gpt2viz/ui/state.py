@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from ..config import PRESETS
-from ..demo_model import DEMO_PATH
-from ..modes import Mode
-from ..prompts import prompts_for
-from ..tokenizer import TextError, encode
+from ..model.demo_model import DEMO_PATH
+from ..model.modes import Mode
+from ..model.tokenizer import TextError, encode
+from ..spec.config import PRESETS
+from ..teaching.prompts import prompts_for
 from . import present
 from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched

@@ -1,11 +1,11 @@
-"""The weights' story on each page: a same-tab link to the ready prompt (gpt2viz/prompts.py) that
+"""The weights' story on each page: a same-tab link to the ready prompt (gpt2viz/teaching/prompts.py) that
 shows what the page is about with the weights in use, and what it shows. Only weights with measured
 prompts get one (today the demo model)."""
 
 import streamlit as st
 
-from ..demo_model import DEMO_PATH, demo_heads
-from ..prompts import Prompt, prompts_for
+from ..model.demo_model import DEMO_PATH, demo_heads
+from ..teaching.prompts import Prompt, prompts_for
 from .links import anchor
 from .state import Selection
 

@@ -17,8 +17,8 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..uploads import MIB, Held, UploadError, Uploads, uploads_allowed
-from ..weights import load_safetensors
+from ..model.weights import load_safetensors
+from ..server.uploads import MIB, Held, UploadError, Uploads, uploads_allowed
 from .cache import LoadedModel
 
 UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests

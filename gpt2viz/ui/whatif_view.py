@@ -11,12 +11,7 @@ import streamlit as st
 import torch
 
 from .. import plots
-from ..demo_model import DEMO_PATH
-from ..prompts import DEMO_REPEAT
-from ..schema import Mode
-from ..tokenizer import TextError, encode, readable
-from ..trace import Trace
-from ..whatif import (
+from ..analysis.whatif import (
     Patching,
     Target,
     changed_most,
@@ -27,6 +22,11 @@ from ..whatif import (
     patch,
     sweep,
 )
+from ..model.demo_model import DEMO_PATH
+from ..model.tokenizer import TextError, encode, readable
+from ..model.trace import Trace
+from ..spec.schema import Mode
+from ..teaching.prompts import DEMO_REPEAT
 from .anatomy import plot, text_notes
 from .cache import get_trace, records_everything, run_bytes, trace_cache
 from .state import Selection, default_text_b, locked, number

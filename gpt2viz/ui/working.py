@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from ..trace_cache import Progress, Status
+from ..server.trace_cache import Progress, Status
 
 QUEUED = "Waiting for a turn: other runs are using the server's cores and memory."
 

@@ -1,0 +1,248 @@
+""""What if" experiments built on interventions: knock a part out, or patch one text's activations
+into another's run, and measure what the prediction at the last position does.
+
+Knock out: a head (its `attn.z`), a block's whole attention (`attn.out`, the update Δattn it adds to
+the stream), its MLP (`mlp.out`, Δmlp) or one neuron (`mlp.post`), replaced by zero or by its mean
+over the text's positions. A sweep knocks out every head (or every MLP) one at a time, several at
+once as rows of one batch.
+
+Patch (activation patching): run the corrupt text B with one activation taken from the clean text
+A's run, and see how much of the difference between the two runs' answers comes back. The metric is
+the logit difference of an answer pair (a, b) at the last position, m = logit_a − logit_b; the
+restored fraction of a patched run is (m_patched − m_B) / (m_A − m_B): 0 when the patch changes
+nothing, 1 when it gives A's answer margin back in full.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+from ..model.gpt2 import GPT2
+from ..model.interventions import InterveningRecorder, Intervention, block_of, check_reached
+from ..model.modes import run
+from ..model.tokenizer import readable, readable_tokens
+from ..model.trace import Trace
+from ..spec.schema import Mode, block_name
+
+Progress = Callable[[int, int], None]  # (runs done, runs in all)
+PARTS = ("head", "attn", "mlp", "neuron")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The part to knock out: one head, a block's attention, its MLP, or one MLP neuron."""
+    block: int
+    part: str = "head"  # one of PARTS
+    index: int = 0  # the head, or the neuron; unused for attn and mlp
+
+    @property
+    def name(self) -> str:
+        short = {"head": "attn.z", "attn": "attn.out", "mlp": "mlp.out", "neuron": "mlp.post"}[self.part]
+        return block_name(short, self.block)
+
+    @property
+    def label(self) -> str:
+        b, i = self.block, self.index
+        return {"head": f"head {b}.{i}", "attn": f"block {b}'s attention", "mlp": f"block {b}'s MLP",
+                "neuron": f"neuron {i} of block {b}'s MLP"}[self.part]
+
+    def intervention(self, method: str, row: int | None = None) -> Intervention:
+        return Intervention(self.name, method, head=self.index if self.part == "head" else None,
+                            unit=self.index if self.part == "neuron" else None, row=row)
+
+    def check(self, cfg) -> None:
+        if self.part not in PARTS:
+            raise ValueError(f"unknown part {self.part!r}; choose one of {', '.join(PARTS)}")
+        if not 0 <= self.block < cfg.n_layer:
+            raise ValueError(f"block must be between 0 and {cfg.n_layer - 1}, got {self.block}")
+        top = {"head": cfg.n_head, "neuron": cfg.d_mlp}.get(self.part)
+        if top is not None and not 0 <= self.index < top:
+            raise ValueError(f"{self.part} must be between 0 and {top - 1}, got {self.index}")
+
+
+def knockout(model: GPT2, ids, target: Target, method: str, mode=Mode.FULL, names=None, progress=None) -> Trace:
+    """The trace of `ids` with `target` knocked out by `method` (zero or mean); `progress` as run's."""
+    target.check(model.config)
+    if method not in ("zero", "mean"):
+        raise ValueError(f"knock out with zero or mean, not {method!r}")
+    return run(model, ids, mode, names=names, interventions=[target.intervention(method)], progress=progress)
+
+
+# ---------------------------------------------------------------------------- reading two runs
+def log_probs(trace: Trace) -> torch.Tensor:
+    return torch.log_softmax(trace["logits"][0, -1], dim=-1)  # [V] at the last position
+
+
+def loss_per_position(trace: Trace) -> torch.Tensor:
+    """Cross-entropy of each next token [T-1] (position t predicts token t+1)."""
+    logits = trace["logits"][0]  # [T, V]
+    return F.cross_entropy(logits[:-1], torch.tensor(trace.token_ids[1:]), reduction="none")  # [T-1]
+
+
+def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, float]]:
+    """The k tensors stored in both runs, other than those intervened on, whose values moved most,
+    as (name, ‖after − before‖ / ‖before‖), largest first. Tensors computed before the intervention
+    are equal bit for bit, so only later ones appear. Derived names (the attention pattern, LayerNorm
+    outputs, ...) are left out: each is a function of stored ones that moved, and deriving them all for
+    two runs cost seconds on every view."""
+    moved = []
+    for name in after.names:
+        if (name in after.tensors and name in before.tensors and name not in after.intervened
+                and after[name].shape == before[name].shape):
+            a, b = after[name].float(), before[name].float()
+            if not torch.equal(a, b):
+                moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
+    return sorted(moved, key=lambda m: -m[1])[:k]
+
+
+# ---------------------------------------------------------------------------- batched runs
+@torch.no_grad()
+def last_logits(model: GPT2, ids, interventions) -> torch.Tensor:
+    """Logits at the last position [R, V] of one run of `ids` [T] with row-specific interventions
+    (R rows; one row without any)."""
+    rec = InterveningRecorder(interventions, names=())
+    logits, _ = model(torch.as_tensor([list(ids)]), rec=rec, last_only=True)  # [R, 1, V]
+    check_reached(interventions, rec.intervened)
+    return logits[:, -1]  # [R, V]
+
+
+def batched(model: GPT2, ids, rows: list[list[Intervention]], measure: Callable[[torch.Tensor], torch.Tensor],
+            batch: int, progress: Progress | None = None) -> torch.Tensor:
+    """measure(logits [R, V]) -> [R] for every row of interventions, `batch` rows a run. Rows are
+    taken in the order of the first block they touch, and a run computes the blocks before its
+    rows' first block once, not once a row."""
+    out = torch.empty(len(rows))
+    order = sorted(range(len(rows)), key=lambda r: min(block_of(iv.name)[0] or 0 for iv in rows[r]))
+    for start in range(0, len(order), batch):
+        chunk = order[start:start + batch]
+        ivs = [replace(iv, row=row) for row, r in enumerate(chunk) for iv in rows[r]]
+        out[chunk] = measure(last_logits(model, ids, ivs))
+        if progress:
+            progress(start + len(chunk), len(rows))
+    return out
+
+
+def sweep(model: GPT2, ids, part: str, method: str, token: int, batch: int = 16,
+          progress: Progress | None = None) -> torch.Tensor:
+    """Knock out every head ([n_layer, n_head]) or every block's MLP or attention ([n_layer, 1]),
+    one at a time: the change in the log-probability of `token` at the last position."""
+    cfg = model.config
+    targets = [Target(b, part, h) for b in range(cfg.n_layer) for h in range(cfg.n_head if part == "head" else 1)]
+    targets[0].check(cfg)
+    if method not in ("zero", "mean"):
+        raise ValueError(f"knock out with zero or mean, not {method!r}")
+    clean = torch.log_softmax(last_logits(model, ids, ())[0], -1)[token]
+
+    def effect(logits):  # [R, V] -> [R]
+        return torch.log_softmax(logits, -1)[:, token] - clean
+    rows = [[t.intervention(method)] for t in targets]
+    return batched(model, ids, rows, effect, batch, progress).view(cfg.n_layer, -1)  # [n_layer, nh or 1]
+
+
+# ---------------------------------------------------------------------------- patching
+@dataclass(frozen=True)
+class Patching:
+    """Patching A (clean) into B (corrupt): restored fractions per (block, position) and per (block, head)."""
+    answers: tuple[int, int]  # (a, b): the metric is logit_a − logit_b at the last position
+    clean_diff: float  # m_A
+    corrupt_diff: float  # m_B
+    resid: torch.Tensor  # [n_layer, T] patching resid_pre at (block, position)
+    heads: torch.Tensor  # [n_layer, nh] patching attn.z of one head, every position
+
+    @property
+    def nbytes(self) -> int:
+        return (self.resid.numel() + self.heads.numel()) * 4
+
+
+PATCH_NAMES = ("blocks.*.resid_pre", "blocks.*.attn.z", "logits")
+
+
+def patch_sources(model: GPT2, clean_ids) -> Trace:
+    """The clean run's tensors that patching takes: resid_pre and attn.z of every block."""
+    return run(model, list(clean_ids), Mode.FULL, names=PATCH_NAMES)
+
+
+def logit_diff(logits: torch.Tensor, answers: tuple[int, int]) -> torch.Tensor:
+    return logits[..., answers[0]] - logits[..., answers[1]]
+
+
+def restored(m: torch.Tensor, clean: float, corrupt: float) -> torch.Tensor:
+    """(m − m_B) / (m_A − m_B); NaN where A and B give the pair the same margin (nothing to restore)."""
+    gap = clean - corrupt
+    return (m - corrupt) / gap if gap != 0 else torch.full_like(m, float("nan"))
+
+
+def default_answers(clean_logits: torch.Tensor, corrupt_logits: torch.Tensor) -> tuple[int, int]:
+    """(A's top next token, B's top next token); when both runs pick the same token, B's best other one."""
+    a = int(clean_logits.argmax())
+    top2 = corrupt_logits.topk(2).indices.tolist()
+    return a, top2[1] if top2[0] == a else top2[0]
+
+
+def patch(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int] | None = None, batch: int = 16,
+          progress: Progress | None = None) -> Patching:
+    """Patch every (block, position) of resid_pre, then every head's attn.z, from A into B.
+    answers: default_answers unless given."""
+    clean_ids, corrupt_ids = list(clean_ids), list(corrupt_ids)
+    if len(clean_ids) != len(corrupt_ids):
+        raise ValueError(f"patching needs texts of equal length in tokens: {len(clean_ids)} and {len(corrupt_ids)}")
+    cfg, T = model.config, len(clean_ids)
+    source = patch_sources(model, clean_ids)
+    clean_logits = source["logits"][0, -1]  # [V]
+    corrupt_logits = last_logits(model, corrupt_ids, ())[0]  # [V]
+    answers = answers or default_answers(clean_logits, corrupt_logits)
+    m_a, m_b = float(logit_diff(clean_logits, answers)), float(logit_diff(corrupt_logits, answers))
+    resid = [[Intervention(block_name("resid_pre", b), "patch", position=p, source=source.get("resid_pre", b))]
+             for b in range(cfg.n_layer) for p in range(T)]
+    heads = [[Intervention(block_name("attn.z", b), "patch", head=h, source=source.get("attn.z", b))]
+             for b in range(cfg.n_layer) for h in range(cfg.n_head)]
+    n = len(resid) + len(heads)
+
+    def measure(logits):  # [R, V] -> [R]
+        return restored(logit_diff(logits, answers), m_a, m_b)
+    r = batched(model, corrupt_ids, resid, measure, batch, progress and (lambda i, _: progress(i, n)))
+    h = batched(model, corrupt_ids, heads, measure, batch, progress and (lambda i, _: progress(len(resid) + i, n)))
+    return Patching(answers, m_a, m_b, r.view(cfg.n_layer, T), h.view(cfg.n_layer, cfg.n_head))
+
+
+# ---------------------------------------------------------------------------- reports (CLI JSON)
+def _finite(x: float) -> float | None:
+    return None if math.isnan(x) else round(float(x), 6)  # NaN (nothing to restore) as null
+
+
+def _top(probs: torch.Tensor, k: int) -> list[dict]:
+    top = probs.topk(k)
+    return [{"id": int(i), "token": readable(int(i)), "prob": _finite(p)} for p, i in zip(*top)]
+
+
+def ablation_report(model: GPT2, ids, target: Target, method: str, k: int = 5) -> dict:
+    """What knocking out `target` does to the prediction at the last position and to the loss."""
+    before = run(model, list(ids), Mode.FULL)
+    after = knockout(model, list(ids), target, method)
+    p_before, p_after = log_probs(before).exp(), log_probs(after).exp()  # [V]
+    top = int(p_before.argmax())
+    loss_before, loss_after = loss_per_position(before), loss_per_position(after)  # [T-1]
+    return {"model": before.model, "tokens": list(before.tokens), "method": method,
+            "target": {"block": target.block, "part": target.part, "index": target.index, "name": target.name},
+            "top_before": _top(p_before, k), "top_after": _top(p_after, k),
+            "top_token": {"id": top, "token": readable(top), "prob_before": _finite(p_before[top]),
+                          "prob_after": _finite(p_after[top]),
+                          "logit_change": _finite(after["logits"][0, -1, top] - before["logits"][0, -1, top])},
+            "loss_before": _finite(loss_before.mean()) if len(ids) > 1 else None,
+            "loss_after": _finite(loss_after.mean()) if len(ids) > 1 else None,
+            "changed_most": [{"name": n, "relative_change": _finite(c)} for n, c in changed_most(before, after, k)]}
+
+
+def patching_report(model: GPT2, clean_ids, corrupt_ids, batch: int = 16) -> dict:
+    """Patching A (clean) into B (corrupt), every (block, position) of resid_pre and every head's attn.z."""
+    p = patch(model, clean_ids, corrupt_ids, batch=batch)
+    return {"model": model.config.name, "clean_tokens": readable_tokens(clean_ids),
+            "corrupt_tokens": readable_tokens(corrupt_ids),
+            "answers": [{"id": a, "token": readable(a)} for a in p.answers],
+            "metric": "logit[answers[0]] - logit[answers[1]] at the last position",
+            "clean_logit_diff": _finite(p.clean_diff), "corrupt_logit_diff": _finite(p.corrupt_diff),
+            "restored": {"resid_pre": [[_finite(v) for v in row] for row in p.resid.tolist()],
+                         "attn_z": [[_finite(v) for v in row] for row in p.heads.tolist()]}}

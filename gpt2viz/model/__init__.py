@@ -1,0 +1,5 @@
+"""The instrumented GPT-2 and everything that runs it.
+
+The model itself (gpt2.py), the recorder and its interventions, the four modes and generation, the
+trace a run leaves (and the tensors derived from it), weights (random, demo, safetensors, download),
+the tokenizer, and the allocator's memory policy. May import: spec."""

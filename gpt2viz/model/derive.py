@@ -1,0 +1,114 @@
+"""Names a trace derives on demand instead of storing them (schema.DERIVED).
+
+Each is a pure function of names the forward pass records, computed with the very functions
+`model.py` runs, so a derived tensor equals the one the forward pass computed: the attention
+scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
+LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
+bias, references to the model's parameters), the GELU from `mlp.pre`, `resid_mid` from `resid_pre +
+attn.out`. A recording of names that include a derived one records its sources instead, but for a
+name the run intervenes on (interventions.py): that one is stored after the intervention, as the
+model carried on with it, and what derives from it is then derived from those values.
+"""
+
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+
+import torch
+
+from ..spec.config import GPT2Config
+from ..spec.schema import CACHED_MODES, DERIVED, Mode, block_name, recorded_names
+from .gpt2 import GPT2, attention_scores, causal_mask, causal_softmax, gelu_new, normalize, scale_shift
+from .trace import Derivation
+
+STREAM = {"ln1": "resid_pre", "ln2": "resid_mid", "ln_f": "resid_post"}  # what each LayerNorm reads
+LN_MODULE = {"ln1": "ln_1", "ln2": "ln_2"}  # its parameters' names in a block
+
+
+def _split(name: str) -> tuple[str, str]:
+    """("blocks.3.", "attn.pattern") for a block name, ("", "ln_f.out") for a top-level one."""
+    if name.startswith("blocks."):
+        _, b, short = name.split(".", 2)
+        return block_name("", int(b)), short
+    return "", name
+
+
+def _sources(name: str, cfg: GPT2Config, mode: Mode) -> tuple[str, ...]:
+    prefix, short = _split(name)
+    group, _, part = short.partition(".")
+    if short == "attn.scores":
+        return (prefix + "attn.q", prefix + ("attn.k_cache" if Mode.parse(mode) in CACHED_MODES else "attn.k"))
+    if short == "attn.pattern":
+        return (prefix + "attn.scores",)
+    if short == "resid_mid":
+        return (prefix + "resid_pre", prefix + "attn.out")
+    if short == "mlp.post":
+        return (prefix + "mlp.pre",)
+    if part == "normalized":
+        stream = block_name("resid_post", cfg.n_layer - 1) if group == "ln_f" else prefix + STREAM[group]
+        return (stream, f"{prefix}{group}.mean", f"{prefix}{group}.var")
+    return (f"{prefix}{group}.normalized",)  # ln*.out
+
+
+def _part(name: str, cfg: GPT2Config, mode: str):
+    """For the scores and the pattern: a function (trace, head, queries) computing only
+    `[:, head, queries]`, from the same rows of q and the head's keys (and the mask's rows)."""
+    prefix, short = _split(name)
+    if short not in ("attn.scores", "attn.pattern"):
+        return None
+    q_name, k_name = _sources(prefix + "attn.scores", cfg, mode)
+
+    def part(trace, head, queries):
+        q, k = trace[q_name], trace[k_name]  # [B, nh, T, dh], [B, nh, L, dh]
+        if short == "attn.scores":
+            return attention_scores(q[:, head, queries], k[:, head])  # [B, (nh,) n, L]
+        scores = trace.part(prefix + "attn.scores", head, queries)  # [B, (nh,) n, L]
+        return causal_softmax(scores, causal_mask(q.shape[2], k.shape[2])[queries])  # [B, (nh,) n, L]
+    return part
+
+
+def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
+    prefix, short = _split(name)
+    group, _, part = short.partition(".")
+    if short == "attn.scores":
+        return attention_scores
+    if short == "attn.pattern":
+        return lambda scores: causal_softmax(scores, causal_mask(*scores.shape[-2:]))
+    if short == "resid_mid":
+        return torch.add
+    if short == "mlp.post":
+        return gelu_new
+    if part == "normalized":
+        eps = model.config.layer_norm_epsilon
+        return lambda x, mean, var: normalize(x, mean, var, eps)
+    ln = model.ln_f if group == "ln_f" else getattr(model.h[int(prefix.split(".")[1])], LN_MODULE[group])
+    gain = ln.weight.detach()  # the model's own, not copies; no bias when the config has none
+    bias = None if ln.bias is None else ln.bias.detach()
+    return lambda normalized: scale_shift(normalized, gain, bias)
+
+
+def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
+    """Every derived name of `mode` whose sources are stored (or derivable), in execution order;
+    not one stored itself (a run that intervened on it keeps what it recorded)."""
+    out: dict[str, Derivation] = {}
+    for name in recorded_names(model.config, mode):
+        if _split(name)[1] in DERIVED and name not in stored:
+            sources = _sources(name, model.config, mode)
+            if all(s in stored or s in out for s in sources):
+                out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode))
+    return out
+
+
+def to_record(cfg: GPT2Config, mode: Mode, names=None, keep=()) -> frozenset[str]:
+    """The names a run must store to give `names` (full names or globs; None: everything): the
+    stored ones as they are, the derived ones through their sources, but those in `keep` (the
+    names a run intervenes on) as they are."""
+    every = recorded_names(cfg, mode)
+    asked = every if names is None else [n for n in every if any(fnmatchcase(n, p) for p in names)]
+    kept, todo = set(), list(asked)
+    while todo:
+        name = todo.pop()
+        if _split(name)[1] in DERIVED and name not in keep:
+            todo += _sources(name, cfg, mode)
+        else:
+            kept.add(name)
+    return frozenset(kept)

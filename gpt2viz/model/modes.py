@@ -1,0 +1,200 @@
+"""The four execution modes, one attention code path (the lower-right causal mask):
+
+FULL      T tokens, no cache: the reference forward.
+TRAINING  T tokens, seeded dropout, next-token targets, mean and per-token loss, and a backward
+          pass recording d loss / d every parameter and d loss / d every block's residual stream.
+PREFILL   a prompt of T tokens into an empty cache (P = 0): leaves the KV cache [B, nh, T, dh] per
+          layer; logits for the last position only.
+DECODE    the text's last token against the cache of the P tokens before it (L = P + 1 keys).
+"""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from ..spec.schema import GRAD_STREAMS, Mode, block_name, recorded_names
+from .derive import derivations, to_record
+from .gpt2 import GPT2, Dropout, no_dropout
+from .interventions import block_of, check_reached, recorder
+from .record import Recorder
+from .tokenizer import readable_tokens
+from .trace import Trace
+
+
+def as_batch(ids) -> torch.Tensor:
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    ids = ids.unsqueeze(0) if ids.dim() == 1 else ids  # [B, T]
+    if ids.dim() != 2 or ids.shape[1] == 0:
+        raise ValueError(f"token ids must be [T] or [B, T] with T >= 1, got shape {list(ids.shape)}")
+    return ids
+
+
+Progress = Callable[[int, int, str], None]  # (steps done, of total, the step in words)
+
+
+class _Passes:
+    """A run's steps for a progress callback: each block a pass goes through is one step (its
+    output, forward; the gradient reaching its input, backward)."""
+
+    def __init__(self, progress: Progress | None, n_layer: int, passes: int):
+        self.progress, self.total, self.done = progress, n_layer * passes, 0
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        self.progress(self.done, self.total, what)
+
+    def forward(self, rec: Recorder, phase: str) -> Recorder:
+        """`rec`, telling the progress of each block's output (`phase`: "forward pass")."""
+        if self.progress is not None:
+            rec.on_block = lambda name: self.step(f"{phase}: block {block_of(name)[0]}")
+        return rec
+
+    def backward(self, streams: dict[str, torch.Tensor], n_layer: int) -> None:
+        """Tell the progress as the gradient reaches each block's output (block n_layer - 1 first):
+        every weight of the block, and every stream before it, needs it."""
+        if self.progress is None:
+            return
+        for i in range(n_layer):
+            x = streams.get(block_name("resid_post", i))
+            if x is not None:
+                x.register_hook(lambda grad, i=i: self.step(f"backward pass: block {i}"))
+
+
+def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True,
+        dropout: bool = True, interventions=(), progress: Progress | None = None) -> Trace:
+    """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all), with
+    `interventions` (interventions.py) made on the way; in DECODE the cache is built with them too.
+    TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
+    is the evaluation loss on the same text and no dropout masks are recorded. A TRAINING run's
+    gradients are those of the intervened model. `progress` is told each block a pass goes through:
+    forward, backward in training, the cache's prefill in DECODE."""
+    mode, ids = Mode.parse(mode), as_batch(ids)
+    if ids.shape[1] > model.config.n_positions:
+        raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
+    if mode is Mode.TRAINING:
+        drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
+        stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
+        grads = grads and any(name.startswith("grad.") for name in stored)  # else no backward pass to run
+        return _training(model, ids, stored, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
+                         interventions)
+    if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
+        raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
+    # a derived name intervened on is stored as the run made it, not derived from its sources
+    stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
+    rec = recorder(stored, interventions, offset=ids.shape[1] - 1 if mode is Mode.DECODE else 0)
+    cached = mode is Mode.DECODE and ids.shape[1] > 1  # a prefill of the tokens before the last
+    passes = _Passes(progress, model.config.n_layer, 1 + cached)
+    passes.forward(rec, "forward pass" if mode is not Mode.DECODE else "the new token")
+    with torch.no_grad():
+        if mode is Mode.FULL:
+            model(ids, rec)
+            P, T = 0, ids.shape[1]
+        elif mode is Mode.PREFILL:
+            model(ids, rec, use_cache=True, last_only=True)
+            P, T = 0, ids.shape[1]
+        else:
+            P, T = ids.shape[1] - 1, 1
+            cache_rec = passes.forward(recorder((), interventions), f"caching the {P:,} tokens before")
+            _, past = prefill(model, ids[:, :P], cache_rec)
+            model(ids[:, P:], rec, past=past, use_cache=True)
+            rec.intervened = [*cache_rec.intervened, *rec.intervened]
+    check_reached(interventions, rec.intervened)
+    return _trace(model, mode, ids, P, T, rec)
+
+
+def prefill(model: GPT2, ids: torch.Tensor, rec: Recorder | None = None):
+    """(logits of the last position, KV cache) for ids [B, P], recording nothing (unless `rec`
+    does); P may be 0."""
+    if ids.shape[1] == 0:
+        return None, None
+    logits, past = model(ids, rec, use_cache=True, last_only=True)
+    return logits, past
+
+
+class Generation(NamedTuple):
+    traces: list[Trace]  # one DECODE trace per step
+    ids: list[int]  # the token each step chose
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.traces)
+
+
+def greedy(logits: torch.Tensor) -> int:
+    return int(logits.argmax())
+
+
+def room(n_positions: int, n_tokens: int) -> int:
+    """How many tokens generation can still make after a text of `n_tokens`: step k (from 0) decodes
+    at L = n_tokens + k keys, so the last step, at L = n_positions, is step n_positions - n_tokens."""
+    return n_positions - n_tokens + 1
+
+
+def last_keys(n_tokens: int, steps: int) -> int:
+    """L of the last of `steps` decode steps after a text of `n_tokens`: the longest step's keys."""
+    return n_tokens + steps - 1
+
+
+def generate(model: GPT2, ids, steps: int, *, names=None,
+             choose: Callable[[torch.Tensor], int] = greedy, progress: Progress | None = None) -> Generation:
+    """Decode `steps` tokens, one DECODE trace per step. Step 0 decodes the text's last token against
+    the cache of the tokens before it; `choose` turns each step's logits [V] into the next token.
+    `progress` is told each step done."""
+    ids = as_batch(ids)
+    if ids.shape[0] != 1:
+        raise ValueError("generation runs one sequence at a time (B = 1)")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    if steps > room(model.config.n_positions, ids.shape[1]):
+        raise ValueError(f"{ids.shape[1]} tokens + {steps} steps exceed the context of {model.config.n_positions}")
+    traces, chosen = [], []
+    if progress is not None:
+        progress(0, steps, f"caching the text's {ids.shape[1] - 1:,} tokens before the first step")
+    with torch.no_grad():
+        _, past = prefill(model, ids[:, :-1])
+        for _ in range(steps):
+            rec = Recorder(to_record(model.config, Mode.DECODE, names if names is None else [*names, "logits"]))
+            P = ids.shape[1] - 1
+            logits, past = model(ids[:, -1:], rec, past=past, use_cache=True)  # logits [1, 1, V]
+            traces.append(_trace(model, Mode.DECODE, ids, P, 1, rec))
+            chosen.append(choose(logits[0, -1]))
+            ids = torch.cat([ids, torch.tensor([[chosen[-1]]])], dim=1)  # [1, P + 2]
+            if progress is not None:
+                progress(len(chosen), steps, f"token {len(chosen)} of {steps} chosen")
+    return Generation(traces, chosen)
+
+
+def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grads: bool, passes: _Passes,
+              interventions=()) -> Trace:
+    if ids.shape[1] < 2:
+        raise ValueError("training needs at least 2 tokens: each position predicts the next one")
+    n = model.config.n_layer
+    streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
+    rec = recorder(stored, interventions, keep_graph=streams if grads else ())
+    with torch.set_grad_enabled(grads):
+        logits, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop)  # [B, T, V]
+        passes.backward(rec.live, n)
+        per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+        per_token = rec("loss.per_token", per_token.view(ids.shape[0], -1))  # [B, T-1]
+        loss = rec("loss", per_token.mean())  # []
+        wrt = {name: p for name, p in model.named_parameters()} | {s: rec.live[s] for s in rec.live}
+        wrt = {name: t for name, t in wrt.items() if grads and rec.wants("grad." + name)}
+        if wrt:
+            for name, g in zip(wrt, torch.autograd.grad(loss, list(wrt.values()))):
+                rec("grad." + name, g)
+    check_reached(interventions, rec.intervened)
+    return _trace(model, Mode.TRAINING, ids, 0, ids.shape[1], rec)
+
+
+def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
+    """The trace of a run: what `rec` stored, and every name derivable from it. Derived tensors
+    are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values)."""
+    rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
+    derived = derivations(model, mode, rec.tensors)
+    order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
+    return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tuple(readable_tokens(rows[0])),
+                 P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
+                 derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
+                 intervened=tuple(dict.fromkeys(rec.intervened)))

@@ -1,0 +1,181 @@
+"""A class server on every core: N app processes on loopback behind Debian's nginx, by one command.
+
+    python -m gpt2viz class-server --port 8501              # N = the number of cores
+    python -m gpt2viz class-server --processes 3 --address 0.0.0.0
+
+One Streamlit process runs the app's Python on one core, so a class of 30 queues on it while the
+other cores idle. This starts N processes (`streamlit run app.py` on 127.0.0.1 and ports of their
+own) and nginx in front of them with the tested `deploy/nginx.conf.template` (websockets passed
+through, session affinity by cookie, a lost process's students moved to another). The processes
+share one cookie secret (Streamlit signs its XSRF cookie with it) and one lesson key where one is
+set, split one memory budget (GPT2VIZ_TRACE_BUDGET_MB, default 2,048, divided by N), run torch on
+one thread each, and, because they listen on loopback and would otherwise look local, offer neither
+uploads nor downloads unless the operator asks (GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_ALLOW_DOWNLOAD=1).
+Ctrl-C (or SIGTERM) stops everything it started. Without nginx it refuses in one line: a laptop keeps
+the single process of `streamlit run app.py`.
+"""
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from ..spec.paths import APP_ROOT
+from .launch import config_flags
+
+ROOT = APP_ROOT
+TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
+APP = ROOT / "app.py"
+DEFAULT_BUDGET_MB = 2048
+
+
+def nginx_path() -> str | None:
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+
+
+def nginx_config(template: str, prefix: str, listen: str, servers: list[str]) -> str:
+    """deploy/nginx.conf.template with its three placeholders filled in."""
+    lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
+    return template.replace("@PREFIX@", prefix).replace("@LISTEN@", listen).replace("@SERVERS@", lines)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
+    """The environment every process gets: one cookie secret, the budget split N ways, one torch
+    thread, and no uploads or downloads unless the operator set them."""
+    env = dict(base)
+    env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
+    budget = env.get("GPT2VIZ_TRACE_BUDGET_MB", "")
+    total = int(budget) if budget.isdigit() and int(budget) > 0 else DEFAULT_BUDGET_MB
+    env["GPT2VIZ_TRACE_BUDGET_MB"] = str(max(1, total // n))
+    env.setdefault("GPT2VIZ_THREADS", "1")
+    env.setdefault("GPT2VIZ_ALLOW_UPLOAD", "0")
+    env.setdefault("GPT2VIZ_ALLOW_DOWNLOAD", "0")
+    return env
+
+
+def healthy(base: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(base + "/_stcore/health", timeout=timeout) as r:
+            return r.status == 200 and r.read().strip() == b"ok"
+    except OSError:
+        return False
+
+
+class ClassServer:
+    """N app processes and nginx; `start()` returns when nginx answers, `stop()` ends them all."""
+
+    def __init__(self, processes: int, port: int, address: str = "0.0.0.0", script: Path = APP,
+                 env: dict[str, str] | None = None, log=sys.stderr):
+        if processes < 1:
+            raise ValueError(f"--processes must be at least 1, got {processes}")
+        if not 0 < port < 65536:
+            raise ValueError(f"--port must be between 1 and 65535, got {port}")
+        self.nginx = nginx_path()
+        if self.nginx is None:
+            raise OSError("nginx is not installed (apt-get install nginx); on a laptop run the single process: "
+                          "streamlit run app.py")
+        self.n, self.port, self.address, self.script, self.log = processes, port, address, Path(script), log
+        self.env = replica_env(processes, dict(os.environ if env is None else env))
+        self.ports = [free_port() for _ in range(processes)]
+        self.dir = tempfile.mkdtemp(prefix="gpt2viz-class-")
+        os.chmod(self.dir, 0o711)  # nginx's workers (nobody, when run as root) write request bodies here
+        self.apps: list[subprocess.Popen] = []
+        self._logs: list = []
+        self.proxy: subprocess.Popen | None = None
+
+    @property
+    def base(self) -> str:
+        host = "127.0.0.1" if self.address in ("0.0.0.0", "") else self.address
+        return f"http://{host}:{self.port}"
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.log, flush=True)
+
+    def start(self, timeout: float = 120.0) -> None:
+        for i, p in enumerate(self.ports):
+            out = open(Path(self.dir) / f"app-{i}.log", "w")  # noqa: SIM115 (closed in stop)
+            self._logs.append(out)
+            self.apps.append(subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.port", str(p),
+                 "--server.address", "127.0.0.1", "--server.headless", "true",
+                 "--browser.gatherUsageStats", "false", *config_flags()],  # the app's settings, wherever it runs
+                cwd=self.script.parent, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True))
+        end = time.monotonic() + timeout
+        for i, p in enumerate(self.ports):
+            while not healthy(f"http://127.0.0.1:{p}"):
+                if self.apps[i].poll() is not None or time.monotonic() > end:
+                    raise RuntimeError(f"app process {i} (port {p}) did not start: {self.app_log(i)[-500:]}")
+                time.sleep(0.2)
+        conf = Path(self.dir) / "nginx.conf"
+        conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"{self.address}:{self.port}",
+                                     [f"127.0.0.1:{p}" for p in self.ports]))
+        with open(Path(self.dir) / "nginx.out", "w") as out:
+            self.proxy = subprocess.Popen([self.nginx, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
+                                           "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+        while not healthy(self.base):
+            if self.proxy.poll() is not None or time.monotonic() > end:
+                raise RuntimeError(f"nginx did not start: {self.nginx_log()[-500:]}")
+            time.sleep(0.1)
+        self._say(f"gpt2viz class server: {self.n} app processes behind nginx at {self.base} "
+                  f"(budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each; uploads "
+                  f"{'on' if self.env['GPT2VIZ_ALLOW_UPLOAD'] == '1' else 'off'}, downloads "
+                  f"{'on' if self.env['GPT2VIZ_ALLOW_DOWNLOAD'] == '1' else 'off'}). Ctrl-C stops it.")
+
+    def app_log(self, i: int) -> str:
+        p = Path(self.dir) / f"app-{i}.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    def nginx_log(self) -> str:
+        return " ".join(p.read_text(errors="replace") for p in Path(self.dir).glob("*.log") if p.name == "error.log")
+
+    def serve(self) -> int:
+        """Start, then wait until Ctrl-C or SIGTERM; say when a process dies (nginx moves its students)."""
+        stop = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.append(True))
+        try:
+            self.start()
+            dead: set[int] = set()
+            while not stop:
+                for i, proc in enumerate(self.apps):
+                    if i not in dead and proc.poll() is not None:
+                        dead.add(i)
+                        self._say(f"app process {i} (port {self.ports[i]}) exited with {proc.returncode}; "
+                                  "nginx sends its students to the others")
+                if self.proxy.poll() is not None:
+                    self._say(f"nginx exited with {self.proxy.returncode}: {self.nginx_log()[-300:]}")
+                    return 1
+                time.sleep(0.5)
+            return 0
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        for proc in [self.proxy, *self.apps]:
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+                except ProcessLookupError:
+                    pass
+        for out in self._logs:
+            out.close()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,241 @@
+"""A bounded, thread-safe LRU cache of traces, sized in bytes.
+
+Traces are immutable, so one cached trace can be shared by every session that asks for the same
+(weights, tokens, mode, options). The budget counts the bytes of the recorded tensors of cached
+traces, and the estimated peak of every run in flight. Anything with an `nbytes` can be cached
+(a Generation, several traces, is one).
+"""
+
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+import torch
+
+from ..model.memory import release_freed_memory
+from ..model.trace import Trace
+
+DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
+TRIM_IDLE_S = 5.0  # seconds without a run before freed memory goes back to the system
+POLL_S = 0.25  # how often an asker waiting for another asker's run looks at its progress
+log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
+
+
+@dataclass(frozen=True)
+class Status:
+    """What an asker of a run is told while it waits for the result."""
+    state: str  # "running": its own run · "shared": another asker's run of the same key · "queued":
+    # waiting for room in the budget or for a turn (max_runs)
+    done: int = 0  # steps of the run done, of `total` (0 of 0: not known yet)
+    total: int = 0
+    what: str = ""  # the step, in words ("block 3 of 12, forward")
+
+
+class Progress:
+    """One asker's view of a run. The computation of the asker that runs it calls `step`; `show`
+    of every asker of the key (that one, and those waiting for its run) is called with each step."""
+
+    def __init__(self, show: Callable[[Status], None]):
+        self.show = show
+        self._flight: _Flight | None = None  # the run this asker leads
+
+    def step(self, done: int, total: int, what: str = "") -> None:
+        status = Status("running", done, total, what)
+        if self._flight is not None:
+            self._flight.status = status
+        self.show(status)
+
+
+class _Flight:
+    """One run in progress; the askers of its key wait on `done`."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.trace: Trace | None = None  # set when the run succeeded
+        self.waiting = 0  # askers waiting for it
+        self.status = Status("running")  # the leader's last step, for the askers waiting for it
+
+
+class TraceCache:
+    """LRU by bytes. The budget covers the cached traces and the runs in flight: a run reserves its
+    estimated peak (`estimate`) before it starts, waiting while others' reservations would exceed
+    the budget and evicting least recently used traces to make room. A run alone may exceed the
+    budget (it is never refused); it then waits until it is alone. `max_runs`: at most this many
+    runs compute at once (the others wait their turn), None for as many as the budget lets in.
+    `threads`: given the runs now computing (this one included), torch's threads for this run (set
+    in the thread that computes it), or None to leave them as they are."""
+
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None,
+                 threads: Callable[[int], int | None] | None = None):
+        if budget_bytes <= 0:
+            raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
+        self.budget = budget_bytes
+        self._items: OrderedDict[Hashable, Trace] = OrderedDict()
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified when a reservation ends
+        self._flights: dict[Hashable, _Flight] = {}  # runs in progress, by key
+        self.in_flight = 0  # bytes reserved by runs in progress
+        self.running, self.max_runs = 0, max_runs  # runs in progress, and how many may be
+        self.threads = threads
+        self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
+        self._trim: threading.Timer | None = None  # gives freed memory back once no run computes
+        self.release = release_freed_memory  # how: malloc_trim (memory.py)
+        self.hits = self.misses = 0  # misses: runs computed
+        self.shared = 0  # askers that waited for another asker's run of the same key
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return self._cached()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0,
+                       evict_first: bool = False, progress: Progress | None = None) -> Trace:
+        """The cached trace for `key`, or compute it once and keep it, evicting least recently used
+        traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
+        its trace, even one too large to keep; if that run fails, the next asker runs it.
+        `estimate`: the bytes the computation holds at its peak, reserved while it runs.
+        `evict_first`: keep the new trace as the least recently used one (the next to go), for a
+        trace that serves one page, so that it does not push out traces that serve every page.
+        `progress`: told when this asker waits for another asker's run (with that run's steps) or
+        for its turn; `compute` reports the steps of its own run through it."""
+        with self._lock:
+            if key in self._items:
+                self.hits += 1
+                self._items.move_to_end(key)
+                return self._items[key]
+            flight = self._flights.get(key)
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+                leading = True
+            else:
+                self.shared += 1
+                flight.waiting += 1
+                leading = False
+        if not leading:
+            _wait_for(flight, progress)
+            return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
+                                                                                       evict_first, progress)
+        if progress is not None:
+            progress._flight = flight
+        try:
+            with self._lock:
+                self._reserve(estimate, progress)
+                running = self.running
+            n_threads = self.threads(running) if self.threads is not None else None
+            before = torch.get_num_threads()
+            if n_threads:
+                torch.set_num_threads(n_threads)
+            t0 = time.perf_counter()
+            try:
+                trace = compute()
+                used = torch.get_num_threads()
+            finally:  # a failed computation leaves no reservation behind, nor its threads
+                torch.set_num_threads(before)
+                with self._lock:
+                    self.in_flight -= estimate
+                    self.running -= 1
+                    self._room.notify_all()
+            with self._lock:
+                self.misses += 1
+                self._items[key] = trace
+                if evict_first:
+                    self._items.move_to_end(key, last=False)
+                self._evict()
+                self._note_peak()
+            flight.trace = trace
+            log.info("run %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s)", key_digest(key), key_kind(key),
+                     time.perf_counter() - t0, flight.waiting, used)
+        finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
+            with self._lock:
+                self._flights.pop(key, None)
+            flight.done.set()
+        self._trim_when_idle()
+        return trace
+
+    def _trim_when_idle(self) -> None:
+        """Give the memory runs freed back to the system once no run has computed for TRIM_IDLE_S,
+        not after every run: the next run reuses it instead of faulting every page in again (on this
+        project's machine 2-6 µs a page, a million pages for a training run at 1,024 tokens). What is
+        kept stays within the budget's peak: one malloc arena (memory.py), and the runs it served
+        fitted the budget together."""
+        with self._lock:
+            if self._trim is not None:
+                self._trim.cancel()
+            self._trim = threading.Timer(TRIM_IDLE_S, self._trim_if_idle)
+            self._trim.daemon = True
+            self._trim.start()
+
+    def _trim_if_idle(self) -> None:
+        with self._lock:
+            if self.running:
+                return  # the run in progress arms the timer again when it ends
+        self.release()
+
+    def _cached(self) -> int:
+        return sum(t.nbytes for t in self._items.values())
+
+    def _reserve(self, estimate: int, progress: Progress | None = None) -> None:
+        """Wait (lock held) until `estimate` fits beside the other runs in flight and there are
+        fewer than `max_runs` of them, or none is left, then evict until cached + in flight +
+        estimate fits, and reserve it. A waiting asker's `progress` is told once (it only queues
+        a message to its page, under the lock)."""
+        told = False
+        while self.running and (self.in_flight + estimate > self.budget
+                                or self.max_runs is not None and self.running >= self.max_runs):
+            if progress is not None and not told:
+                progress.show(Status("queued"))
+                told = True
+            self._room.wait()
+        self.running += 1
+        self.in_flight += estimate
+        self._evict()
+        self._note_peak()
+
+    def _evict(self) -> None:
+        """Drop least recently used traces until cached + in flight fits the budget."""
+        room = self.budget - self.in_flight
+        total = self._cached()
+        while total > room and self._items:
+            _, old = self._items.popitem(last=False)
+            total -= old.nbytes
+
+    def _note_peak(self) -> None:
+        self.peak_reserved = max(self.peak_reserved, self._cached() + self.in_flight)
+
+
+def _wait_for(flight: _Flight, progress: Progress | None) -> None:
+    """Wait for another asker's run; tell `progress` so at once, then its steps as they come."""
+    if progress is None:
+        flight.done.wait()
+        return
+    shown = None
+    while True:
+        s = flight.status
+        if s != shown:
+            progress.show(Status("shared", s.done, s.total, s.what))
+            shown = s
+        if flight.done.wait(POLL_S):
+            return
+
+
+def key_kind(key: Hashable) -> str:
+    """What a key computes, for logs: its leading word ("knockout", "generation", ...), else the mode
+    of a trace key (weights, ids, mode, ...)."""
+    if isinstance(key, tuple) and key:
+        for part in key[:3]:
+            if isinstance(part, str):
+                return part
+    return "?"
+
+
+def key_digest(key: Hashable) -> str:
+    """A short name for a key in logs (keys carry every token id)."""
+    return hashlib.sha1(repr(key).encode()).hexdigest()[:12]

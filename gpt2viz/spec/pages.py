@@ -1,0 +1,91 @@
+"""The page registry: one row per page, and everything else derived from it (navigation sections,
+which page hosts which component, what the app tests expect of each page).
+
+The folder is views/, not pages/: Streamlit treats a pages/ folder beside the entry script as an
+old-style multipage app and would run those files without app.py."""
+
+from dataclasses import dataclass, field
+
+from .paths import APP_ROOT
+
+ROOT = APP_ROOT / "views"
+DEFAULT = "overview"
+
+
+@dataclass(frozen=True)
+class PageRow:
+    url: str  # url path; the file is views/{url}.py
+    title: str  # in the navigation (and the h1 of a page without a component)
+    icon: str
+    section: str
+    component: str | None = None  # the catalogue component the page is about; its title is the h1
+    charts: int = 0  # the charts the page draws at least, in every mode
+    hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # other components shown here, with
+    # the query parameters that select them ({"block.ln2": {"ln": "ln_2"}})
+
+    @property
+    def file(self) -> str:
+        return f"views/{self.url}.py"
+
+
+PAGES = (
+    PageRow("start", "Start here", ":material/flag:", "Start"),
+    PageRow("overview", "Overview", ":material/map:", "The model", "model", 2),
+    PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 2),
+    PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 2),
+    PageRow("layernorm", "LayerNorm", ":material/straighten:", "The model", "block.ln1", 3,
+            {"block.ln2": {"ln": "ln_2"}, "ln_f": {"ln": "ln_f"}}),
+    PageRow("attention", "Attention", ":material/visibility:", "The model", "block.attn", 2),
+    PageRow("merge", "Merge and project", ":material/merge:", "The model", "block.attn.merge", 3),
+    PageRow("mlp", "MLP", ":material/hub:", "The model", "block.mlp", 3),
+    PageRow("output", "Output", ":material/target:", "The model", "unembed", 2),
+    PageRow("modes", "Modes and KV cache", ":material/memory:", "The model", charts=2),
+    PageRow("params", "Parameter accounting", ":material/calculate:", "The model", charts=1),
+    PageRow("generation", "Generation, step by step", ":material/play_arrow:", "Classroom", charts=3),
+    PageRow("training", "Training internals", ":material/school:", "Classroom", charts=3),
+    PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=2),
+    PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
+    PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
+    PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made
+    PageRow("heads", "Head finder", ":material/manage_search:", "Classroom", charts=5),
+    PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
+    PageRow("lesson", "Lessons", ":material/co_present:", "Classroom"),
+    PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
+    PageRow("about", "About", ":material/info:", "Reference"),
+)
+BY_URL = {row.url: row for row in PAGES}
+
+
+def sections() -> dict[str, list[PageRow]]:
+    """The navigation's sections in the registry's order."""
+    out: dict[str, list[PageRow]] = {}
+    for row in PAGES:
+        out.setdefault(row.section, []).append(row)
+    return out
+
+
+def href(url: str) -> str:
+    """The address of a page: Streamlit serves the default page at the root only."""
+    return "/" if url == DEFAULT else "/" + url
+
+
+def home(cid: str, parents: dict[str, str | None]) -> tuple[PageRow, dict]:
+    """The page that shows component `cid` (its own, one that hosts it, or its nearest ancestor's)
+    and the query parameters that select it there. `parents`: component id -> parent id."""
+    while cid is not None:
+        for row in PAGES:
+            if row.component == cid:
+                return row, {}
+            if cid in row.hosts:
+                return row, dict(row.hosts[cid])
+        cid = parents[cid]
+    return BY_URL[DEFAULT], {}
+
+
+def pages() -> dict[str, list]:
+    """The st.Page objects of every section, for st.navigation."""
+    import streamlit as st
+
+    return {section: [st.Page(ROOT / f"{row.url}.py", title=row.title, url_path=row.url, icon=row.icon,
+                              default=(row.url == DEFAULT)) for row in rows]
+            for section, rows in sections().items()}

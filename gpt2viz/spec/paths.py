@@ -1,0 +1,24 @@
+"""Where the app's own files are (app.py, the page scripts in views/, assets/, deploy/, lessons/ and
+.streamlit/config.toml): beside the package in a checkout, and inside it, as gpt2viz/webapp/, when
+the package is installed (pyproject.toml ships them there as package data, so a reader of the
+repository finds the usual layout and an installed package needs no checkout)."""
+
+from pathlib import Path
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
+_INSTALLED = Path(__file__).resolve().parents[1] / "webapp"
+
+
+def app_root() -> Path:
+    """The folder that holds app.py and views/."""
+    if (_CHECKOUT / "app.py").is_file() and (_CHECKOUT / "views" / "overview.py").is_file():
+        return _CHECKOUT
+    return _INSTALLED
+
+
+APP_ROOT = app_root()
+
+
+def installed() -> bool:
+    """True when running from an installed package, not a checkout."""
+    return APP_ROOT == _INSTALLED

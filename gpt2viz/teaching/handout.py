@@ -1,0 +1,55 @@
+"""A page as one standalone HTML file, for a handout or a course site: the page's title,
+where its numbers come from, its charts (interactive, plotly.js written inline once, so the file
+opens offline in any browser) and its key numbers (the lines of what to notice).
+
+Pure: plotly figures and strings in, an HTML string out; no streamlit import."""
+
+import re
+from collections.abc import Sequence
+from html import escape
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+# charts keep the widths they have on screen, centred; the text reads at a print size
+_STYLE = ("body{font-family:'Source Sans',system-ui,sans-serif;color:#262730;max-width:1100px;margin:2rem auto;"
+          "padding:0 1rem}h1{margin-bottom:.2rem}.source{color:#808495;margin-top:0}"
+          ".chart,.diagram{margin:1.5rem 0}li{margin:.3rem 0}")
+
+
+def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence[str],
+          diagrams: Sequence[str] = ()) -> str:
+    """The handout of a page: `figures` in the order drawn, `notes` (Markdown-ish lines, kept as text)
+    under "Key numbers", then `diagrams` (gpt2viz.anatomy.diagram's SVG; their boxes' links, which lead into
+    the app, are left out). plotly.js goes inline with the first chart only: the file is one download
+    of about 4.7 MB plus the charts' data, whatever their number."""
+    charts = [pio.to_html(_untemplated(fig), include_plotlyjs=i == 0, full_html=False, default_width="100%",
+                          config={"displaylogo": False, "responsive": True}, validate=False)
+              for i, fig in enumerate(figures)]
+    key = "".join(f"<li>{escape(_plain(line))}</li>" for line in notes)
+    parts = [f"<h1>{escape(title)}</h1>", f'<p class="source">{escape(source)}</p>',
+             *(f'<div class="chart">{c}</div>' for c in charts),
+             f"<h2>Key numbers</h2><ul>{key}</ul>" if notes else "",
+             *(f'<div class="diagram">{_unlinked(svg)}</div>' for svg in diagrams)]
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def _untemplated(fig: go.Figure) -> dict:
+    """The figure's JSON without its `template: null` (the app's figures carry their look themselves,
+    plot_theme.themed), which plotly.io.to_html cannot read; unvalidated, so no default template comes back."""
+    spec = fig.to_dict()
+    spec.get("layout", {}).pop("template", None)
+    return spec
+
+
+def _unlinked(svg: str) -> str:
+    """A diagram without its links: each <a href=…> of a box becomes a plain group."""
+    return re.sub(r"<a\b[^>]*>", "<g>", svg).replace("</a>", "</g>")
+
+
+def _plain(line: str) -> str:
+    """A notice line without its Markdown emphasis and Streamlit's :material/...: icons."""
+    for mark in ("**", "`"):
+        line = line.replace(mark, "")
+    return " ".join(w for w in line.split(" ") if not (w.startswith(":material/") and w.endswith(":")))

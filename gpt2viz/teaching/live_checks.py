@@ -1,0 +1,108 @@
+"""Live checks: questions answered only by looking at the student's own run, graded against that run.
+How many tokens is the text; which token comes next, and with what
+probability; which head of block n attends most to the previous token; after knocking out a head,
+does the top next token change? Pure: the numbers of the run in, questions and grades out.
+
+Grading tolerates GPT-2's leading space (" Paris" = "Paris") and a probability within 10 % of the
+run's (or 0.01, whichever is larger). An answer that cannot be read (not a number, not yes or no, a
+head that does not exist) is not graded: the student is asked again, and nothing is revealed.
+"""
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from ..analysis.heads import head_scores
+from ..model.tokenizer import readable
+
+
+@dataclass(frozen=True)
+class LiveCheck:
+    id: str  # stable for the same run: it keys the session's grades
+    question: str
+    kind: str  # "count", "token", "probability", "head", "yes/no", "knock-out" (graded by grade_knockout)
+    answer: object  # int, str (the token's text), float, int, bool
+    worked: str  # shown once graded
+    hint: str  # how to type the answer
+    top: int | None = None  # a head answer must be below it
+
+
+@dataclass(frozen=True)
+class Grade:
+    ok: bool | None  # None: the answer could not be read; ask again
+    message: str
+
+
+def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tensor, block: int,
+           key: str) -> list[LiveCheck]:
+    """The live checks of one run. `logits_last` [V]: the last position's logits; `patterns`
+    [nh, T, T]: block `block`'s attention patterns (full sequence); `key`: what identifies the run."""
+    probs = torch.softmax(logits_last.double(), -1)  # [V]
+    top = int(probs.argmax())
+    token = readable(top).replace("␣", " ")
+    scores = [head_scores(patterns[h], ids).previous_token for h in range(patterns.shape[0])]
+    best = max(range(len(scores)), key=scores.__getitem__)
+    out = [
+        LiveCheck(f"{key}:count", "How many tokens does your text have? (Count them on the Tokens page.)", "count",
+                  len(ids), f"GPT-2's tokenizer cuts your text into **{len(ids)}** tokens.", "a whole number"),
+        LiveCheck(f"{key}:top", "Which token does the model rank first after your text? (The Output page shows it.)",
+                  "token", token, f"The top token is **{token!r}** (id {top}).", "the token's text, e.g. Paris"),
+        LiveCheck(f"{key}:p", "With what probability? (Output page, the first bar.)", "probability", float(probs[top]),
+                  f"p({token!r}) = **{float(probs[top]):.4g}**.", "a number such as 0.12 or 12%"),
+    ]
+    if len(ids) > 1:
+        out.append(LiveCheck(
+            f"{key}:prev{block}", f"Which head of block {block} attends most to the previous token on your text? "
+            "(Attention page: the stripe right below the diagonal.)", "head", best,
+            f"Head **{best}**: on average {scores[best]:.0%} of each position's attention goes to the token just "
+            "before it (" + ", ".join(f"head {h}: {s:.0%}" for h, s in enumerate(scores)) + ").",
+            f"a head number from 0 to {len(scores) - 1}", top=len(scores)))
+    return out
+
+
+def knockout_check(top: int, block: int, head: int, key: str) -> LiveCheck:
+    """Does knocking out `head` of `block` (by zero) change the top next token? Its answer is the
+    knocked-out run's top token (`grade_knockout` compares), computed only when a student answers."""
+    return LiveCheck(f"{key}:ko{block}.{head}", f"Knock out head {head} of block {block} (What if page, by zero): "
+                     "does the top next token change?", "knock-out", top, "", "yes or no")
+
+
+def grade_knockout(check: LiveCheck, text: str, knocked_top: int) -> tuple[Grade, str]:
+    """The grade, and the worked answer, of a knock-out check against the knocked-out run's top token."""
+    before, after = (readable(t).replace("␣", " ") for t in (check.answer, knocked_top))
+    changed = knocked_top != check.answer
+    worked = f"{'Yes' if changed else 'No'}: the top token is {before!r} before and {after!r} after."
+    return grade(LiveCheck(check.id, check.question, "yes/no", changed, worked, check.hint), text), worked
+
+
+def grade(check: LiveCheck, text: str) -> Grade:
+    given = text.strip()
+    if check.kind in ("count", "head"):
+        m = re.fullmatch(r"\d[\d,]*", given.replace(" ", ""))
+        if not m:
+            return Grade(None, f"Type {check.hint}.")
+        n = int(given.replace(",", "").replace(" ", ""))
+        if check.top is not None and n >= check.top:
+            return Grade(None, f"There is no head {n}: type {check.hint}.")
+        ok = n == check.answer
+        return Grade(ok, "Right." if ok else f"Not {n:,}.")
+    if check.kind == "token":
+        if not given:
+            return Grade(None, f"Type {check.hint}.")
+        ok = given == str(check.answer).strip()  # GPT-2's leading space: " Paris" = "Paris"
+        return Grade(ok, "Right." if ok else f"Not {given!r}.")
+    if check.kind == "probability":
+        m = re.fullmatch(r"(\d*\.?\d+)\s*(%?)", given)
+        if not m:
+            return Grade(None, f"Type {check.hint}.")
+        p = float(m.group(1)) / (100 if m.group(2) else 1)
+        if not 0 <= p <= 1:
+            return Grade(None, "A probability is between 0 and 1 (or 0% and 100%).")
+        ok = abs(p - check.answer) <= max(0.01, 0.1 * check.answer)
+        return Grade(ok, "Right, within 10 %." if ok else f"Not {p:.4g}.")
+    word = given.lower()
+    if word not in ("yes", "y", "no", "n"):
+        return Grade(None, f"Type {check.hint}.")
+    ok = word.startswith("y") == check.answer
+    return Grade(ok, "Right." if ok else "No, look again.")

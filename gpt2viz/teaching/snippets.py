@@ -1,0 +1,322 @@
+"""Show me the code: for a page and its view, the source of a short script that
+recomputes the page's main numbers, with gpt2viz's API or with plain `transformers` (forward hooks on
+its modules) on the same weights. Pure: text in, text out; the app shows it, the tests exec() it.
+
+Every snippet ends by assigning the page's numbers to `result` (a tensor) and printing them.
+transformers' GPT-2 is given the view's weights: read from the checkpoint file in view (the demo
+model, real GPT-2 in the Hugging Face cache), or, for random weights, made by gpt2viz and copied in
+by `gpt2viz.model.weights.to_transformers`. Its tokens are gpt2viz's: tiktoken's GPT-2 BPE, the same ids
+as transformers' GPT2Tokenizer, which would need the network to fetch its files.
+"""
+
+from dataclasses import dataclass
+
+from ..spec.config import PRESETS
+from ..spec.pages import BY_URL
+
+KINDS = ("gpt2viz", "transformers")
+WIDTH = 88  # characters a line may take: the panel shows about 90 at 1280 px without scrolling
+
+
+@dataclass(frozen=True)
+class View:
+    """What a page shows: the text, the weights (a spec as gpt2viz.load takes it), the mode, the
+    block and head, and the page's own controls in `values` ((("ln", "ln_2"),))."""
+    text: str
+    weights: str = "gpt2"
+    mode: str = "full"
+    block: int = 0
+    head: int = 0
+    seed: int = 0  # training's dropout seed (the app uses the random weights' seed)
+    values: tuple[tuple[str, object], ...] = ()
+    n_layer: int = 12  # of the weights in view (the overview reads every block, the head finder every head)
+    n_head: int = 12
+    d_head: int = 64
+    bias: bool = True  # False or untied: transformers gets the weights through gpt2viz
+    tied: bool = True
+    n_tokens: int = 2  # the text's tokens (decode with a single token has no cache to build)
+    cut: bool = False  # the text is longer than the context: the page runs its first n_tokens tokens
+
+    def value(self, key: str, default=None):
+        return dict(self.values).get(key, default)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One page's main numbers: where gpt2viz records them, and where transformers computes them."""
+    what: str  # a comment: what `result` holds
+    ours: str  # an expression of `run` (gpt2viz's Run)
+    module: str | None  # the transformers module hooked (None: the model's output `out` is enough)
+    theirs: str  # an expression of `seen["out"]` (the hooked module's output) or of `out`
+
+
+def _layernorm(v: View) -> Target:
+    ln = v.value("ln", "ln_1")
+    if ln == "ln_f":
+        return Target("ln_f's output [T, d]", 'run["ln_f.out"][0]', "transformer.ln_f", 'seen["out"][0]')
+    ours = {"ln_1": "ln1", "ln_2": "ln2"}[ln]
+    return Target(f"{ln}'s output in block {v.block} [T, d]", f'run["blocks.{v.block}.{ours}.out"][0]',
+                  f"transformer.h[{v.block}].{ln}", 'seen["out"][0]')
+
+
+def _target(page: str, v: View) -> Target:
+    b, h = v.block, v.head
+    if page == "layernorm":
+        return _layernorm(v)
+    targets = {
+        "attention": Target(f"the attention pattern of block {b} head {h} [T, L]: row = query, column = key",
+                            f'run["blocks.{b}.attn.pattern"][0, {h}]', f"transformer.h[{b}].attn",
+                            f'seen["out"][1][0, {h}]'),  # (output, attention weights [B, nh, T, L])
+        "merge": Target(f"Δattn of block {b} [T, d]: the heads merged, then c_proj",
+                        f'run["blocks.{b}.attn.out"][0]', f"transformer.h[{b}].attn", 'seen["out"][0][0]'),
+        "mlp": Target(f"the MLP's GELU output in block {b} [T, 4d]", f'run["blocks.{b}.mlp.post"][0]',
+                      f"transformer.h[{b}].mlp.act", 'seen["out"][0]'),
+        "block": Target(f"the stream leaving block {b} [T, d]", f'run["blocks.{b}.resid_post"][0]',
+                        f"transformer.h[{b}]", 'seen["out"][0]'),
+        "tokens": Target("x0 = wte[token] + wpe[position] [T, d]", 'run["embed.out"][0]', "transformer.drop",
+                         'seen["out"][0]'),  # dropout is off in eval mode: its output is the sum
+        "output": Target("the 10 largest next-token probabilities after the last token",
+                         'run["logits"][0, -1].softmax(-1).topk(10).values', None,
+                         "out.logits[0, -1].softmax(-1).topk(10).values"),
+    }
+    if page not in targets:
+        raise ValueError(f"no snippet for page {page!r}; pages with one: {', '.join(PAGES)}")
+    return targets[page]
+
+
+COMPONENT_PAGES = ("overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output")
+PAGES = COMPONENT_PAGES + ("whatif", "patch", "lens", "heads")
+FULL_ONLY = ("whatif", "patch", "heads")  # pages that run the whole text in full mode, whatever the sidebar's mode
+TOP_K = 10  # the What if page's tokens: the untouched run's ten most likely next tokens
+
+
+def weights_comment(spec: str) -> str:
+    if spec == "demo":
+        return "the demo model trained here"
+    if spec.startswith("random:") or spec in PRESETS:
+        name, _, seed = spec.removeprefix("random:").partition(":seed=")
+        return f"random {name} weights, seed {seed or 0}"
+    return f"the checkpoint {spec}"
+
+
+def _mode(page: str, v: View) -> str:
+    return "full" if page in FULL_ONLY else v.mode
+
+
+def _header(page: str, v: View, kind: str) -> list[str]:
+    where = {"attention": f"block {v.block}, head {v.head}", "lens": f"position {_position(v)}",
+             "whatif": _knockout(v)[0], "heads": "every head", "patch": f"A into B, block {v.block}'s input",
+             "overview": "every block", "tokens": "", "output": "the last position"}.get(page, f"block {v.block}")
+    return [f"# The {BY_URL[page].title} page, recomputed with {kind}",
+            "# " + " · ".join(x for x in (where, f"{_mode(page, v)} mode", weights_comment(v.weights)) if x),
+            f"TEXT = {v.text!r}", *([f"TEXT_B = {v.value('text_b')!r}"] if page == "patch" else [])]
+
+
+def _tokens(v: View) -> str:
+    """The expression of the page's token ids: the text's, cut to the context as the page cuts it."""
+    return f"encode(TEXT)[:{v.n_tokens}]" if v.cut else "encode(TEXT)"
+
+
+def _position(v: View) -> int:
+    """The Logit lens page's position (an index into the run's T positions; decode has one)."""
+    T = 1 if v.mode == "decode" else v.n_tokens
+    return min(int(v.value("lens_pos", T - 1)), T - 1)
+
+
+def _knockout(v: View) -> tuple[str, str, int, str]:
+    """The What if page's (label, part, index, method): part head, attn, mlp or neuron."""
+    part, method = v.value("part", "head"), v.value("method", "zero")
+    index = int(v.value("neuron", 0)) if part == "neuron" else v.head
+    label = {"head": f"head {v.block}.{index}", "attn": f"block {v.block}'s attention",
+             "mlp": f"block {v.block}'s MLP", "neuron": f"neuron {index} of block {v.block}'s MLP"}[part]
+    return f"{label} knocked out ({method})", part, index, method
+
+
+# ---------------------------------------------------------------------------- gpt2viz
+def _ours(page: str, v: View) -> list[str]:
+    seed = f", seed={v.seed}" if v.mode == "training" and page not in FULL_ONLY else ""
+    text = _tokens(v) if v.cut else "TEXT"
+    body, imports = _ours_body(page, v)
+    needs_encode = v.cut or page in ("whatif", "patch")
+    run = [] if page == "patch" else \
+        [f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app"]
+    return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz",
+            *(["from gpt2viz.model.tokenizer import encode"] if needs_encode else []), *imports, "",
+            f"model = gpt2viz.load({v.weights!r})", *run, *body, "print(result)"]
+
+
+def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
+    if page == "overview":
+        return [f"# ‖stream‖ leaving each block, per position [{v.n_layer}, T]",
+                "result = torch.stack([run[f\"blocks.{i}.resid_post\"][0].norm(dim=-1) "
+                f"for i in range({v.n_layer})])"], []
+    if page == "lens":
+        return [f"rows = logit_lens(model.model, run.trace, position={_position(v)})  # one row per depth",
+                "# at each depth, the probability of the model's final top token",
+                "result = torch.tensor([row.final_prob for row in rows])"], [
+            "from gpt2viz.analysis.lens import logit_lens"]
+    if page == "heads":
+        return ["rows = score_trace(run.trace)  # one row per head: its block, its index and five scores",
+                "# previous-token score: the mean attention from position i to i − 1, per head",
+                f'result = torch.tensor([row["previous_token"] for row in rows]).view({v.n_layer}, {v.n_head})'], \
+            ["from gpt2viz.analysis.heads import score_trace"]
+    if page == "whatif":
+        label, part, index, method = _knockout(v)
+        return [f'top = run["logits"][0, -1].softmax(-1).topk({TOP_K}).indices  # the likeliest next tokens',
+                f"knocked = knockout(model.model, {_tokens(v)}, Target({v.block}, {part!r}, {index}), {method!r})",
+                f'result = knocked["logits"][0, -1].softmax(-1)[top]  # their probabilities, {label}'], \
+            ["from gpt2viz.analysis.whatif import Target, knockout"]
+    if page == "patch":
+        a, b = v.value("answers")
+        return [f"answers = ({a}, {b})  # the metric: logit(answers[0]) − logit(answers[1]), last position",
+                "# B run with one activation from A: each (block, position) of resid_pre, then each head",
+                "p = patch(model.model, encode(TEXT), encode(TEXT_B), answers)",
+                f"result = p.resid[{v.block}]  # restored fraction, block {v.block}'s input at each position"], \
+            ["from gpt2viz.analysis.whatif import patch"]
+    t = _target(page, v)
+    return [f"result = {t.ours}  # {t.what}"], []
+
+
+# ---------------------------------------------------------------------------- transformers
+def _is_file(spec: str) -> bool:
+    return spec == "demo" or spec.endswith(".safetensors") or "/" in spec
+
+
+def _load_transformers(v: View) -> tuple[list[str], list[str]]:
+    """(imports, lines) that give `hf`, transformers' GPT-2 with the view's weights."""
+    if _is_file(v.weights) and v.bias and v.tied:
+        path = "DEMO_PATH" if v.weights == "demo" else repr(v.weights)
+        return [*(["from gpt2viz.model.demo_model import DEMO_PATH"] if v.weights == "demo" else []),
+                "from gpt2viz.model.weights import hf_config"], [
+            "# transformers' GPT-2 of the checkpoint's sizes, eager attention",
+            f"hf = GPT2LMHeadModel(hf_config(gpt2viz.load({v.weights!r}).config)).eval()",
+            "# its weights, read from the file (which may also hold attn.bias: a mask, not a weight)",
+            f"state = {{k.removeprefix('transformer.'): w for k, w in load_file({path}).items()}}",
+            "missing = hf.transformer.load_state_dict(state, strict=False).missing_keys",
+            "assert not missing, missing  # every weight came from the file"]
+    return ["from gpt2viz.model.weights import to_transformers"], [
+        "# gpt2viz makes the weights; to_transformers copies each tensor into transformers' GPT-2",
+        f"hf = to_transformers(gpt2viz.load({v.weights!r}).model)  # GPT2LMHeadModel, eager attention"]
+
+
+def _forward(page: str, v: View, out: str = "out") -> list[str]:
+    mode = _mode(page, v)
+    if mode == "decode" and v.n_tokens > 1:
+        return ["    cache = hf(ids[:, :-1], use_cache=True).cache  # the KV cache of the P tokens before",
+                f"    {out} = hf(ids[:, -1:], cache=cache)  # decode: the last token reads P + 1 keys"]
+    if mode == "prefill":
+        return [f"    {out} = hf(ids, use_cache=True)  # prefill: every token at once, filling the KV cache"]
+    return [f"    {out} = hf(ids)  # every token at once"]
+
+
+KEEP = ["seen = {}", "", "", "def keep(name):  # a forward hook that keeps what its module returns in seen[name]",
+        "    return lambda module, args, out: seen.update({name: out})", "", ""]
+
+
+def _theirs(page: str, v: View) -> list[str]:
+    imports, load = _load_transformers(v)
+    file = "load_file(" in "".join(load)
+    lines = ["import torch", *(["from safetensors.torch import load_file"] if file else []),
+             "from transformers import GPT2LMHeadModel", "", "import gpt2viz",
+             "from gpt2viz.model.tokenizer import encode",
+             *imports, "", *load,
+             f"ids = torch.tensor([{_tokens(v)}])  # [1, T]: GPT-2's tokens", ""]
+    if _mode(page, v) == "training":
+        lines += ["# training: the page's dropout masks are gpt2viz's seeded draws, which transformers cannot",
+                  "# repeat; this runs without dropout, as gpt2viz's model.run(TEXT, 'training', dropout=False)", ""]
+    return lines + _theirs_body(page, v) + ["print(result)"]
+
+
+def _theirs_body(page: str, v: View) -> list[str]:
+    n = v.n_layer
+    if page in ("overview", "lens"):
+        hooks = [*KEEP, "for i, block in enumerate(hf.transformer.h):",
+                 "    block.register_forward_hook(keep(i + 1))  # seen[i + 1]: the stream leaving block i"]
+        if page == "overview":
+            return hooks + ["with torch.no_grad():", *_forward(page, v),
+                            f"# ‖stream‖ leaving each block, per position [{n}, T]",
+                            f"result = torch.stack([seen[i + 1][0].norm(dim=-1) for i in range({n})])"]
+        i = _position(v)
+        return [*KEEP, "hf.transformer.drop.register_forward_hook(keep(0))  # seen[0]: x0, the embeddings' sum",
+                *hooks[len(KEEP):],
+                "with torch.no_grad():", *_forward(page, v),
+                f"    x = torch.stack([seen[d][0, {i}] for d in range({n + 1})])  # position {i}, every depth",
+                "    probs = hf.lm_head(hf.transformer.ln_f(x)).softmax(-1)  # ln_f, then the token table",
+                "# at each depth, the probability of the model's final top token",
+                "result = probs[:, probs[-1].argmax()]"]
+    if page == "heads":
+        return ["with torch.no_grad():", "    out = hf(ids, output_attentions=True)  # every block's [1, nh, T, T]",
+                "# previous-token score: the mean attention from position i to i − 1, per head",
+                "below = [a[0].diagonal(offset=-1, dim1=-2, dim2=-1) for a in out.attentions]  # a[i, i − 1]",
+                "result = torch.stack([d.mean(-1) for d in below])  # [n_layer, nh]"]
+    if page == "whatif":
+        return _whatif(v)
+    if page == "patch":
+        return _patch(v)
+    t = _target(page, v)
+    hook = [*KEEP, f'hf.{t.module}.register_forward_hook(keep("out"))'] if t.module else []
+    return hook + ["with torch.no_grad():", *_forward(page, v), f"result = {t.theirs}  # {t.what}"]
+
+
+def _patch(v: View) -> list[str]:
+    a, b = v.value("answers")
+    return ["ids_b = torch.tensor([encode(TEXT_B)])  # B: as long as A", f"block = hf.transformer.h[{v.block}]",
+            "", "", f"def margin(logits):  # the metric: logit({a}) − logit({b}) at the last position",
+            f"    return logits[0, -1, {a}] - logits[0, -1, {b}]", "", "",
+            "def from_a(position):  # a forward pre-hook: B's stream, one position taken from A's",
+            "    def hook(module, args):", "        x = args[0].clone()",
+            "        x[:, position] = x_a[:, position]", "        return (x, *args[1:])",
+            "    return hook", "", "", "with torch.no_grad():",
+            "    out_a = hf(ids, output_hidden_states=True)",
+            f"    x_a = out_a.hidden_states[{v.block}]  # A's stream entering block {v.block} [1, T, d]",
+            "    m_a, m_b, patched = margin(out_a.logits), margin(hf(ids_b).logits), []",
+            "    for position in range(ids.shape[1]):",
+            "        handle = block.register_forward_pre_hook(from_a(position))",
+            "        patched.append(margin(hf(ids_b).logits))", "        handle.remove()",
+            "# the restored fraction (m_patched − m_B) / (m_A − m_B) at each position",
+            "result = (torch.stack(patched) - m_b) / (m_a - m_b)"]
+
+
+def _whatif(v: View) -> list[str]:
+    label, part, index, method = _knockout(v)
+    b, dh = v.block, v.d_head
+    where = {"head": (f"[..., {index * dh}:{(index + 1) * dh}]", f"transformer.h[{b}].attn.c_proj", "args[0]",
+                      "(x,)", f"c_proj's input: the heads side by side, head {index} in columns "
+                      f"{index * dh}–{(index + 1) * dh - 1}"),
+             "attn": ("[:]", f"transformer.h[{b}].attn", "out[0]", "(x, *out[1:])", "Δattn, the attention's output"),
+             "mlp": ("[:]", f"transformer.h[{b}].mlp", "out", "x", "Δmlp, the MLP's output"),
+             "neuron": (f"[..., {index}]", f"transformer.h[{b}].mlp.act", "out", "x", f"neuron {index} after GELU")}
+    cols, module, x, back, what = where[part]
+    value = "0" if method == "zero" else f"x{cols}.mean(1, keepdim=True)  # its mean over the positions"
+    pre = part == "head"
+    return ["with torch.no_grad():", "    before = hf(ids).logits[0, -1].softmax(-1)",
+            f"top = before.topk({TOP_K}).indices  # the untouched run's likeliest next tokens", "", "",
+            f"def knock_out(module, args{'' if pre else ', out'}):  # {what}",
+            f"    x = {x}.clone()  # [1, T, ·]", f"    x{cols} = {value}", f"    return {back}", "", "",
+            f"hf.{module}.register_forward_{'pre_' if pre else ''}hook(knock_out)",
+            "with torch.no_grad():", "    after = hf(ids).logits[0, -1].softmax(-1)",
+            f"result = after[top]  # their probabilities, {label}"]
+
+
+def snippet(page: str, view: View, kind: str) -> str:
+    """The source of a script that recomputes `page`'s main numbers for `view` into `result`."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    body = _ours(page, view) if kind == "gpt2viz" else _theirs(page, view)
+    return "\n".join(_header(page, view, kind) + [""] + [x for line in body for x in _fit(line)]) + "\n"
+
+
+def _fit(line: str) -> list[str]:
+    """A line too wide for the panel with its comment: the comment above it, at its indentation."""
+    code, sep, comment = line.partition("  # ")
+    if len(line) <= WIDTH or not sep:
+        return [line]
+    indent = code[: len(code) - len(code.lstrip())]
+    return [f"{indent}# {comment}", code]
+
+
+def cells(page: str, view: View) -> str:
+    """Both snippets as one .py of `# %%` cells (Jupyter, VS Code and Spyder run them cell by cell)."""
+    intro = [f"# %% [markdown]\n# gpt2viz · the {page} page, recomputed two ways. Each cell leaves the page's "
+             "numbers in `result`.\n"]
+    return "\n".join(intro + [f"# %%\n{snippet(page, view, kind)}" for kind in KINDS])

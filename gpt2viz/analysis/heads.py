@@ -21,7 +21,7 @@ from ..model import tokenizer
 from ..model.gpt2 import GPT2
 from ..model.modes import run
 from ..model.trace import Trace
-from ..spec.schema import Mode
+from ..spec.schema import Mode, block_name
 
 SINK, PREVIOUS, INDUCTION = 0.5, 0.5, 0.4  # a head is named for a job only from these shares on
 
@@ -129,8 +129,8 @@ def score_trace(trace: Trace) -> list[dict]:
     if trace.mode is not Mode.FULL:
         raise ValueError(f"the head finder reads full-mode patterns, not {trace.mode.value}")
     patterns, b = [], 0
-    while f"blocks.{b}.attn.pattern" in trace:
-        patterns.append(trace[f"blocks.{b}.attn.pattern"][0])
+    while block_name("attn.pattern", b) in trace:
+        patterns.append(trace[block_name("attn.pattern", b)][0])
         b += 1
     return score_patterns(patterns, trace.token_ids)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import torch
 
 from ..model.gpt2 import causal_mask
+from ..spec.schema import block_name
 
 _HEAD_MAJOR = {"attn.q": "attn.hook_q", "attn.k": "attn.hook_k", "attn.v": "attn.hook_v", "attn.z": "attn.hook_z"}
 _SAME = {"resid_pre": "hook_resid_pre", "resid_mid": "hook_resid_mid", "resid_post": "hook_resid_post",
@@ -50,7 +51,7 @@ def to_hook(name: str, tensor: torch.Tensor, eps: float, P: int = 0) -> tuple[st
     m = _BLOCK.fullmatch(name)
     if m is None:
         return name, tensor
-    prefix, short = f"blocks.{m.group(1)}.", m.group(2)
+    prefix, short = block_name("", int(m.group(1))), m.group(2)
     if short in _SAME:
         return prefix + _SAME[short], tensor
     if short in _HEAD_MAJOR:
@@ -69,7 +70,7 @@ def from_hook(hook: str) -> str | None:
     for ours, (theirs, _) in HOOKS.items():
         m = re.fullmatch(r"blocks\.(\d+)\." + re.escape(theirs), hook)
         if m:
-            return f"blocks.{m.group(1)}.{ours}"
+            return block_name(ours, int(m.group(1)))
     top = {"hook_embed": "embed.tok", "hook_pos_embed": "embed.pos", "ln_final.hook_normalized": "ln_f.normalized",
            "ln_final.hook_scale": "ln_f.var"}
     return top.get(hook)

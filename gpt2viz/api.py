@@ -5,7 +5,7 @@
                                                      # "demo", or a path to a model.safetensors
     run = model.run(" people play one good game people play", mode="full")
     run["blocks.1.attn.pattern"]                     # a torch tensor, named as in the app
-    run.shape("blocks.1.attn.z")                     # ('[B, nh, T, dh]', (1, 4, 8, 32))
+    run.shape("blocks.1.attn.z")                     # ('[B, nh, T, dh]', (1, 4, 7, 32))
     gpt2viz.attention_figure(run, block=1, head=1)   # a plotly figure (inline in Jupyter)
     gpt2viz.parameters("gpt2").rows()                    # the accounting, one dict per component
 

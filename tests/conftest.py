@@ -54,3 +54,16 @@ def text_ids():
     from gpt2viz.model.tokenizer import encode
 
     return encode(TEXT)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """With GPT2VIZ_TEST_MEMORY_LOG=FILE (benchmarks/suite_footprint.py sets it): each test's name, the
+    process's peak and current resident memory in MiB when it ends, to name the tests that raise the peak."""
+    import os
+    import resource
+
+    if path := os.environ.get("GPT2VIZ_TEST_MEMORY_LOG"):
+        with open("/proc/self/statm") as f:
+            now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        with open(path, "a") as f:
+            f.write(f"{nodeid}\t{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}\t{now:.0f}\n")

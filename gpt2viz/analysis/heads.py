@@ -190,7 +190,7 @@ def head_name(row: dict) -> str:
 def notice(rows: list[dict], key: str, kind: str, ids) -> list[str]:
     """What to notice in the map of score `key`: which head leads and by how much, against the
     runner-up, the median head and a uniform head on this text; on random weights, that nothing
-    stands out. `kind`: "random", "demo" or "trained" (lesson.weights_kind)."""
+    stands out. `kind`: "random", "demo" or "trained" (notices.weights_kind)."""
     s, order = SCORES[key], ranked(rows, key)
     if not order:
         return ["The text repeats no token, so no head has an induction score: append a repeat (the link at the "

@@ -22,7 +22,7 @@ Colours are chosen to work for colour-blind readers:
   readers; none is black or white, so lines show on the light and the dark theme;
 - masked attention cells are neutral grey, outside every colour scale.
 Numeric axes never use SI prefixes (μ is a symbol here: the mean), byte sizes are binary (KiB,
-MiB: `costs.human_bytes`). No Plotly template is set: the app gives each figure its look (plot_theme.py, light or dark);
+MiB: `costs.human_bytes`). No Plotly template is set: the app gives each figure its look (theme.py, light or dark);
 every colour that carries meaning is set explicitly.
 
 Tokens: a token can occur twice ("␣the" at 3 and at 9), and Plotly merges identical category

@@ -24,7 +24,7 @@ GREYS = "Greys"
 HEIGHT = 400  # default figure height in px
 
 # Sizes for a projector: at 1280x720 a student in the back row reads these, in px as
-# rendered (plot_theme.py gives them to what a builder leaves unset)
+# rendered (theme.py gives them to what a builder leaves unset)
 TICK_PX = 13  # tick and token labels, colour-bar ticks, legends, hover text
 TITLE_PX = 18  # chart titles
 SUBTITLE_PX = 14  # a chart's subtitle, and the panel titles inside a figure
@@ -39,7 +39,7 @@ MAX_TICKS = 32  # tick labels per fixed-array axis (bytes, cache blocks) before 
 # category axes (tokens, positions) leave the labels to plotly (tickmode "auto"): it shows at most one
 # per 1.2 label heights of the chart's width in this window, and turns them to the first of
 # TICK_ANGLES at which neighbours no longer touch. A fixed array of labels cannot fit every window.
-# (plot_theme.py gives every x axis these angles.)
+# (theme.py gives every x axis these angles.)
 TICK_ANGLES = (0, -45, -90)
 
 TICK_CHARS = 14  # tick labels are cut to this many characters ("…"); hover shows them whole
@@ -137,7 +137,7 @@ def clamp_height(px: float) -> int:
 
 
 def default_margin(subtitle: str | None = None, **sides) -> dict:
-    """Room for numeric tick labels and an axis title at the app's font sizes (plot_theme.py), or
+    """Room for numeric tick labels and an axis title at the app's font sizes (theme.py), or
     the given sides: a margin the browser has to widen (automargin) costs a chart a second drawing."""
     return dict(dict(l=MARGIN_LEFT, r=20, t=top_margin(subtitle), b=MARGIN_BOTTOM), **sides)
 

@@ -37,7 +37,7 @@ def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence
 
 def _untemplated(fig: go.Figure) -> dict:
     """The figure's JSON without its `template: null` (the app's figures carry their look themselves,
-    plot_theme.themed), which plotly.io.to_html cannot read; unvalidated, so no default template comes back."""
+    theme.themed), which plotly.io.to_html cannot read; unvalidated, so no default template comes back."""
     spec = fig.to_dict()
     spec.get("layout", {}).pop("template", None)
     return spec

@@ -143,7 +143,7 @@ def selection() -> Selection:
 
 
 def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
-    """The lesson's opening: where the part sits, its title and the question it answers; then the
+    """The page's opening: where the part sits, its title and the question it answers; then the
     run (the trace holds at least `shows`, formatted with b = the selected block), so that the page's
     live picture comes next, in the first screen. The explanation, the equation and the exact
     details follow the picture, in `footer`. When there is nothing to run it says why, draws the

@@ -168,10 +168,10 @@ def test_cli_check_names_the_field(tmp_path):
     assert ok.returncode == 0 and "6 stops" in ok.stdout
 
 
-def test_the_readmes_example_lesson_is_valid():
+def test_the_docs_example_lesson_is_valid():
     import re
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "cli.md").read_text()
     example = re.search(r"A lesson file \(JSON.*?```json\n(.*?)```", readme, re.S).group(1)
     lesson = lf.parse(json.loads(example))
     assert [s.page for s in lesson.stops] == ["attention", "whatif"] and lesson.free == ("head",)

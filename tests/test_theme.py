@@ -1,4 +1,4 @@
-"""plot_theme: the app's look written into a figure (no template), and the data digest that lets
+"""plots.theme: the app's look written into a figure (no template), and the data digest that lets
 Plotly skip a second drawing of an unchanged chart."""
 
 import json

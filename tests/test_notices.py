@@ -1,4 +1,4 @@
-"""Issue 20 (2): the lesson of each page, worked out from the run. Head scores against their
+"""The notices of each page, worked out from the run. Head scores against their
 written-out definitions on fixed patterns; what to notice on random weights and on the demo model;
 the page order: question, live picture, what to notice, then the explanation and the equation."""
 

@@ -1,7 +1,7 @@
 """Names a trace derives on demand instead of storing them (schema.DERIVED).
 
 Each is a pure function of names the forward pass records, computed with the very functions
-`model.py` runs, so a derived tensor equals the one the forward pass computed: the attention
+`gpt2.py` runs, so a derived tensor equals the one the forward pass computed: the attention
 scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
 LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
 bias, references to the model's parameters), the GELU from `mlp.pre`, `resid_mid` from `resid_pre +

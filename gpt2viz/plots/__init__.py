@@ -33,7 +33,7 @@ renders <b>, <br> and entities in labels and tokens like "<br>" or "&amp;" exist
 that fit the chart's width (TICK_ANGLES), cell values are written into heatmaps only where they fit
 a cell in an 800 px window (else hover only), and histograms are binned in numpy, not in the
 browser. Text is sized for a projector: TICK_PX tick labels, TITLE_PX titles.
-Axis titles, hover templates and masks follow the names in model.py: B, T, P, L, d, nh, V.
+Axis titles, hover templates and masks follow the names in model/gpt2.py: B, T, P, L, d, nh, V.
 """
 
 from .attention import attention_heatmap, attention_maps, heads_grid

@@ -3,7 +3,7 @@ the parameter names, and every recorded name with its shape in each mode.
 
 Shapes use one symbol set: B batch, T positions computed, P positions cached, L = P + T keys read,
 d width, nh heads, dh = d / nh, V vocabulary, n_ctx context (openai/gpt-2's name). The recorded names
-and their order mirror `model.py` and `modes.py` (tests run the model and hold them equal, and
+and their order mirror `model/gpt2.py` and `model/modes.py` (tests run the model and hold them equal, and
 tests/golden/ lists them per mode). Importing this module never imports torch (a test says so).
 
 Dropout (TRAINING with dropout > 0): each `*_dropout_mask` is the keep-mask drawn for one dropout.
@@ -181,7 +181,7 @@ def parameter_axes(name: str) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------- recorded names
-# Short names in execution order (model.py); MASKS only in TRAINING with dropout > 0, CACHE only in
+# Short names in execution order (model/gpt2.py); MASKS only in TRAINING with dropout > 0, CACHE only in
 # PREFILL and DECODE. Each name's side of its dropout: see the module docstring.
 TOP_NAMES = ("embed.tok", "embed.pos", "embed.out", "embed.dropout_mask")
 BLOCK_NAMES = (

@@ -45,7 +45,7 @@ def test_package_imports_neither_streamlit_nor_torch():
         imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree)
                      if isinstance(node, ast.ImportFrom)}
         assert not {name.split(".")[0] for name in imported} & {"streamlit", "torch"}, path.name
-        assert {name for name in imported if name.startswith("..")} <= {"..costs"}, path.name
+        assert {name for name in imported if name.startswith("..")} <= {"..spec.costs"}, path.name
 
 
 # ---------------------------------------------------------------------------- attention

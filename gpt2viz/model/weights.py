@@ -163,8 +163,8 @@ def infer_config(shapes: dict[str, tuple], n_head: int | None = None, name: str 
     if not layers:
         raise WeightsError("no transformer blocks (h.0.*) in the checkpoint")
     n_layer = max(layers) + 1
-    if layers != set(range(n_layer)):  # also keeps a forged h.99999999 from building a huge model
-        gap = min(set(range(n_layer)) - layers)
+    if len(layers) != n_layer:  # also keeps a forged h.99999999 from building a huge model
+        gap = next(i for i in range(n_layer) if i not in layers)  # at most len(layers) steps, never n_layer
         raise WeightsError(f"missing block h.{gap}.*: the blocks must be numbered 0 to {n_layer - 1}")
     n_head = n_head or fallback_n_head(d)
     if d % n_head:

@@ -282,8 +282,12 @@ def test_an_asker_waiting_for_its_turn_is_told_so():
 
 
 def test_a_run_reuses_the_memory_it_freed():
-    """Large blocks come from the heap once the allocator is told so: a second allocation of a freed
-    48 MiB tensor (an attention pattern at 1,024 tokens) touches no fresh pages. glibc only."""
+    """Large blocks come from the heap once the allocator is told so: a 48 MiB tensor (an attention
+    pattern at 1,024 tokens), which glibc's default maps afresh every time (12,288 faults of 4 KiB),
+    lies in the heap, and an allocation placed where a freed one was touches no fresh pages. Whether
+    glibc places it there depends on the small allocations around it (a small block carved from the
+    freed one moves the next large one to the heap's end), so the reuse is checked where it happens,
+    and the heap placement every time. glibc only."""
     import platform
     import resource
 
@@ -293,15 +297,27 @@ def test_a_run_reuses_the_memory_it_freed():
         pytest.skip("glibc's mallopt")
     assert reuse_freed_memory_within_a_run()
 
-    def faults_of_a_new_pattern() -> int:
+    def heap() -> tuple[int, int]:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().endswith("[heap]"):
+                    start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                    return start, end
+        return 0, 0
+
+    seen, reused = set(), []
+    for _ in range(8):
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         pattern = torch.ones(12, 1024, 1024)  # [nh, T, T] float32
+        address = pattern.data_ptr()
         del pattern
-        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
-    for _ in range(3):  # glibc's default maps each afresh: 12,288 pages of 4 KiB, every time
-        faults_of_a_new_pattern()
-    assert faults_of_a_new_pattern() < 100  # once the heap holds the block, it is reused
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        start, end = heap()
+        assert start <= address < end  # from the heap, not a mapping of its own
+        if address in seen:
+            reused.append(faults)
+        seen.add(address)
+    assert all(f < 100 for f in reused)  # a block placed where a freed one was is reused
 
 
 def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):

@@ -68,7 +68,7 @@ def _recipe_options(p) -> None:
     """One option per number of the demo model's Recipe (--seed, --steps, --n-head, ...)."""
     from dataclasses import fields
 
-    from .model.demo_model import Recipe
+    from .model.demo_recipe import Recipe
 
     kinds = {"int": int, "float": float, "str": str}
     for f in fields(Recipe):
@@ -191,7 +191,7 @@ def format_shapes(report: dict) -> str:
 # ---------------------------------------------------------------------------- commands
 def _model(a):
     """The model of --weights, or random --model weights of --seed."""
-    from .model.demo_model import DEMO_PATH
+    from .model.demo_recipe import DEMO_PATH
     from .model.weights import load_safetensors, random_model
 
     if a.weights == "demo":

@@ -23,6 +23,17 @@ def server_address() -> str | None:
     return None if proxied() else st.get_option("server.address")
 
 
+def visitor_address() -> str:
+    """Where this visitor's request came from, for the server's log: behind the proxy, the address the
+    proxy appended last to X-Forwarded-For (what came before it, the visitor may have written)."""
+    try:
+        if proxied():
+            return st.context.headers.get("X-Forwarded-For", "?").split(",")[-1].strip()
+        return st.context.ip_address or "?"
+    except Exception:
+        return "?"
+
+
 def is_local() -> bool:
     """The operator on their own machine: uploads, downloads and uncapped pages are theirs."""
     return server_address() in LOOPBACK

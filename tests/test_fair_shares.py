@@ -141,3 +141,39 @@ def test_a_shared_server_sweeps_short_texts_only(server_address):
     assert not [b for b in at.button if b.key in ("sweep_heads", "sweep_mlps")]
     at = page("whatif", model="tiny", text="a short text to sweep")
     assert {b.key for b in at.button} >= {"sweep_heads", "sweep_mlps"}
+
+
+# ---------------------------------------------------------------------------- one run per session
+def test_a_tab_that_asks_again_replaces_its_own_run():
+    """A student starts a 1,024-token Training run, then asks for a short view in the same tab: the
+    training run stops at its next step (it never completes), and the short view does not wait for it."""
+    import asyncio
+    from urllib.parse import quote, urlencode
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from st_protocol import Session
+    from streamlit_server import StreamlitServer
+
+    root = Path(__file__).resolve().parents[1]
+    long = " ".join(["every student brings a sentence to the model"] * 160)  # over 1,024 tokens
+
+    async def student(base: str) -> float:
+        s = Session(base)
+        await s.open("tokens", "")
+        await s.view("tokens", "")  # the weights loaded
+        await s._send(s._rerun("training", urlencode({"text": long, "mode": "training"}, quote_via=quote)))
+        await asyncio.sleep(3)  # the training run is under way
+        view = await s.view("attention", "text=" + quote("A short sentence, asked again"))
+        await s.close()
+        assert view.ok, view.error or view.exceptions
+        return view.seconds
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GPT2VIZ_LOG_RUNS", "1")
+        with StreamlitServer("app.py", cwd=root) as server:  # loopback: the operator's, no token caps
+            server.wait_healthy(timeout=120)
+            seconds = asyncio.run(student(server.base))
+            time.sleep(1)
+            log = server.log_tail(10**7)
+    assert "(training summary)" not in log, log[-2000:]  # stopped, never completed
+    assert "(full)" in log and seconds < 30

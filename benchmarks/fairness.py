@@ -11,12 +11,14 @@ not local; GPT2VIZ_TRACE_BUDGET_MB=2048), spoken to in Streamlit's own protocol
 
 First the student alone (--views views: its time before), then with the two heavy sessions going
 (after a --ramp of seconds, --views views again: its time under load), in one run on one server.
-Goal: the student's median under load within 3x its median alone, or 3 s, whichever is larger.
+Goal: the student's median under load within 3x its median alone, or 3 s, whichever is larger; the
+same bound is checked on the 90th percentile too (a median hides the few views that waited a minute).
 
 Usage:  .venv/bin/python benchmarks/fairness.py [--root CHECKOUT] [--views 15] [--gap 3] [--ramp 8]
 `--root`: the checkout whose app.py is served (another worktree, to measure its code with this
 benchmark). The last line, for scripts:
-fairness alone_p50_s=X loaded_p50_s=X loaded_max_s=X loaded_p90_s=X ratio=X goal_s=X met=yes|no heavy_views=N errors=N
+fairness alone_p50_s=X loaded_p50_s=X loaded_max_s=X loaded_p90_s=X ratio=X goal_s=X met=yes|no met_p90=yes|no
+heavy_views=N errors=N
 """
 
 import argparse
@@ -131,11 +133,13 @@ def main() -> None:
     p90b = sorted(b)[int(0.9 * (len(b) - 1))] if b else None
     goal = max(GOAL_FACTOR * (p50a or 0), GOAL_FLOOR_S)
     met = p50b is not None and p50b <= goal and not errors
+    met_p90 = p90b is not None and p90b <= goal and not errors
     print(f"machine: {os.cpu_count()} cores, load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({wall:.0f} s; other work on the machine stretches every time); server tracebacks: {tracebacks}")
     print(f"fairness alone_p50_s={p50a or 0:.2f} loaded_p50_s={p50b or 0:.2f} loaded_max_s={max(b, default=0):.2f} "
           f"loaded_p90_s={p90b or 0:.2f} ratio={(p50b or 0) / (p50a or 1):.1f} goal_s={goal:.2f} "
-          f"met={'yes' if met else 'no'} heavy_views={len(log)} errors={len(errors)}")
+          f"met={'yes' if met else 'no'} met_p90={'yes' if met_p90 else 'no'} "
+          f"heavy_views={len(log)} errors={len(errors)}")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,10 @@ class ViewResult:
     error: str | None = None  # not finished successfully: why
     elements: int = 0  # new elements the run sent
     h1: str | None = None  # the first title the run sent
-    boxes: dict[str, str] = field(default_factory=dict)  # label → value of the text areas and select boxes
+    boxes: dict[str, str] = field(default_factory=dict)  # label → value of the text areas, select boxes, sliders
+    # the boxes whose value the server set (else `boxes` holds their default, and a browser would go on
+    # showing the value it had: see `Shown`)
+    set_by_server: set[str] = field(default_factory=set)
     uploaders: dict[str, str] = field(default_factory=dict)  # label → widget id of the file uploaders
     errors: list[str] = field(default_factory=list)  # bodies of st.error
     captions: list[str] = field(default_factory=list)  # bodies of st.caption
@@ -71,6 +74,20 @@ class ViewResult:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.exceptions
+
+
+class Shown:
+    """What a browser tab's boxes show across views: a value the server sets, else the value the box
+    showed before (its default the first time)."""
+
+    def __init__(self):
+        self.values: dict[str, str] = {}
+
+    def after(self, result: ViewResult) -> dict[str, str]:
+        for label, value in result.boxes.items():
+            if label in result.set_by_server or label not in self.values:
+                self.values[label] = value
+        return dict(self.values)
 
 
 class Session:
@@ -139,15 +156,18 @@ class Session:
             await ws.close()
 
     # ------------------------------------------------------------------ views
-    async def view(self, page: str, query: str, timeout: float = 120.0) -> ViewResult:
+    async def view(self, page: str, query: str, timeout: float = 120.0, history: bool = False) -> ViewResult:
         """Ask for `page` (url path, "" for the default) with `query` (no "?"); wait for the run to
-        end. Raises Disconnected when the websocket closes meanwhile."""
+        end. Raises Disconnected when the websocket closes meanwhile. `history`: as the browser asks
+        on back, forward or a `popstate` (`history.pushState` then a popstate event, from devtools)."""
         if self.ws is None:
             raise Disconnected("not connected")
         result = ViewResult(page, query)
         await self._drain()
         t0 = time.perf_counter()
-        await self._send(self._rerun(page, query))
+        msg = self._rerun(page, query)
+        msg.rerun_script.is_history_navigation = history
+        await self._send(msg)
         try:
             async with asyncio.timeout(timeout):
                 while not await self._receive(result):
@@ -273,16 +293,27 @@ class Session:
         elif kind == "text_area":
             box = element.text_area
             result.boxes[box.label] = box.value if box.set_value else box.default
+            Session._note_set(result, box)
         elif kind == "file_uploader":
             result.uploaders[element.file_uploader.label] = element.file_uploader.id
         elif kind == "alert" and element.alert.format == element.alert.ERROR:
             result.errors.append(element.alert.body)
         elif kind == "markdown" and element.markdown.element_type == Markdown.CAPTION:
             result.captions.append(element.markdown.body)
+        elif kind == "slider":
+            box = element.slider
+            result.boxes[box.label] = ", ".join(f"{v:g}" for v in (box.value if box.set_value else box.default))
+            Session._note_set(result, box)
         elif kind == "selectbox":
             box = element.selectbox
             shown = box.options[box.default] if 0 <= box.default < len(box.options) else ""
             result.boxes[box.label] = box.raw_value if box.set_value else shown
+            Session._note_set(result, box)
+
+    @staticmethod
+    def _note_set(result: ViewResult, box) -> None:
+        if box.set_value:
+            result.set_by_server.add(box.label)
 
     def _pages(self, app_pages) -> None:
         """st.navigation's pages: the default one is served at the root, url path "" """

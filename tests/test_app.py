@@ -182,9 +182,6 @@ def test_exercise_is_checked_on_submit_with_the_worked_answer():
     at.text_input(key=f"answer-{first.id}").input(first.answer_text)
     at.button[0].click().run()
     assert any("Correct" in s.value for s in at.success)
-    at.text_input(key=f"answer-{first.id}").input("[1, 2, 3]" if first.kind == "shape" else "7")
-    at.button[0].click().run()
-    assert any("Not quite" in e.value and first.answer_text in e.value for e in at.error)
     assert any(first.worked.splitlines()[0] in m.value for m in at.markdown)
 
 
@@ -196,8 +193,9 @@ def test_every_answer_keeps_its_feedback_and_the_score_runs():
     assert any("Score: 0 of 3" in m.value for m in at.markdown)
     at.text_input(key=f"answer-{first.id}").input(first.answer_text)
     at.button[0].click().run()
-    at.text_input(key=f"answer-{second.id}").input("7")
-    at.button[1].click().run()
+    for _ in range(2):  # a hint and a second try, then the answer
+        at.text_input(key=f"answer-{second.id}").input("7")
+        at.button[1].click().run()
     assert [s.value for s in at.success] == [f"Correct: {first.answer_text}."]  # the first answer's feedback stays
     assert any(second.answer_text in e.value for e in at.error)
     assert any("Score: 1 of 3** correct · 2 answered" in m.value for m in at.markdown)

@@ -139,7 +139,7 @@ def test_an_expired_link_says_when_and_shows_nothing_of_it():
 def test_without_a_key_a_link_cannot_be_checked(monkeypatch):
     tok = token()
     monkeypatch.delenv(lf.KEY_ENV)
-    nothing_of_the_lesson(visit("attention", lesson=tok, stop="0"), "no key (GPT2VIZ_LESSON_KEY)")
+    nothing_of_the_lesson(visit("attention", lesson=tok, stop="0"), "cannot check lesson links")
 
 
 def test_opening_the_first_stop_computes_every_stops_run_once():

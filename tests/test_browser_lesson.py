@@ -137,3 +137,22 @@ def test_the_lessons_page_builds_and_signs_a_link_that_opens(context, base):
     assert student.get_by_text("Look at the diagonal.").count() == 1
     page.close()
     student.close()
+
+
+def test_devtools_history_navigation_does_not_change_a_locked_lesson(context, base):
+    """One devtools line: push a URL with other values, then fire popstate (as back and forward do)."""
+    page = open_tab(context, base + link())
+    wait_for_text(page, "stop 1 of 6")
+    lesson = lf.load(DEMO)
+    forged = page.url + "&text=hacked&mode=decode&block=1"
+    page.evaluate("url => { history.pushState({}, '', url); dispatchEvent(new PopStateEvent('popstate')); }", forged)
+    page.wait_for_timeout(1500)
+    wait_rendered(page, 0, timeout_ms=120_000)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    assert sidebar.locator("textarea").first.input_value() == lesson.text
+    mode = sidebar.get_by_role("combobox", name="Mode").input_value()
+    block = sidebar.locator("[data-testid='stSlider']").filter(has_text="Block").first.inner_text()
+    assert mode == "full", mode
+    assert block.split() == ["Block", "0", "0", "1"], block  # the label, the thumb's value, the range
+    assert page.get_by_text("stop 1 of 6").count() == 1
+    page.close()

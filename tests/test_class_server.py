@@ -27,6 +27,7 @@ def test_processes_share_a_secret_split_the_budget_and_turn_off_uploads():
 
 
 def cli(*args, env=None, **kw):
+    env = {**os.environ, "GPT2VIZ_REPLICA_HEADER": "1"} if env is None else env  # which replica answered
     return subprocess.Popen([sys.executable, "-m", "gpt2viz", "class-server", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
@@ -54,6 +55,15 @@ def children(pid: int) -> list[int]:
     return [p for p, pp, g in rows if p in kids or g in kids]
 
 
+def replicas_answering(base: str, asks: int = 12) -> set[str]:
+    """The replicas new browsers (no affinity cookie) reach; a replica that is down is tried and passed."""
+    seen = set()
+    for _ in range(asks):
+        with urllib.request.urlopen(base + "/", timeout=10) as r:
+            seen.add(r.headers["X-Gpt2viz-Replica"].split(",")[-1].strip())
+    return seen
+
+
 def test_start_serve_through_nginx_lose_a_process_and_stop():
     if nginx_path() is None:
         if os.environ.get("GPT2VIZ_REQUIRE_NGINX") == "1":
@@ -70,24 +80,158 @@ def test_start_serve_through_nginx_lose_a_process_and_stop():
             assert p.poll() is None, p.communicate()[1]
             assert time.monotonic() < end, "the class server did not answer in 180 s"
             time.sleep(0.5)
-        replicas = set()
-        for _ in range(12):  # new browsers (no affinity cookie) spread over both processes
-            with urllib.request.urlopen(base + "/", timeout=10) as r:
-                replicas.add(r.headers["X-Gpt2viz-Replica"])
+        replicas = replicas_answering(base)  # new browsers spread over both processes
         assert len(replicas) == 2, replicas
         apps = [c for c in children(p.pid) if "streamlit" in Path(f"/proc/{c}/cmdline").read_text(errors="ignore")]
         assert len(apps) >= 2, apps
         os.kill(apps[0], signal.SIGKILL)  # a process lost mid-class: nginx answers from the other
         time.sleep(1)
         assert all(healthy(base, timeout=10) for _ in range(4))
+        end = time.monotonic() + 180  # and the lost one is started again
+        while len(replicas_answering(base)) < 2:
+            assert time.monotonic() < end, "the lost process was not started again in 180 s"
+            time.sleep(1)
         started = children(p.pid)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
-        assert "2 app processes behind nginx" in err and "app process" in err  # said it lost one
+        assert "2 app processes behind nginx" in err and "starting it again (restart 1 of 3)" in err
         time.sleep(0.5)
         assert not [c for c in started if Path(f"/proc/{c}").exists()], "processes left running"
         assert not healthy(base, timeout=2)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------- the template, as a visitor sees it
+def needs_nginx():
+    if nginx_path() is None:
+        pytest.skip("no nginx")
+
+
+@pytest.fixture
+def echoes():
+    """Two upstreams that answer with their name and the X-Gpt2viz-Proxied header they received."""
+    import http.server
+    import threading
+
+    servers = []
+    for name in ("a", "b"):
+        class Echo(http.server.BaseHTTPRequestHandler):
+            me = name
+
+            def do_GET(self):
+                body = f"{self.me} {self.headers.get('X-Gpt2viz-Proxied')} {self.path}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    yield [f"127.0.0.1:{s.server_address[1]}" for s in servers]
+    for s in servers:
+        s.shutdown()
+
+
+def ask(base: str, path: str = "/", **headers) -> tuple[int, dict, str]:
+    request = urllib.request.Request(base + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), ""
+
+
+def proxy(servers, **kw):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from nginx_proxy import Proxy
+
+    return Proxy(servers, **kw)
+
+
+def test_the_proxy_names_no_version_no_replica_and_hides_the_metrics(echoes):
+    needs_nginx()
+    with proxy(echoes, replica_header=False) as p:
+        status, headers, _ = ask(p.base)
+        assert status == 200 and headers["Server"] == "nginx" and "X-Gpt2viz-Replica" not in headers
+        status, _, body = ask(p.base, "/_stcore/metrics")
+        assert status == 404 and " /_stcore/metrics" not in body
+
+
+def test_the_proxy_marks_every_request_whatever_the_visitor_sent(echoes):
+    needs_nginx()
+    with proxy(echoes, replica_header=False) as p:
+        _, _, body = ask(p.base, "/", **{"X-Gpt2viz-Proxied": "no, I am local"})
+        assert body.split()[1] == "1"
+
+
+def test_a_visitor_cannot_aim_its_affinity_cookie(echoes):
+    """The same cookies land on other replicas under another start's secret: no value names a replica."""
+    needs_nginx()
+
+    def landing() -> list[str]:
+        with proxy(echoes, replica_header=False) as p:
+            return [ask(p.base, "/", Cookie=f"gpt2viz_affinity=student-{i}")[2].split()[0] for i in range(24)]
+    first, second = landing(), landing()
+    assert set(first) == {"a", "b"} and first != second
+
+
+def test_a_process_that_exits_is_started_again_up_to_the_limit(tmp_path):
+    needs_nginx()
+    from gpt2viz.server.class_server import ClassServer
+
+    class Gone:
+        returncode = -9
+
+        def poll(self):
+            return self.returncode
+
+    said = []
+    cs = ClassServer(2, 8600, env={"GPT2VIZ_RESTARTS": "2"}, log=None)
+    cs._say = said.append
+    spawned = []
+    cs._spawn = lambda i: spawned.append(i) or Gone()
+    cs.apps = [Gone(), type("Alive", (), {"poll": lambda self: None})()]
+    for _ in range(4):
+        cs.restart_exited()
+    assert spawned == [0, 0] and cs.restarts == [2, 0]
+    assert said[0].startswith("app process 0 (port") and "starting it again (restart 1 of 2)" in said[0]
+    assert "not started again (2 restarts, the limit)" in said[2] and len(said) == 3
+    cs.apps = []
+    cs.stop()
+
+
+def test_behind_the_proxy_a_loopback_app_offers_its_visitors_no_uploads():
+    """An app started by hand on loopback (local: uploads and downloads on) behind the template: a
+    visitor through the proxy is not local, one on the app's own port is."""
+    needs_nginx()
+    import asyncio
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from st_protocol import Session
+    from streamlit_server import StreamlitServer
+
+    from gpt2viz.ui.upload import NO_UPLOADS
+
+    async def captions(base: str) -> list[str]:
+        s = Session(base)
+        await s.open("tokens", "weights=hf-cache")
+        view = await s.view("tokens", "weights=hf-cache")
+        await s.close()
+        assert view.ok, view.error or view.exceptions
+        return view.captions
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k in ("GPT2VIZ_ALLOW_UPLOAD", "GPT2VIZ_ALLOW_DOWNLOAD"):
+            mp.delenv(k, raising=False)
+        with StreamlitServer("app.py", cwd=ROOT) as app:
+            app.wait_healthy(timeout=120)
+            with proxy([f"127.0.0.1:{app.port}"], replica_header=False) as p:
+                assert NO_UPLOADS in asyncio.run(captions(p.base))
+                assert NO_UPLOADS not in asyncio.run(captions(app.base))

@@ -132,7 +132,7 @@ def test_checking_count_answers():
     e = ex.params_exercise("gpt2", "block.mlp")
     assert ex.check(e, "4,722,432")[0] and ex.check(e, "4722432")[0]
     ok, message = ex.check(e, "4,722,000")
-    assert not ok and "4,722,432" in message
+    assert not ok and "4,722,432" not in message and "too low" in message  # a hint, not the answer
 
 
 @pytest.mark.parametrize("text", ["355M", "354.8 million", "", "twelve", "[1, 12, 1, 64]", "1e6"])

@@ -4,6 +4,7 @@ import streamlit as st
 
 from gpt2viz.ui.anatomy import selection, text_notes
 from gpt2viz.ui.cache import decode_check
+from gpt2viz.ui.caps import capped
 from gpt2viz.ui.working import working
 
 sel = selection()
@@ -15,6 +16,7 @@ if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
 else:
     text_notes(sel)
+    sel = capped(sel, "about")
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens twice: full, then decode…") as progress:
         diff = decode_check(sel.weights, sel.ids, progress)
     verdict = ":material/check_circle: agree" if diff < 1e-4 else ":material/error: DISAGREE"

@@ -1,6 +1,8 @@
-"""Exercises: predict a shape, compute a parameter count; every answer keeps its feedback, with a
-running score. The answer key is for the operator: shown only when the server was started with
-GPT2VIZ_TEACHER=1, never by a control or a link a student could use."""
+"""Exercises: predict a shape, compute a parameter count; a wrong answer gets a hint and a second try,
+the answer and its working come after the second (or a right answer); every answer keeps its feedback,
+with a running score that an answer typed after the reveal does not change. The answer key is for the
+operator: shown only when the server was started with GPT2VIZ_TEACHER=1, never by a control or a link
+a student could use."""
 
 import os
 
@@ -34,24 +36,26 @@ if os.environ.get(TEACHER_ENV) == "1":
                            mime="text/markdown", icon=":material/download:")
         st.markdown(key)
 
-results = st.session_state.setdefault("exercise_results", {})  # exercise id -> (correct, message)
+results = st.session_state.setdefault("exercise_attempts", {})  # exercise id -> ex.Attempt
 score = st.empty()
 for i, e in enumerate(exercise_set, 1):
     with st.form(f"exercise-{e.id}"):
         st.markdown(f"**{i}. {'Predict the shape' if e.kind == 'shape' else 'Count the parameters'}.** {e.question}")
-        given = st.text_input("Your answer", key=f"answer-{e.id}", max_chars=200)
-        if st.form_submit_button("Check"):
+        done = results.get(e.id, ex.Attempt()).closed  # its mark is final: no box to answer again
+        given = st.text_input("Your answer", key=f"answer-{e.id}", max_chars=200, disabled=done)
+        if st.form_submit_button("Check", disabled=done) and not done:
             try:
-                results[e.id] = ex.check(e, given)
+                results[e.id] = ex.answer(e, results.get(e.id, ex.Attempt()), given)
             except ex.Unreadable as unreadable:  # not an answer: ask again, mark and reveal nothing
                 said = plain(str(unreadable))
                 st.warning(f"{said[0].upper()}{said[1:]}. {FORMATS}", icon=":material/edit:")
-        if e.id in results:
-            ok, message = results[e.id]
-            (st.success if ok else st.error)(message)
-            with st.expander("Worked answer", expanded=not ok):
-                st.markdown(e.worked)
-answered = [results[e.id][0] for e in exercise_set if e.id in results]
-score.markdown(f"**Score: {sum(answered)} of {len(exercise_set)}** correct · {len(answered)} answered")
+        attempt = results.get(e.id)
+        if attempt is not None:
+            (st.success if attempt.correct else st.error)(attempt.message)
+            if attempt.closed:
+                with st.expander("Worked answer", expanded=not attempt.correct):
+                    st.markdown(e.worked)
+closed = [results[e.id].correct for e in exercise_set if e.id in results and results[e.id].closed]
+score.markdown(f"**Score: {sum(closed)} of {len(exercise_set)}** correct · {len(closed)} answered")
 
 live_checks(selection())

@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz.ui import code_panel
 from gpt2viz.ui import heads_view as hv
 from gpt2viz.ui.anatomy import random_note, selection
+from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Head finder")
@@ -13,6 +14,7 @@ st.markdown("##### :material/help: Which head reads the previous token, which co
 st.markdown("Every head of every block, scored on this text from its attention pattern: each score is an average "
             "over the text's positions of one thing a head can do. Look for the heads that stand out, then open "
             "them on the Attention page to see the stripe behind the number.")
+sel = capped(sel, "heads")
 rows = hv.scores(sel)
 hv.repeat_offer(sel)
 st.subheader("Every head, one map per score")

@@ -14,7 +14,8 @@ import streamlit as st
 from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
-from gpt2viz.ui.lesson_view import LOCAL, server_key
+from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, server_key
+from gpt2viz.ui.visitor import visitor_address
 
 PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
@@ -133,15 +134,16 @@ if built is not None:
 
 # ---------------------------------------------------------------------------- sign
 st.subheader("Share it: a signed link")
-try:
-    key = server_key()
-except lf.LessonError as e:
-    key = None
-    st.error(str(e), icon=":material/key_off:")
+st.caption(":material/visibility: A link carries its lesson in the open: its texts and notes are readable by anyone "
+           "who has the link (the signature stops changes, not reading). Put nothing private in a note.")
+key, problem = server_key(), key_problem()
+if key is None and problem != f"{lf.KEY_ENV} is not set":
+    st.error(problem, icon=":material/key_off:")
 password = os.environ.get(PASSWORD_ENV, "")
 if key is None:
-    st.info(f"This server has no lesson key, so it cannot sign links: start it with `{lf.KEY_ENV}` set (for "
-            "example `openssl rand -hex 32`; every replica the same key). Lessons still open here from files, "
+    st.info(f"This server has no usable lesson key, so it can neither sign links nor check them (a student who "
+            f"opens one reads only that): start it with `{lf.KEY_ENV}` set to at least {lf.MIN_KEY_CHARS} characters "
+            "(for example `openssl rand -hex 32`; every replica the same key). Lessons still open here from files, "
             "for this session.", icon=":material/key_off:")
 elif not password:
     st.info(f"Signing here needs a lecturer password: set `{PASSWORD_ENV}` on the server. Or sign on the "
@@ -150,11 +152,16 @@ elif not st.session_state.get(LECTURER):
     with st.form("lecturer"):
         given = st.text_input("Lecturer password", type="password", max_chars=200, key="lecturer_password")
         if st.form_submit_button("Unlock signing", icon=":material/lock_open:"):
-            if hmac.compare_digest(given.encode(), password.encode()):
+            wait = password_guesses().wait()
+            if wait:
+                st.error(f"Too many wrong passwords on this server: try again in {wait:.0f} s.", icon=":material/lock:")
+            elif hmac.compare_digest(given.encode(), password.encode()):
                 st.session_state[LECTURER] = True
                 st.rerun()
-            time.sleep(1)  # a guess a second, per session
-            st.error("Wrong password.", icon=":material/lock:")
+            else:
+                password_guesses().failed(visitor_address())
+                time.sleep(1)  # a guess a second, per session
+                st.error("Wrong password.", icon=":material/lock:")
 else:
     choices = {"the lesson opened above": opened, "the lesson built above": built}
     choices = {k: v for k, v in choices.items() if v is not None}

@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_training_summary
+from gpt2viz.ui.caps import capped
 from gpt2viz.ui.classroom import GRAD_PARTS
 from gpt2viz.ui.state import locked
 from gpt2viz.ui.working import working
@@ -22,6 +23,7 @@ if sel.text_error or len(sel.ids) < 2:
     st.warning(sel.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
 text_notes(sel)
+sel = capped(sel, "training")
 dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params", disabled=locked("dropout"),
                     help="off: the training loss equals the evaluation loss on the same text")
 with working(f"Training {sel.config.name} on {len(sel.ids):,} tokens: forward, loss, backward…") as progress:

@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz.ui import code_panel, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("What if: knock a part out")
@@ -13,6 +14,7 @@ st.markdown("Replace one part's output by zero, or by its average over the text,
             "prediction was doing something for it.")
 story.offer(sel, "whatif", says=wv.demo_knockouts())
 wv.stop_without_text(sel)
+sel = capped(sel, "whatif")
 target, method = wv.target_controls(sel)
 st.caption(wv.what_is_replaced(target, method, len(sel.ids)) + " Runs the whole text (full mode).")
 clean = wv.clean_trace(sel)

@@ -11,8 +11,10 @@ share one cookie secret (Streamlit signs its XSRF cookie with it) and one lesson
 set, split one memory budget (GPT2VIZ_TRACE_BUDGET_MB, default 2,048, divided by N), run torch on
 one thread each, and, because they listen on loopback and would otherwise look local, offer neither
 uploads nor downloads unless the operator asks (GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_ALLOW_DOWNLOAD=1).
-Ctrl-C (or SIGTERM) stops everything it started. Without nginx it refuses in one line: a laptop keeps
-the single process of `streamlit run app.py`.
+A process that exits is started again on its port (a line in the log each time), at most
+GPT2VIZ_RESTARTS times (3) each: one that keeps dying is left down, said once, and nginx sends its
+students to the others. Ctrl-C (or SIGTERM) stops everything it started. Without nginx it refuses in
+one line: a laptop keeps the single process of `streamlit run app.py`.
 """
 
 import os
@@ -34,16 +36,29 @@ ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
 APP = ROOT / "app.py"
 DEFAULT_BUDGET_MB = 2048
+RESTARTS_ENV, RESTARTS = "GPT2VIZ_RESTARTS", 3
+REPLICA_HEADER_ENV = "GPT2VIZ_REPLICA_HEADER"  # "1": responses name the replica that answered (tests)
 
 
 def nginx_path() -> str | None:
     return shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
 
 
-def nginx_config(template: str, prefix: str, listen: str, servers: list[str]) -> str:
-    """deploy/nginx.conf.template with its three placeholders filled in."""
+def nginx_config(template: str, prefix: str, listen: str, servers: list[str], replica_header: bool = False,
+                 secret: str | None = None) -> str:
+    """deploy/nginx.conf.template with its placeholders filled in: the affinity hash's secret made
+    here unless given; the replica header only where asked (tests and benchmarks read it)."""
     lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
-    return template.replace("@PREFIX@", prefix).replace("@LISTEN@", listen).replace("@SERVERS@", lines)
+    values = {"@PREFIX@": prefix, "@LISTEN@": listen, "@SERVERS@": lines, "@SECRET@": secret or secrets.token_hex(16),
+              "@REPLICA@": "$upstream_addr" if replica_header else ""}
+    for placeholder, value in values.items():
+        template = template.replace(placeholder, value)
+    return template
+
+
+def restarts_allowed(env=os.environ) -> int:
+    n = env.get(RESTARTS_ENV, "")
+    return int(n) if n.isdigit() else RESTARTS
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -95,6 +110,9 @@ class ClassServer:
         self.apps: list[subprocess.Popen] = []
         self._logs: list = []
         self.proxy: subprocess.Popen | None = None
+        self.restarts = [0] * processes  # times each process was started again
+        self.max_restarts = restarts_allowed(self.env)
+        self._given_up: set[int] = set()
 
     @property
     def base(self) -> str:
@@ -104,16 +122,19 @@ class ClassServer:
     def _say(self, line: str) -> None:
         print(line, file=self.log, flush=True)
 
+    def _spawn(self, i: int) -> subprocess.Popen:
+        """App process i on its port; its output appended to its log."""
+        out = open(Path(self.dir) / f"app-{i}.log", "a")  # noqa: SIM115 (closed in stop)
+        self._logs.append(out)
+        return subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.port", str(self.ports[i]),
+             "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--browser.gatherUsageStats", "false", *config_flags()],  # the app's settings, wherever it runs
+            cwd=self.script.parent, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True)
+
     def start(self, timeout: float = 120.0) -> None:
-        for i, p in enumerate(self.ports):
-            out = open(Path(self.dir) / f"app-{i}.log", "w")  # noqa: SIM115 (closed in stop)
-            self._logs.append(out)
-            self.apps.append(subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.port", str(p),
-                 "--server.address", "127.0.0.1", "--server.headless", "true",
-                 "--browser.gatherUsageStats", "false", *config_flags()],  # the app's settings, wherever it runs
-                cwd=self.script.parent, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True))
+        self.apps = [self._spawn(i) for i in range(self.n)]
         end = time.monotonic() + timeout
         for i, p in enumerate(self.ports):
             while not healthy(f"http://127.0.0.1:{p}"):
@@ -122,7 +143,8 @@ class ClassServer:
                 time.sleep(0.2)
         conf = Path(self.dir) / "nginx.conf"
         conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"{self.address}:{self.port}",
-                                     [f"127.0.0.1:{p}" for p in self.ports]))
+                                     [f"127.0.0.1:{p}" for p in self.ports],
+                                     replica_header=self.env.get(REPLICA_HEADER_ENV) == "1"))
         with open(Path(self.dir) / "nginx.out", "w") as out:
             self.proxy = subprocess.Popen([self.nginx, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
                                            "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
@@ -150,13 +172,8 @@ class ClassServer:
             signal.signal(sig, lambda *_: stop.append(True))
         try:
             self.start()
-            dead: set[int] = set()
             while not stop:
-                for i, proc in enumerate(self.apps):
-                    if i not in dead and proc.poll() is not None:
-                        dead.add(i)
-                        self._say(f"app process {i} (port {self.ports[i]}) exited with {proc.returncode}; "
-                                  "nginx sends its students to the others")
+                self.restart_exited()
                 if self.proxy.poll() is not None:
                     self._say(f"nginx exited with {self.proxy.returncode}: {self.nginx_log()[-300:]}")
                     return 1
@@ -164,6 +181,22 @@ class ClassServer:
             return 0
         finally:
             self.stop()
+
+    def restart_exited(self) -> None:
+        """Start again each app process that exited, while it has restarts left; say so either way."""
+        for i, proc in enumerate(self.apps):
+            if i in self._given_up or proc.poll() is None:
+                continue
+            where = f"app process {i} (port {self.ports[i]}) exited with {proc.returncode}"
+            if self.restarts[i] >= self.max_restarts:
+                self._given_up.add(i)
+                self._say(f"{where}; not started again ({self.restarts[i]} restarts, the limit): nginx sends its "
+                          "students to the others")
+                continue
+            self.restarts[i] += 1
+            self._say(f"{where}; starting it again (restart {self.restarts[i]} of {self.max_restarts}); nginx "
+                      "sends its students to the others meanwhile")
+            self.apps[i] = self._spawn(i)
 
     def stop(self) -> None:
         for proc in [self.proxy, *self.apps]:

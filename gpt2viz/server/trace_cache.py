@@ -22,6 +22,7 @@ from ..model.trace import Trace
 DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
 TRIM_IDLE_S = 5.0  # seconds without a run before freed memory goes back to the system
 POLL_S = 0.25  # how often an asker waiting for another asker's run looks at its progress
+HEAVY_SHARE = 4  # a run whose estimate exceeds this share of the budget is heavy (see TraceCache)
 log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
 
 
@@ -66,6 +67,10 @@ class TraceCache:
     the budget and evicting least recently used traces to make room. A run alone may exceed the
     budget (it is never refused); it then waits until it is alone. `max_runs`: at most this many
     runs compute at once (the others wait their turn), None for as many as the budget lets in.
+    Heavy runs (an estimate above 1/HEAVY_SHARE of the budget, or asked as heavy: a sweep) hold at
+    most all but one of the `max_runs` slots and all but 1/HEAVY_SHARE of the budget, so a short
+    view always finds a slot and room: in a class, two students on 1,024-token texts otherwise took
+    both slots of a 2-core server for a minute, and everyone else's first view waited behind them.
     `threads`: given the runs now computing (this one included), torch's threads for this run (set
     in the thread that computes it), or None to leave them as they are."""
 
@@ -80,12 +85,19 @@ class TraceCache:
         self._flights: dict[Hashable, _Flight] = {}  # runs in progress, by key
         self.in_flight = 0  # bytes reserved by runs in progress
         self.running, self.max_runs = 0, max_runs  # runs in progress, and how many may be
+        self.heavy_running = 0  # of them, heavy ones
+        self.light_in_flight = 0  # bytes reserved by the light ones
         self.threads = threads
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self._trim: threading.Timer | None = None  # gives freed memory back once no run computes
         self.release = release_freed_memory  # how: malloc_trim (memory.py)
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
+
+    @property
+    def reserve(self) -> int:
+        """What the budget keeps for light runs; a run whose estimate is above it is heavy."""
+        return self.budget // HEAVY_SHARE
 
     @property
     def nbytes(self) -> int:
@@ -97,7 +109,8 @@ class TraceCache:
             return len(self._items)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0,
-                       evict_first: bool = False, progress: Progress | None = None) -> Trace:
+                       evict_first: bool = False, progress: Progress | None = None,
+                       heavy: bool | None = None) -> Trace:
         """The cached trace for `key`, or compute it once and keep it, evicting least recently used
         traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
         its trace, even one too large to keep; if that run fails, the next asker runs it.
@@ -105,7 +118,8 @@ class TraceCache:
         `evict_first`: keep the new trace as the least recently used one (the next to go), for a
         trace that serves one page, so that it does not push out traces that serve every page.
         `progress`: told when this asker waits for another asker's run (with that run's steps) or
-        for its turn; `compute` reports the steps of its own run through it."""
+        for its turn; `compute` reports the steps of its own run through it. `heavy`: True for a run
+        that is long whatever its bytes (a sweep of many runs); None decides by the estimate."""
         with self._lock:
             if key in self._items:
                 self.hits += 1
@@ -122,12 +136,12 @@ class TraceCache:
         if not leading:
             _wait_for(flight, progress)
             return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
-                                                                                       evict_first, progress)
+                                                                                       evict_first, progress, heavy)
         if progress is not None:
             progress._flight = flight
         try:
             with self._lock:
-                self._reserve(estimate, progress)
+                heavy = self._reserve(estimate, progress, heavy)
                 running = self.running
             n_threads = self.threads(running) if self.threads is not None else None
             before = torch.get_num_threads()
@@ -142,6 +156,10 @@ class TraceCache:
                 with self._lock:
                     self.in_flight -= estimate
                     self.running -= 1
+                    if heavy:
+                        self.heavy_running -= 1
+                    else:
+                        self.light_in_flight -= estimate
                     self._room.notify_all()
             with self._lock:
                 self.misses += 1
@@ -182,22 +200,41 @@ class TraceCache:
     def _cached(self) -> int:
         return sum(t.nbytes for t in self._items.values())
 
-    def _reserve(self, estimate: int, progress: Progress | None = None) -> None:
-        """Wait (lock held) until `estimate` fits beside the other runs in flight and there are
-        fewer than `max_runs` of them, or none is left, then evict until cached + in flight +
-        estimate fits, and reserve it. A waiting asker's `progress` is told once (it only queues
-        a message to its page, under the lock)."""
+    def _reserve(self, estimate: int, progress: Progress | None = None, heavy: bool | None = None) -> bool:
+        """Wait (lock held) until this run may start (`_admits`), then evict until cached + in
+        flight + estimate fits, and reserve it; whether it is heavy. A waiting asker's `progress` is
+        told once (it only queues a message to its page, under the lock)."""
+        heavy = estimate > self.reserve if heavy is None else heavy
         told = False
-        while self.running and (self.in_flight + estimate > self.budget
-                                or self.max_runs is not None and self.running >= self.max_runs):
+        while not self._admits(estimate, heavy):
             if progress is not None and not told:
                 progress.show(Status("queued"))
                 told = True
             self._room.wait()
         self.running += 1
         self.in_flight += estimate
+        if heavy:
+            self.heavy_running += 1
+        else:
+            self.light_in_flight += estimate
         self._evict()
         self._note_peak()
+        return heavy
+
+    def _admits(self, estimate: int, heavy: bool) -> bool:
+        """A run alone always starts. Beside others: a free slot of `max_runs`; a heavy run also
+        one of the slots heavy runs may hold (all but one) and room within the budget less the
+        light runs' reserve; a light run room within the budget, or within the reserve whatever
+        heavy runs hold (a heavy run alone may exceed the budget)."""
+        if not self.running:
+            return True
+        if self.max_runs is not None and self.running >= self.max_runs:
+            return False
+        if heavy:
+            slots = None if self.max_runs is None else max(1, self.max_runs - 1)
+            return (slots is None or self.heavy_running < slots) and \
+                self.in_flight + estimate <= self.budget - self.reserve
+        return self.in_flight + estimate <= self.budget or self.light_in_flight + estimate <= self.reserve
 
     def _evict(self) -> None:
         """Drop least recently used traces until cached + in flight fits the budget."""

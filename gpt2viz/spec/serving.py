@@ -11,6 +11,9 @@ behind a proxy listen on loopback and look local: their setup sets the variables
 import os
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+# set by the proxy in front of the app (deploy/nginx.conf.template) on every request it passes: such a
+# visitor came from the network, whatever address the app listens on (ui/visitor.py)
+PROXIED_HEADER = "X-Gpt2viz-Proxied"
 
 
 def operator_allows(variable: str, server_address: str | None, env=os.environ) -> bool:

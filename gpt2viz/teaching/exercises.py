@@ -203,15 +203,63 @@ def parse_answer(text: str) -> tuple[int, ...]:
         raise Unreadable(f"could not read {text[:40]!r} as whole numbers") from None
 
 
-def check(ex: Exercise, text: str) -> tuple[bool, str]:
-    """(correct, the feedback) of a readable answer. An unreadable one ("355M", "twelve", a shape
-    for a count) raises Unreadable: it is not an answer, so nothing is marked or revealed."""
+TRIES = 2  # a wrong answer gets a hint and another try; the answer and its working come after the last
+
+
+def _given(ex: Exercise, text: str) -> tuple[int, ...]:
     given = parse_answer(text)
     if ex.kind != "shape" and len(given) != 1:
         raise Unreadable(f"could not read {text[:40]!r} as one count: a count is one whole number")
+    return given
+
+
+def check(ex: Exercise, text: str) -> tuple[bool, str]:
+    """(correct, the feedback) of a readable answer; a wrong one is told a hint, never the answer.
+    An unreadable one ("355M", "twelve", a shape for a count) raises Unreadable: it is not an
+    answer, so nothing is marked or revealed."""
+    given = _given(ex, text)
     if given == ex.answer:
         return True, f"Correct: {ex.answer_text}."
-    return False, f"Not quite: you gave {_fmt(given, ex)}, the answer is {ex.answer_text}."
+    return False, f"Not quite: you gave {_fmt(given, ex)}. Hint: {hint(ex, given)}."
+
+
+def hint(ex: Exercise, given: tuple[int, ...]) -> str:
+    """Where a wrong answer goes wrong, without the answer: which axes, or which way a count is off."""
+    if ex.kind == "shape":
+        if len(given) != len(ex.answer):
+            return f"this tensor has {len(ex.answer)} axes, not {len(given)}"
+        wrong = [str(i) for i, (g, a) in enumerate(zip(given, ex.answer), 1) if g != a]
+        return (f"axis {wrong[0]} is" if len(wrong) == 1 else f"axes {', '.join(wrong)} are") + \
+            " not right (counting from 1); the others are"
+    way = "high" if given[0] > ex.answer[0] else "low"
+    if abs(given[0] - ex.answer[0]) <= 0.02 * ex.answer[0]:
+        return f"close, a little too {way}: check the biases and the LayerNorms' two vectors"
+    return f"too {way}: count each weight matrix as rows × columns, then add its bias"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One exercise in a session: how many readable answers it had, and whether one was right."""
+    tries: int = 0
+    correct: bool = False
+    message: str = ""
+
+    @property
+    def closed(self) -> bool:
+        """Answered right, or out of tries: its answer and working are shown and its mark is final."""
+        return self.correct or self.tries >= TRIES
+
+
+def answer(ex: Exercise, before: Attempt, text: str) -> Attempt:
+    """The exercise after this answer. A closed one does not change: after the answer is shown, typing
+    it scores nothing. Raises Unreadable (no try is used) for an answer that is not one."""
+    if before.closed:
+        return before
+    ok, message = check(ex, text)
+    tries = before.tries + 1
+    if not ok:
+        message += " One more try." if tries < TRIES else f" The answer is {ex.answer_text}: see the working."
+    return Attempt(tries, ok, message)
 
 
 def _fmt(given, ex) -> str:

@@ -51,6 +51,11 @@ CONTROLS = ("text", "text_b", "weights", "mode", "block", "head")
 WEIGHT_KEYS = ("weights", "model", "seed", "checkpoint")
 
 
+# what a student reads where the server's key is missing or unusable: the operator's business, said to
+# the lecturer on the Lessons page and in the server's log, not to every student who opens a link
+CANNOT_CHECK = "This server cannot check lesson links, so this one does not open here: tell your lecturer."
+
+
 class LessonError(ValueError):
     """One line that names the field at fault (`stops[2].page: ...`)."""
 
@@ -267,7 +272,7 @@ def sign(lesson: Lesson, key: bytes, expires: int | None = None) -> str:
 def verify(token: str, key: bytes | None, now: float | None = None) -> Lesson:
     """The lesson a link carries, if its tag is this key's and it has not expired; else one line."""
     if key is None:
-        raise LessonError(f"This server cannot check lesson links: it has no key ({KEY_ENV}).")
+        raise LessonError(CANNOT_CHECK)
     payload, _, tag = token.rpartition(".")
     if not payload or len(token) > MAX_TOKEN_CHARS or \
             not hmac.compare_digest(tag.encode(), _tag(key, payload).encode()):

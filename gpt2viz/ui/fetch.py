@@ -9,6 +9,7 @@ import streamlit as st
 
 from ..model.download import REPOS, DownloadError, describe, download, download_allowed
 from .cache import cached_checkpoints
+from .visitor import server_address
 
 JUST_FETCHED = "_just_fetched"  # the checkpoint to select on the run after a download
 
@@ -16,7 +17,7 @@ JUST_FETCHED = "_just_fetched"  # the checkpoint to select on the run after a do
 def offer_download(container, expanded: bool) -> None:
     """An expander with a size picker and a download button; after a download, a rerun shows
     the new checkpoint in the picker, selected."""
-    if not download_allowed(st.get_option("server.address")):
+    if not download_allowed(server_address()):
         return
     box = container.expander("Download a real GPT-2", icon=":material/download:", expanded=expanded)
     name = box.selectbox("Checkpoint", list(REPOS), key="download_name",

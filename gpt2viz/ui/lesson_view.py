@@ -9,6 +9,7 @@ free are declared disabled (ui/state.py `locked`). A signed link's next and back
 next and back switch pages within it.
 """
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -16,10 +17,11 @@ import streamlit as st
 
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
+from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
 from ..teaching import lessons as lf
 from .cache import cached_checkpoints, get_trace, trace_cache
-from .state import LOCKED, Selection, keep_only_url, sources_enabled
+from .state import LOCKED, Selection, hold_controls, keep_only_url, sources_enabled
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
@@ -41,9 +43,35 @@ class OpenLesson:
         return lf.digest(self.token) if self.token else "local:" + lf.digest(repr(self.lesson))
 
 
+log = logging.getLogger(__name__)
+_logged: set[str] = set()  # key problems already written to the server's log
+
+
+def key_problem() -> str | None:
+    """What is wrong with this server's lesson key, in the operator's words; None when it is usable."""
+    try:
+        key = lf.server_key(os.environ)
+    except lf.LessonError as e:
+        return str(e)
+    return None if key else f"{lf.KEY_ENV} is not set"
+
+
 def server_key() -> bytes | None:
-    """GPT2VIZ_LESSON_KEY, or None (a key too short to trust raises LessonError)."""
-    return lf.server_key(os.environ)
+    """GPT2VIZ_LESSON_KEY, or None when it is missing or too short to trust; the problem goes to the
+    server's log (once), never to the student who opens a link."""
+    problem = key_problem()
+    if problem is None:
+        return lf.server_key(os.environ)
+    if problem not in _logged:
+        _logged.add(problem)
+        log.warning("lesson links can be neither signed nor checked: %s", problem)
+    return None
+
+
+@st.cache_resource
+def password_guesses() -> GuessLimit:
+    """Wrong lecturer passwords, counted over every session of this server (server/guesses.py)."""
+    return GuessLimit(guesses_allowed())
 
 
 def _stop_index(raw, n: int) -> int:
@@ -93,16 +121,20 @@ def _missing_weights(weights: dict) -> str | None:
 
 
 def _pin(opened: OpenLesson) -> None:
-    """Stop i's values into the session before the controls are declared, once per stop (a control left
-    free is the student's after that); which ones are locked, every run."""
+    """Stop i's values into the session before the controls are declared: a control left free once per
+    stop (it is the student's after that), a locked one on every run, whatever the URL of this run
+    says (a history navigation would otherwise seed it from the URL); which ones are locked, every run."""
     lesson, i = opened.lesson, opened.i
-    if st.session_state.get(AT) != (opened.ident, i):
-        if opened.token:
-            keep_only_url(LINK_KEYS)
-        for key, value in lesson.pins(i).items():
+    pins, locked = lesson.pins(i), lesson.locked(i)
+    first = st.session_state.get(AT) != (opened.ident, i)
+    if first and opened.token:
+        keep_only_url(LINK_KEYS)
+    for key, value in pins.items():
+        if first or key in locked and st.session_state.get(key) != value:
             st.session_state[key] = value
-        st.session_state[AT] = (opened.ident, i)
-    st.session_state[LOCKED] = lesson.locked(i)
+    hold_controls({key: pins[key] for key in locked})
+    st.session_state[AT] = (opened.ident, i)
+    st.session_state[LOCKED] = locked
 
 
 def _stop_link(opened: OpenLesson, i: int, label: str, container) -> None:

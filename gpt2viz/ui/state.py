@@ -141,6 +141,30 @@ def keep_only_url(keys: tuple[str, ...]) -> None:
     _write_url(lambda url: [k for k in url if k not in keys], drop=True)
 
 
+def hold_controls(values: dict[str, object]) -> None:
+    """Bound controls whose values must hold whatever this run's URL says (a lesson's locked ones):
+    their keys leave the URL, so that no URL value seeds them; on a history navigation (back,
+    forward, or a page's own `history.pushState` and `popstate`) they are seeded from `values`
+    instead, since Streamlit then seeds a bound control from the URL over any value the code set,
+    disabled or not, and restores its default where the URL has no value."""
+    _write_url(lambda url: [k for k in url if k in values], drop=True)
+    ctx = get_script_run_ctx()
+    if ctx is None or not ctx.is_history_navigation:
+        return
+    with ctx.session_state.query_params() as qp:
+        for key, value in values.items():
+            qp._initial_query_params[key] = [_url_value(value)]
+
+
+def _url_value(value: object) -> str:
+    """A control's value as its URL carries it (a toggle's true, a whole float without its .0)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _clamp(key: str, last: int) -> None:
     """A block or head kept from other weights that these do not have: the nearest they do."""
     if isinstance(st.session_state.get(key), int) and st.session_state[key] > last:

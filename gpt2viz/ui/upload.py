@@ -20,6 +20,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from ..model.weights import load_safetensors
 from ..server.uploads import MIB, Held, UploadError, Uploads, uploads_allowed
 from .cache import LoadedModel
+from .visitor import server_address
 
 UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
 HELD = "_upload_held"  # the session's claim on its uploaded file (never the bytes)
@@ -30,7 +31,7 @@ NO_UPLOADS = ("Uploads are off on this server: it is shared, and each upload tak
 
 
 def uploads_offered() -> bool:
-    return uploads_allowed(st.get_option("server.address"))
+    return uploads_allowed(server_address())
 
 
 @st.cache_resource

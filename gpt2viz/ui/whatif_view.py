@@ -29,6 +29,7 @@ from ..spec.schema import Mode
 from ..teaching.prompts import DEMO_REPEAT
 from .anatomy import plot, text_notes
 from .cache import get_trace, records_everything, run_bytes, trace_cache
+from .caps import sweep_refused
 from .state import Selection, default_text_b, locked, number
 from .text import code_span
 from .working import working
@@ -200,7 +201,7 @@ def sweep_grid(sel: Selection, part: str, method: str, token: int) -> Grid:
                        _progress(f"Knocking out {n} {'heads' if part == 'head' else 'MLPs'} one at a time"))
         return Grid(values)
     return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
-                                                                                  Mode.FULL, ("logits",)))
+                                                                                  Mode.FULL, ("logits",)), heavy=True)
 
 
 def patching(sel: Selection, ids_b: tuple[int, ...], answers: tuple[int, int]) -> Patching:
@@ -209,7 +210,7 @@ def patching(sel: Selection, ids_b: tuple[int, ...], answers: tuple[int, int]) -
     return trace_cache().get_or_compute(
         key, lambda: patch(sel.weights.model, sel.ids, ids_b, answers, batch=batch,
                            progress=_progress("Patching A into B")),
-        estimate=batch * run_bytes(sel.weights, len(ids_b), Mode.FULL, ("logits",)))
+        estimate=batch * run_bytes(sel.weights, len(ids_b), Mode.FULL, ("logits",)), heavy=True)
 
 
 def requested(key: tuple, pressed: bool) -> bool:
@@ -270,6 +271,8 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
                                          help="one of the 10 most likely next tokens before any knock-out"))]
     st.caption(f"Each cell: log p({readable(token)!r}) at the last position with that one part knocked out "
                f"({METHODS[method]}), minus the same without any knock-out. Orange: the part helped this token.")
+    if sweep_refused(len(sel.ids)):
+        return
     cols = st.columns(2)
     heads = cols[0].button(f"Sweep every head ({cfg.n_layer} × {cfg.n_head} runs)", key="sweep_heads")
     mlps = cols[1].button(f"Sweep every MLP ({cfg.n_layer} runs)", key="sweep_mlps")

@@ -1,0 +1,43 @@
+"""Token caps on a shared server: the heavy pages run on the start of a long text, and a sweep takes
+short texts only, so that two students on 1,024-token texts do not hold the cores for a minute a view.
+
+Only where the visitor is not local (ui/visitor.py): on the operator's own machine every page runs
+the whole text. Each cap is said on the page, in one line, where it applies.
+"""
+
+from dataclasses import replace
+
+import streamlit as st
+
+from ..spec.pages import BY_URL
+from .state import Selection
+from .visitor import is_local
+
+# tokens a page runs on, at most: a training run costs about three forward passes and holds the
+# activations for the backward one; What if runs the text twice (before and after the knock-out);
+# the head finder and About run it once or twice without gradients
+HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512}
+SWEEP_TOKENS = 64  # a sweep runs the text once per head (144 on gpt2), as patching (64) once per cell
+
+
+def token_cap(page: str) -> int | None:
+    return None if is_local() else HEAVY_TOKENS.get(page)
+
+
+def capped(sel: Selection, page: str) -> Selection:
+    """The selection with its tokens cut to the page's cap on this server, said in one line."""
+    cap = token_cap(page)
+    if cap is None or len(sel.ids) <= cap:
+        return sel
+    st.info(f"This shared server runs {BY_URL[page].title} on the first {cap:,} of this text's {len(sel.ids):,} "
+            "tokens, so that every student's view stays quick.", icon=":material/timer:")
+    return replace(sel, ids=sel.ids[:cap])
+
+
+def sweep_refused(n_tokens: int) -> bool:
+    """True (and said in one line) when this server does not sweep a text this long."""
+    if is_local() or n_tokens <= SWEEP_TOKENS:
+        return False
+    st.warning(f"This shared server sweeps texts of up to {SWEEP_TOKENS} tokens (a sweep runs the text once per "
+               f"part); this one has {n_tokens:,}. Shorten the text to sweep it.", icon=":material/timer:")
+    return True

@@ -1,0 +1,179 @@
+"""Fair shares on a class server, written as the attacks: two students keep the heavy pages busy,
+and a third student's short view must still find a slot and room at once; on a shared server the
+heavy pages and sweeps take bounded texts, and say so."""
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gpt2viz.server.trace_cache import TraceCache
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_links import run  # noqa: E402
+
+MIB = 2**20
+
+
+class Blocked:
+    """A computation that holds its slot until released, and notes when it started."""
+
+    def __init__(self):
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def __call__(self):
+        self.started.set()
+        assert self.release.wait(30)
+        return Small()
+
+
+class Small:
+    nbytes = 1
+
+
+def cache_of(budget: int, max_runs: int) -> TraceCache:
+    cache = TraceCache(budget, max_runs=max_runs)
+    cache.release = lambda: None  # its idle trim would give back memory another test measures
+    return cache
+
+
+def served_within(cache: TraceCache, seconds: float, estimate: int) -> bool:
+    """A student's short view asked now: did it finish within `seconds`?"""
+    done = threading.Event()
+    start(cache, f"student {time.monotonic()}", lambda: done.set() or Small(), estimate)
+    return done.wait(seconds)
+
+
+def start(cache: TraceCache, key: str, compute, estimate: int, **kw) -> threading.Thread:
+    t = threading.Thread(target=cache.get_or_compute, args=(key, compute, estimate), kwargs=kw, daemon=True)
+    t.start()
+    return t
+
+
+def test_two_heavy_runs_leave_a_slot_for_a_short_view():
+    """Two heavy runs on a 2-slot server: the second waits, and a short view runs beside the first."""
+    cache = cache_of(1536 * MIB, max_runs=2)
+    first, second = Blocked(), Blocked()
+    threads = [start(cache, "training a", first, 600 * MIB), start(cache, "training b", second, 600 * MIB)]
+    time.sleep(0.3)
+    assert served_within(cache, 2, 20 * MIB)  # a short text: runs now, not after the heavy ones
+    assert cache.heavy_running == 1 and not (first.started.is_set() and second.started.is_set())
+    first.release.set()
+    second.release.set()
+    for t in threads:
+        t.join(10)
+    assert cache.running == 0 and cache.heavy_running == 0 and cache.in_flight == 0 and cache.light_in_flight == 0
+
+
+def test_a_sweep_is_heavy_whatever_its_bytes():
+    cache = cache_of(1536 * MIB, max_runs=2)
+    sweep, other = Blocked(), Blocked()
+    threads = [start(cache, "sweep", sweep, 10 * MIB, heavy=True), start(cache, "sweep 2", other, 10 * MIB, heavy=True)]
+    time.sleep(0.3)
+    assert served_within(cache, 2, 10 * MIB)
+    assert cache.heavy_running == 1
+    sweep.release.set()
+    other.release.set()
+    for t in threads:
+        t.join(10)
+    assert cache.heavy_running == 0
+
+
+def test_a_heavy_run_leaves_the_short_views_room_in_the_budget():
+    """A heavy run holding most of the budget does not make a short view wait for its bytes."""
+    cache = cache_of(1000 * MIB, max_runs=4)
+    heavy, other = Blocked(), Blocked()
+    threads = [start(cache, "heavy", heavy, 700 * MIB)]
+    assert heavy.started.wait(5)
+    threads.append(start(cache, "heavy 2", other, 300 * MIB))  # fits the budget, but not beside the reserve
+    time.sleep(0.3)
+    assert served_within(cache, 2, 200 * MIB)
+    assert not other.started.is_set() and cache.peak_reserved <= cache.budget
+    heavy.release.set()
+    other.release.set()
+    for t in threads:
+        t.join(10)
+
+
+# ---------------------------------------------------------------------------- token caps, said on the page
+def long_text(words: int = 700) -> str:
+    return " ".join(["every student brings a sentence to the model"] * (words // 8))
+
+
+@pytest.fixture
+def server_address():
+    """Streamlit's server.address for AppTest (which runs the app in this process)."""
+    from streamlit import config as st_config
+
+    before = st_config.get_option("server.address")
+    yield lambda address: st_config.set_option("server.address", address)
+    st_config.set_option("server.address", before)
+
+
+def page(url: str, **params):
+    at = run(url, **params)
+    assert not at.exception, at.exception[0].value
+    return at
+
+
+@pytest.mark.parametrize("url,mode,cap", [("training", "training", 256), ("whatif", "full", 256),
+                                          ("heads", "full", 512), ("about", "full", 512)])
+def test_a_shared_server_runs_the_heavy_pages_on_the_start_of_a_long_text(server_address, url, mode, cap):
+    server_address("0.0.0.0")
+    at = page(url, model="tiny", mode=mode, text=long_text())
+    said = [i.value for i in at.info if "This shared server runs" in i.value]
+    assert len(said) == 1 and f"first {cap:,} of this text's" in said[0] and "\n" not in said[0]
+
+
+def test_the_operators_own_server_runs_the_whole_text(server_address):
+    server_address("127.0.0.1")
+    at = page("training", model="tiny", mode="training", text=long_text())
+    assert not [i for i in at.info if "This shared server" in i.value]
+
+
+def test_a_shared_server_sweeps_short_texts_only(server_address):
+    """What if's sweep knocks out every head one at a time: n_layer x n_head runs of the text."""
+    server_address("0.0.0.0")
+    at = page("whatif", model="tiny", text=long_text(120))
+    (said,) = [w.value for w in at.warning if "sweeps texts of up to 64 tokens" in w.value]
+    assert not [b for b in at.button if b.key in ("sweep_heads", "sweep_mlps")]
+    at = page("whatif", model="tiny", text="a short text to sweep")
+    assert {b.key for b in at.button} >= {"sweep_heads", "sweep_mlps"}
+
+
+# ---------------------------------------------------------------------------- one run per session
+def test_a_tab_that_asks_again_replaces_its_own_run():
+    """A student starts a 1,024-token Training run, then asks for a short view in the same tab: the
+    training run stops at its next step (it never completes), and the short view does not wait for it."""
+    import asyncio
+    from urllib.parse import quote, urlencode
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from st_protocol import Session
+    from streamlit_server import StreamlitServer
+
+    root = Path(__file__).resolve().parents[1]
+    long = " ".join(["every student brings a sentence to the model"] * 160)  # over 1,024 tokens
+
+    async def student(base: str) -> float:
+        s = Session(base)
+        await s.open("tokens", "")
+        await s.view("tokens", "")  # the weights loaded
+        await s._send(s._rerun("training", urlencode({"text": long, "mode": "training"}, quote_via=quote)))
+        await asyncio.sleep(3)  # the training run is under way
+        view = await s.view("attention", "text=" + quote("A short sentence, asked again"))
+        await s.close()
+        assert view.ok, view.error or view.exceptions
+        return view.seconds
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GPT2VIZ_LOG_RUNS", "1")
+        with StreamlitServer("app.py", cwd=root) as server:  # loopback: the operator's, no token caps
+            server.wait_healthy(timeout=120)
+            seconds = asyncio.run(student(server.base))
+            time.sleep(1)
+            log = server.log_tail(10**7)
+    assert "(training summary)" not in log, log[-2000:]  # stopped, never completed
+    assert "(full)" in log and seconds < 30

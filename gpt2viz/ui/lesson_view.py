@@ -17,6 +17,7 @@ import streamlit as st
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
 from ..spec.pages import BY_URL, DEFAULT
+from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LOCKED, Selection, keep_only_url, sources_enabled
@@ -89,6 +90,8 @@ def _missing_weights(weights: dict) -> str | None:
         return f"the {weights['source']} weights"
     if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
         return f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download fetches it)"
+    if weights["source"] == "folder" and weights["name"] not in model_dirs():
+        return f"the folder {weights['name']} (its operator lists it in {MODEL_DIRS})"
     return None
 
 

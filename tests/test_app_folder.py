@@ -103,3 +103,18 @@ def test_a_lesson_names_a_listed_folder(monkeypatch, folder):
     with pytest.raises(lf.LessonError, match="weights.name: .* is a path"):
         lf.loads('{"title": "t", "weights": {"source": "folder", "name": "/etc"}, "text": "x", '
                  '"stops": [{"page": "tokens"}]}', "x.json")
+
+
+def test_parameter_accounting_follows_the_model(monkeypatch, folder):
+    import gpt2viz
+
+    monkeypatch.setenv("GPT2VIZ_MODEL_DIRS", str(folder))
+    at = first_run(weights="folder", text=TEXT)
+    at.switch_page(BY_URL["params"].file)
+    at.run()
+    assert not at.exception
+    total = sum(p.numel() for p in gpt2viz.load(str(folder)).model.parameters())  # counted by torch
+    assert at.selectbox(key="params_size").value == "the model in use"
+    assert any(h.value.startswith(f"shakespeare-char: {total:,} parameters · no biases · exact GELU")
+               for h in at.subheader)
+    assert any(f"**{total:,}** parameters in the header" in m.value and "✅ matches" in m.value for m in at.markdown)

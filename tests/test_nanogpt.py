@@ -306,3 +306,21 @@ def test_code_panel_snippets_run_on_the_folder(converted, kind, mode):
     exec(compile(snippet("mlp", v, kind), f"<mlp {kind}>", "exec"), namespace)
     want = gpt2viz.load(str(converted)).run(text, mode=mode).trace.get("mlp.post", 1)[0]
     torch.testing.assert_close(namespace["result"], want, rtol=0, atol=1e-4)
+
+
+def test_a_bias_free_exact_gelu_file_reads_back_alone(tmp_path):
+    """A single model.safetensors without biases is a bias-free model, and save_safetensors records the
+    activation, so the file alone (no config.json) reads back exactly."""
+    from dataclasses import replace
+
+    from gpt2viz.model.weights import load_safetensors, random_model, save_safetensors
+    from gpt2viz.spec.config import get_config
+
+    cfg = replace(get_config("tiny"), bias=False, activation="gelu", name="nano")
+    model = random_model(cfg, 3)
+    save_safetensors(model, tmp_path / "model.safetensors")
+    back = load_safetensors(tmp_path / "model.safetensors").model
+    assert not back.config.bias and back.config.exact_gelu
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        assert torch.equal(back(ids)[0], model(ids)[0])

@@ -64,8 +64,8 @@ class Header:
 
 def _refuse_pickle(path: Path, head: bytes) -> None:
     if path.suffix.lower() in PICKLE_SUFFIXES or head[:2] == b"\x80\x02" or head[:4] == b"PK\x03\x04":
-        raise WeightsError(f"{path.name} is a PyTorch pickle checkpoint; gpt2viz never unpickles files "
-                           f"(loading a pickle can run any code). Use safetensors instead: {HOW_TO_CONVERT}")
+        raise WeightsError(f"{path.name} is a PyTorch pickle checkpoint; the app and its commands never unpickle "
+                           f"weights (loading a pickle can run any code). Use safetensors instead: {HOW_TO_CONVERT}")
 
 
 def read_header(path) -> Header:

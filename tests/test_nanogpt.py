@@ -193,6 +193,11 @@ def test_a_gpt2_bpe_nanogpt_model_keeps_gpt2_s_tokenizer(tmp_path):
     model = gpt2viz.load(str(tmp_path / "out"))
     run = model.run(" hello world")
     assert run.tokens == (" hello", " world") and model.config.vocab_size == 50304 and model.config.bias
+    from gpt2viz.model.tokenizer import readable_tokens
+
+    labels = readable_tokens(range(50255, 50304), model.vocabulary)  # the 47 padding rows are never a token
+    assert labels[:2] == ["␣gazed", "<|endoftext|>"] and labels[2] == "<unused 50257>" and labels[-1] == "<unused 50303>"
+    assert model.vocabulary.decode([50300, 31373]) == "hello"
     with torch.no_grad():
         want = nano(torch.tensor([list(run.trace.token_ids)]))["logits"]
     assert (run["logits"] - want).abs().max() < 1e-4

@@ -98,17 +98,25 @@ class Vocabulary:
             ids = ids[:max_tokens]
         return ids
 
+    def known(self, token_id: int) -> bool:
+        """Whether an id is a token: a model may have more rows than its vocabulary has ids (nanoGPT
+        pads GPT-2's 50,257 to 50,304), and those rows are never a token."""
+        return 0 <= token_id < self.size
+
     def decode(self, ids) -> str:
-        return b"".join(self.token_bytes(int(i)) for i in ids).decode("utf-8", errors="replace")
+        return b"".join(self.token_bytes(int(i)) for i in ids if self.known(int(i))).decode("utf-8", errors="replace")
 
     def spell(self, token_id: int) -> str:
         """The token's text as the vocabulary spells it (" after", "\n"); a piece of a UTF-8
-        character shows as U+FFFD."""
-        return self.token_bytes(token_id).decode("utf-8", errors="replace")
+        character shows as U+FFFD; a row that is never a token, as nothing."""
+        return self.token_bytes(token_id).decode("utf-8", errors="replace") if self.known(token_id) else ""
 
     def readable(self, token_id: int) -> str:
         """A token as a person can read it: spaces as '␣', newlines as '↵', tabs as '⇥', and bytes
-        that are only part of a UTF-8 character (pieces of an emoji) as <0xF0>."""
+        that are only part of a UTF-8 character (pieces of an emoji) as <0xF0>; a padding row of the
+        model, never a token, as <unused 50300>."""
+        if not self.known(token_id):
+            return f"<unused {token_id}>"
         raw = self.token_bytes(token_id)
         try:
             text = raw.decode("utf-8")

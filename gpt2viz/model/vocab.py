@@ -89,6 +89,9 @@ class ByteBPEVocabulary(Vocabulary):
     def _ids(self, text: str) -> list[int]:
         return [self._rank_to_id[r] for r in self._encoding.encode(text, allowed_special=self._specials)]
 
+    def known(self, token_id: int) -> bool:
+        return token_id in self._bytes
+
     def token_bytes(self, token_id: int) -> bytes:
         return self._bytes[token_id]
 

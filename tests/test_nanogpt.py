@@ -55,6 +55,8 @@ def test_the_folder_is_hugging_face_s_layout(converted, nano):
         assert torch.equal(f.get_tensor("h.1.mlp.c_fc.weight"), nano.transformer.h[1].mlp.c_fc.weight.detach().t())
     assert "lm_head.weight" not in keys and not any(k.endswith("bias") for k in keys)  # tied; no biases, no mask
     assert meta["step"] == "5000" and "ckpt.pt" in meta["source"] and meta["best_val_loss"] == "1.4697"
+    # safetensors writes 0600; the folder's files share one mode, so a server's user reads them all
+    assert (converted / "model.safetensors").stat().st_mode == (converted / "config.json").stat().st_mode
     tok = Tokenizer.from_file(str(converted / "tokenizer.json"))
     assert tok.encode(TEXT).ids == [vocab()[c] for c in TEXT]
     assert tok.decode(tok.encode(TEXT).ids) == TEXT
@@ -196,7 +198,7 @@ def test_a_gpt2_bpe_nanogpt_model_keeps_gpt2_s_tokenizer(tmp_path):
     from gpt2viz.model.tokenizer import readable_tokens
 
     labels = readable_tokens(range(50255, 50304), model.vocabulary)  # the 47 padding rows are never a token
-    assert labels[:2] == ["␣gazed", "<|endoftext|>"] and labels[2] == "<unused 50257>" and labels[-1] == "<unused 50303>"
+    assert labels[:3] == ["␣gazed", "<|endoftext|>", "<unused 50257>"] and labels[-1] == "<unused 50303>"
     assert model.vocabulary.decode([50300, 31373]) == "hello"
     with torch.no_grad():
         want = nano(torch.tensor([list(run.trace.token_ids)]))["logits"]

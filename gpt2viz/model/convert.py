@@ -18,6 +18,7 @@ tensors and the MLP page follow it.
 
 import io
 import json
+import os
 import pickle
 import pickletools
 from pathlib import Path
@@ -202,6 +203,10 @@ def convert_nanogpt(ckpt_path, out_dir, meta_path=None) -> dict:
         metadata["best_val_loss"] = f"{float(loss):.4f}"
     out.mkdir(parents=True, exist_ok=True)
     save_safetensors(model, out / MODEL_FILE, metadata)
+    # safetensors writes its file 0600; a class server's user reads the folder as it reads config.json
+    umask = os.umask(0)
+    os.umask(umask)
+    (out / MODEL_FILE).chmod(0o666 & ~umask)
     config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": cfg.n_layer,
               "n_head": cfg.n_head, "n_embd": cfg.n_embd, "n_positions": cfg.n_positions, "n_ctx": cfg.n_positions,
               "vocab_size": V, "n_inner": None, "activation_function": "gelu", "layer_norm_epsilon": 1e-5,

@@ -331,3 +331,30 @@ def test_a_bias_free_exact_gelu_file_reads_back_alone(tmp_path):
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
         assert torch.equal(back(ids)[0], model(ids)[0])
+
+
+def test_a_byte_level_bpe_tokenizer_json_is_read_as_tokenizers_reads_it(hf_dir, tmp_path):
+    """A Hugging Face folder with GPT-2's tokenizer.json (written here by the tokenizers package, the
+    oracle) tokenizes as tokenizers does, on tiktoken."""
+    import shutil
+
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    from gpt2viz.model.tokenizer import GPT2_VOCABULARY, data_dir
+
+    hf, path = hf_dir
+    folder = tmp_path / "hf"
+    shutil.copytree(path, folder)
+    tok = Tokenizer(models.BPE.from_file(str(data_dir() / "encoder.json"), str(data_dir() / "vocab.bpe")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<|endoftext|>", special=True)])
+    tok.save(str(folder / "tokenizer.json"))
+    model = gpt2viz.load(str(folder))
+    assert model.vocabulary.kind == "bpe"
+    text = "Héllo world, it's   spaced\n\nout 🙂<|endoftext|> 12345"
+    ids = model.vocabulary.encode(text)
+    assert ids == tok.encode(text).ids == GPT2_VOCABULARY.encode(text)
+    assert model.vocabulary.decode(ids) == text
+    run = model.run(" the cat sat")
+    assert run.tokens == (" the", " cat", " sat")

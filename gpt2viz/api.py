@@ -33,6 +33,19 @@ from .spec.config import PRESETS, GPT2Config, get_config
 from .spec.schema import Mode, concrete, recorded, symbolic, text_dims
 
 
+class Tokens(tuple):
+    """A run's token texts: a tuple that also equals a list of the same strings, so that
+    `run.tokens == list(text)` says what it reads as for a character model."""
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 @dataclass(frozen=True)
 class Run:
     """One run of a text: every recorded tensor by its app name, with its symbolic and concrete shape."""
@@ -57,7 +70,7 @@ class Run:
     @property
     def tokens(self) -> tuple[str, ...]:
         """Each token's text as its vocabulary spells it: a character model's are the text's characters."""
-        return tuple(self.vocabulary.spell(int(i)) for i in self.trace.token_ids)
+        return Tokens(self.vocabulary.spell(int(i)) for i in self.trace.token_ids)
 
     def shape(self, name: str) -> tuple[str, tuple[int, ...]]:
         """(symbolic shape, concrete shape) of a recorded name."""

@@ -48,10 +48,11 @@ def test_a_class_server_offers_only_listed_folders(monkeypatch, folder):
     assert "character vocabulary of 65 symbols" in captions and "no biases" in captions and "exact GELU" in captions
 
 
+@pytest.mark.parametrize("mode", ["full", "training", "prefill", "decode"])
 @pytest.mark.parametrize("url", [row.url for row in PAGES])
-def test_every_page_opens_the_converted_model(monkeypatch, folder, url):
+def test_every_page_opens_the_converted_model(monkeypatch, folder, url, mode):
     monkeypatch.setenv("GPT2VIZ_MODEL_DIRS", str(folder))
-    at = first_run(weights="folder", text=TEXT)
+    at = first_run(weights="folder", text=TEXT, mode=mode)
     at.switch_page(BY_URL[url].file)
     at.run()
     assert not at.exception, at.exception[0].value

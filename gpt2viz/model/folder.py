@@ -58,10 +58,9 @@ def read_config(path, name: str) -> GPT2Config:
         raise
     except ValueError as e:
         raise WeightsError(f"{CONFIG_FILE}: {e}") from None
-    # a model trained without dropout (nanoGPT's default for fine-tuning) keeps GPT-2's p = 0.1 here: the
-    # Training page shows dropout at work, and the weights do not depend on it
+    # the training run's own p: 0 (nanoGPT's default for fine-tuning) runs TRAINING without dropout
     dropout = cfg.get("resid_pdrop", config.dropout)
-    dropout = float(dropout) if isinstance(dropout, (int, float)) and 0 < dropout < 1 else config.dropout
+    dropout = float(dropout) if isinstance(dropout, (int, float)) and 0 <= dropout < 1 else config.dropout
     return replace(config, activation=activation, layer_norm_epsilon=float(eps), dropout=dropout)
 
 

@@ -5,6 +5,7 @@ Exit 0 on success; on bad input exit 2 with one line on stderr that says what is
 """
 
 import argparse
+import contextvars
 import json
 import os
 import sys
@@ -430,7 +431,9 @@ def main(argv=None) -> int:
         return run_app(argv[1:])
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        # in a context of its own: the vocabulary a command sets (_model) ends with it, for a caller
+        # that runs several commands in one process (a test, a notebook)
+        return contextvars.copy_context().run(COMMANDS[args.command], args)
     except UsageError as e:
         print(str(e), file=sys.stderr)
     except (ValueError, KeyError, OSError) as e:  # WeightsError and TextError are ValueErrors

@@ -372,3 +372,27 @@ def test_a_hostile_ckpt_pt_is_refused_by_weights_only(tmp_path):
     with pytest.raises(ConvertError, match=r"torch.load\(weights_only=True\) could not read it") as e:
         convert_nanogpt(tmp_path / "ckpt.pt", tmp_path / "out")
     assert "\n" not in str(e.value) and not marker.exists()
+
+
+def test_the_current_vocabulary_is_a_thread_s_own(converted):
+    """The app sets the vocabulary per script run (one thread each); the CLI per command: neither leaks."""
+    import threading
+
+    from gpt2viz.model import tokenizer
+
+    vocabulary = gpt2viz.load(str(converted)).vocabulary
+    seen = {}
+
+    def session():
+        tokenizer.use(vocabulary)
+        seen["set"] = tokenizer.encode("hi")
+        other = threading.Thread(target=lambda: seen.update(other=tokenizer.encode("hi")))
+        other.start()
+        other.join()
+
+    thread = threading.Thread(target=session)
+    thread.start()
+    thread.join()
+    assert seen == {"set": [vocab()["h"], vocab()["i"]], "other": [5303]}  # GPT-2's "hi" elsewhere
+    assert main(["trace", "--weights", str(converted), "--text", "hi", "--json"]) == 0
+    assert tokenizer.encode("hi") == [5303] and tokenizer.current() is tokenizer.GPT2_VOCABULARY

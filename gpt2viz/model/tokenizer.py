@@ -8,7 +8,6 @@ does, per script run, for the weights chosen; the CLI for the model it loaded), 
 labels follow the model without each being handed a vocabulary.
 """
 
-import contextlib
 import hashlib
 import importlib.util
 import json
@@ -137,15 +136,6 @@ def current() -> Vocabulary:
 def use(vocabulary: Vocabulary | None) -> None:
     """The vocabulary this thread's `encode`, `readable`, ... use from now on (None: GPT-2's)."""
     _CURRENT.set(vocabulary)
-
-
-@contextlib.contextmanager
-def using(vocabulary: Vocabulary | None):
-    token = _CURRENT.set(vocabulary)
-    try:
-        yield vocabulary or GPT2_VOCABULARY
-    finally:
-        _CURRENT.reset(token)
 
 
 def vocabulary_of(model) -> Vocabulary:

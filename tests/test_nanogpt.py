@@ -396,3 +396,25 @@ def test_the_current_vocabulary_is_a_thread_s_own(converted):
     assert seen == {"set": [vocab()["h"], vocab()["i"]], "other": [5303]}  # GPT-2's "hi" elsewhere
     assert main(["trace", "--weights", str(converted), "--text", "hi", "--json"]) == 0
     assert tokenizer.encode("hi") == [5303] and tokenizer.current() is tokenizer.GPT2_VOCABULARY
+
+
+def test_the_diagrams_draw_the_model_s_own_parts():
+    """A bias-free exact-GELU model's diagrams name no bias and the erf GELU; GPT-2's keep theirs."""
+    from dataclasses import replace
+
+    from gpt2viz.anatomy import diagram
+    from gpt2viz.anatomy.components import component_tree
+    from gpt2viz.spec.config import custom_config
+    from gpt2viz.spec.schema import text_dims
+
+    nano = replace(custom_config(65, 256, 384, 6, 6, bias=False, name="shakespeare-char"), activation="gelu")
+
+    def draw(kind, cfg):
+        from collections import defaultdict
+
+        links = diagram.Links(defaultdict(lambda: "block"), {"mode": "full"}, current="block")
+        cat = component_tree(cfg)
+        return getattr(diagram, kind)(cat, "full", text_dims(cat.config, 8, "full"), links)
+
+    assert "exact (erf) form" in draw("mlp", nano) and "tanh form" in draw("mlp", "gpt2")
+    assert "bias" not in draw("block", nano) + draw("merge", nano) and "bias b_O" in draw("merge", "gpt2")

@@ -418,3 +418,6 @@ def test_the_diagrams_draw_the_model_s_own_parts():
 
     assert "exact (erf) form" in draw("mlp", nano) and "tanh form" in draw("mlp", "gpt2")
     assert "bias" not in draw("block", nano) + draw("merge", nano) and "bias b_O" in draw("merge", "gpt2")
+    # and the equations: no bias term anywhere, where GPT-2's have ten
+    assert not any("b_" in c.equation for c in component_tree(nano))
+    assert sum(c.equation.count(" + b_") for c in component_tree("gpt2")) == 10

@@ -6,6 +6,7 @@ pinned source references (from `references`). Torch-free, like both of those.
 """
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -407,6 +408,7 @@ def _shapes(inputs, outputs, cfg: GPT2Config) -> Mapping[str, tuple[TensorShape,
     return MappingProxyType(out)
 
 
+BIAS_TERM = re.compile(r" \+ b_(\{[^}]*\}|\\text\{[^}]*\}|\w)")  # + b_1, + b_O, + b_{QKV}, + b_\text{fc}
 # a model trained with the exact GELU (nanoGPT's nn.GELU, config.json "gelu") runs and is shown with it
 EXACT_GELU = (
     r"G = \mathrm{GELU}(A), \quad "
@@ -433,6 +435,8 @@ def _component(spec: _Spec, cfg: GPT2Config, children: tuple[Component, ...]) ->
         title, explanation, weights_note = "Unembedding (untied)", UNTIED_EXPLANATION, None
     if spec.id == "block.mlp.gelu" and cfg.exact_gelu:
         equation, explanation = EXACT_GELU
+    if not cfg.bias:  # nanoGPT's bias=False: the equations drop the terms the model does not have
+        equation = BIAS_TERM.sub("", equation)
     return Component(
         id=spec.id, title=title, parent=spec.parent, children=children, learned=spec.learned,
         equation=equation, description=spec.description, explanation=explanation,

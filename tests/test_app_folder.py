@@ -101,6 +101,19 @@ def test_a_lesson_names_a_listed_folder(monkeypatch, folder):
     lesson = lf.loads('{"title": "Our Shakespeare model", "weights": {"source": "folder", "name": "shakespeare-char"},'
                       ' "text": "ROMEO:\\nBut soft", "stops": [{"page": "tokens"}]}', "x.json")
     assert lesson.pins(0)["folder"] == "shakespeare-char" and lesson.pins(0)["weights"] == "folder"
+    key = "lecture-key-" + "y" * 20
+    monkeypatch.setenv(lf.KEY_ENV, key)
+    monkeypatch.delenv("GPT2VIZ_ALLOW_LOCAL_PATH", raising=False)
+    monkeypatch.delenv("GPT2VIZ_MODEL_DIRS", raising=False)  # a server without the folder says so
+    token = lf.sign(lesson, key.encode())
+    at = first_run(lesson=token, stop="0")
+    assert any("the folder shakespeare-char" in e.value for e in at.error)
+    monkeypatch.setenv("GPT2VIZ_MODEL_DIRS", str(folder))  # the class's own model, in front of the class
+    at = first_run(lesson=token, stop="0")
+    assert not at.exception and not at.error
+    picker = at.sidebar.selectbox(key="folder")
+    assert picker.value == "shakespeare-char" and picker.disabled  # the lesson pins it
+    assert any("character vocabulary of 65 symbols" in c.value for c in at.sidebar.caption)
     with pytest.raises(lf.LessonError, match="weights.name: .* is a path"):
         lf.loads('{"title": "t", "weights": {"source": "folder", "name": "/etc"}, "text": "x", '
                  '"stops": [{"page": "tokens"}]}', "x.json")

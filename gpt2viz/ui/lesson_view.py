@@ -86,12 +86,12 @@ def open_lesson() -> OpenLesson | None:
 
 def _missing_weights(weights: dict) -> str | None:
     """What of the lesson's weights this server lacks (a source, a checkpoint), or None."""
+    if weights["source"] == "folder" and weights["name"] not in model_dirs():  # by name: never a path
+        return f"the folder {weights['name']} (its operator lists it in {MODEL_DIRS})"
     if weights["source"] not in sources_enabled():
         return f"the {weights['source']} weights"
     if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
         return f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download fetches it)"
-    if weights["source"] == "folder" and weights["name"] not in model_dirs():
-        return f"the folder {weights['name']} (its operator lists it in {MODEL_DIRS})"
     return None
 
 

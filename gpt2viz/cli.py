@@ -362,8 +362,8 @@ def cmd_convert(a) -> int:
     print(f"wrote {r['out']}: {cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}, {cfg.n_positions} positions, "
           f"V = {cfg.vocab_size:,} ({r['vocabulary']}), {'biases' if r['bias'] else 'no biases'}, "
           f"{'tied' if r['tied'] else 'untied'} head, exact GELU, {r['parameters']:,} parameters, step {r['step']}")
-    print(f"open it: python -m gpt2viz trace --weights {r['out']} --text ...  or, in the app, the weights source "
-          "'Folder' (GPT2VIZ_ALLOW_LOCAL_PATH=1)")
+    print(f"open it: gpt2viz.load({r['out']!r}) in Python, --weights {r['out']} on any command, or the app's "
+          "weights source 'folder' (GPT2VIZ_ALLOW_LOCAL_PATH=1 python -m gpt2viz app)")
     return 0
 
 

@@ -2,7 +2,8 @@
 
     import gpt2viz
     model = gpt2viz.load("demo")                     # "gpt2" (random, seed 0), "random:gpt2-medium:seed=3",
-                                                     # "demo", or a path to a model.safetensors
+                                                     # "demo", a model.safetensors, or a folder with its
+                                                     # config.json and tokenizer.json (convert nanogpt)
     run = model.run(" people play one good game people play", mode="full")
     run["blocks.1.attn.pattern"]                     # a torch tensor, named as in the app
     run.shape("blocks.1.attn.z")                     # ('[B, nh, T, dh]', (1, 4, 7, 32))
@@ -10,6 +11,8 @@
     gpt2viz.parameters("gpt2").rows()                    # the accounting, one dict per component
 
 Names and layouts are the app's (DESIGN.md): per-head tensors [B, nh, T, ·], the rest [B, T, ·].
+`run.tokens` spells each token as its vocabulary does (" after", a character model's "\n"); the
+pages' readable forms ("␣after", "↵") are `run.trace.tokens`.
 """
 
 from dataclasses import dataclass
@@ -20,13 +23,27 @@ from . import plots
 from .anatomy.components import component_tree
 from .anatomy.hooks import from_hook, to_hook
 from .model.demo_model import DEMO_PATH
+from .model.folder import load_weights
 from .model.gpt2 import GPT2, causal_mask
 from .model.modes import run as run_model
-from .model.tokenizer import encode, readable_tokens
+from .model.tokenizer import GPT2_VOCABULARY, Vocabulary, readable_tokens, vocabulary_of
 from .model.trace import Trace
 from .model.weights import load_safetensors, random_model
 from .spec.config import PRESETS, GPT2Config, get_config
 from .spec.schema import Mode, concrete, recorded, symbolic, text_dims
+
+
+class Tokens(tuple):
+    """A run's token texts: a tuple that also equals a list of the same strings, so that
+    `run.tokens == list(text)` says what it reads as for a character model."""
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
 
 
 @dataclass(frozen=True)
@@ -34,6 +51,7 @@ class Run:
     """One run of a text: every recorded tensor by its app name, with its symbolic and concrete shape."""
     trace: Trace
     config: GPT2Config
+    vocabulary: Vocabulary = GPT2_VOCABULARY
 
     def __getitem__(self, name: str) -> torch.Tensor:
         """A recorded tensor by the app's name, or by its TransformerLens hook name (in that layout)."""
@@ -51,7 +69,8 @@ class Run:
 
     @property
     def tokens(self) -> tuple[str, ...]:
-        return self.trace.tokens
+        """Each token's text as its vocabulary spells it: a character model's are the text's characters."""
+        return Tokens(self.vocabulary.spell(int(i)) for i in self.trace.token_ids)
 
     def shape(self, name: str) -> tuple[str, tuple[int, ...]]:
         """(symbolic shape, concrete shape) of a recorded name."""
@@ -72,29 +91,36 @@ class Model:
     def config(self) -> GPT2Config:
         return self.model.config
 
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """GPT-2's BPE, or the folder's own (a character vocabulary, a byte-level BPE)."""
+        return vocabulary_of(self.model)
+
     def run(self, text: str | list[int], mode: str = "full", seed: int = 0, dropout: bool = True) -> Run:
         """Run a text (or token ids) in a mode: full, training, prefill or decode."""
-        ids = encode(text) if isinstance(text, str) else list(text)
-        return Run(run_model(self.model, ids, Mode.parse(mode), seed=seed, dropout=dropout), self.config)
+        ids = self.vocabulary.encode(text) if isinstance(text, str) else list(text)
+        trace = run_model(self.model, ids, Mode.parse(mode), seed=seed, dropout=dropout)
+        return Run(trace, self.config, self.vocabulary)
 
 
 def load(spec: str = "gpt2") -> Model:
     """"gpt2" and the other presets: random weights, seed 0; "random:NAME:seed=N"; "demo": the demo
-    model trained here; anything else: a model.safetensors path (Hugging Face layout)."""
+    model trained here; anything else: a model.safetensors path (Hugging Face layout) or a folder
+    (model.safetensors, config.json and its tokenizer.json, as `convert nanogpt` writes)."""
     if spec == "demo":
         return Model(load_safetensors(DEMO_PATH).model, "demo model trained here")
     name, _, seed = spec.removeprefix("random:").partition(":seed=")
     if name in PRESETS and (spec == name or spec.startswith("random:")):
         n = int(seed) if seed else 0
         return Model(random_model(get_config(name), n), f"random {name} weights (seed {n})")
-    loaded = load_safetensors(spec)
+    loaded = load_weights(spec)
     return Model(loaded.model, f"{loaded.model.config.name} from {spec}")
 
 
 def attention_figure(run: Run, block: int, head: int):
     """The Attention page's chart of one head: scores, pattern and ‖z‖ per query, as a plotly figure."""
     t = run.trace
-    keys = readable_tokens(t.token_ids[: t.L])
+    keys = readable_tokens(t.token_ids[: t.L], run.vocabulary)
     scores, pattern = t.get("attn.scores", block, head=head)[0], t.get("attn.pattern", block, head=head)[0]  # [T, L]
     z = t.get("attn.z", block)[0, head]  # [T, dh]
     return plots.attention_maps(scores, pattern, z.norm(dim=-1), keys[t.P: t.P + t.T], keys,

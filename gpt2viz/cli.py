@@ -1,10 +1,11 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,lesson,class-server,app}`: the command
-line of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,lesson,convert,class-server,app}`: the
+command line of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
 
 import argparse
+import contextvars
 import json
 import os
 import sys
@@ -29,7 +30,8 @@ class Parser(argparse.ArgumentParser):
 def _common_model(p, weights=True):
     p.add_argument("--model", default="gpt2", help=f"preset: {', '.join(PRESETS)} (default gpt2)")
     if weights:
-        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout, or demo for the demo model "
+        p.add_argument("--weights", help="a model.safetensors in Hugging Face layout, a folder (model.safetensors, "
+                       "config.json, tokenizer.json: convert nanogpt writes one), or demo for the demo model "
                        "(instead of --model)")
         p.add_argument("--seed", type=int, default=0, help="seed of the random weights and of dropout")
         p.add_argument("--n-head", type=int, help="head count, where the weights file does not record it")
@@ -149,6 +151,12 @@ def build_parser() -> Parser:
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
 
+    p = sub.add_parser("convert", help="a nanoGPT ckpt.pt (and meta.pkl) as a weights folder, on your own machine")
+    p.add_argument("kind", choices=["nanogpt"], help="the checkpoint's trainer")
+    p.add_argument("checkpoint", help="nanoGPT's ckpt.pt (read with torch.load(weights_only=True))")
+    p.add_argument("--meta", help="its meta.pkl (a character vocabulary); without it, GPT-2's BPE")
+    p.add_argument("--out", required=True, help="the folder to write: model.safetensors, config.json, tokenizer.json")
+
     p = sub.add_parser("lesson", help="check a lesson file, or print its signed link (needs GPT2VIZ_LESSON_KEY)")
     p.add_argument("action", choices=["check", "link"])
     p.add_argument("file", help="a lesson (.json or .toml), e.g. lessons/attention-demo.json")
@@ -191,19 +199,22 @@ def format_shapes(report: dict) -> str:
 # ---------------------------------------------------------------------------- commands
 def _model(a):
     """The model of --weights, or random --model weights of --seed."""
+    from .model import tokenizer
     from .model.demo_recipe import DEMO_PATH
-    from .model.weights import load_safetensors, random_model
+    from .model.folder import load_weights
+    from .model.weights import random_model
 
     if a.weights == "demo":
         if not DEMO_PATH.is_file():
             raise ValueError(f"no demo model at {DEMO_PATH}: make it with python -m gpt2viz train-demo")
         a.weights = str(DEMO_PATH)
     if a.weights:
-        loaded = load_safetensors(a.weights, n_head=a.n_head)
+        loaded = load_weights(a.weights, n_head=a.n_head)
         model = loaded.model
         if loaded.n_head_source.startswith("assumed"):
             print(f"gpt2viz: note: {a.weights} does not record its head count; assumed {model.config.n_head} "
                   f"(head size {model.config.d_head}); pass --n-head to set it", file=sys.stderr)
+        tokenizer.use(tokenizer.vocabulary_of(model))  # every text and token label of this command
         return model
     return random_model(get_config(a.model), a.seed)
 
@@ -342,6 +353,20 @@ def cmd_train_demo(a) -> int:
     return 0
 
 
+def cmd_convert(a) -> int:
+    from .model.convert import check_loadable, convert_nanogpt
+
+    r = convert_nanogpt(a.checkpoint, a.out, a.meta)
+    check_loadable(r["out"])
+    cfg = r["config"]
+    print(f"wrote {r['out']}: {cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}, {cfg.n_positions} positions, "
+          f"V = {cfg.vocab_size:,} ({r['vocabulary']}), {'biases' if r['bias'] else 'no biases'}, "
+          f"{'tied' if r['tied'] else 'untied'} head, exact GELU, {r['parameters']:,} parameters, step {r['step']}")
+    print(f"open it: gpt2viz.load({r['out']!r}) in Python, --weights {r['out']} on any command, or the app's "
+          "weights source 'folder' (GPT2VIZ_ALLOW_LOCAL_PATH=1 python -m gpt2viz app)")
+    return 0
+
+
 def cmd_class_server(a) -> int:
     from .server.class_server import ClassServer
 
@@ -394,7 +419,8 @@ def cmd_lesson(a) -> int:
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
-            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "lesson": cmd_lesson}
+            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "lesson": cmd_lesson,
+            "convert": cmd_convert}
 
 
 def main(argv=None) -> int:
@@ -405,7 +431,9 @@ def main(argv=None) -> int:
         return run_app(argv[1:])
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        # in a context of its own: the vocabulary a command sets (_model) ends with it, for a caller
+        # that runs several commands in one process (a test, a notebook)
+        return contextvars.copy_context().run(COMMANDS[args.command], args)
     except UsageError as e:
         print(str(e), file=sys.stderr)
     except (ValueError, KeyError, OSError) as e:  # WeightsError and TextError are ValueErrors

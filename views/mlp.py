@@ -13,7 +13,8 @@ SHOWS = ("blocks.{b}.mlp.pre", "blocks.{b}.mlp.post", "blocks.{b}.mlp.out")
 page = anatomy.header("block.mlp", SHOWS)
 sel, trace, b = page.sel, page.trace, page.sel.block
 q, _, offset = axis_tokens(trace)
-plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it"), f"block {b}")
+plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activations on it",
+                      exact=sel.config.exact_gelu), f"block {b}")
 pre, post = trace.get("mlp.pre", b)[0], trace.get("mlp.post", b)[0]  # [T, 4d] each
 anatomy.notice(notices.mlp_notice(pre, post, notices.weights_kind(sel.weights)))
 draw_diagram("mlp", sel, "mlp")

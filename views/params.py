@@ -21,7 +21,7 @@ st.markdown("Every count is computed from the config (closed form), checked agai
             "and, for a checkpoint, against its safetensors header alone. The tied output matrix adds 0.")
 st.subheader("Every size")
 st.dataframe(totals_table(), hide_index=True, width="stretch")
-cfg = size_picker(sel.config.name)
+cfg = size_picker(sel.config)
 if cfg is None:
     st.stop()
 size = cfg.name

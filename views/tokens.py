@@ -1,9 +1,10 @@
-"""Tokens and embeddings: the text as GPT-2's tokens, and the vectors wte and wpe give them."""
+"""Tokens and embeddings: the text as the model's tokens (GPT-2's BPE, or a folder's own vocabulary),
+and the vectors wte and wpe give them."""
 
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.model.tokenizer import token_bytes
+from gpt2viz.model.tokenizer import current, token_bytes
 from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy, demo
 from gpt2viz.ui.anatomy import axis_tokens, plot
@@ -15,9 +16,11 @@ page = anatomy.header("embed", SHOWS)
 sel, trace = page.sel, page.trace
 q, _, offset = axis_tokens(trace)
 st.markdown(token_chips(sel.ids), unsafe_allow_html=True)
-anatomy.notice(notices.tokens_notice(sel.ids, trace.tokens, sel.text)
-               + ["Spaces show as ␣ and newlines as ↵; a piece such as <0xF0> is one byte of a character "
-                  "(an emoji, an accent) that byte-level BPE split across tokens. Hover a token for its id."])
+vocabulary = current()  # the weights' own (ui/state.py sets it for the run)
+anatomy.notice(notices.tokens_notice(sel.ids, trace.tokens, sel.text, vocabulary.kind, vocabulary.size)
+               + (["Spaces show as ␣ and newlines as ↵. Hover a token for its id."] if vocabulary.kind == "char" else
+                  ["Spaces show as ␣ and newlines as ↵; a piece such as <0xF0> is one byte of a character "
+                   "(an emoji, an accent) that byte-level BPE split across tokens. Hover a token for its id."]))
 if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each
     plot(plots.stacked_vectors([(f"wte row of {q[0]!r}", trace["embed.tok"][0, 0]),
                                 (f"wpe row {offset}", trace["embed.pos"][0]),

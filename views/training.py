@@ -24,8 +24,10 @@ if sel.text_error or len(sel.ids) < 2:
     st.stop()
 text_notes(sel)
 sel = capped(sel, "training")
-dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params", disabled=locked("dropout"),
-                    help="off: the training loss equals the evaluation loss on the same text")
+# a model trained with p = 0 (nanoGPT's fine-tuning default) has no dropout to switch on
+dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params",
+                    disabled=locked("dropout") or cfg.dropout == 0,
+                    help="off: the training loss equals the evaluation loss on the same text") and cfg.dropout > 0
 with working(f"Training {sel.config.name} on {len(sel.ids):,} tokens: forward, loss, backward…") as progress:
     summary = get_training_summary(sel.weights, sel.ids, sel.weights.seed, dropout, progress=progress)
 random_note(sel)
@@ -37,6 +39,9 @@ plot(plots.loss_per_token(summary.loss_per_token, list(summary.tokens),
 st.subheader("Dropout that fired")
 if dropout:
     st.dataframe(summary.dropout, hide_index=True, width="stretch", height=260)
+elif cfg.dropout == 0:
+    st.caption("This model was trained without dropout (p = 0): no value is dropped, so this loss is the "
+               "evaluation loss of the text.")
 else:
     st.caption("Dropout is off: no value was dropped, so this loss is the evaluation loss of the text.")
 st.subheader("Gradients")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..model.gpt2 import GPT2
+from ..model.gpt2 import GPT2, normalize, scale_shift
 from ..model.trace import Trace
 from ..spec.schema import Mode, block_name
 
@@ -34,7 +34,7 @@ def final_layernorm(model: GPT2, x: torch.Tensor) -> torch.Tensor:
     ln = model.ln_f
     mean = x.mean(-1, keepdim=True)  # [..., 1]
     var = (x - mean).pow(2).mean(-1, keepdim=True)  # [..., 1]
-    return (x - mean) * torch.rsqrt(var + ln.eps) * ln.weight + ln.bias  # [..., d]
+    return scale_shift(normalize(x, mean, var, ln.eps), ln.weight, ln.bias)  # [..., d]; no bias in a bias-free model
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ pinned source references (from `references`). Torch-free, like both of those.
 """
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -407,6 +408,17 @@ def _shapes(inputs, outputs, cfg: GPT2Config) -> Mapping[str, tuple[TensorShape,
     return MappingProxyType(out)
 
 
+BIAS_TERM = re.compile(r" \+ b_(\{[^}]*\}|\\text\{[^}]*\}|\w)")  # + b_1, + b_O, + b_{QKV}, + b_\text{fc}
+# a model trained with the exact GELU (nanoGPT's nn.GELU, config.json "gelu") runs and is shown with it
+EXACT_GELU = (
+    r"G = \mathrm{GELU}(A), \quad "
+    r"\mathrm{GELU}(a) = a\,\Phi(a) = \tfrac{1}{2}\,a\,\big(1 + \mathrm{erf}(a/\sqrt{2})\big)",
+    "Close to a for large positive a; for negative a it dips below 0, to its minimum of about −0.17 near "
+    "a = −0.75, and tends to 0 only for large negative a. This model was trained with the exact erf form "
+    "(activation_function \"gelu\", nanoGPT's nn.GELU), so it runs with that one; GPT-2's checkpoints use "
+    "the tanh approximation (gelu_new), which differs from it by less than 0.001.")
+
+
 def _component(spec: _Spec, cfg: GPT2Config, children: tuple[Component, ...]) -> Component:
     instances = cfg.n_layer if spec.id.startswith("block") else 1
     if children:
@@ -418,11 +430,16 @@ def _component(spec: _Spec, cfg: GPT2Config, children: tuple[Component, ...]) ->
     refs = references()
     inputs, outputs = _names(spec, spec.inputs, cfg), _names(spec, spec.outputs, cfg)
     title, explanation, weights_note = spec.title, spec.explanation, spec.weights_note
+    equation = spec.equation
     if spec.id == "unembed" and not cfg.tied:
         title, explanation, weights_note = "Unembedding (untied)", UNTIED_EXPLANATION, None
+    if spec.id == "block.mlp.gelu" and cfg.exact_gelu:
+        equation, explanation = EXACT_GELU
+    if not cfg.bias:  # nanoGPT's bias=False: the equations drop the terms the model does not have
+        equation = BIAS_TERM.sub("", equation)
     return Component(
         id=spec.id, title=title, parent=spec.parent, children=children, learned=spec.learned,
-        equation=spec.equation, description=spec.description, explanation=explanation,
+        equation=equation, description=spec.description, explanation=explanation,
         inputs=inputs, outputs=outputs, shapes=_shapes(inputs, outputs, cfg), rows=rows,
         per_instance=sum(r.parameters for r in rows), instances=instances,
         weights_note=weights_note, references=tuple(refs[r] for r in spec.refs))

@@ -227,7 +227,8 @@ def overview(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], li
     if col.mode in CACHED_MODES:
         col.side_note(col.y - 44, "KV cache", col.shape("attn.k_cache") + " × 2", f"in each of {cfg.n_layer} blocks")
     col.edge(f"x{_sub(cfg.n_layer)}", "resid_post", length=34)
-    col.box("ln_f", ("Final LayerNorm LN_f", "μ, σ², gain g_f · bias b_f", params(cat["ln_f"].total)), h=70)
+    col.box("ln_f", ("Final LayerNorm LN_f", "μ, σ², gain g_f" + (" · bias b_f" if cat.config.bias else ""),
+                     params(cat["ln_f"].total)), h=70)
     col.edge("Z_f", "ln_f.out", length=34)
     col.box("unembed", ("Unembedding W_U = W_Eᵀ (tied)", "reuses wte's weights", params(cat["unembed"].total)), h=70)
     col.edge("logits", "logits", length=34)
@@ -265,7 +266,8 @@ def block(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links
         col.parts += [_line(col.mid, col.y, col.mid, col.y + 30),
                       f'<circle cx="{col.mid}" cy="{split}" r="3.5" fill="currentColor"/>']
         col.y += 30
-        col.box(ln, (ln_title, "μ, σ², gain g · bias b", params(cat[ln].per_instance)))
+        col.box(ln, (ln_title, "μ, σ², gain g" + (" · bias b" if cat.config.bias else ""),
+                     params(cat[ln].per_instance)))
         col.edge(z_sym, z)
         col.box(sub, (sub_title, detail, params(cat[sub].per_instance) + " · Open →"), h=70, inset=-20)
         if sub == "block.attn" and col.mode in CACHED_MODES:
@@ -347,7 +349,8 @@ def merge(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links
                                  params(0)))
     col.edge("merge(H)", "attn.merged")
     merge_ = cat["block.attn.merge"]
-    col.box("block.attn.merge", ("Output projection W_O", "c_proj [d, d] and bias b_O", params(merge_.per_instance)))
+    projection = "c_proj [d, d]" + (" and bias b_O" if cat.config.bias else "")  # nanoGPT's bias=False has none
+    col.box("block.attn.merge", ("Output projection W_O", projection, params(merge_.per_instance)))
     col.edge("Δattn", "attn.out")
     return col.close(f"merge: 0 parameters · W_O: {merge_.per_instance:,} parameters per block", "merge and project")
 
@@ -356,9 +359,10 @@ def mlp(cat: ComponentTree, mode: Mode | str, values: Mapping[str, int], links: 
     """Z2 -> expand to 4d (W_fc) -> GELU -> project back to d (W_proj) -> dropout -> Δmlp."""
     col = _Column(cat, mode, values, links, x=200, w=360)
     col.entry("Z₂", "ln2.out")
+    form = "exact (erf) form" if cat.config.exact_gelu else "tanh form"  # the model's own (nanoGPT: erf)
     for target, lines, out, sym in (
             ("block.mlp.fc", ("Expand W_fc", "c_fc [d, 4d]: each position from d to 4d"), "mlp.pre", "A"),
-            ("block.mlp.gelu", ("GELU", "tanh form, on each of the 4d features"), "mlp.post", "G"),
+            ("block.mlp.gelu", ("GELU", f"{form}, on each of the 4d features"), "mlp.post", "G"),
             ("block.mlp.proj", ("Project W_proj", "c_proj [4d, d]: back to d"), "mlp.out", "")):
         col.box(target, (*lines, params(cat[target].per_instance)))
         if sym:

@@ -16,17 +16,19 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
+from ..model.folder import CONFIG_FILE, MODEL_FILE, read_config
 from ..model.gpt2 import GPT2
 from ..model.weights import (
     FLOAT_DTYPES,
     _n_head_from,
     canonical,
     expected_shapes,
+    has_biases,
     infer_config,
     read_header,
     split_keys,
@@ -172,11 +174,22 @@ class HeaderCount:
 
 def count_header(path, fallback: GPT2Config | None = None, n_head: int | None = None) -> HeaderCount:
     """Count a safetensors checkpoint from its header and check every tensor against the config
-    inferred from the header's shapes (`fallback` when the shapes do not say what model it is)."""
+    inferred from the header's shapes (`fallback` when the shapes do not say what model it is). A
+    folder's model.safetensors is checked against its config.json (a bias-free, untied model)."""
+    path, config = Path(path), None
+    if path.is_dir():
+        config = read_config(path / CONFIG_FILE, path.name) if (path / CONFIG_FILE).is_file() else None
+        path = path / MODEL_FILE
     header = read_header(path)
     params, buffers, heads = split_keys(header.entries)
+    if config is not None and not config.tied:  # the output matrix is a parameter of its own
+        params |= {canonical(k): k for k in heads if canonical(k) == "lm_head.weight"}
+        heads = [k for k in heads if canonical(k) != "lm_head.weight"]
     shapes = {name: header.entries[key].shape for name, key in params.items()}
-    cfg, compared_with, source, notes = _reference_config(header, shapes, fallback, n_head)
+    if config is not None:
+        cfg, compared_with, source, notes = config, "the folder's config.json", "config.json in the folder", []
+    else:
+        cfg, compared_with, source, notes = _reference_config(header, shapes, fallback, n_head)
     want = expected_shapes(cfg)
     checks = [_check(key, name, header.entries[key].dtype, header.entries[key].shape, want.get(name))
               for name, key in params.items()]
@@ -199,6 +212,8 @@ def _reference_config(header, shapes, fallback, n_head):
         n_head, source = _n_head_from(header, Path(header.path))
     try:
         cfg = infer_config(shapes, n_head, name=header.metadata.get("model", "checkpoint"))
+        if not has_biases(shapes):  # nanoGPT's bias=False: no bias anywhere, not 2 per layer missing
+            cfg = replace(cfg, bias=False)
         return cfg, "the config inferred from the header", source, []
     except ValueError as e:  # WeightsError, or a config that cannot exist
         if fallback is None:

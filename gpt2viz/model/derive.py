@@ -4,7 +4,7 @@ Each is a pure function of names the forward pass records, computed with the ver
 `gpt2.py` runs, so a derived tensor equals the one the forward pass computed: the attention
 scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
 LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
-bias, references to the model's parameters), the GELU from `mlp.pre`, `resid_mid` from `resid_pre +
+bias, references to the model's parameters), the GELU from `mlp.pre` (the config's own), `resid_mid` from `resid_pre +
 attn.out`. A recording of names that include a derived one records its sources instead, but for a
 name the run intervenes on (interventions.py): that one is stored after the intervention, as the
 model carried on with it, and what derives from it is then derived from those values.
@@ -17,7 +17,7 @@ import torch
 
 from ..spec.config import GPT2Config
 from ..spec.schema import CACHED_MODES, DERIVED, Mode, block_name, recorded_names
-from .gpt2 import GPT2, attention_scores, causal_mask, causal_softmax, gelu_new, normalize, scale_shift
+from .gpt2 import GPT2, activation, attention_scores, causal_mask, causal_softmax, normalize, scale_shift
 from .trace import Derivation
 
 STREAM = {"ln1": "resid_pre", "ln2": "resid_mid", "ln_f": "resid_post"}  # what each LayerNorm reads
@@ -76,7 +76,7 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
     if short == "resid_mid":
         return torch.add
     if short == "mlp.post":
-        return gelu_new
+        return activation(model.config)  # the checkpoint's: GPT-2's tanh form, or nanoGPT's exact GELU
     if part == "normalized":
         eps = model.config.layer_norm_epsilon
         return lambda x, mean, var: normalize(x, mean, var, eps)

@@ -88,6 +88,20 @@ def gelu_new(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """The exact GELU, x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)): nanoGPT's nn.GELU()."""
+    return F.gelu(x)
+
+
+# transformers' activation_function names; "gelu_pytorch_tanh" is gelu_new computed by torch
+ACTIVATIONS = {"gelu_new": gelu_new, "gelu_pytorch_tanh": gelu_new, "gelu": gelu}
+
+
+def activation(cfg: GPT2Config):
+    """The MLP's nonlinearity of a config (GPT-2's tanh GELU unless a checkpoint says otherwise)."""
+    return ACTIVATIONS[cfg.activation]
+
+
 def causal_mask(T: int, L: int) -> torch.Tensor:
     """True where query i (absolute position L - T + i) may not read key j: the lower-right mask."""
     return torch.arange(L) > torch.arange(L - T, L)[:, None]  # [T, L]
@@ -160,10 +174,11 @@ class MLP(nn.Module):
         super().__init__()
         self.c_fc = Conv1D(cfg.n_embd, cfg.d_mlp, cfg.bias)
         self.c_proj = Conv1D(cfg.d_mlp, cfg.n_embd, cfg.bias)
+        self.act = activation(cfg)
 
     def forward(self, x, rec: Recorder, p: str, *, drop):
         pre = rec(p + "pre", self.c_fc(x))  # [B, T, 4d] (d_mlp)
-        post = rec(p + "post", gelu_new(pre))  # [B, T, 4d] (d_mlp)
+        post = rec(p + "post", self.act(pre))  # [B, T, 4d] (d_mlp)
         out = drop(rec, p + "out_dropout_mask", self.c_proj(post))  # [B, T, d]
         return rec(p + "out", out)
 

@@ -19,7 +19,7 @@ from .derive import derivations, to_record
 from .gpt2 import GPT2, Dropout, no_dropout
 from .interventions import block_of, check_reached, recorder
 from .record import Recorder
-from .tokenizer import readable_tokens
+from .tokenizer import readable_tokens, vocabulary_of
 from .trace import Trace
 
 
@@ -194,7 +194,8 @@ def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Reco
     rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
     derived = derivations(model, mode, rec.tensors)
     order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
-    return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tuple(readable_tokens(rows[0])),
+    tokens = tuple(readable_tokens(rows[0], vocabulary_of(model)))  # the pages' forms, in the model's vocabulary
+    return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tokens,
                  P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
                  derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
                  intervened=tuple(dict.fromkeys(rec.intervened)))

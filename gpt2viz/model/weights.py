@@ -2,22 +2,26 @@
 
 A checkpoint is read in the Hugging Face layout (keys with or without `transformer.`, `lm_head`
 tied to `wte`, the `h.N.attn.bias` / `attn.masked_bias` buffers recognised and skipped). The
-header is parsed and checked before any tensor is read; the config is inferred from the shapes.
-Pickle checkpoints (.bin, .pt) are refused: unpickling a file can run arbitrary code.
+header is parsed and checked before any tensor is read; the config is inferred from the shapes
+(a file without biases is a bias-free config, nanoGPT's bias=False), or given by a folder's
+config.json (folder.py). Pickle checkpoints (.bin, .pt) are refused: unpickling a file can run
+arbitrary code. The one command that reads a pickle is the converter (`python -m gpt2viz convert
+nanogpt`, convert.py), which a user runs locally on their own files; the app and every server
+path read only safetensors and JSON.
 """
 
 import json
 import math
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from ..spec.config import PRESETS, GPT2Config
+from ..spec.config import ACTIVATIONS, PRESETS, GPT2Config
 from .gpt2 import GPT2
 
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4,
@@ -26,8 +30,10 @@ FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
 MAX_HEADER_BYTES = 100 * 2**20
 BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
-HOW_TO_CONVERT = ("load it yourself in a trusted environment and write model.safetensors with "
-                  "safetensors.torch.save_file, or use the model.safetensors the Hugging Face Hub publishes")
+HOW_TO_CONVERT = ("a nanoGPT ckpt.pt converts on your own machine with python -m gpt2viz convert nanogpt "
+                  "ckpt.pt [--meta meta.pkl] --out DIR (then open DIR); otherwise load it yourself in a "
+                  "trusted environment and write model.safetensors with safetensors.torch.save_file, or use "
+                  "the model.safetensors the Hugging Face Hub publishes")
 
 
 class WeightsError(ValueError):
@@ -58,8 +64,8 @@ class Header:
 
 def _refuse_pickle(path: Path, head: bytes) -> None:
     if path.suffix.lower() in PICKLE_SUFFIXES or head[:2] == b"\x80\x02" or head[:4] == b"PK\x03\x04":
-        raise WeightsError(f"{path.name} is a PyTorch pickle checkpoint; gpt2viz never unpickles files "
-                           f"(loading a pickle can run any code). Use safetensors instead: {HOW_TO_CONVERT}")
+        raise WeightsError(f"{path.name} is a PyTorch pickle checkpoint; the app and its commands never unpickle "
+                           f"weights (loading a pickle can run any code). Use safetensors instead: {HOW_TO_CONVERT}")
 
 
 def read_header(path) -> Header:
@@ -223,8 +229,15 @@ class Loaded:
     notes: list[str] = field(default_factory=list)
 
 
-def load_safetensors(path, n_head: int | None = None) -> Loaded:
-    """A checked GPT-2 from a safetensors file; WeightsError names what is wrong."""
+def has_biases(shapes: dict[str, tuple]) -> bool:
+    """Whether a checkpoint carries GPT-2's biases; a file with none of them is a bias-free model
+    (nanoGPT's bias=False), one with some missing stays an error that names the first."""
+    return any(k.endswith(".bias") for k in shapes)
+
+
+def load_safetensors(path, n_head: int | None = None, config: GPT2Config | None = None) -> Loaded:
+    """A checked GPT-2 from a safetensors file; WeightsError names what is wrong. `config` (a
+    folder's config.json) replaces what the shapes alone would say: every shape is still checked."""
     path = Path(path)
     header = read_header(path)
     params, buffers, heads = split_keys(header.entries)
@@ -236,7 +249,16 @@ def load_safetensors(path, n_head: int | None = None) -> Loaded:
     if n_head is None:
         n_head, source = _n_head_from(header, path)
     shapes = {k: header.entries[fk].shape for k, fk in params.items()}
-    cfg = infer_config(shapes, n_head, name=header.metadata.get("model", "checkpoint"))
+    cfg = config or infer_config(shapes, n_head, name=header.metadata.get("model", "checkpoint"))
+    if config is None and not has_biases(shapes):
+        cfg = replace(cfg, bias=False)
+    if config is None and header.metadata.get("activation") in ACTIVATIONS:  # as save_safetensors wrote it
+        cfg = replace(cfg, activation=header.metadata["activation"])
+    if not cfg.tied:  # an output matrix of its own: a parameter like the others
+        if len(heads) != 1 or canonical(heads[0]) != "lm_head.weight":
+            raise WeightsError("missing tensor 'lm_head.weight': the config unties the output matrix")
+        params["lm_head.weight"], heads = heads[0], []
+        shapes["lm_head.weight"] = header.entries[params["lm_head.weight"]].shape
     check_shapes(cfg, shapes)
     state = {}
     try:
@@ -268,10 +290,11 @@ def _check_lm_head(f, heads: list[str], state: dict) -> list[str]:
 
 
 def save_safetensors(model: GPT2, path, extra_metadata: dict | None = None) -> None:
-    """Write the model in the Hugging Face layout (no prefix, no lm_head, no buffers), with the
-    head count in the metadata so it can be read back exactly."""
+    """Write the model in the Hugging Face layout (no prefix, no buffers, lm_head only when untied),
+    with the head count and the activation in the metadata so it can be read back exactly."""
     cfg = model.config
-    meta = {"format": "pt", "model": cfg.name, "n_head": str(cfg.n_head), **(extra_metadata or {})}
+    meta = {"format": "pt", "model": cfg.name, "n_head": str(cfg.n_head), "activation": cfg.activation,
+            **(extra_metadata or {})}
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path), metadata=meta)
 
 

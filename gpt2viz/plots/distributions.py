@@ -34,11 +34,12 @@ def _gelu_erf(x: np.ndarray) -> np.ndarray:
 
 
 def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0, 5.0),
-               bins: int = 80) -> go.Figure:
-    """GPT-2's tanh GELU over x_range, the exact (erf) GELU dashed, and this input's pre-activations:
-    all of them binned (bars on a right-hand axis: the share in each bin) and PERCENTILES dots on
-    the tanh curve at the 1st, 2nd, ... 99th percentile (light: a few hundred SVG elements, where a
-    sample of thousands of dots took the browser most of a second)."""
+               bins: int = 80, exact: bool = False) -> go.Figure:
+    """The model's GELU over x_range (GPT-2's tanh form; with `exact`, the erf form nanoGPT uses), the
+    other form dashed, and this input's pre-activations: all of them binned (bars on a right-hand
+    axis: the share in each bin) and PERCENTILES dots on the model's curve at the 1st, 2nd, ... 99th
+    percentile (light: a few hundred SVG elements, where a sample of thousands of dots took the
+    browser most of a second)."""
     v = checks.values(pre_activations, "pre_activations")
     lo, hi = checks.value_range(x_range)
     grid = np.linspace(lo, hi, 401)
@@ -47,18 +48,21 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
     pct = np.arange(1, PERCENTILES + 1) * (100 / (PERCENTILES + 1))
     q = np.percentile(v, pct)
     inside = (q >= lo) & (q <= hi)
+    used, other = (_gelu_erf, _gelu_tanh) if exact else (_gelu_tanh, _gelu_erf)
+    names = ("exact GELU (erf, this model)", "tanh GELU (GPT-2)") if exact else \
+        ("tanh GELU (GPT-2)", "exact GELU (erf)")
     fig = go.Figure([
         go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=share, width=np.diff(edges), yaxis="y2", name="share of this input",
                marker=dict(color=SKY, opacity=0.45, line_width=0),
                customdata=np.stack([edges[:-1], edges[1:], counts], 1),
                hovertemplate="[%{customdata[0]:.3g}, %{customdata[1]:.3g}): %{customdata[2]:,} pre-activations "
                              "(%{y:.2%})<extra></extra>"),
-        go.Scatter(x=grid, y=_gelu_tanh(grid), mode="lines", name="tanh GELU (GPT-2)",
+        go.Scatter(x=grid, y=used(grid), mode="lines", name=names[0],
                    line=dict(color=BLUE, width=2), hovertemplate="x = %{x:.3f}<br>GELU %{y:.4f}<extra></extra>"),
-        go.Scatter(x=grid, y=_gelu_erf(grid), mode="lines", name="exact GELU (erf)",
+        go.Scatter(x=grid, y=other(grid), mode="lines", name=names[1],
                    line=dict(color=GREY, width=1.5, dash="dash"),
-                   hovertemplate="x = %{x:.3f}<br>erf GELU %{y:.4f}<extra></extra>"),
-        go.Scatter(x=q[inside], y=_gelu_tanh(q[inside]), customdata=pct[inside], mode="markers",
+                   hovertemplate="x = %{x:.3f}<br>" + names[1].split(" (")[0] + " %{y:.4f}<extra></extra>"),
+        go.Scatter(x=q[inside], y=used(q[inside]), customdata=pct[inside], mode="markers",
                    name="percentiles of this input",
                    marker=dict(color=ORANGE, size=6, line=dict(width=0.5, color="white")),
                    hovertemplate="percentile %{customdata:.0f}<br>pre-activation %{x:.3f}<br>GELU %{y:.3f}"

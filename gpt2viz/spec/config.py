@@ -12,6 +12,10 @@ and LayerNorm bias) and `tied` (False: a separate output matrix `lm_head.weight`
 
 from dataclasses import dataclass, field
 
+# transformers' activation_function names a GPT-2-shaped model uses: the tanh GELU (GPT-2's, under both
+# of its names) and the exact GELU (nanoGPT's nn.GELU)
+ACTIVATIONS = ("gelu_new", "gelu_pytorch_tanh", "gelu")
+
 
 @dataclass(frozen=True)
 class GPT2Config:
@@ -23,7 +27,7 @@ class GPT2Config:
     n_positions: int = 1024
     layer_norm_epsilon: float = 1e-5
     dropout: float = 0.1  # embd_pdrop = attn_pdrop = resid_pdrop in every released config
-    activation: str = "gelu_new"  # the tanh approximation of GELU
+    activation: str = "gelu_new"  # the tanh approximation of GELU; "gelu": the exact erf form (nanoGPT)
     n_inner: int | None = None  # MLP width; None means 4 · n_embd, as in every released GPT-2
     bias: bool = True  # False: no Linear or LayerNorm biases (nanoGPT's bias=False)
     tied: bool = True  # False: lm_head.weight [V, d] is a matrix of its own
@@ -37,6 +41,8 @@ class GPT2Config:
             raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation {self.activation!r:.40} is not one of {', '.join(ACTIVATIONS)}")
 
     @property
     def d_head(self) -> int:
@@ -54,7 +60,13 @@ class GPT2Config:
     def variant(self) -> list[str]:
         """How this config departs from GPT-2's shape: ["d_mlp=1,000", "no biases", "untied head"]."""
         return ([] if self.standard_mlp else [f"d_mlp={self.d_mlp:,}"]) + \
-            ([] if self.bias else ["no biases"]) + ([] if self.tied else ["untied head"])
+            ([] if self.bias else ["no biases"]) + ([] if self.tied else ["untied head"]) + \
+            (["exact GELU"] if self.exact_gelu else [])
+
+    @property
+    def exact_gelu(self) -> bool:
+        """The erf GELU (nanoGPT's) instead of GPT-2's tanh approximation."""
+        return self.activation == "gelu"
 
     def sizes(self) -> dict:
         """The numbers that determine the parameter count, as a custom config takes them."""

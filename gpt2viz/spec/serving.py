@@ -22,3 +22,18 @@ def operator_allows(variable: str, server_address: str | None, env=os.environ) -
     if setting in ("0", "1"):
         return setting == "1"
     return server_address in LOOPBACK
+
+
+MODEL_DIRS = "GPT2VIZ_MODEL_DIRS"  # weights folders a server offers, separated by ":" as in PATH
+
+
+def model_dirs(env=os.environ) -> dict[str, str]:
+    """The weights folders the operator lists in GPT2VIZ_MODEL_DIRS, by folder name (what a visitor
+    sees and a lesson names; never a path a visitor types). A name listed twice keeps its first
+    folder, as PATH does; entries that are not folders are left out."""
+    found: dict[str, str] = {}
+    for entry in env.get(MODEL_DIRS, "").split(":"):
+        path = os.path.abspath(os.path.expanduser(entry)) if entry.strip() else ""
+        if path and os.path.isdir(path):
+            found.setdefault(os.path.basename(path.rstrip(os.sep)), path)
+    return found

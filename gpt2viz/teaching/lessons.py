@@ -45,10 +45,11 @@ PAGE_VALUES: dict[str, dict[str, type | tuple]] = {
     "training": {"dropout": bool},
     "exercises": {"set": float, "questions": float},
 }
-SOURCES = ("random", "demo", "hf-cache")  # the weights a lesson may name (not a session's upload)
+# the weights a lesson may name (not a session's upload); "folder" by its name in GPT2VIZ_MODEL_DIRS
+SOURCES = ("random", "demo", "hf-cache", "folder")
 # the controls a lesson may leave free; "weights" frees the size, seed and checkpoint with it
 CONTROLS = ("text", "text_b", "weights", "mode", "block", "head")
-WEIGHT_KEYS = ("weights", "model", "seed", "checkpoint")
+WEIGHT_KEYS = ("weights", "model", "seed", "checkpoint", "folder")
 
 
 # what a student reads where the server's key is missing or unusable: the operator's business, said to
@@ -73,7 +74,8 @@ class Stop:
 @dataclass(frozen=True)
 class Lesson:
     title: str
-    # {"source": "random", "model": "gpt2", "seed": 0}, {"source": "demo"}, {"source": "hf-cache", "checkpoint": …}
+    # {"source": "random", "model": "gpt2", "seed": 0}, {"source": "demo"}, {"source": "hf-cache", "checkpoint": …},
+    # {"source": "folder", "name": …}
     weights: dict
     text: str
     stops: tuple[Stop, ...]
@@ -101,6 +103,8 @@ class Lesson:
             out |= {"model": w["model"], "seed": float(w["seed"])}
         elif w["source"] == "hf-cache":
             out["checkpoint"] = w["checkpoint"]
+        elif w["source"] == "folder":
+            out["folder"] = w["name"]
         out |= {"text": self.text} | ({"text_b": self.text_b} if self.text_b is not None else {})
         return out | {"mode": s.mode, "block": s.block, "head": s.head} | dict(s.values)
 
@@ -145,7 +149,7 @@ def _need(d: dict, key: str, where: str):
 
 def _weights(w) -> tuple[dict, int | None, int | None]:
     """The weights, and the block and head counts where they are known without loading them."""
-    _only(w, "weights", ("source", "model", "seed", "checkpoint"))
+    _only(w, "weights", ("source", "model", "seed", "checkpoint", "name"))
     source = _need(w, "source", "weights")
     if source not in SOURCES:
         raise LessonError(f"weights.source: {source!r:.40} is not one of {', '.join(SOURCES)}")
@@ -159,6 +163,11 @@ def _weights(w) -> tuple[dict, int | None, int | None]:
     if source == "hf-cache":
         return {"source": source, "checkpoint": _str(_need(w, "checkpoint", "weights"), "weights.checkpoint", 80)}, \
             None, None
+    if source == "folder":  # a folder the server's operator lists, by its name: never a path
+        name = _str(_need(w, "name", "weights"), "weights.name", 80)
+        if "/" in name or "\\" in name or name in (".", ".."):
+            raise LessonError(f"weights.name: {name!r:.40} is a path; name a folder of GPT2VIZ_MODEL_DIRS by its name")
+        return {"source": source, "name": name}, None, None
     return {"source": source}, None, None
 
 

@@ -45,7 +45,7 @@ def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tens
     best = max(range(len(scores)), key=scores.__getitem__)
     out = [
         LiveCheck(f"{key}:count", "How many tokens does your text have? (Count them on the Tokens page.)", "count",
-                  len(ids), f"GPT-2's tokenizer cuts your text into **{len(ids)}** tokens.", "a whole number"),
+                  len(ids), f"The model's tokenizer cuts your text into **{len(ids)}** tokens.", "a whole number"),
         LiveCheck(f"{key}:top", "Which token does the model rank first after your text? (The Output page shows it.)",
                   "token", token, f"The top token is **{token!r}** (id {top}).", "the token's text, e.g. Paris"),
         LiveCheck(f"{key}:p", "With what probability? (Output page, the first bar.)", "probability", float(probs[top]),

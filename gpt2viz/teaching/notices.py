@@ -136,7 +136,13 @@ def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tenso
     return lines
 
 
-def tokens_notice(ids: list[int] | tuple[int, ...], tokens: list[str] | tuple[str, ...], text: str) -> list[str]:
+def tokens_notice(ids: list[int] | tuple[int, ...], tokens: list[str] | tuple[str, ...], text: str,
+                  vocabulary: str = "gpt2", size: int = 50257) -> list[str]:
+    """What the tokenizer made of the text; `vocabulary` is the kind (tokenizer.Vocabulary.kind)."""
+    if vocabulary == "char":  # a character model (nanoGPT's shakespeare_char): no pieces, no words
+        return [f"{len(ids):,} tokens for {len(text):,} characters: this model's vocabulary is {size:,} symbols, "
+                "one token per character, the space and the newline included, so a word of five letters is five "
+                "tokens and 'the', 'The' and ' the' share the ids of their letters."]
     words = text.split()
     starts = sum(1 for t in tokens if t.startswith(" ") or t.startswith("␣"))
     return [f"{len(ids):,} tokens for {len(words):,} words: common words are one token each, rare words split "

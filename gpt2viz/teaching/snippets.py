@@ -36,6 +36,7 @@ class View:
     tied: bool = True
     n_tokens: int = 2  # the text's tokens (decode with a single token has no cache to build)
     cut: bool = False  # the text is longer than the context: the page runs its first n_tokens tokens
+    folder: bool = False  # weights from a folder: its own vocabulary, and transformers gets them through gpt2viz
 
     def value(self, key: str, default=None):
         return dict(self.values).get(key, default)
@@ -140,9 +141,10 @@ def _ours(page: str, v: View) -> list[str]:
     needs_encode = v.cut or page in ("whatif", "patch")
     run = [] if page == "patch" else \
         [f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app"]
+    own = ["encode = model.vocabulary.encode  # the folder's own vocabulary"] if needs_encode and v.folder else []
     return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz",
-            *(["from gpt2viz.model.tokenizer import encode"] if needs_encode else []), *imports, "",
-            f"model = gpt2viz.load({v.weights!r})", *run, *body, "print(result)"]
+            *(["from gpt2viz.model.tokenizer import encode"] if needs_encode and not v.folder else []), *imports, "",
+            f"model = gpt2viz.load({v.weights!r})", *own, *run, *body, "print(result)"]
 
 
 def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
@@ -184,7 +186,7 @@ def _is_file(spec: str) -> bool:
 
 def _load_transformers(v: View) -> tuple[list[str], list[str]]:
     """(imports, lines) that give `hf`, transformers' GPT-2 with the view's weights."""
-    if _is_file(v.weights) and v.bias and v.tied:
+    if _is_file(v.weights) and v.bias and v.tied and not v.folder:
         path = "DEMO_PATH" if v.weights == "demo" else repr(v.weights)
         return [*(["from gpt2viz.model.demo_model import DEMO_PATH"] if v.weights == "demo" else []),
                 "from gpt2viz.model.weights import hf_config"], [
@@ -218,9 +220,11 @@ def _theirs(page: str, v: View) -> list[str]:
     file = "load_file(" in "".join(load)
     lines = ["import torch", *(["from safetensors.torch import load_file"] if file else []),
              "from transformers import GPT2LMHeadModel", "", "import gpt2viz",
-             "from gpt2viz.model.tokenizer import encode",
+             *([] if v.folder else ["from gpt2viz.model.tokenizer import encode"]),
              *imports, "", *load,
-             f"ids = torch.tensor([{_tokens(v)}])  # [1, T]: GPT-2's tokens", ""]
+             *([f"encode = gpt2viz.load({v.weights!r}).vocabulary.encode  # the folder's own vocabulary"]
+               if v.folder else []),
+             f"ids = torch.tensor([{_tokens(v)}])  # [1, T]: the model's tokens", ""]
     if _mode(page, v) == "training":
         lines += ["# training: the page's dropout masks are gpt2viz's seeded draws, which transformers cannot",
                   "# repeat; this runs without dropout, as gpt2viz's model.run(TEXT, 'training', dropout=False)", ""]

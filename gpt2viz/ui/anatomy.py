@@ -18,7 +18,7 @@ import streamlit as st
 
 from ..anatomy.components import Component, ComponentTree, component_tree
 from ..model import gpt2 as gpt2_model
-from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID
+from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
 from ..plots import theme
 from ..spec.costs import human_bytes
@@ -102,7 +102,7 @@ def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "
     if cut:
         st.info(f"{which} was cut to the model's context of {n_positions:,} tokens: "
                 f"{cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
-    if ENDOFTEXT_ID in ids:
+    if ENDOFTEXT_ID in ids and current().end_of_text == ENDOFTEXT_ID:  # a character model has no such token
         n = ids.count(ENDOFTEXT_ID)
         st.info(f"`{ENDOFTEXT}` in {which.lower()} is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
                 f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(ENDOFTEXT)} characters.",
@@ -283,6 +283,8 @@ def code(c: Component, page: ComponentPage | None = None) -> None:
     if page is not None:
         snippets(page.row.url, page.sel)
     for fn in OUR_CODE.get(c.id, []):
+        if fn is gpt2_model.gelu_new and page is not None:  # the function this model's MLP calls
+            fn = gpt2_model.activation(page.sel.config)
         lines, start = inspect.getsourcelines(fn)
         with st.expander(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
             st.code("".join(lines), language="python", line_numbers=True)

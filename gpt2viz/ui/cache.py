@@ -19,10 +19,12 @@ import torch
 
 from ..model.demo_model import DEMO_PATH
 from ..model.derive import to_record
+from ..model.folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE, load_folder
 from ..model.generation import Sampler
 from ..model.gpt2 import GPT2
 from ..model.memory import reuse_freed_memory_within_a_run
 from ..model.modes import Generation, Mode, generate, greedy, last_keys, run
+from ..model.tokenizer import vocabulary_of
 from ..model.trace import Trace
 from ..model.weights import find_hf_checkpoints, load_safetensors, random_model
 from ..server.trace_cache import DEFAULT_BUDGET, Progress, TraceCache
@@ -69,8 +71,30 @@ def file_weights(path: str, mtime_ns: int, size: int) -> LoadedModel:
                        f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
 
 
+@st.cache_resource(max_entries=2, show_spinner="Loading the model folder…")
+def _folder_weights(path: str, stamp: tuple) -> LoadedModel:
+    loaded = load_folder(path)
+    cfg = loaded.model.config
+    shape = ", ".join(cfg.variant())
+    notes = (f"vocabulary: {vocabulary_of(loaded.model).name}",) + ((f"this model: {shape}",) if shape else ())
+    return LoadedModel(loaded.model, ("folder", path, stamp), f"{cfg.name} from the folder {Path(path).name}",
+                       False, notes, path=path)
+
+
+def folder_weights(path: str) -> LoadedModel:
+    """A weights folder (model.safetensors, config.json, tokenizer.json), reloaded when a file changes."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise ValueError(f"no folder at {path}")
+    stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
+                  for f in (p / MODEL_FILE, p / CONFIG_FILE, p / TOKENIZER_FILE) if f.is_file())
+    return _folder_weights(str(p.resolve()), stamp)
+
+
 def path_weights(path: str) -> LoadedModel:
     p = Path(path).expanduser()
+    if p.is_dir():
+        return folder_weights(path)
     if not p.is_file():
         raise ValueError(f"no weights file at {path}")
     stat = p.stat()

@@ -1,6 +1,8 @@
 """The Code panel's snippets (gpt2viz/teaching/snippets.py) for the view on screen: one tab per kind
 (gpt2viz · transformers), each copyable, and one download of both as a `.py` of `# %%` cells."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from ..teaching.snippets import KINDS, View, cells, snippet
@@ -17,7 +19,7 @@ def view_of(sel: Selection, values: tuple = ()) -> View | None:
         return None
     return View(sel.text, spec, sel.mode.value, sel.block, sel.head, seed=w.seed, values=values,
                 n_layer=cfg.n_layer, n_head=cfg.n_head, d_head=cfg.d_head, bias=cfg.bias, tied=cfg.tied,
-                n_tokens=len(sel.ids), cut=bool(sel.cut))
+                n_tokens=len(sel.ids), cut=bool(sel.cut), folder=bool(w.path) and Path(w.path).is_dir())
 
 
 def section(page: str, sel: Selection, values: tuple = ()) -> None:

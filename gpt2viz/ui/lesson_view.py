@@ -19,6 +19,7 @@ from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
 from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
+from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LOCKED, Selection, hold_controls, keep_only_url, sources_enabled
@@ -113,6 +114,8 @@ def open_lesson() -> OpenLesson | None:
 
 def _missing_weights(weights: dict) -> str | None:
     """What of the lesson's weights this server lacks (a source, a checkpoint), or None."""
+    if weights["source"] == "folder" and weights["name"] not in model_dirs():  # by name: never a path
+        return f"the folder {weights['name']} (its operator lists it in {MODEL_DIRS})"
     if weights["source"] not in sources_enabled():
         return f"the {weights['source']} weights"
     if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:

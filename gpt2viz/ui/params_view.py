@@ -24,13 +24,20 @@ def report_for(model: str | GPT2Config, checkpoint: str | None = None, weights_k
 
 
 # ---------------------------------------------------------------------------- choosing a size
-def size_picker(current: str) -> GPT2Config | None:
-    """A preset, or the custom config the fields describe; None (with the error shown) when the
-    fields describe no GPT-2."""
-    names = [*PRESETS, CUSTOM]
-    size = st.selectbox("Size", names, index=names.index(current if current in PRESETS else "gpt2"),
+THIS_MODEL = "the model in use"
+
+
+def size_picker(loaded: GPT2Config) -> GPT2Config | None:
+    """A preset, the loaded model's own config when it is none of them (a converted nanoGPT model:
+    V = 65, no biases), or the custom config the fields describe; None (with the error shown) when
+    the fields describe no GPT-2."""
+    own = PRESETS.get(loaded.name) != loaded
+    names = [*([THIS_MODEL] if own else []), *PRESETS, CUSTOM]
+    size = st.selectbox("Size", names, index=names.index(THIS_MODEL if own else loaded.name),
                         key="params_size", bind="query-params",
                         help="custom: any GPT-2-shaped model (nanoGPT's, minGPT's, your own)")
+    if size == THIS_MODEL:
+        return loaded
     return get_config(size) if size != CUSTOM else custom_form()
 
 

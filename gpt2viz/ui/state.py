@@ -14,13 +14,15 @@ from dataclasses import dataclass, replace
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+from ..model import tokenizer
 from ..model.demo_model import DEMO_PATH
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
 from ..spec.config import PRESETS
+from ..spec.serving import model_dirs
 from ..teaching.prompts import prompts_for
 from . import present
-from .cache import LoadedModel, cached_checkpoints, demo_weights, path_weights, random_weights
+from .cache import LoadedModel, cached_checkpoints, demo_weights, folder_weights, path_weights, random_weights
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
 from .upload import NO_UPLOADS, uploaded_weights, uploads_offered
@@ -31,7 +33,7 @@ MAX_TEXT_CHARS = 20_000
 MODE_LABELS = {Mode.FULL: "Full sequence", Mode.TRAINING: "Training", Mode.PREFILL: "Prefill",
                Mode.DECODE: "Decode (KV cache)"}
 SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache": "Hugging Face cache",
-           "path": "Local file", "upload": "Upload"}
+           "path": "Local file", "folder": "Folder", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head", present.KEY)
@@ -86,11 +88,16 @@ def _defaults_follow_weights() -> None:
 
 
 def sources_enabled() -> list[str]:
-    """Upload only where the operator allows it (ui/upload.py: on loopback, or GPT2VIZ_ALLOW_UPLOAD=1)."""
+    """Upload only where the operator allows it (ui/upload.py: on loopback, or GPT2VIZ_ALLOW_UPLOAD=1); a
+    local file or any folder with GPT2VIZ_ALLOW_LOCAL_PATH=1; listed folders with GPT2VIZ_MODEL_DIRS."""
     allowed = ["random"] + (["demo"] if DEMO_PATH.is_file() else []) + ["hf-cache"] + \
         (["upload"] if uploads_offered() else [])
     if os.environ.get(ALLOW_LOCAL_PATH) == "1":
         allowed.insert(2, "path")
+    # a folder (a converted nanoGPT model, its own vocabulary): any path on a local server, on a class
+    # server only the folders its operator lists
+    if os.environ.get(ALLOW_LOCAL_PATH) == "1" or model_dirs():
+        allowed.insert(allowed.index("hf-cache") + 1 + ("path" in allowed), "folder")
     return allowed
 
 
@@ -199,6 +206,8 @@ def controls() -> Selection:
                            bind="query-params", disabled=locked("text"),
                            help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
     weights = _weights(sb, source)
+    # every text and token label of this run, the pages' included, in these weights' vocabulary
+    tokenizer.use(tokenizer.vocabulary_of(weights.model))
     cfg = weights.model.config
     sb.caption((":material/casino: " if weights.random else ":material/inventory_2: ") + weights.label)
     for note in weights.notes:
@@ -277,6 +286,10 @@ def _weights(sb, source: str) -> LoadedModel:
             path = sb.text_input("Path to model.safetensors", key="path")
             if path:
                 return path_weights(path)
+        elif source == "folder":
+            weights = _folder(sb)
+            if weights is not None:
+                return weights
         else:
             weights = uploaded_weights(sb)
             if weights is not None:
@@ -287,6 +300,22 @@ def _weights(sb, source: str) -> LoadedModel:
         sb.error(f"Could not use these weights: {type(e).__name__}")
     sb.caption("Using random gpt2 weights until a checkpoint is chosen.")
     return random_weights("gpt2", 0)
+
+
+def _folder(sb) -> LoadedModel | None:
+    """The operator's listed folders by name; on a local server, also any folder by its path."""
+    listed = model_dirs()
+    if os.environ.get(ALLOW_LOCAL_PATH) == "1":
+        path = sb.text_input("Folder path", key="folder_path",
+                             help="A folder with model.safetensors, config.json and tokenizer.json, as "
+                                  "python -m gpt2viz convert nanogpt writes it")
+        if path:
+            return folder_weights(path)
+    if listed:
+        name = sb.selectbox("Folder", list(listed), key="folder", disabled=locked("folder"))
+        return folder_weights(listed[name])
+    sb.caption("Type the folder's path, or list folders in GPT2VIZ_MODEL_DIRS.")
+    return None
 
 
 def _tokens(text: str, n_positions: int, mode: Mode) -> tuple[tuple[int, ...], int, str | None]:

@@ -9,6 +9,8 @@
     run.shape("blocks.1.attn.z")                     # ('[B, nh, T, dh]', (1, 4, 7, 32))
     gpt2viz.attention_figure(run, block=1, head=1)   # a plotly figure (inline in Jupyter)
     gpt2viz.parameters("gpt2").rows()                    # the accounting, one dict per component
+    model.attribute(" people play one good game after work people play one good game", " after")
+                                                     # each head's, MLP's and bias's share of the logit
 
 Names and layouts are the app's (DESIGN.md): per-head tensors [B, nh, T, ·], the rest [B, T, ·].
 `run.tokens` spells each token as its vocabulary does (" after", a character model's "\n"); the
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from . import plots
+from .analysis.attribution import attribute_text, one_token
 from .anatomy.components import component_tree
 from .anatomy.hooks import from_hook, to_hook
 from .model.demo_model import DEMO_PATH
@@ -101,6 +104,16 @@ class Model:
         ids = self.vocabulary.encode(text) if isinstance(text, str) else list(text)
         trace = run_model(self.model, ids, Mode.parse(mode), seed=seed, dropout=dropout)
         return Run(trace, self.config, self.vocabulary)
+
+    def attribute(self, text: str | list[int], answer: str | None = None, versus: str | None = None,
+                  position: int | None = None) -> dict:
+        """Direct logit attribution at `position` (default: the last) of `answer` (one token such as
+        " after"; default: the top prediction there), or of logit(answer) − logit(versus): the dict
+        `python -m gpt2viz attribute --json` prints (target, rows, residual, answer, versus, position, model)."""
+        ids = encode(text) if isinstance(text, str) else list(text)
+        a = None if answer is None else one_token(answer)
+        b = None if versus is None else one_token(versus, "versus")
+        return attribute_text(self.model, ids, a, b, position).report()
 
 
 def load(spec: str = "gpt2") -> Model:

@@ -1,5 +1,5 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,lesson,convert,class-server,app}`: the
-command line of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,attribute,lesson,convert,class-server,app}`:
+the command line of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
@@ -134,6 +134,14 @@ def build_parser() -> Parser:
     p = sub.add_parser("patch", help="activation patching: clean text's activations into the corrupt text's run")
     p.add_argument("--clean", required=True, help="text A, whose activations are patched in")
     p.add_argument("--corrupt", required=True, help="text B, of the same length in tokens")
+    _common_model(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("attribute", help="direct logit attribution: each head's, MLP's and bias's share of a logit")
+    p.add_argument("--text", required=True)
+    p.add_argument("--answer", required=True, help="one token, such as ' after' (mind the space)")
+    p.add_argument("--versus", help="a second token: attribute logit(answer) - logit(versus)")
+    p.add_argument("--position", type=int, help="0-based token index (default: the last)")
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
@@ -311,6 +319,30 @@ def cmd_heads(a) -> int:
     return 0
 
 
+def cmd_attribute(a) -> int:
+    from .analysis.attribution import attribute_text, check_position, one_token
+    from .model import tokenizer
+
+    model = _model(a)  # first: a weights folder brings its own vocabulary, which the tokens below are read in
+    answer, versus = one_token(a.answer, "--answer"), None if a.versus is None else one_token(a.versus, "--versus")
+    ids = tokenizer.encode(a.text)
+    check_position(a.position, len(ids))
+    if len(ids) > model.config.n_positions:
+        raise ValueError(f"{len(ids):,} tokens exceed the context of {model.config.n_positions:,}")
+    r = attribute_text(model, ids, answer, versus, a.position).report()
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    what = f"logit({r['answer']!r})" + ("" if versus is None else f" - logit({r['versus']!r})")
+    print(f"{r['model']} · {len(ids)} tokens · position {r['position']} "
+          f"({tokenizer.readable(ids[r['position']])!r}) · {what} = {r['target']:.6g}")
+    width = max(len(row["component"]) for row in r["rows"])
+    for row in r["rows"]:
+        print(f"  {row['component']:{width}s}  {row['value']:+.6f}")
+    print(f"  {'sum':{width}s}  {sum(row['value'] for row in r['rows']):+.6f}  (residual {r['residual']:+.2e})")
+    return 0
+
+
 def cmd_names(a) -> int:
     print("\n".join(recorded_names(get_config(a.model), a.mode, a.dropout)))  # from the schema: no model is run
     return 0
@@ -419,8 +451,8 @@ def cmd_lesson(a) -> int:
 
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
-            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "lesson": cmd_lesson,
-            "convert": cmd_convert}
+            "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "attribute": cmd_attribute,
+            "lesson": cmd_lesson, "convert": cmd_convert}
 
 
 def main(argv=None) -> int:

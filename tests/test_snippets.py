@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import torch
 
+from gpt2viz.analysis import attribution
 from gpt2viz.analysis.heads import PATTERNS, score_trace
 from gpt2viz.analysis.lens import logit_lens
 from gpt2viz.analysis.whatif import Target, default_answers, knockout, log_probs, patch
@@ -38,6 +39,9 @@ def page_numbers(page: str, v: View) -> torch.Tensor:
         index = v.value("neuron") if part == "neuron" else h  # whatif_view.target_controls
         after = log_probs(knockout(model, ids, Target(b, part, index), method)).exp()
         return after[top_tokens(clean)[2]]
+    if page == "attribution":  # attribution_view.attribution: the heads' grid of the page's heatmap
+        trace = run(model, ids, Mode.FULL, names=attribution.NEEDS)
+        return attribution.attribute(model, trace, v.value("answer"), v.value("versus"), v.value("position")).heads()
     if page == "patch":  # whatif_view.patching: A into B, the page's answer pair
         return patch(model, ids, encode(v.value("text_b")), v.value("answers")).resid[b]
     trace = run(model, ids, v.mode, seed=v.seed)
@@ -127,6 +131,15 @@ def test_activation_patching(weights, block, kind):
     check("patch", v, kind)
 
 
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("weights,mode,versus,position", [("demo", "decode", None, 6), ("demo", "full", " work", 6),
+                                                         ("random:tiny:seed=0", "full", None, 3)])
+def test_attribution(weights, mode, versus, position, kind):
+    values = (("answer", encode(" play")[0]), ("versus", None if versus is None else encode(versus)[0]),
+              ("position", position))
+    check("attribution", view(weights, mode, values), kind)
+
+
 def test_prefill_output_and_a_one_token_decode():
     check("output", view("demo", "prefill"), "transformers")
     one = dataclasses.replace(view("demo", "decode"), text=" people", n_tokens=1)  # no cache to build first
@@ -155,7 +168,8 @@ def test_every_page_has_a_snippet_and_unknown_ones_say_which_exist():
     v = view("random:tiny:seed=0", "full")
     for page in PAGES:
         for kind in ("gpt2viz", "transformers"):
-            w = dataclasses.replace(v, values=(("text_b", TEXT), ("answers", (11, 12)))) if page == "patch" else v
+            w = dataclasses.replace(v, values=(("text_b", TEXT), ("answers", (11, 12)), ("answer", 13))) \
+                if page in ("patch", "attribution") else v
             lines = snippet(page, w, kind).splitlines()
             compile("\n".join(lines), page, "exec")
             code = [x for x in lines if x.strip() and not x.lstrip().startswith("#")]

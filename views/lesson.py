@@ -80,7 +80,7 @@ page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title
 cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
 if page in lf.PAGE_VALUES:
     st.text_input("The page's own controls (JSON, optional)", key="lesson_values", max_chars=300,
-                  placeholder=json.dumps({k: v[0] if isinstance(v, tuple) else 0 for k, v in
+                  placeholder=json.dumps({k: v[0] if isinstance(v, tuple) else " after" if v is str else 0 for k, v in
                                           list(lf.PAGE_VALUES[page].items())[:2]}),
                   help=f"{BY_URL[page].title}: " + ", ".join(lf.PAGE_VALUES[page]))
 

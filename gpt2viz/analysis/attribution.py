@@ -175,3 +175,41 @@ def attribute_text(model: GPT2, ids, answer: int | None = None, versus: int | No
     ids = list(ids)
     check_position(position, len(ids))
     return attribute(model, run(model, ids, Mode.FULL, names=NEEDS), answer, versus, position)
+
+
+# ---------------------------------------------------------------------------- beside the knock-outs
+@dataclass(frozen=True)
+class Comparison:
+    """Direct attribution beside a knock-out sweep of every head ([n_layer, nh], the change in the
+    answer's log-probability with that head zeroed: negative = the head helped)."""
+    direct: list[tuple[int, int, float, float]]  # the top heads by attribution: (block, head, attribution, knock-out)
+    knockout_top: tuple[int, int, float, float]  # the head whose knock-out costs most (same fields)
+    indirect: list[tuple[int, int, float, float]]  # heads the knock-out needs that write almost nothing directly
+
+    @property
+    def agree(self) -> bool:
+        """The head that writes most is the one whose knock-out costs most."""
+        return self.direct[0][:2] == self.knockout_top[:2]
+
+    def knockout_order(self) -> list[tuple[int, int, float, float]]:
+        """The top writers in the knock-out's order (costliest first)."""
+        return sorted(self.direct, key=lambda r: r[3])
+
+
+INDIRECT_SHARE = 0.1  # writing less than this share of the top head's attribution counts as "almost nothing"
+
+
+def compare(attr: Attribution, knock: torch.Tensor, k: int = 4) -> Comparison:
+    """Set the attribution's top k heads beside what knocking each head out cost (`knock`: [n_layer, nh])."""
+    grid = attr.heads()  # [n_layer, nh]
+
+    def row(b: int, h: int) -> tuple[int, int, float, float]:
+        return b, h, float(grid[b, h]), float(knock[b, h])
+    direct = [row(b, h) for b, h, _ in attr.top_heads(k)]
+    flat = int(knock.flatten().argmin())
+    top = row(flat // attr.n_head, flat % attr.n_head)
+    floor = INDIRECT_SHARE * max(direct[0][2], 0.0)
+    costly = knock.flatten().argsort()[:k].tolist()  # [k] the costliest knock-outs
+    indirect = [row(i // attr.n_head, i % attr.n_head) for i in costly]
+    indirect = [r for r in indirect if r[3] < 0 and r[2] < floor and abs(r[3]) >= abs(direct[0][3])]
+    return Comparison(direct, top, indirect)

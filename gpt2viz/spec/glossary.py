@@ -157,6 +157,18 @@ ENTRIES = [
                                    "replacing its output with zero or with its mean over the positions, and "
                                    "watching how the prediction changes."), "whatif", EXPERIMENTS,
           ("knock-out", "ablation", "knock out")),
+    Entry("Direct logit attribution", ("Splits one logit at one position into a share per part: the embedding, "
+                                       "every head, every attention bias, every MLP and the final LayerNorm's "
+                                       "bias. The final stream is their sum; with the final LayerNorm's scale "
+                                       "held at the run's value, each part centred and scaled, then read "
+                                       "through the unembedding, adds up to the logit exactly. It sees only what "
+                                       "a part writes straight to the answer (its direct effect), not what it "
+                                       "makes later parts do."), "attribution", EXPERIMENTS,
+          ("logit attribution", "DLA")),
+    Entry("Logit difference", ("logit(A) − logit(B) at one position: how much more the model favours answer A "
+                               "than answer B. It does not depend on the other tokens (the softmax's shared "
+                               "normaliser cancels), which makes it the usual measure in circuit analysis."),
+          "attribution", EXPERIMENTS, ("logit diff",)),
     Entry("Activation patching", ("Running a corrupt text B with one activation copied from the run of a clean "
                                   "text A, to find which parts carry the difference between their answers."),
           "patch", EXPERIMENTS, ("patching",)),

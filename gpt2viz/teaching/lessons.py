@@ -39,6 +39,7 @@ PAGES = tuple(row.url for row in APP_PAGES if row.url != "lesson")
 # (a slider), float (a number input: the app's hold floats, ui/state.py number) or bool (a toggle)
 PAGE_VALUES: dict[str, dict[str, type | tuple]] = {
     "whatif": {"part": ("head", "attention", "MLP", "neuron"), "method": ("zero", "mean"), "neuron": float},
+    "attribution": {"answer": str, "versus": str, "position": int},  # one-token strings, such as " after"
     "layernorm": {"ln": ("ln_1", "ln_2", "ln_f"), "ln_pos": int},
     "output": {"temp": float, "topk": float},
     "generation": {"steps": float, "temperature": float, "top_k": float, "gen_seed": float, "step": int},
@@ -180,6 +181,8 @@ def _value(page: str, key: str, value, where: str):
         if value not in kind:
             raise LessonError(f"{where}.{key}: {value!r:.40} is not one of {', '.join(kind)}")
         return value
+    if kind is str:
+        return _str(value, f"{where}.{key}", 40)
     if kind is bool:
         if not isinstance(value, bool):
             raise LessonError(f"{where}.{key}: expected true or false, got {value!r:.40}")

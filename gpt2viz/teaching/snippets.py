@@ -86,8 +86,9 @@ def _target(page: str, v: View) -> Target:
 
 
 COMPONENT_PAGES = ("overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output")
-PAGES = COMPONENT_PAGES + ("whatif", "patch", "lens", "heads")
-FULL_ONLY = ("whatif", "patch", "heads")  # pages that run the whole text in full mode, whatever the sidebar's mode
+PAGES = COMPONENT_PAGES + ("whatif", "attribution", "patch", "lens", "heads")
+# pages that run the whole text in full mode, whatever the sidebar's mode
+FULL_ONLY = ("whatif", "attribution", "patch", "heads")
 TOP_K = 10  # the What if page's tokens: the untouched run's ten most likely next tokens
 
 
@@ -106,7 +107,9 @@ def _mode(page: str, v: View) -> str:
 
 def _header(page: str, v: View, kind: str) -> list[str]:
     where = {"attention": f"block {v.block}, head {v.head}", "lens": f"position {_position(v)}",
-             "whatif": _knockout(v)[0], "heads": "every head", "patch": f"A into B, block {v.block}'s input",
+             "whatif": _knockout(v)[0], "heads": "every head",
+             "attribution": _attributed(v)[0] if page == "attribution" else "",
+             "patch": f"A into B, block {v.block}'s input",
              "overview": "every block", "tokens": "", "output": "the last position"}.get(page, f"block {v.block}")
     return [f"# The {BY_URL[page].title} page, recomputed with {kind}",
             "# " + " · ".join(x for x in (where, f"{_mode(page, v)} mode", weights_comment(v.weights)) if x),
@@ -124,6 +127,17 @@ def _position(v: View) -> int:
     return min(int(v.value("lens_pos", T - 1)), T - 1)
 
 
+def _attributed(v: View) -> tuple[str, str, str | None, int]:
+    """The attribution page's (label, answer, second answer or None, position): the tokens as typed."""
+    from ..model.tokenizer import decode  # the tokenizer's files load on first use, not with the snippets
+
+    answer, versus = decode([v.value("answer")]), v.value("versus")
+    versus = None if versus is None else decode([versus])
+    position = int(v.value("position", v.n_tokens - 1))
+    target = f"logit({answer!r})" + ("" if versus is None else f" − logit({versus!r})")
+    return f"{target} at position {position}", answer, versus, position
+
+
 def _knockout(v: View) -> tuple[str, str, int, str]:
     """The What if page's (label, part, index, method): part head, attn, mlp or neuron."""
     part, method = v.value("part", "head"), v.value("method", "zero")
@@ -139,7 +153,7 @@ def _ours(page: str, v: View) -> list[str]:
     text = _tokens(v) if v.cut else "TEXT"
     body, imports = _ours_body(page, v)
     needs_encode = v.cut or page in ("whatif", "patch")
-    run = [] if page == "patch" else \
+    run = [] if page in ("patch", "attribution") else \
         [f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app"]
     own = ["encode = model.vocabulary.encode  # the folder's own vocabulary"] if needs_encode and v.folder else []
     return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz",
@@ -168,6 +182,15 @@ def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
                 f"knocked = knockout(model.model, {_tokens(v)}, Target({v.block}, {part!r}, {index}), {method!r})",
                 f'result = knocked["logits"][0, -1].softmax(-1)[top]  # their probabilities, {label}'], \
             ["from gpt2viz.analysis.whatif import Target, knockout"]
+    if page == "attribution":
+        label, answer, versus, position = _attributed(v)
+        text = _tokens(v) if v.cut else "TEXT"
+        return [f"r = model.attribute({text}, {answer!r}, versus={versus!r}, position={position})",
+                "# r: the CLI's --json as a dict: target, rows, residual, answer, versus, ...",
+                'rows = {row["component"]: row["value"] for row in r["rows"]}  # they sum to r["target"]',
+                f"# each head's direct share of {label} [{v.n_layer}, {v.n_head}]",
+                f'result = torch.tensor([[rows[f"blocks.{{b}}.attn.head.{{h}}"] for h in range({v.n_head})]',
+                f"                       for b in range({v.n_layer})], dtype=torch.float64)"], []
     if page == "patch":
         a, b = v.value("answers")
         return [f"answers = ({a}, {b})  # the metric: logit(answers[0]) − logit(answers[1]), last position",
@@ -255,6 +278,8 @@ def _theirs_body(page: str, v: View) -> list[str]:
                 "result = torch.stack([d.mean(-1) for d in below])  # [n_layer, nh]"]
     if page == "whatif":
         return _whatif(v)
+    if page == "attribution":
+        return _attribution(v)
     if page == "patch":
         return _patch(v)
     t = _target(page, v)
@@ -279,6 +304,28 @@ def _patch(v: View) -> list[str]:
             "        patched.append(margin(hf(ids_b).logits))", "        handle.remove()",
             "# the restored fraction (m_patched − m_B) / (m_A − m_B) at each position",
             "result = (torch.stack(patched) - m_b) / (m_a - m_b)"]
+
+
+def _attribution(v: View) -> list[str]:
+    label, answer, versus, position = _attributed(v)
+    u = f"w_u[encode({answer!r})[0]]" + ("" if versus is None else f" - w_u[encode({versus!r})[0]]")
+    return ["seen = {}", f"for b in range({v.n_layer}):  # c_proj's input: the heads' z side by side [1, T, d]",
+            "    hf.transformer.h[b].attn.c_proj.register_forward_pre_hook(",
+            "        lambda module, args, b=b: seen.update({b: args[0]}))",
+            "ln_f, w_u = hf.transformer.ln_f, hf.lm_head.weight.double()  # w_u: [V, d], the unembedding",
+            "ln_f.register_forward_pre_hook(lambda module, args: seen.update(x=args[0]))  # the final stream",
+            "with torch.no_grad():", *_forward("attribution", v),
+            f"    x = seen['x'][0, {position}].double()  # the final stream at position {position}",
+            "    sigma = (x.var(unbiased=False) + ln_f.eps).sqrt()  # ln_f's scale there, held fixed",
+            f"    gu = ln_f.weight.double() * ({u})  # g ⊙ u",
+            f"    result = torch.zeros({v.n_layer}, {v.n_head}, dtype=torch.float64)",
+            f"    for b in range({v.n_layer}):",
+            f"        z = seen[b][0, {position}].double().view({v.n_head}, {v.d_head})  # each head's z",
+            f"        w_o = hf.transformer.h[b].attn.c_proj.weight.double().view({v.n_head}, {v.d_head}, -1)",
+            "        parts = torch.einsum('hk,hkd->hd', z, w_o)  # each head's output, without the bias",
+            "        # each centred on its own mean, over sigma, dotted with g ⊙ u",
+            "        result[b] = ((parts - parts.mean(-1, keepdim=True)) / sigma) @ gu",
+            f"# result: each head's direct share of {label}"]
 
 
 def _whatif(v: View) -> list[str]:

@@ -56,6 +56,8 @@ _CLASSROOM = [
               "rest on the first token?", (), True),
     ("whatif", "Knock out one head or one MLP and watch the prediction move: which parts does this text need?",
      (), True),
+    ("attribution", f"Split the answer's {link('logit')} into one share per head and MLP, "
+                    f"{link('direct logit attribution', 'exactly')}, and set it beside the knock-outs.", (), True),
     ("patch", "Run two texts that differ in one word and patch A's activations into B: where does the answer "
               "live?", (), True),
     ("training", "One training step: dropout, the loss at each position, and the gradients flowing back."),

@@ -14,6 +14,7 @@ OFFERS = {
     "attention": ("repeat", "Show the repeat in block {block} head {head}, full sequence", {"mode": "full"}),
     "generation": ("repeat", "Generate after the repeat", {}),
     "whatif": ("repeat", "Knock out block {block} head {head} on the repeat", {"part": "head", "method": "zero"}),
+    "attribution": ("repeat", "Split the repeat's next word among the heads", {}),
     "patch": ("pair", "Patch the ready pair (A: the repeat, B: its last word changed)", {}),
 }
 

@@ -1,0 +1,184 @@
+"""The "Who wrote the answer" page's logic: its controls (answer, second answer, position; URL-bound),
+the cached attribution, its charts, and the knock-outs of What if beside it with the sentences that
+say whether the two agree and, where not, why.
+
+The run is a FULL run of the whole text, whatever the sidebar's mode: the attribution reads every
+block's output at one position of an uncached run without dropout.
+"""
+
+import streamlit as st
+
+from .. import plots
+from ..analysis.attribution import NEEDS, Attribution, Comparison, attribute, compare, one_token
+from ..model.tokenizer import decode, readable
+from ..model.trace import Trace
+from ..spec.schema import Mode
+from .anatomy import plot
+from .cache import get_trace
+from .state import Selection, locked
+from .text import code_span
+from .whatif_view import requested, sweep_grid
+from .working import working
+
+AUTO_SWEEP = 48  # heads: a sweep this small (the demo model's 8) runs with the page; a bigger one on request
+TOP = 4  # heads set beside their knock-outs
+
+
+def full_trace(sel: Selection) -> Trace:
+    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in full mode…") as progress:
+        return get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
+
+
+def shown(token: int) -> str:
+    """A token as the answer box takes it (" after"), in a code span."""
+    return code_span(repr(decode([token])))
+
+
+def controls(sel: Selection, trace: Trace) -> tuple[int | None, int | None, int, str | None]:
+    """(answer, versus, position, why the tokens typed cannot be used). A blank answer is the top
+    prediction at the position; a blank second answer, none."""
+    cols = st.columns([2, 2, 3])
+    answer = cols[0].text_input("Answer token", key="answer", bind="query-params", disabled=locked("answer"),
+                                placeholder="blank: the top prediction",
+                                help="one token, as the tokenizer has it: mind the space before a word (' after')")
+    versus = cols[1].text_input("Against a second token", key="versus", bind="query-params", disabled=locked("versus"),
+                                placeholder="blank: the answer's logit alone",
+                                help="attribute logit(answer) − logit(this token): the logit difference")
+    position = int(cols[2].slider("Position", 0, trace.T - 1, trace.T - 1, key="position", bind="query-params",
+                                  disabled=locked("position"),
+                                  help="the token whose next-token logits are split (0-based)")) if trace.T > 1 else 0
+    try:
+        a = one_token(answer) if answer else None
+        b = one_token(versus, "the second token") if versus else None
+    except ValueError as e:
+        return None, None, position, str(e)
+    return a, b, position, None
+
+
+def likeliest(sel: Selection, trace: Trace, position: int, k: int = 5) -> None:
+    top = trace["logits"][0, position].softmax(-1).topk(k)
+    st.caption(f"Likeliest next tokens after position {position} ({code_span(trace.tokens[position])}): "
+               + ", ".join(f"{shown(int(i))} {float(p):.2g}" for p, i in zip(*top)))
+
+
+def attribution(sel: Selection, trace: Trace, answer: int | None, versus: int | None, position: int) -> Attribution:
+    return trace.memo(("attribution", answer, versus, position),
+                      lambda: attribute(sel.weights.model, trace, answer, versus, position))
+
+
+def target_label(a: Attribution) -> str:
+    return f"logit({readable(a.answer)})" + ("" if a.versus is None else f" − logit({readable(a.versus)})")
+
+
+def totals(a: Attribution) -> None:
+    """The target, the rows' sum beside it, and what is left."""
+    cols = st.columns(3)
+    cols[0].metric(target_label(a), f"{a.target:.6g}", help="the run's own value at this position")
+    cols[1].metric(f"Sum of the {len(a.names)} rows", f"{float(a.values.sum()):.6g}")
+    cols[2].metric("Residual (sum − target)", f"{a.residual:.1e}",
+                   help="float32 rounding of the forward pass; the split itself is exact")
+
+
+def charts(sel: Selection, a: Attribution) -> None:
+    cfg = sel.config
+    plot(plots.matrix_heatmap(a.heads(), [f"block {b}" for b in range(cfg.n_layer)],
+                              [f"head {h}" for h in range(cfg.n_head)],
+                              f"Each head's direct share of {target_label(a)}", "contribution",
+                              x_title="head", y_title="block", signed=True))
+    others = a.others()
+    plot(plots.depth_bars([v for _, v in others], [n for n, _ in others],
+                          "The rest: the embedding, attention biases, MLPs, ln_f's bias", "contribution"))
+
+
+def named(a: Attribution) -> str:
+    """The sentence that names the head that writes most of the target."""
+    b, h, v = a.top_heads(1)[0]
+    share = f" of {a.target:.3g}" if a.target > 0 else ""
+    return (f"**Head {b}.{h} writes most of {target_label(a)} directly: {v:+.3g}{share}.** Orange cells add to "
+            "it, purple ones take away; the cells and the bars add up to the value above.")
+
+
+DIRECT_ONLY = (
+    "**What this does not measure.** Each row is what a part writes *straight* into the final stream, read "
+    "through the final LayerNorm with its scale held at this run's value. A head whose output later heads or "
+    "MLPs read (a previous-token head feeding an induction head) is credited here only for what it writes to "
+    "the answer itself: its **direct effect**. Its total effect, everything that changes when it is gone, is "
+    "what What if's knock-out measures; the two are side by side below.")
+
+
+def _head(r) -> str:
+    return f"{r[0]}.{r[1]}"
+
+
+def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None) -> list[str]:
+    """Whether the head that writes most is the one whose knock-out costs most, and where not, why."""
+    top, ko = cmp.direct[0], cmp.knockout_top
+    if cmp.agree:
+        return [f"**They agree**: head {_head(top)} writes most directly ({top[2]:+.3g}) and costs most when "
+                f"knocked out (Δ log p {top[3]:+.3g})."]
+    lines = [f"**They differ**: the knock-out that costs most is head {_head(ko)}'s (Δ log p {ko[3]:+.3g}), "
+             f"not head {_head(top)}'s ({top[3]:+.3g}). Why:"]
+    for r in cmp.indirect:
+        lines.append(f"- Head {_head(r)} writes almost nothing directly ({r[2]:+.3g}) but is needed (Δ log p "
+                     f"{r[3]:+.3g}): it acts **through later parts**, as a previous-token head acts through the "
+                     "induction heads that read it. Direct attribution does not see that, by design.")
+    order = cmp.knockout_order()
+    if order[0][:2] != top[:2]:
+        first = order[0]
+        lines.append(f"- Among the heads that write, the knock-out ranks {_head(first)} (Δ log p {first[3]:+.3g}) "
+                     f"above {_head(top)} ({top[3]:+.3g}); the attribution ranks {_head(top)} first "
+                     f"({top[2]:+.3g} against {first[2]:+.3g}).")
+        lines.append(_margin_reason(first, top, a, margin))
+    else:
+        lines.append(f"- Among the heads that write, the knock-out's order is the attribution's: {_head(top)} first.")
+    return lines
+
+
+def _margin_reason(first, top, a: Attribution, margin: Attribution | None) -> str:
+    later = ("A knock-out also changes what later parts read (an MLP after the head) and the final LayerNorm's "
+             "scale; attribution holds both fixed.")
+    if margin is None:
+        return "  " + later
+    f, t = margin.heads()[first[0], first[1]], margin.heads()[top[0], top[1]]
+    against = f"Against the runner-up {readable(margin.versus)}, {target_label(margin)} splits {_head(first)} " \
+              f"{float(f):+.3g}, {_head(top)} {float(t):+.3g}"
+    if f > t:
+        return (f"  {against}: the knock-out's order. A knock-out moves log p, which depends on the answer's "
+                f"margin over the other tokens, and head {_head(top)} also raises tokens that compete with "
+                f"{readable(a.answer)}. {later}")
+    return f"  {against}: still not the knock-out's order. {later}"
+
+
+def runner_up(sel: Selection, trace: Trace, a: Attribution) -> Attribution | None:
+    """The answer against the likeliest other token, where no second token was given."""
+    if a.versus is not None:
+        return None
+    top2 = trace["logits"][0, a.position].topk(2).indices.tolist()
+    other = top2[1] if top2[0] == a.answer else top2[0]
+    return attribution(sel, trace, a.answer, other, a.position)
+
+
+def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison | None:
+    """What's knock-out of every head (zero, Δ log p of the answer at the last position) beside the
+    attribution's top heads; computed with the page when small, on request when not."""
+    st.subheader("Beside What if's knock-outs")
+    cfg = sel.config
+    if a.position != trace.T - 1:
+        st.info("What if's knock-outs measure the prediction at the last position: choose the last position "
+                "to set them beside this attribution.", icon=":material/info:")
+        return None
+    n = cfg.n_layer * cfg.n_head
+    pressed = n <= AUTO_SWEEP or st.button(f"Knock out every head ({n} runs)", key="attr_sweep")
+    if not requested(("sweep", sel.weights.key, sel.ids, "head", "zero", a.answer), pressed):
+        st.caption(f"Each head zeroed in turn (as on What if), {n} runs; the result is shared with What if's sweep.")
+        return None
+    knock = sweep_grid(sel, "head", "zero", a.answer).values  # [n_layer, nh]
+    cmp = compare(a, knock, k=min(TOP, n))
+    rank = {(b, h): i + 1 for i, (b, h) in enumerate(
+        (int(j) // cfg.n_head, int(j) % cfg.n_head) for j in knock.flatten().argsort())}
+    rows = [{"head": _head(r), f"direct share of {target_label(a)}": round(r[2], 4),
+             f"knock-out: Δ log p({readable(a.answer)})": round(r[3], 4), f"knock-out rank (of {n})": rank[r[:2]]}
+            for r in cmp.direct + [r for r in cmp.indirect if r not in cmp.direct]]
+    st.dataframe(rows, hide_index=True, width="stretch")
+    st.markdown("\n".join(verdict(cmp, a, runner_up(sel, trace, a))))
+    return cmp

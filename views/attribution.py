@@ -1,0 +1,34 @@
+"""Who wrote the answer: direct logit attribution, every head's, MLP's and bias's share of one logit."""
+
+import streamlit as st
+
+from gpt2viz.ui import attribution_view as av
+from gpt2viz.ui import code_panel, story
+from gpt2viz.ui.anatomy import random_note, selection, text_notes
+
+sel = selection()
+st.title("Who wrote the answer")
+st.markdown("The final stream at a position is a sum: the embedding, plus what every head, every attention bias "
+            "and every MLP added to it. Hold the final LayerNorm's scale at this run's value and the answer's "
+            "logit splits the same way, exactly, into one share per part: **direct logit attribution**. Against "
+            "a second token, the **logit difference** splits likewise.")
+story.offer(sel, "attribution")
+if sel.text_error:
+    st.warning(sel.text_error, icon=":material/edit:")
+    st.stop()
+text_notes(sel)
+st.caption("Runs the whole text (full mode, no dropout), whatever the sidebar's mode.")
+trace = av.full_trace(sel)
+answer, versus, position, error = av.controls(sel, trace)
+av.likeliest(sel, trace, position)
+if error:
+    st.warning(error, icon=":material/edit:")
+    st.stop()
+random_note(sel)
+a = av.attribution(sel, trace, answer, versus, position)
+av.totals(a)
+st.markdown(av.named(a))
+av.charts(sel, a)
+st.markdown(av.DIRECT_ONLY)
+av.beside_knockouts(sel, trace, a)
+code_panel.section("attribution", sel, (("answer", a.answer), ("versus", a.versus), ("position", a.position)))

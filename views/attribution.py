@@ -12,7 +12,8 @@ st.markdown("The final stream at a position is a sum: the embedding, plus what e
             "and every MLP added to it. Hold the final LayerNorm's scale at this run's value and the answer's "
             "logit splits the same way, exactly, into one share per part: **direct logit attribution**. Against "
             "a second token, the **logit difference** splits likewise.")
-story.offer(sel, "attribution")
+story.offer(sel, "attribution", says="the model copies after from the first time round. Which heads write its "
+            "logit, and does knocking them out tell the same story?")
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
@@ -24,10 +25,10 @@ av.likeliest(sel, trace, position)
 if error:
     st.warning(error, icon=":material/edit:")
     st.stop()
-random_note(sel)
 a = av.attribution(sel, trace, answer, versus, position)
 av.totals(a)
 st.markdown(av.named(a))
+random_note(sel)
 av.charts(sel, a)
 st.markdown(av.DIRECT_ONLY)
 av.beside_knockouts(sel, trace, a)

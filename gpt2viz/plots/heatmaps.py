@@ -83,10 +83,13 @@ def mask_cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dic
 
 
 def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, value_title: str,
-                   x_title: str = "block", y_title: str = "", signed: bool = False) -> go.Figure:
+                   x_title: str = "block", y_title: str = "", signed: bool = False,
+                   cell_text: str | None = None) -> go.Figure:
     """A small labelled matrix [rows, cols] on the sequential scale, e.g. gradient norms per
     component (rows) and block (columns), or with `signed` on the diverging scale centred on 0
-    (an effect that can go either way); hover names the row, the column and the value."""
+    (an effect that can go either way); hover names the row, the column and the value.
+    `cell_text`: a d3 number format ("+.2f") to write each value in its cell, for maps whose
+    numbers are read, not only their colours."""
     z = checks.array(z, "z", "rows, cols")
     rows = checks.labels(row_labels, z.shape[0], "row_labels", f"z has {z.shape[0]} rows")
     cols = checks.labels(col_labels, z.shape[1], "col_labels", f"z has {z.shape[1]} columns")
@@ -94,7 +97,11 @@ def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], titl
     scale = dict(colorscale=colorscale(DIVERGING), zmid=0) if signed else dict(colorscale=colorscale(SEQUENTIAL))
     trace = heatmap(z, cols, rows, "%{y} · %{x}<br>" + value_title + " %{z:.3g}", **scale,
                     colorbar=dict(title=dict(text=value_title)))
-    return figure([trace], figure_layout(title, height=clamp_height(150 + 28 * len(rows)),
+    height = 150 + 28 * len(rows)
+    if cell_text:
+        trace.update(texttemplate="%{z:" + cell_text + "}", textfont=dict(size=CELL_PX))
+        height = max(height, 260)  # two rows' height crowded the colour bar's ticks into one another
+    return figure([trace], figure_layout(title, height=clamp_height(height),
                                          margin=default_margin(l=label_px(map(short, rows), MARGIN_LEFT)),
                                          xaxis=category_axis(cols, x_title),
                                          yaxis=category_axis(rows, y_title, autorange="reversed")))

@@ -84,18 +84,26 @@ def charts(sel: Selection, a: Attribution) -> None:
     plot(plots.matrix_heatmap(a.heads(), [f"block {b}" for b in range(cfg.n_layer)],
                               [f"head {h}" for h in range(cfg.n_head)],
                               f"Each head's direct share of {target_label(a)}", "contribution",
-                              x_title="head", y_title="block", signed=True))
+                              x_title="head", y_title="block", signed=True, cell_text="+.2f"))
     others = a.others()
-    plot(plots.depth_bars([v for _, v in others], [n for n, _ in others],
-                          "The rest: the embedding, attention biases, MLPs, ln_f's bias", "contribution"))
+    plot(plots.depth_bars([v for _, v in others], [bar_label(n) for n, _ in others],
+                          "The rest: embedding, attention biases b_O, MLPs, ln_f's bias", "contribution"))
+
+
+def bar_label(name: str) -> str:
+    """A row's name short enough to stand under its bar: blocks.3.attn.bias -> "b_O 3", blocks.3.mlp -> "MLP 3"."""
+    if not name.startswith("blocks."):
+        return name.replace(".", " ")  # ln_f.bias: a dot in a tilted label read as none
+    _, b, part = name.split(".", 2)
+    return f"{'b_O' if part == 'attn.bias' else 'MLP'} {b}"
 
 
 def named(a: Attribution) -> str:
     """The sentence that names the head that writes most of the target."""
     b, h, v = a.top_heads(1)[0]
     share = f" of {a.target:.3g}" if a.target > 0 else ""
-    return (f"**Head {b}.{h} writes most of {target_label(a)} directly: {v:+.3g}{share}.** Orange cells add to "
-            "it, purple ones take away; the cells and the bars add up to the value above.")
+    return (f"**Head {b}.{h} writes most of {target_label(a)} directly: {v:+.3g}{share}.** Purple cells add to "
+            "it, orange ones take away (head b.h: block b, head h); the cells and the bars add up to the value above.")
 
 
 DIRECT_ONLY = (
@@ -172,7 +180,10 @@ def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison
     if not requested(("sweep", sel.weights.key, sel.ids, "head", "zero", a.answer), pressed):
         st.caption(f"Each head zeroed in turn (as on What if), {n} runs; the result is shared with What if's sweep.")
         return None
-    knock = sweep_grid(sel, "head", "zero", a.answer).values  # [n_layer, nh]
+    slot = st.empty()  # the sweep's progress bar, gone once it is done
+    with slot.container():
+        knock = sweep_grid(sel, "head", "zero", a.answer).values  # [n_layer, nh]
+    slot.empty()
     cmp = compare(a, knock, k=min(TOP, n))
     rank = {(b, h): i + 1 for i, (b, h) in enumerate(
         (int(j) // cfg.n_head, int(j) % cfg.n_head) for j in knock.flatten().argsort())}

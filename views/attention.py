@@ -6,7 +6,7 @@ from gpt2viz import plots
 from gpt2viz.model.gpt2 import causal_mask
 from gpt2viz.teaching import notices
 from gpt2viz.teaching.prompts import induction_cells
-from gpt2viz.ui import anatomy, story
+from gpt2viz.ui import anatomy, dot_view, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import draw_diagram
 
@@ -34,6 +34,7 @@ anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notice
 if sel.weights.demo:
     story.heads_pointer(sel)
 st.markdown(notices.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
+dot_view.section(sel, trace, q, k, offset)
 draw_diagram("attention", sel, "attention")
 n = min(T, GRID_QUERIES)
 last = trace.get("attn.pattern", b, queries=slice(T - n, T))[0]  # [nh, n, L]

@@ -56,11 +56,11 @@ from .depth import depth_bars, residual_norms
 from .distributions import PERCENTILES, gelu_curve, histogram
 from .heatmaps import lens_heatmap, mask_path, matrix_heatmap
 from .scatter import head_scatter
-from .vectors import heads_merged, layernorm_stages, stacked_vectors
+from .vectors import heads_merged, layernorm_stages, sorted_products, stacked_vectors
 
 __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "SEQUENTIAL", "SUBTITLE_PX", "TICK_CHARS",
            "TICK_ANGLES", "TICK_PX", "TITLE_PX",
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
            "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
            "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",
-           "heads_merged", "layernorm_stages", "stacked_vectors", "grouped_bars", "head_scatter"]
+           "heads_merged", "layernorm_stages", "sorted_products", "stacked_vectors", "grouped_bars", "head_scatter"]

@@ -6,7 +6,9 @@ single position), show that position's d values instead.
 - `layernorm_stages`: one position's vector as it enters a LayerNorm, centred, scaled, and with
   gain and bias applied;
 - `heads_merged`: the nh heads' outputs z [nh, dh] side by side, and the merged vector [d] they
-  become, coloured by the head each stretch of it came from.
+  become, coloured by the head each stretch of it came from;
+- `sorted_products`: one query's and one key's dh products, sorted, with their running sum (the
+  dot product behind an attention score).
 """
 
 from collections.abc import Sequence
@@ -15,7 +17,18 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import BLUE, ORANGE, SEQUENTIAL, SUBTITLE_PX, default_margin, escape, top_margin, value_axis, with_layout
+from .axes import (
+    BLUE,
+    ORANGE,
+    SEQUENTIAL,
+    SUBTITLE_PX,
+    VERMILLION,
+    default_margin,
+    escape,
+    top_margin,
+    value_axis,
+    with_layout,
+)
 from .checks import array
 
 ROW_PX = 125  # height of one vector's row
@@ -82,3 +95,26 @@ def heads_merged(z, merged, title: str) -> go.Figure:
     fig.update_annotations(font_size=SUBTITLE_PX, x=0, xanchor="left")
     return with_layout(fig, title, height=max(380, 220 + 18 * nh), bargap=0, yaxis2=value_axis("value"),
                        margin=default_margin(**ROW_TITLE_MARGIN))
+
+
+def sorted_products(q, k, title: str) -> go.Figure:
+    """The dh products q[c] · k[c] of one query and one key, largest first (blue: the two agree in
+    sign and push the score up; orange: they disagree and pull it down), and the running sum that
+    ends at the dot product q · k. Hover names each product's coordinate and its two factors."""
+    q, k = array(q, "q", "dh"), array(k, "k", "dh")
+    if q.size != k.size:
+        raise ValueError(f"q has {q.size} values and k {k.size}: both must be [dh]")
+    products = q * k
+    order = np.argsort(-products, kind="stable")
+    ranked = products[order]
+    bars = go.Bar(x=np.arange(q.size), y=ranked, marker={"color": [BLUE if p >= 0 else ORANGE for p in ranked],
+                                                         "line": {"width": 0}},
+                  customdata=np.stack([order, q[order], k[order]], axis=-1), name="q[c] · k[c]",
+                  hovertemplate="coordinate %{customdata[0]}<br>q = %{customdata[1]:.4g} · k = %{customdata[2]:.4g}"
+                                "<br>product %{y:.4g}<extra></extra>")
+    running = go.Scatter(x=np.arange(q.size), y=np.cumsum(ranked), mode="lines", name="running sum",
+                         line={"color": VERMILLION, "width": 2},
+                         hovertemplate="the first %{x} + 1 products add up to %{y:.4g}<extra></extra>")
+    return with_layout(go.Figure([bars, running]), title, bargap=0.1,
+                       xaxis=value_axis("the dh products, largest first"), yaxis=value_axis("q[c] · k[c]"),
+                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))

@@ -39,6 +39,7 @@ PAGES = tuple(row.url for row in APP_PAGES if row.url != "lesson")
 # (a slider), float (a number input: the app's hold floats, ui/state.py number) or bool (a toggle)
 PAGE_VALUES: dict[str, dict[str, type | tuple]] = {
     "whatif": {"part": ("head", "attention", "MLP", "neuron"), "method": ("zero", "mean"), "neuron": float},
+    "attention": {"qi": int, "kj": int},  # the cell whose dot product is taken apart
     "attribution": {"answer": str, "versus": str, "position": int},  # one-token strings, such as " after"
     "layernorm": {"ln": ("ln_1", "ln_2", "ln_f"), "ln_pos": int},
     "output": {"temp": float, "topk": float},

@@ -30,12 +30,7 @@ needs_demo = pytest.mark.skipif(not DEMO_PATH.is_file(), reason="the demo model 
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=180)
-    for key, value in {"model": "tiny", **params}.items():
-        at.query_params[key] = str(value)
-    at.run()
-    at.switch_page("views/attribution.py")
-    at.run()
+    at = visit("attribution", **{"model": "tiny", **{k: str(v) for k, v in params.items()}})
     assert not at.exception, at.exception[0].value
     return at
 

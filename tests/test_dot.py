@@ -4,6 +4,8 @@ so, the weight is the row's softmax, and the page opens on the cell its link nam
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,9 @@ from gpt2viz.model.weights import random_model
 from gpt2viz.spec.config import get_config
 from gpt2viz.spec.schema import Mode
 from gpt2viz.teaching import lessons as lf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_links import run as visit  # noqa: E402
 
 TEXT = "When Mary and John went to the store, John gave a drink to"
 
@@ -74,12 +79,7 @@ def test_sorted_products_figure_sorts_and_ends_at_the_dot_product():
 
 
 def open_attention(**params) -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=180)
-    for key, value in {"model": "tiny", **params}.items():
-        at.query_params[key] = str(value)
-    at.run()
-    at.switch_page("views/attention.py")
-    at.run()
+    at = visit("attention", **{"model": "tiny", **{k: str(v) for k, v in params.items()}})
     assert not at.exception, at.exception[0].value
     return at
 

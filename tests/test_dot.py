@@ -103,3 +103,10 @@ def test_a_masked_cell_is_said_and_lessons_may_name_the_cell():
     stop = lf.parse({"title": "t", "weights": {"source": "demo"}, "text": "x",
                      "stops": [{"page": "attention", "values": {"qi": 3, "kj": 1}}]}).stops[0]
     assert stop.values == {"qi": 3, "kj": 1}
+
+
+def test_beside_the_pattern_a_caveat_links_the_heads_attribution_and_knock_out():
+    at = open_attention(block=1, head=3)
+    line = next(m.value for m in at.markdown if "not that what it reads matters" in m.value)
+    assert 'href="/attribution?' in line and "block=1" in line and "head=3" in line
+    assert 'href="/whatif?' in line and "part=head" in line

@@ -30,6 +30,7 @@ plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · 
                           query_offset=offset, mask=causal_mask(T, L), marks=marks,
                           marks_note="outlined: where an induction head looks (the word after the earlier occurrence)"),
      f"block {b} head {h}")
+dot_view.caveat(sel)
 anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notices.weights_kind(sel.weights), b, h))
 if sel.weights.demo:
     story.heads_pointer(sel)

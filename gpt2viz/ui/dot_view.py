@@ -10,8 +10,19 @@ from .. import plots
 from ..analysis.dot import ScoreParts, score_parts
 from ..model.trace import Trace
 from .anatomy import plot
+from .links import anchor
 from .state import Selection, number
 from .text import code_span
+
+
+def caveat(sel: Selection) -> None:
+    """Beside a pattern: where a head reads is not whether it matters (the misreading of attention
+    maps that the literature reports most), with the two pages that measure the latter."""
+    b, h = sel.block, sel.head
+    share = anchor(f"head {b}.{h}'s share of the answer", "attribution")
+    knock = anchor(f"knock head {b}.{h} out", "whatif", part="head", method="zero")
+    st.markdown(f":material/warning: A large weight shows where a head reads, not that what it reads matters "
+                f"for the prediction: see {share} or {knock}.", unsafe_allow_html=True)
 
 
 def pick(trace: Trace, block: int, head: int) -> tuple[int, int]:

@@ -48,6 +48,7 @@ with script_running():
     link_notes(selection)
     if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
         lesson_view.stop_bar(lesson, page.url_path)
+        lesson_view.check_claims(lesson, selection)
         lesson_view.warm(lesson, selection)
     elif selection.present:  # the large "next" stands for the tour's line
         present.chrome(next_stop(page.url_path))

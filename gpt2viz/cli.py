@@ -437,7 +437,9 @@ def cmd_lesson(a) -> int:
 
     lesson = lf.load(a.file)
     if a.action == "check":
-        print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})")
+        claims = sum(len(s.claims) for s in lesson.stops)
+        print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})"
+              + (f", {claims} published claim{'s' * (claims != 1)} checked live" if claims else ""))
         return 0
     key = lf.server_key(os.environ)
     if key is None:

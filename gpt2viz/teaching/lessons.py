@@ -71,6 +71,7 @@ class Stop:
     head: int = 0
     values: dict = field(default_factory=dict)  # the page's own controls (PAGE_VALUES)
     note: str = ""
+    claims: tuple[dict, ...] = ()  # published claims this stop checks on the weights in view (_claim)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Lesson:
         out |= {"free": list(self.free)} if self.free else {}
         out |= {"expires": self.expires} if self.expires is not None else {}
         default = Stop("")
-        out["stops"] = [{k: getattr(s, k) for k in ("page", "mode", "block", "head", "values", "note")
+        out["stops"] = [{k: list(getattr(s, k)) if k == "claims" else getattr(s, k) for k in STOP_FIELDS
                          if k == "page" or getattr(s, k) != getattr(default, k)} for s in self.stops]
         return out
 
@@ -193,9 +194,49 @@ def _value(page: str, key: str, value, where: str):
     return _int(value, f"{where}.{key}")
 
 
+STOP_FIELDS = ("page", "mode", "block", "head", "values", "note", "claims")
+CLAIM_MEASURES = ("induction", "logit_diff", "attribution", "knockout")  # analysis/claims.py measures each
+CLAIM_FIELDS = ("text", "citation", "measure", "heads", "published", "threshold", "tokens", "prompts", "seed")
+MAX_CLAIMS, MAX_CLAIM_TEXT = 4, 300
+
+
+def _claim(d, where: str) -> dict:
+    """A published claim, checked live: `text` and `citation` (what was published, where), `measure`
+    (how it is measured here: one of CLAIM_MEASURES), `heads` ([[block, head], ...], the heads it names;
+    none for logit_diff), `published` (the published number, optional), `threshold` (the measured value
+    that agrees: at least it, or for knockout at most it), `tokens` ("any" or "demo": the random tokens
+    of an induction measurement), `prompts` (how many indirect-object prompts, 1 to 64) and `seed`."""
+    _only(d, where, CLAIM_FIELDS)
+    measure = _need(d, "measure", where)
+    if measure not in CLAIM_MEASURES:
+        raise LessonError(f"{where}.measure: {measure!r:.40} is not one of {', '.join(CLAIM_MEASURES)}")
+    heads = d.get("heads", [])
+    if not isinstance(heads, list) or not all(isinstance(h, list) and len(h) == 2 for h in heads):
+        raise LessonError(f"{where}.heads: expected a list of [block, head] pairs")
+    if measure != "logit_diff" and not heads:
+        raise LessonError(f"{where}.heads: a {measure} claim names at least one head")
+    out = {"text": _str(_need(d, "text", where), f"{where}.text", MAX_CLAIM_TEXT),
+           "citation": _str(_need(d, "citation", where), f"{where}.citation", 200), "measure": measure,
+           "heads": [[_int(b, f"{where}.heads"), _int(h, f"{where}.heads")] for b, h in heads],
+           "threshold": _number(_need(d, "threshold", where), f"{where}.threshold")}
+    if d.get("published") is not None:
+        out["published"] = _number(d["published"], f"{where}.published")
+    tokens = d.get("tokens", "any")
+    if tokens not in ("any", "demo"):
+        raise LessonError(f"{where}.tokens: {tokens!r:.40} is not one of any, demo")
+    return out | {"tokens": tokens, "prompts": _int(d.get("prompts", 16), f"{where}.prompts", 1, 64),
+                  "seed": _int(d.get("seed", 0), f"{where}.seed")}
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LessonError(f"{where}: expected a number, got {value!r:.40}")
+    return float(value)
+
+
 def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
     where = f"stops[{i}]"
-    _only(d, where, ("page", "mode", "block", "head", "values", "note"))
+    _only(d, where, STOP_FIELDS)
     page = _need(d, "page", where)
     if page not in PAGES:
         raise LessonError(f"{where}.page: {page!r:.40} is not a page (one of {', '.join(PAGES)})")
@@ -208,7 +249,11 @@ def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
     if not isinstance(values, dict):
         raise LessonError(f"{where}.values: expected a table of the page's controls, got {type(values).__name__}")
     values = {k: _value(page, k, v, f"{where}.values") for k, v in values.items()}
-    return Stop(page, mode, block, head, values, _str(d.get("note", ""), f"{where}.note", MAX_NOTE, empty=True))
+    claims = d.get("claims", [])
+    if not isinstance(claims, list) or len(claims) > MAX_CLAIMS:
+        raise LessonError(f"{where}.claims: expected a list of at most {MAX_CLAIMS} claims")
+    return Stop(page, mode, block, head, values, _str(d.get("note", ""), f"{where}.note", MAX_NOTE, empty=True),
+                tuple(_claim(c, f"{where}.claims[{j}]") for j, c in enumerate(claims)))
 
 
 def parse(d) -> Lesson:

@@ -9,12 +9,15 @@ free are declared disabled (ui/state.py `locked`). A signed link's next and back
 next and back switch pages within it.
 """
 
+import json
 import logging
 import os
 from dataclasses import dataclass
 
 import streamlit as st
 
+from ..analysis.claims import AT_LEAST, Measured, measure
+from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
 from ..server.guesses import GuessLimit, guesses_allowed
@@ -204,3 +207,37 @@ def warm(opened: OpenLesson, sel: Selection) -> None:
     class following it is served from the shared trace cache (on the lesson's weights only)."""
     if sel.source == opened.lesson.weights["source"]:
         _warm(opened.ident, sel.weights.key, sel, opened.lesson)
+
+
+# ---------------------------------------------------------------------------- published claims, measured here
+@st.cache_resource(max_entries=64, show_spinner="Measuring the published claim on these weights…")
+def _measured(weights_key, claim_json: str, _sel: Selection) -> Measured | str:
+    """A claim measured on the weights in view, once per weights and claim on this server; or why it
+    cannot be (the weights lack a head it names)."""
+    c = json.loads(claim_json)
+    vocabulary = demo_vocabulary() if c["tokens"] == "demo" and DEMO_PATH.is_file() else None
+    try:
+        return measure(_sel.weights.model, c["measure"], c["heads"], c["threshold"], vocabulary, c["prompts"],
+                       c["seed"])
+    except ValueError as e:
+        return str(e)
+
+
+def claim_text(c: dict, m: Measured | str) -> str:
+    """Published beside measured here, and plainly whether they agree."""
+    published = f" **{c['published']:g}**" if "published" in c else ""
+    head = f"**Published**{published}: {c['text']} ({c['citation']})."
+    if isinstance(m, str):
+        return f"{head}  \n**Measured here**: not measurable on these weights: {m}."
+    bound = "at least" if AT_LEAST[c["measure"]] else "at most"
+    verdict = "**agrees**" if m.agrees else "**differs**"
+    return (f"{head}  \n**Measured here**: {m.value:.3g} ({c['measure']}; {m.detail}). The lesson counts "
+            f"{bound} {c['threshold']:g} as agreeing: {verdict}.")
+
+
+def check_claims(opened: OpenLesson, sel: Selection) -> None:
+    """Under the stop's note: each published claim beside its measurement on the weights in view."""
+    for c in opened.stop.claims:
+        m = _measured(sel.weights.key, json.dumps(c, sort_keys=True), sel)
+        ok = not isinstance(m, str) and m.agrees
+        (st.success if ok else st.warning)(claim_text(c, m), icon=":material/fact_check:")

@@ -92,3 +92,27 @@ def test_the_exercises_page_grades_live_checks_and_keeps_the_score():
     assert not at.exception
     assert any("before and" in m.value for m in at.markdown)
     assert any("Live checks:" in m.value and "answered" in m.value and "2 answered" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("given,ok", [("1.3", True), ("1, 3", True), ("1.1", False), ("0.3", False),
+                                      ("head 3", None), ("2.0", None), ("1.4", None)])
+def test_the_writer_check_asks_block_dot_head(given, ok):
+    from gpt2viz.teaching.live_checks import writer_check
+
+    grid = torch.tensor([[0.1, 0.0, 0.2, -0.1], [1.4, 3.0, 1.2, 3.3]])  # [n_layer = 2, nh = 4]
+    check = writer_check(grid, " after", "k")
+    assert check.answer == (1, 3) and "Head **1.3**" in check.worked and "' after'" in check.question
+    assert grade(check, given).ok is ok
+
+
+def test_the_exercises_page_asks_who_wrote_the_answer():
+    from gpt2viz.analysis.attribution import attribute_text
+    from gpt2viz.model.weights import random_model
+    from gpt2viz.spec.config import get_config
+
+    text = "One two three four five"
+    at = live_page(text=text)
+    a = attribute_text(random_model(get_config("tiny"), 0), encode(text))
+    (b, h, _), = a.top_heads(1)
+    at = answer(at, ":writer", f"{b}.{h}")
+    assert not at.exception and any(s.value == "Right." for s in at.success)

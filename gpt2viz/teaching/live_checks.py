@@ -1,7 +1,8 @@
 """Live checks: questions answered only by looking at the student's own run, graded against that run.
 How many tokens is the text; which token comes next, and with what
 probability; which head of block n attends most to the previous token; after knocking out a head,
-does the top next token change? Pure: the numbers of the run in, questions and grades out.
+does the top next token change; which head writes most of the top token's logit directly? Pure: the
+numbers of the run in, questions and grades out.
 
 Grading tolerates GPT-2's leading space (" Paris" = "Paris") and a probability within 10 % of the
 run's (or 0.01, whichever is larger). An answer that cannot be read (not a number, not yes or no, a
@@ -21,11 +22,12 @@ from ..model.tokenizer import readable
 class LiveCheck:
     id: str  # stable for the same run: it keys the session's grades
     question: str
-    kind: str  # "count", "token", "probability", "head", "yes/no", "knock-out" (graded by grade_knockout)
+    kind: str  # "count", "token", "probability", "head", "yes/no", "block.head", "knock-out" (grade_knockout)
     answer: object  # int, str (the token's text), float, int, bool
     worked: str  # shown once graded
     hint: str  # how to type the answer
     top: int | None = None  # a head answer must be below it
+    blocks: int | None = None  # a block.head answer's block must be below it
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,18 @@ def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tens
             "before it (" + ", ".join(f"head {h}: {s:.0%}" for h, s in enumerate(scores)) + ").",
             f"a head number from 0 to {len(scores) - 1}", top=len(scores)))
     return out
+
+
+def writer_check(heads: torch.Tensor, token: str, key: str) -> LiveCheck:
+    """Which head writes most of the top token's logit directly? `heads` [n_layer, nh]: each head's direct
+    logit attribution (analysis/attribution.py) to that logit at the last position."""
+    n_layer, nh = heads.shape
+    i = int(heads.flatten().argmax())
+    b, h = divmod(i, nh)
+    return LiveCheck(f"{key}:writer", f"Which head writes most of the logit of {token!r} directly? (Who wrote "
+                     "the answer page.) Answer block.head, such as 1.3.", "block.head", (b, h),
+                     f"Head **{b}.{h}**: {float(heads[b, h]):+.3g} of the logit, the largest of the "
+                     f"{n_layer * nh} heads' direct shares.", "block.head, such as 1.3", top=nh, blocks=n_layer)
 
 
 def knockout_check(top: int, block: int, head: int, key: str) -> LiveCheck:
@@ -101,6 +115,15 @@ def grade(check: LiveCheck, text: str) -> Grade:
             return Grade(None, "A probability is between 0 and 1 (or 0% and 100%).")
         ok = abs(p - check.answer) <= max(0.01, 0.1 * check.answer)
         return Grade(ok, "Right, within 10 %." if ok else f"Not {p:.4g}.")
+    if check.kind == "block.head":
+        m = re.fullmatch(r"(\d+)\s*[.,]\s*(\d+)", given)
+        if not m:
+            return Grade(None, f"Type {check.hint}.")
+        b, h = int(m.group(1)), int(m.group(2))
+        if b >= check.blocks or h >= check.top:
+            return Grade(None, f"There is no head {b}.{h}: type {check.hint}.")
+        ok = (b, h) == check.answer
+        return Grade(ok, "Right." if ok else f"Not {b}.{h}.")
     word = given.lower()
     if word not in ("yes", "y", "no", "n"):
         return Grade(None, f"Type {check.hint}.")

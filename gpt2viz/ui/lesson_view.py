@@ -122,7 +122,9 @@ def _missing_weights(weights: dict) -> str | None:
     if weights["source"] not in sources_enabled():
         return f"the {weights['source']} weights"
     if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
-        return f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download fetches it)"
+        return (f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download {weights['checkpoint']} fetches "
+                "it; meanwhile lessons/induction-demo.json, opened on the Lessons page, checks the demo model's "
+                "own induction heads the same way)")
     return None
 
 

@@ -6,7 +6,9 @@ import hashlib
 import streamlit as st
 
 from ..analysis.whatif import Target
-from ..teaching.live_checks import LiveCheck, checks, grade, grade_knockout, knockout_check
+from ..model.tokenizer import readable
+from ..teaching.live_checks import LiveCheck, checks, grade, grade_knockout, knockout_check, writer_check
+from .attribution_view import attribution, full_trace
 from .state import Selection
 from .whatif_view import clean_trace, knocked_out
 
@@ -31,6 +33,9 @@ def live_checks(sel: Selection) -> None:
     asked = checks(sel.ids, clean["logits"][0, -1], clean.get("attn.pattern", sel.block)[0], sel.block, key)
     top = int(clean["logits"][0, -1].argmax())
     asked.append(knockout_check(top, sel.block, sel.head, key))
+    attributed = full_trace(sel)
+    a = attribution(sel, attributed, top, None, attributed.T - 1)
+    asked.append(writer_check(a.heads(), readable(top).replace("␣", " "), key))
     grades = st.session_state.setdefault("live_results", {})  # check id -> (ok, message, worked)
     score = st.empty()
     for i, check in enumerate(asked, 1):

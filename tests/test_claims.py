@@ -42,7 +42,7 @@ def test_the_demo_models_induction_heads_pass_their_own_stop():
     (c,) = claims_of(DEMO_LESSON)
     m = measured(load_safetensors(DEMO_PATH).model, c, demo_vocabulary())
     assert m.agrees and m.value >= 0.8, m  # measured: 0.86 to 0.90 on 15 demo words repeated
-    assert "best other head, 0." in m.detail  # a block-0 head, far below
+    assert "best other head, head 0." in m.detail  # a block-0 head, far below
 
 
 def test_on_a_seeded_random_model_the_claims_differ():

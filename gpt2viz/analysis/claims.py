@@ -83,7 +83,7 @@ def induction(model: GPT2, heads, threshold: float, vocabulary=None, seed: int =
     listed = [score[tuple(h)] for h in heads]
     others = sorted(((v, k) for k, v in score.items() if list(k) not in [list(h) for h in heads]), reverse=True)
     value = min(listed)
-    best = f"; the best other head, {_head(*others[0][1])}, scores {others[0][0]:.2f}" if others else ""
+    best = f"; the best other head, head {_head(*others[0][1])}, scores {others[0][0]:.2f}" if others else ""
     detail = (f"on {half} random tokens repeated once, the listed heads score {min(listed):.2f} to "
               f"{max(listed):.2f}{best}")
     return Measured(value, value >= threshold, detail)

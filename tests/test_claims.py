@@ -128,3 +128,21 @@ def test_the_paper_lessons_on_real_gpt2(path):
     for c in claims_of(path):
         m = measured(model, c)
         assert m.agrees, (c["text"], m)
+
+
+def test_the_logit_difference_of_the_prompt_in_view_stands_beside_the_mean(monkeypatch, tiny):
+    from gpt2viz.analysis.whatif import last_logits
+
+    text = json.loads(IOI.read_text())["text"]
+    mary, john = encode(" Mary")[0], encode(" John")[0]
+    assert claims.in_view(text) == (mary, john) and claims.in_view("Mary and John") is None
+    io, s, d = claims.prompt_logit_diff(tiny, text)
+    logits = last_logits(tiny, encode(text), ())[0]
+    assert (io, s) == (mary, john) and abs(d - float(logits[mary] - logits[john])) < 1e-5
+    monkeypatch.setenv(lf.KEY_ENV, KEY)
+    monkeypatch.delenv("GPT2VIZ_TEACHER_PASSWORD", raising=False)
+    lesson = json.loads(IOI.read_text())
+    lesson |= {"weights": {"source": "random", "model": "tiny"}, "stops": lesson["stops"][:1]}  # tiny: 2 blocks
+    at = visit("output", lesson=lf.sign(lf.parse(lesson), KEY.encode()), stop="0")
+    shown = [w.value for w in at.warning if "**Published 3.56**" in w.value]
+    assert shown and "**differs**" in shown[0] and f"logit(␣Mary) − logit(␣John) = {d:+.3g}" in shown[0]

@@ -106,6 +106,23 @@ def _differences(model: GPT2, prompts, interventions=()) -> torch.Tensor:
     return out  # [n]
 
 
+def in_view(text: str) -> tuple[int, int] | None:
+    """(IO, S) of an indirect-object prompt: of the known names it holds, the one said once and the one
+    said twice; None when the text is not such a prompt."""
+    ids = encode(text)
+    counts = {t: ids.count(t) for t in (encode(n)[0] for n in NAMES) if t in ids}
+    once, twice = [t for t, c in counts.items() if c == 1], [t for t, c in counts.items() if c == 2]
+    return (once[0], twice[0]) if len(once) == 1 and len(twice) == 1 else None
+
+
+def prompt_logit_diff(model: GPT2, text: str) -> tuple[int, int, float] | None:
+    """(IO, S, logit(IO) − logit(S)) at the end of the prompt in view, or None when it is not one."""
+    pair = in_view(text)
+    if pair is None:
+        return None
+    return pair[0], pair[1], float(_differences(model, [(text, *pair)])[0])
+
+
 def logit_diff(model: GPT2, threshold: float, n: int = 16, seed: int = 0) -> Measured:
     d = _differences(model, ioi_prompts(n, seed))  # [n]
     value = float(d.mean())

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ..analysis.claims import AT_LEAST, Measured, measure
+from ..analysis.claims import AT_LEAST, Measured, measure, prompt_logit_diff
 from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
-from ..model.tokenizer import TextError, encode
+from ..model.tokenizer import TextError, encode, readable
 from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
@@ -225,16 +225,19 @@ def _measured(weights_key, claim_json: str, _sel: Selection) -> Measured | str:
         return str(e)
 
 
-def claim_text(c: dict, m: Measured | str) -> str:
-    """Published beside measured here, and plainly whether they agree."""
-    published = f" **{c['published']:g}**" if "published" in c else ""
-    head = f"**Published**{published}: {c['text']} ({c['citation']})."
+def claim_text(c: dict, m: Measured | str, prompt: tuple[int, int, float] | None = None) -> str:
+    """Published beside measured here, and plainly whether they agree; for the logit difference, the
+    prompt in view's own beside the mean (`prompt`: IO, S and their difference)."""
+    published = f" {c['published']:g}" if "published" in c else ""
+    head = f"**Published{published}**: {c['text']} ({c['citation']})."
     if isinstance(m, str):
         return f"{head}  \n**Measured here**: not measurable on these weights: {m}."
     bound = "at least" if AT_LEAST[c["measure"]] else "at most"
     verdict = "**agrees**" if m.agrees else "**differs**"
+    own = "" if prompt is None else (f" On the prompt in view alone, logit({readable(prompt[0])}) − "
+                                     f"logit({readable(prompt[1])}) = {prompt[2]:+.3g}.")
     return (f"{head}  \n**Measured here**: {m.value:.3g} ({c['measure']}; {m.detail}). The lesson counts "
-            f"{bound} {c['threshold']:g} as agreeing: {verdict}.")
+            f"{bound} {c['threshold']:g} as agreeing: {verdict}.{own}")
 
 
 def check_claims(opened: OpenLesson, sel: Selection) -> None:
@@ -242,4 +245,6 @@ def check_claims(opened: OpenLesson, sel: Selection) -> None:
     for c in opened.stop.claims:
         m = _measured(sel.weights.key, json.dumps(c, sort_keys=True), sel)
         ok = not isinstance(m, str) and m.agrees
-        (st.success if ok else st.warning)(claim_text(c, m), icon=":material/fact_check:")
+        prompt = prompt_logit_diff(sel.weights.model, sel.text) \
+            if c["measure"] == "logit_diff" and not isinstance(m, str) else None
+        (st.success if ok else st.warning)(claim_text(c, m, prompt), icon=":material/fact_check:")

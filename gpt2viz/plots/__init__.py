@@ -36,7 +36,7 @@ browser. Text is sized for a projector: TICK_PX tick labels, TITLE_PX titles.
 Axis titles, hover templates and masks follow the names in model/gpt2.py: B, T, P, L, d, nh, V.
 """
 
-from .attention import attention_heatmap, attention_maps, heads_grid
+from .attention import attention_heatmap, attention_maps, heads_grid, token_lines
 from .axes import (
            CHAR_PX,
            DIVERGING,
@@ -63,4 +63,5 @@ __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "S
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
            "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
            "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",
-           "heads_merged", "layernorm_stages", "sorted_products", "stacked_vectors", "grouped_bars", "head_scatter"]
+           "heads_merged", "layernorm_stages", "sorted_products", "token_lines", "stacked_vectors", "grouped_bars",
+           "head_scatter"]

@@ -1,5 +1,5 @@
 """Attention figures: one head's pattern, every head of a block, and one head's scores, pattern
-and output norm side by side."""
+and output norm side by side; the token view of one query's lines to the keys it reads."""
 
 import math
 from collections.abc import Sequence
@@ -15,6 +15,7 @@ from .axes import (
     SEQUENTIAL,
     SUBTITLE_PX,
     TICK_PX,
+    VERMILLION,
     category_axis,
     escape,
     figure,
@@ -203,3 +204,34 @@ def _outlines(marks, query_offset: int, T: int, L: int) -> list[dict]:
     cells = [(q - query_offset, k) for q, k in marks if 0 <= q - query_offset < T and 0 <= k < L]
     return [dict(type="rect", xref="x2", yref="y", x0=k - 0.5, x1=k + 0.5, y0=i - 0.5, y1=i + 0.5,
                  line=MARK_LINE, layer="above") for i, k in cells]
+
+
+LINES_ROW_PX = 22  # token_lines: height of one token's row
+
+
+def token_lines(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], query: int, title: str,
+                query_offset: int = 0) -> Figure:
+    """The token view of BertViz and CircuitsVis for one query: the queries on the left, the keys on the
+    right, and a line from query `query` (an index into query_tokens) to every key it reads, as thick
+    and as opaque as the weight it gives that key. `weights` [L]: the query's row of the pattern."""
+    w = checks.array(weights, "weights", "L")
+    L = w.size
+    keys = checks.labels(key_tokens, L, "key_tokens", f"weights has L = {L} entries")
+    queries = list(query_tokens)
+    i = checks.index(query, len(queries), "query")
+    n = max(L, len(queries))
+    y_q, y_k = np.arange(len(queries)) + query_offset, np.arange(L)  # absolute positions, top to bottom
+    lines = [dict(type="scatter", x=[0, 1], y=[y_q[i], y_k[j]], mode="lines", hoverinfo="skip", showlegend=False,
+                  line=dict(color=VERMILLION, width=0.5 + 9 * float(w[j])), opacity=0.15 + 0.85 * float(w[j]))
+             for j in range(L) if w[j] > 0]
+    words = [dict(type="scatter", x=[0] * len(queries), y=y_q, mode="text", text=[escape(t) for t in queries],
+                  textposition="middle left", showlegend=False, hoverinfo="skip", textfont=dict(size=TICK_PX)),
+             dict(type="scatter", x=[0], y=[y_q[i]], mode="markers", showlegend=False, hoverinfo="skip",
+                  marker=dict(size=9, color=VERMILLION)),  # the query whose lines are drawn
+             dict(type="scatter", x=[1] * L, y=y_k, mode="text+markers", text=[escape(t) for t in keys],
+                  textposition="middle right", showlegend=False, marker=dict(size=4, color=MASKED_GREY),
+                  textfont=dict(size=TICK_PX),
+                  customdata=w, hovertemplate="key %{y}: %{text}<br>weight %{customdata:.3f}<extra></extra>")]
+    axis = dict(visible=False, range=[-0.8, 1.8])
+    return figure(lines + words, figure_layout(title, height=min(900, 120 + LINES_ROW_PX * n), xaxis=axis,
+                                               yaxis=dict(visible=False, autorange="reversed")))

@@ -69,6 +69,9 @@ def section(sel: Selection, trace: Trace, queries: list[str], keys: list[str], o
     i, j = pick(trace, b, h)
     s = trace.memo(("score parts", b, h, i, j), lambda: score_parts(trace, b, h, i, j))
     dh = s.d_head
+    row = trace.get("attn.pattern", b, head=h, queries=slice(i, i + 1))[0, 0]  # [L]
+    plot(plots.token_lines(row, queries, keys, i, f"Query {offset + i} {queries[i]}: a line to every key it reads, "
+                           "as thick as its weight", query_offset=offset), f"block {b} head {h}")
     plot(plots.stacked_vectors([(f"q: query {offset + i} {queries[i]}", s.q), (f"k: key {j} {keys[j]}", s.k)],
                                f"Query {offset + i} and key {j} of block {b} head {h}, coordinate by coordinate",
                                x_title=f"coordinate c (of dh = {dh})"), f"block {b} head {h}")

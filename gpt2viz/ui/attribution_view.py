@@ -15,6 +15,7 @@ from ..model.trace import Trace
 from ..spec.schema import Mode
 from .anatomy import plot
 from .cache import get_trace
+from .layout import wide_table
 from .state import Selection, locked
 from .text import code_span
 from .whatif_view import requested, sweep_grid
@@ -190,6 +191,6 @@ def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison
     rows = [{"head": _head(r), f"direct share of {target_label(a)}": round(r[2], 4),
              f"knock-out: Δ log p({readable(a.answer)})": round(r[3], 4), f"knock-out rank (of {n})": rank[r[:2]]}
             for r in cmp.direct + [r for r in cmp.indirect if r not in cmp.direct]]
-    st.dataframe(rows, hide_index=True, width="stretch")
+    wide_table(rows)  # at 800 px its columns scroll sideways under the pinned head column
     st.markdown("\n".join(verdict(cmp, a, runner_up(sel, trace, a))))
     return cmp

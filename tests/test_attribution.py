@@ -198,3 +198,11 @@ def test_cli_table_ends_with_the_sum_and_residual():
     assert "logit(' Mary') =" in lines[0] and lines[1].split()[0] == "embed"
     assert lines[-1].split()[0] == "sum" and "residual" in lines[-1]
     assert len(lines) == 2 + len(component_names(get_config("tiny"))) + 1 - 1
+
+
+def test_the_identity_holds_on_a_checkpoint_from_the_hugging_face_cache(hf_cache_tiny):
+    from gpt2viz.model.weights import find_hf_checkpoints
+
+    (found,) = [c for c in find_hf_checkpoints() if c.name == "gpt2"]  # the tiny model, cached as gpt2
+    r = gpt2viz.load(str(found.path)).attribute(TEXT, " Mary", versus=" John")
+    assert abs(r["residual"]) < TOL and abs(sum(row["value"] for row in r["rows"]) - r["target"]) < TOL

@@ -25,6 +25,7 @@ from . import plots
 from .analysis.attribution import attribute_text, one_token
 from .anatomy.components import component_tree
 from .anatomy.hooks import from_hook, to_hook
+from .model import tokenizer
 from .model.demo_model import DEMO_PATH
 from .model.folder import load_weights
 from .model.gpt2 import GPT2, causal_mask
@@ -110,10 +111,15 @@ class Model:
         """Direct logit attribution at `position` (default: the last) of `answer` (one token such as
         " after"; default: the top prediction there), or of logit(answer) − logit(versus): the dict
         `python -m gpt2viz attribute --json` prints (target, rows, residual, answer, versus, position, model)."""
-        ids = encode(text) if isinstance(text, str) else list(text)
-        a = None if answer is None else one_token(answer)
-        b = None if versus is None else one_token(versus, "versus")
-        return attribute_text(self.model, ids, a, b, position).report()
+        before = tokenizer.current()
+        tokenizer.use(self.vocabulary)  # the answers and the report in this model's own vocabulary
+        try:
+            ids = self.vocabulary.encode(text) if isinstance(text, str) else list(text)
+            a = None if answer is None else one_token(answer)
+            b = None if versus is None else one_token(versus, "versus")
+            return attribute_text(self.model, ids, a, b, position).report()
+        finally:
+            tokenizer.use(before)
 
 
 def load(spec: str = "gpt2") -> Model:

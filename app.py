@@ -46,8 +46,8 @@ with script_running():
     export.begin(page.url_path or DEFAULT, page.title, source(selection))
     export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
     link_notes(selection)
-    if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
-        lesson_view.stop_bar(lesson, page.url_path)
+    if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
+        lesson_view.stop_bar(lesson, page.url_path, selection.present)
         lesson_view.warm(lesson, selection)
     elif selection.present:  # the large "next" stands for the tour's line
         present.chrome(next_stop(page.url_path))

@@ -1,6 +1,9 @@
 """Issue 21 (1) in a real browser: a signed lesson link opens on stop 1 with the pinned controls
 locked, next and back step in the same tab; a tampered and an expired link say so in one line; the
 Lessons page names a malformed file's field, builds a lesson and signs its link after the password.
+Presented (`present=1`, or the toggle at any stop) at 1280x720 and 1920x1080, a lesson hides the
+sidebar, says where the class is, puts the stop's note under large back and next links and its first
+chart in the first screen, through next, back and a reload.
 
 A Streamlit server for the module, started with a lesson key and a lecturer password; each test a
 new tab (a new session). Screenshots in test-artifacts/screenshots/lesson-*.png. Skipped without
@@ -72,7 +75,7 @@ def shot(page, name: str) -> None:
 
 def test_a_lesson_link_opens_locked_and_steps_in_the_same_tab(context, base):
     page = open_tab(context, base + link())
-    wait_for_text(page, "stop 1 of 6")
+    wait_for_text(page, "stop 1 of 6 · Attention")
     assert page.locator(EXCEPTION).count() == 0
     assert "previous-token head" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
     sidebar = page.locator("[data-testid='stSidebar']")
@@ -155,4 +158,69 @@ def test_devtools_history_navigation_does_not_change_a_locked_lesson(context, ba
     assert mode == "full", mode
     assert block.split() == ["Block", "0", "0", "1"], block  # the label, the thumb's value, the range
     assert page.get_by_text("stop 1 of 6").count() == 1
+
+
+# ---- a lesson on the projector --------------------------------------------------------------------
+CHART = "[data-testid='stPlotlyChart']"
+
+
+def projected(page, size: tuple[int, int], place: str) -> None:
+    """The stop presented: no sidebar, the page's type enlarged, the class's place and large back and
+    next in the top bar, the note under it, and the first chart between the note and the screen's foot."""
+    page.locator(".present-place", has_text=place).wait_for(timeout=120_000)
+    wait_rendered(page, 1, timeout_ms=120_000)
+    page.wait_for_timeout(300)  # Plotly's responsive resize
+    assert not page.get_by_test_id("stSidebar").is_visible()
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "20px"
+    w, h = size
+    nxt = page.locator("a.present-next")
+    if nxt.count():
+        box = nxt.bounding_box()
+        assert box["y"] + box["height"] < 80 and box["height"] >= 40, box
+    note = page.locator(".st-key-present-note").bounding_box()
+    chart = page.locator(CHART).first.bounding_box()
+    assert note["y"] < 0.3 * h and note["y"] + note["height"] <= chart["y"], (note, chart)
+    assert chart["y"] + chart["height"] <= h and chart["height"] >= 0.5 * h, (chart, size)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_a_lesson_presents_through_next_back_and_a_reload(context, base, size):
+    page = context.new_page()
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(base + link() + "&present=1")
+    projected(page, size, "stop 1 of 6 · Attention")
+    assert "previous-token head" in page.locator(".st-key-present-note").inner_text()
+    shot(page, f"present-stop1-{size[0]}x{size[1]}")
+    page.locator("a.present-next").click()
+    projected(page, size, "stop 2 of 6 · Attention")
+    page.locator("a.present-next").click()
+    projected(page, size, "stop 3 of 6 · Output")
+    assert "present=true" in page.url and "stop=2" in page.url and "/output?lesson=" in page.url
+    shot(page, f"present-stop3-{size[0]}x{size[1]}")
+    page.locator("a.present-back").click()
+    projected(page, size, "stop 2 of 6 · Attention")
+    page.reload()
+    projected(page, size, "stop 2 of 6 · Attention")
+    assert "induction head" in page.locator(".st-key-present-note").inner_text()
+    page.close()
+
+
+def test_the_lecturer_presents_from_any_stop_with_the_toggle(context, base):
+    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(base + link().replace("stop=0", "stop=3"))
+    wait_for_text(page, "stop 4 of 6 · What if")
+    page.get_by_test_id("stSidebar").get_by_text("Presentation mode").click()
+    page.locator(".present-place", has_text="stop 4 of 6 · What if").wait_for(timeout=120_000)
+    wait_rendered(page, 1, timeout_ms=120_000)
+    assert not page.get_by_test_id("stSidebar").is_visible()
+    assert page.locator("a.present-back").is_visible() and page.locator("a.present-next").is_visible()
+    assert "Predict first" in page.locator(".st-key-present-note").inner_text()
+    page.locator("a.present-next").click()
+    page.locator(".present-place", has_text="stop 5 of 6 · What if").wait_for(timeout=120_000)
+    assert "present=true" in page.url and "stop=4" in page.url
+    page.get_by_role("button", name="Exit").click()
+    page.get_by_test_id("stSidebar").wait_for(state="visible", timeout=30_000)
+    wait_for_text(page, "stop 5 of 6 · What if")
     page.close()

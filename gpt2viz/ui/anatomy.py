@@ -157,8 +157,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
-    if cid in notices.QUESTIONS:
-        st.markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
+    if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
+        st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
     if not sel.present:

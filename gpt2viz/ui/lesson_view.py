@@ -12,6 +12,7 @@ next and back switch pages within it.
 import logging
 import os
 from dataclasses import dataclass
+from html import escape
 
 import streamlit as st
 
@@ -21,6 +22,7 @@ from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
+from . import present
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LOCKED, Selection, hold_controls, keep_only_url, sources_enabled
 
@@ -140,32 +142,53 @@ def _pin(opened: OpenLesson) -> None:
     st.session_state[LOCKED] = locked
 
 
-def _stop_link(opened: OpenLesson, i: int, label: str, container) -> None:
-    page = opened.lesson.stops[i].page
-    if opened.token:
-        container.markdown(f'<a href="{lf.href(page, opened.token, i, DEFAULT)}" target="_self">{label}</a>',
-                           unsafe_allow_html=True)
-    else:
-        container.page_link(BY_URL[page].file, label=label, query_params={"stop": str(i)})
+def _stop_href(opened: OpenLesson, i: int, presenting: bool) -> str:
+    """The address of signed stop i, presenting if this view is (the viewer's choice survives next and back)."""
+    return lf.href(opened.lesson.stops[i].page, opened.token, i, DEFAULT) + (f"&{present.KEY}=true" if presenting
+                                                                             else "")
 
 
-def stop_bar(opened: OpenLesson, url: str) -> None:
+def _stop_link(opened: OpenLesson, presenting: bool, container=st):
+    """draw(css_class, label, i): a link to stop i. A signed lesson's is a same-tab link (a fresh session,
+    as a shared link is); a file's lesson lives in this session, so its links switch pages within it
+    (the presentation toggle keeps its value there)."""
+    def draw(cls: str, label: str, i: int) -> None:
+        if opened.token:
+            container.markdown(f'<a href="{escape(_stop_href(opened, i, presenting))}" target="_self"'
+                               + (f' class="{cls}"' if cls else "") + f">{escape(label)}</a>", unsafe_allow_html=True)
+        else:
+            container.page_link(BY_URL[opened.lesson.stops[i].page].file, label=label, query_params={"stop": str(i)})
+    return draw
+
+
+def place(opened: OpenLesson) -> str:
+    """Where the class is: "stop 3 of 6 · Output"."""
+    return f"stop {opened.i + 1} of {len(opened.lesson.stops)} · {BY_URL[opened.stop.page].title}"
+
+
+def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
     """At the top of the page (from app.py, after the navigation): the lesson's title, the stop's place,
-    back and next, and the lecturer's note. On another page than the stop's, go to the stop's."""
+    back and next, and the lecturer's note; presenting, the presentation bar holds the place, a large
+    back and next, and the note stands under it as a caption. On another page than the stop's, go to
+    the stop's."""
     stop, n = opened.stop, len(opened.lesson.stops)
     if (url or DEFAULT) != stop.page:
+        # (the bound presentation toggle keeps its own value and URL key: Streamlit refuses it here)
         st.switch_page(BY_URL[stop.page].file,
-                       query_params={"lesson": opened.token, "stop": str(opened.i)} if opened.token else
-                       {"stop": str(opened.i)})
-    left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
-    left.markdown(f":material/school: **{opened.lesson.title}** · stop {opened.i + 1} of {n}"
-                  + ("" if opened.token else " · opened from a file, in this session only"))
-    if opened.i > 0:
-        _stop_link(opened, opened.i - 1, "← back", back)
-    if opened.i + 1 < n:
-        _stop_link(opened, opened.i + 1, "next →", nxt)
-    if stop.note:
-        st.info(stop.note, icon=":material/record_voice_over:")
+                       query_params=({"lesson": opened.token} if opened.token else {}) | {"stop": str(opened.i)})
+    if presenting:
+        present.chrome(("", opened.i + 1) if opened.i + 1 < n else None, back=opened.i - 1 if opened.i else None,
+                       place=place(opened), note=stop.note, link=_stop_link(opened, True))
+    else:
+        left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
+        left.markdown(f":material/school: **{opened.lesson.title}** · {place(opened)}"
+                      + ("" if opened.token else " · opened from a file, in this session only"))
+        if opened.i > 0:
+            _stop_link(opened, False, back)("", "← back", opened.i - 1)
+        if opened.i + 1 < n:
+            _stop_link(opened, False, nxt)("", "next →", opened.i + 1)
+        if stop.note:
+            st.info(stop.note, icon=":material/record_voice_over:")
     locked = sorted(opened.lesson.locked(opened.i))
     if locked:
         st.sidebar.caption(":material/lock: The lesson sets " + ", ".join(locked) + ".")

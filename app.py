@@ -39,6 +39,7 @@ st.html(f"""<style>
 with script_running():
     lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
     st.session_state["selection"] = selection = controls()
+    lesson_view.keep_view(lesson, selection)  # before any link is drawn: links out of a lesson carry its view
     # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
     # without scrolling past the page links
     page = st.navigation(pages(), position="top")
@@ -46,6 +47,8 @@ with script_running():
     export.begin(page.url_path or DEFAULT, page.title, source(selection))
     export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
     link_notes(selection)
+    if not lesson:  # on a page reached by a link out of a lesson, the way back to it
+        lesson_view.back_offer()
     if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
         lesson_view.stop_bar(lesson, page.url_path, selection.present)
         lesson_view.warm(lesson, selection)

@@ -3,7 +3,9 @@ locked, next and back step in the same tab; a tampered and an expired link say s
 Lessons page names a malformed file's field, builds a lesson and signs its link after the password.
 Presented (`present=1`, or the toggle at any stop) at 1280x720 and 1920x1080, a lesson hides the
 sidebar, says where the class is, puts the stop's note under large back and next links and its first
-chart in the first screen, through next, back and a reload.
+chart in the first screen, through next, back and a reload. Every link at a stop stays in the lesson or
+carries its weights and text (and says it leaves); each, and the address the navigation writes,
+reopens in a fresh browser as the view the student saw.
 
 A Streamlit server for the module, started with a lesson key and a lecturer password; each test a
 new tab (a new session). Screenshots in test-artifacts/screenshots/lesson-*.png. Skipped without
@@ -224,3 +226,80 @@ def test_the_lecturer_presents_from_any_stop_with_the_toggle(context, base):
     page.get_by_test_id("stSidebar").wait_for(state="visible", timeout=30_000)
     wait_for_text(page, "stop 5 of 6 · What if")
     page.close()
+
+
+# ---- a lesson keeps its students --------------------------------------------------------------------
+VIEW_JS = """() => {
+  const side = document.querySelector("[data-testid='stSidebar']");
+  const radio = [...side.querySelectorAll("[data-testid='stRadio']")].find(r => r.innerText.startsWith("Weights"));
+  const checked = radio?.querySelector("input:checked");
+  const thumb = label => [...side.querySelectorAll("[data-testid='stSlider']")]
+      .find(s => s.innerText.includes(label))?.querySelector("[data-testid='stSliderThumbValue']")?.innerText;
+  return {weights: checked?.closest("label")?.innerText.trim(), text: side.querySelector("textarea")?.value,
+          block: thumb("Block"), head: thumb("Head")};
+}"""
+# the app's own links of a page, by kind: an HTML anchor (same tab), a drawn diagram's box, a page
+# link, a Markdown link (a new tab); none of the page's section anchors (#...) or other sites
+LINKS_JS = """() => [...document.querySelectorAll("[data-testid='stMain'] a")].map(a => ({
+    href: a.getAttribute("href") || a.getAttribute("xlink:href") || "", text: a.textContent.trim(),
+    box: !!a.closest("svg"), page_link: !!a.closest("[data-testid='stPageLink']"),
+    new_tab: a.getAttribute("target") === "_blank"}))
+  .filter(l => l.href && !l.href.startsWith("#") && !/^[a-z]+:/.test(l.href))"""
+
+
+def view(page) -> dict:
+    page.wait_for_selector("[data-testid='stSidebar'] textarea")
+    return page.evaluate(VIEW_JS)
+
+
+def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
+    """At stop 2 (block 1, head 2 on the demo model): every link either stays in the lesson or carries the
+    lesson's weights and text, and says when it leaves; each distinct address, opened in a fresh browser,
+    shows the lesson's weights and text; the page a link leads to offers the way back to the stop; leaving
+    by the top navigation writes an address that reopens as the same view."""
+    from urllib.parse import parse_qs, urlsplit
+
+    lesson = lf.load(DEMO)
+    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(base + link().replace("stop=0", "stop=1"))
+    wait_for_text(page, "stop 2 of 6")
+    found = page.evaluate(LINKS_JS)
+    assert any(f["box"] for f in found) and any(f["page_link"] for f in found), found
+    views = {}
+    for f in found:
+        query = {k: v[0] for k, v in parse_qs(urlsplit(f["href"]).query).items()}
+        if "lesson" in query:  # back and next
+            assert query["stop"] in ("0", "2"), f
+            continue
+        assert query.get("weights") == "demo" and query.get("text") == lesson.text, f
+        if not (f["box"] or f["new_tab"]):  # a box's caption says it for all of them; a new tab leaves nothing
+            assert f["text"].endswith("(leaves the lesson)"), f
+        if f["box"]:
+            assert page.get_by_text("The boxes open their pages outside the lesson").count() == 1
+        url = f["href"] if f["href"].startswith("/") else "/" + f["href"]
+        key = (urlsplit(url).path, tuple(sorted((k, v) for k, v in query.items() if not k.startswith("from_"))))
+        views.setdefault(key, url)
+    page.get_by_test_id("stTopNavSection").filter(has_text="The model").click()
+    page.get_by_role("menuitem", name="Tokens and embeddings").click()
+    page.wait_for_url("**/tokens?**weights=demo**", timeout=120_000)
+    wait_rendered(page, timeout_ms=120_000)
+    page.wait_for_timeout(500)
+    views[("navigation",)] = page.url.removeprefix(base)
+    page.close()
+    assert len(views) >= 5, views
+    fresh = new_context(context.browser, 1280, 720)  # no session, cookies or storage of the first
+    try:
+        for url in views.values():
+            again = fresh.new_page()
+            again.goto(base + url)
+            wait_rendered(again, timeout_ms=120_000)
+            shown = view(again)
+            assert shown["weights"] == "demo" and shown["text"] == lesson.text, (url, shown)
+            assert again.locator(EXCEPTION).count() == 0, url
+            if "from_lesson=" in url:  # the way back to the stop it left
+                back = again.get_by_role("link", name="← back to the lesson, stop 2")
+                assert "stop=1" in back.get_attribute("href") and "lesson=" in back.get_attribute("href"), url
+            again.close()
+    finally:
+        fresh.close()

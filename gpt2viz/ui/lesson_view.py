@@ -24,11 +24,12 @@ from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
 from . import present
 from .cache import cached_checkpoints, get_trace, trace_cache
-from .state import LOCKED, Selection, hold_controls, keep_only_url, sources_enabled
+from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
 AT = "_lesson_at"  # session key: (lesson, stop) whose values were last pinned
+LEFT = "_lesson_left"  # session key: the view of the stop just left by the navigation, for the URL to carry
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,9 @@ def open_lesson() -> OpenLesson | None:
         lesson = None
     if lesson is None:
         st.session_state.pop(LOCKED, None)  # out of a lesson: every control is the reader's again
-        st.session_state.pop(AT, None)
+        if st.session_state.pop(AT, None) is not None:  # left it within this session (the navigation)
+            st.session_state[LEFT] = st.session_state.get(LESSON_VIEW)
+        st.session_state.pop(LESSON_VIEW, None)
         return None
     opened = OpenLesson(lesson, _stop_index(st.query_params.get("stop"), len(lesson.stops)), token)
     _pin(opened)
@@ -178,7 +181,7 @@ def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
                        query_params=({"lesson": opened.token} if opened.token else {}) | {"stop": str(opened.i)})
     if presenting:
         present.chrome(("", opened.i + 1) if opened.i + 1 < n else None, back=opened.i - 1 if opened.i else None,
-                       place=place(opened), note=stop.note, link=_stop_link(opened, True))
+                       place=place(opened), note=carry_view(stop.note), link=_stop_link(opened, True))
     else:
         left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
         left.markdown(f":material/school: **{opened.lesson.title}** · {place(opened)}"
@@ -188,10 +191,51 @@ def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
         if opened.i + 1 < n:
             _stop_link(opened, False, nxt)("", "next →", opened.i + 1)
         if stop.note:
-            st.info(stop.note, icon=":material/record_voice_over:")
+            st.info(carry_view(stop.note), icon=":material/record_voice_over:")
     locked = sorted(opened.lesson.locked(opened.i))
     if locked:
         st.sidebar.caption(":material/lock: The lesson sets " + ", ".join(locked) + ".")
+
+
+# ---------------------------------------------------------------------------- links out of a lesson
+def view_params(opened: OpenLesson, sel: Selection) -> dict[str, str]:
+    """The URL values of the view a stop shows (the lesson's weights and texts, the stop's mode, block
+    and head as they now are), and the way back to the stop: what a link out of the lesson carries."""
+    out = {"weights": sel.source, "text": sel.text, "mode": sel.mode.value, "block": str(sel.block),
+           "head": str(sel.head)}
+    if sel.weights.random:
+        out |= {"model": sel.weights.model_name, "seed": str(sel.weights.seed)}
+    if opened.lesson.text_b is not None:
+        out["text_b"] = st.session_state.get("text_b", opened.lesson.text_b)
+    out |= {present.KEY: "true"} if sel.present else {}
+    return out | ({"from_lesson": opened.token, "from_stop": str(opened.i)} if opened.token else {})
+
+
+def keep_view(opened: OpenLesson | None, sel: Selection) -> None:
+    """After the controls (from app.py): at a stop, the view its links carry (ui/state.py link_params);
+    on the page a student reached from a stop by the navigation, that view into the URL, which
+    Streamlit's navigation left bare (the pinned values never were in it)."""
+    if opened is not None:
+        st.session_state[LESSON_VIEW] = view_params(opened, sel)
+        return
+    left = st.session_state.pop(LEFT, None)
+    if left:
+        add_to_url(left)
+
+
+def back_offer() -> None:
+    """On a page reached by a link out of a signed lesson: the way back to the stop it left."""
+    token, raw = st.query_params.get("from_lesson"), st.query_params.get("from_stop")
+    if token is None:
+        return
+    try:
+        lesson = lf.verify(token, server_key())
+    except lf.LessonError:
+        return  # not a lesson this server signed, or expired: no way back to offer
+    i = _stop_index(raw, len(lesson.stops))
+    back = escape(lf.href(lesson.stops[i].page, token, i, DEFAULT))
+    st.caption(f':material/school: Outside the lesson **{escape(lesson.title)}** · '
+               f'<a href="{back}" target="_self">← back to the lesson, stop {i + 1}</a>', unsafe_allow_html=True)
 
 
 # ---------------------------------------------------------------------------- the class's runs, once

@@ -24,7 +24,6 @@ st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", l
 # A metric's value wraps rather than ending in "…"; the random-weights line sits right under "Intermediate
 # states" (its heading's padding trimmed). (tests/test_browser.py measures these.)
 st.html(f"""<style>
-[data-testid='stMainBlockContainer'] {{padding-top: 4rem}}
 @media (max-width: {NARROW_WINDOW_PX}px) {{
   [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
   [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
@@ -35,6 +34,14 @@ st.html(f"""<style>
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")
+# A heading a link scrolls to (/glossary#induction-head) stops below the top bar, not under it. Drawn as
+# Markdown, in a hidden box of the sidebar: Streamlit scrolls to the heading as soon as it is drawn, and
+# st.html's styles arrive later, moving the page's top padding (8rem -> 4rem) and the term under the bar.
+st.sidebar.container(key="early-style").markdown("""<style>
+[data-testid='stLayoutWrapper']:has(> .st-key-early-style) {display: none}
+[data-testid='stMainBlockContainer'] {padding-top: 4rem}
+[data-testid='stMain'] :is(h1, h2, h3, h4, h5, h6)[id] {scroll-margin-top: 5rem}
+</style>""", unsafe_allow_html=True)
 # every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
 with script_running():
     lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it

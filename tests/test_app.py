@@ -307,10 +307,14 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
                  "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k", "Induction head"):
         assert f"##### {idea}\n" in shown  # a heading: Streamlit gives it the anchor other pages link to
-    links = re.findall(r'<a href="([^"]+)" target="_self">', shown)
-    assert len(links) == len(ENTRIES) and '/modes?' in shown and all("mode=decode" in h and "block=1" in h
-                                                                     for h in links)
-    assert all("text=A%20cat" in h for h in links)
+    links = re.findall(r'<a href="([^"]+)" target="_self">([^<]+)</a>', shown)
+    assert len(links) == len(ENTRIES) and '/modes?' in shown
+    # a head only trained weights have opens on the demo model's, measured, on its repeat; every other
+    # entry's link keeps the view
+    demo = [h for h, label in links if label.startswith("Where it shows: the demo model")]
+    assert len(demo) == 3 and all("weights=demo" in h and "text=%20people%20play" in h for h in demo)
+    assert any("block=0&" in h and "head=2" in h for h in demo)  # the sink (tests/test_prompts.py measures it)
+    assert all("mode=decode" in h and "block=1" in h and "text=A%20cat" in h for h, _ in links if h not in demo)
     rows = [line.split(" | ") for line in shown.splitlines() if line.startswith("| ")]  # the two tables
     assert rows[[r[0] for r in rows].index("| H = z")][:2] == ["| H = z", "per-head outputs"]
     assert any(r[1] == "blocks.{n}.attn.hook_pattern" for r in rows) and "attn.z in the tensor names" in shown

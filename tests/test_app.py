@@ -530,9 +530,21 @@ def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
     at.slider(key="lens_pos").set_value(6).run()
     assert any(m.value.startswith("**Position 6,") for m in at.markdown)
     decode = open_page("lens", mode="decode")  # one position: no choice, one column
-    assert not decode.exception and not decode.main.get("slider")
+    assert not decode.exception and [s.key for s in decode.main.get("slider")] == ["lens_depth"]
     heat = next(json.loads(c.proto.spec) for c in charts(decode) if "top next token" in c.proto.spec)
     assert heat["data"][0]["x"] == ["9·␣because"]
+
+
+def test_the_decomposition_opens_after_the_last_block_and_its_depth_is_in_the_url():
+    """Block 0's input is the embedding alone (one bar): the decomposition opens on the stream after the
+    last block, every block's attention and MLP in it; a depth chosen is in the URL."""
+    at = open_page("lens")
+    bars = next(json.loads(c.proto.spec) for c in charts(at) if "after the last block" in c.proto.spec)
+    assert list(bars["data"][0]["y"] if bars["data"][0].get("orientation") == "h" else bars["data"][0]["x"]) == [
+        "embed", "attn 0", "mlp 0", "attn 1", "mlp 1"]  # tiny: 2 blocks
+    assert at.slider(key="lens_depth").proto.query_param_key == "lens_depth"
+    at.slider(key="lens_depth").set_value(1).run()
+    assert any("block 1 input" in c.proto.spec for c in charts(at))
 
 
 def in_order(node) -> list:

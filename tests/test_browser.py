@@ -717,3 +717,22 @@ def test_a_glossary_anchor_lands_on_its_term_and_where_it_shows_opens_the_head(c
         assert "induction" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
     finally:
         page.close()
+
+
+def test_the_decomposition_opens_with_every_blocks_parts(context, base):
+    """At 1280x720 the Logit lens page's decomposition shows the stream after the last block: the
+    embedding and each block's attention and MLP (block 0's input was one 'embed' bar)."""
+    page = context.new_page()
+    try:
+        page.set_viewport_size({"width": PROJECTOR[0], "height": PROJECTOR[1]})
+        page.goto(base + "/lens?model=tiny")
+        wait_rendered(page, MIN_CHARTS["lens"])
+        chart = page.locator(CHART).nth(1)
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        bars = chart.locator(".js-plotly-plot").evaluate("gd => gd.data[0].x")
+        assert bars == ["embed", "attn 0", "mlp 0", "attn 1", "mlp 1"], bars
+        assert "after the last block" in " ".join(chart_titles(page))
+        page.screenshot(path=str(SHOTS / "lens-decomposition-1280x720.png"))
+    finally:
+        page.close()

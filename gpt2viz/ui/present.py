@@ -34,6 +34,12 @@ h1 {font-size: 2.4rem !important; padding-top: 0 !important}
   white-space: nowrap}
 .st-key-present-bar [data-testid='stPageLink'] p {font-size: 1.5rem; font-weight: 700}
 .st-key-present-bar .present-place {font-size: 1.1rem; font-weight: 600; white-space: nowrap}
+/* a window narrower than a projector's: the bar keeps to the right of the top bar's navigation */
+@media (max-width: 1100px) {
+  .st-key-present-bar [data-testid='stElementContainer']:has(.present-place) {display: none}
+  .st-key-present-exit [data-testid='stMarkdownContainer'] {display: none}  /* its icon, and its tooltip */
+  .st-key-present-bar a.present-next, .st-key-present-bar a.present-back {font-size: 1rem; padding: 0 .4rem}
+}
 .st-key-present-note {margin-bottom: .6rem}
 .st-key-present-note p {font-size: 1.05rem; line-height: 1.5; margin: 0; color: var(--st-gray-color, #6b6f80)}
 </style>"""

@@ -303,3 +303,28 @@ def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
             again.close()
     finally:
         fresh.close()
+
+
+def test_signing_at_localhost_warns_and_takes_the_address_students_open(context, base):
+    """This server is at 127.0.0.1: the address field starts there and says students cannot open it; the
+    link signed starts with the address typed instead."""
+    page = open_tab(context, base + "/lesson?model=tiny")
+    page.get_by_role("button", name="Add stop 1").click()
+    wait_for_text(page, "Add stop 2")
+    page.get_by_label("Lecturer password").fill(PASSWORD)
+    page.get_by_role("button", name="Unlock signing").click()
+    wait_for_text(page, "Sign the link")
+    field = page.get_by_role("textbox", name="The address students open")
+    assert field.input_value() == base
+    assert "students cannot open" in page.locator("[data-testid='stAlertContentWarning']").inner_text()
+    field.fill("http://class.example.edu:8501/")
+    field.press("Enter")
+    page.get_by_text("names this computer itself").wait_for(state="detached", timeout=60_000)
+    page.get_by_text("the lesson built above").click()
+    wait_rendered(page, 0)
+    page.get_by_role("button", name="Sign the link").click()
+    wait_for_text(page, "characters.")
+    url = page.locator("[data-testid='stCode'] code").first.inner_text().strip()
+    assert url.startswith("http://class.example.edu:8501/attention?lesson="), url
+    shot(page, "signed-base")
+    page.close()

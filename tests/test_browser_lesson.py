@@ -264,6 +264,7 @@ def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(base + link().replace("stop=0", "stop=1"))
     wait_for_text(page, "stop 2 of 6")
+    page.get_by_test_id("stPageLink").first.wait_for(timeout=120_000)  # the footer's, last drawn
     found = page.evaluate(LINKS_JS)
     assert any(f["box"] for f in found) and any(f["page_link"] for f in found), found
     views = {}

@@ -24,7 +24,6 @@ st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", l
 # A metric's value wraps rather than ending in "…"; the random-weights line sits right under "Intermediate
 # states" (its heading's padding trimmed). (tests/test_browser.py measures these.)
 st.html(f"""<style>
-[data-testid='stMainBlockContainer'] {{padding-top: 4rem}}
 @media (max-width: {NARROW_WINDOW_PX}px) {{
   [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
   [data-testid='stSidebarUserContent'] {{padding-left: 1rem; padding-right: 1rem}}
@@ -35,10 +34,19 @@ st.html(f"""<style>
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")
+# A heading a link scrolls to (/glossary#induction-head) stops below the top bar, not under it. Drawn as
+# Markdown, in a hidden box of the sidebar: Streamlit scrolls to the heading as soon as it is drawn, and
+# st.html's styles arrive later, moving the page's top padding (8rem -> 4rem) and the term under the bar.
+st.sidebar.container(key="early-style").markdown("""<style>
+[data-testid='stLayoutWrapper']:has(> .st-key-early-style) {display: none}
+[data-testid='stMainBlockContainer'] {padding-top: 4rem}
+[data-testid='stMain'] :is(h1, h2, h3, h4, h5, h6)[id] {scroll-margin-top: 5rem}
+</style>""", unsafe_allow_html=True)
 # every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
 with script_running():
     lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
     st.session_state["selection"] = selection = controls()
+    lesson_view.keep_view(lesson, selection)  # before any link is drawn: links out of a lesson carry its view
     # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
     # without scrolling past the page links
     page = st.navigation(pages(), position="top")
@@ -46,8 +54,10 @@ with script_running():
     export.begin(page.url_path or DEFAULT, page.title, source(selection))
     export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
     link_notes(selection)
-    if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
-        lesson_view.stop_bar(lesson, page.url_path)
+    if not lesson:  # on a page reached by a link out of a lesson, the way back to it
+        lesson_view.back_offer()
+    if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
+        lesson_view.stop_bar(lesson, page.url_path, selection.present)
         lesson_view.check_claims(lesson, selection)
         lesson_view.warm(lesson, selection)
     elif selection.present:  # the large "next" stands for the tour's line

@@ -307,10 +307,14 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
                  "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k", "Induction head"):
         assert f"##### {idea}\n" in shown  # a heading: Streamlit gives it the anchor other pages link to
-    links = re.findall(r'<a href="([^"]+)" target="_self">', shown)
-    assert len(links) == len(ENTRIES) and '/modes?' in shown and all("mode=decode" in h and "block=1" in h
-                                                                     for h in links)
-    assert all("text=A%20cat" in h for h in links)
+    links = re.findall(r'<a href="([^"]+)" target="_self">([^<]+)</a>', shown)
+    assert len(links) == len(ENTRIES) and '/modes?' in shown
+    # a head only trained weights have opens on the demo model's, measured, on its repeat; every other
+    # entry's link keeps the view
+    demo = [h for h, label in links if label.startswith("Where it shows: the demo model")]
+    assert len(demo) == 3 and all("weights=demo" in h and "text=%20people%20play" in h for h in demo)
+    assert any("block=0&" in h and "head=2" in h for h in demo)  # the sink (tests/test_prompts.py measures it)
+    assert all("mode=decode" in h and "block=1" in h and "text=A%20cat" in h for h, _ in links if h not in demo)
     rows = [line.split(" | ") for line in shown.splitlines() if line.startswith("| ")]  # the two tables
     assert rows[[r[0] for r in rows].index("| H = z")][:2] == ["| H = z", "per-head outputs"]
     assert any(r[1] == "blocks.{n}.attn.hook_pattern" for r in rows) and "attn.z in the tensor names" in shown
@@ -526,9 +530,21 @@ def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
     at.slider(key="lens_pos").set_value(6).run()
     assert any(m.value.startswith("**Position 6,") for m in at.markdown)
     decode = open_page("lens", mode="decode")  # one position: no choice, one column
-    assert not decode.exception and not decode.main.get("slider")
+    assert not decode.exception and [s.key for s in decode.main.get("slider")] == ["lens_depth"]
     heat = next(json.loads(c.proto.spec) for c in charts(decode) if "top next token" in c.proto.spec)
     assert heat["data"][0]["x"] == ["9·␣because"]
+
+
+def test_the_decomposition_opens_after_the_last_block_and_its_depth_is_in_the_url():
+    """Block 0's input is the embedding alone (one bar): the decomposition opens on the stream after the
+    last block, every block's attention and MLP in it; a depth chosen is in the URL."""
+    at = open_page("lens")
+    bars = next(json.loads(c.proto.spec) for c in charts(at) if "after the last block" in c.proto.spec)
+    assert list(bars["data"][0]["y"] if bars["data"][0].get("orientation") == "h" else bars["data"][0]["x"]) == [
+        "embed", "attn 0", "mlp 0", "attn 1", "mlp 1"]  # tiny: 2 blocks
+    assert at.slider(key="lens_depth").proto.query_param_key == "lens_depth"
+    at.slider(key="lens_depth").set_value(1).run()
+    assert any("block 1 input" in c.proto.spec for c in charts(at))
 
 
 def in_order(node) -> list:

@@ -259,3 +259,29 @@ def test_a_built_stop_takes_the_pages_own_controls_and_a_bad_one_is_named():
     at.button(key="lesson_add").click().run()
     (error,) = at.error
     assert error.value.startswith("stops[1].values.part: 'wheel' is not one of head, attention, MLP, neuron")
+
+
+def test_links_at_a_stop_carry_the_lessons_view_and_say_they_leave_it():
+    """The in-page links of a stop carry the lesson's weights and text and the way back, and say that
+    they leave the lesson; a page link in the lecturer's note carries them too (its own values win)."""
+    d = json.loads(DEMO.read_text())
+    d["stops"][1]["note"] = "Compare [the MLP](/mlp?block=0) and [logits](/glossary#logit)."
+    signed = lf.sign(lf.parse(d), KEY.encode())
+    at = visit("attention", lesson=signed, stop="1")
+    out = {label: href for label, href in links(at).items() if label not in ("← back", "next →")}
+    assert out and all(label.endswith("(leaves the lesson)") for label in out), out
+    for href in out.values():
+        query = dict(re.findall(r"[?&]([a-z_]+)=([^&]*)", href))
+        assert query["weights"] == "demo" and query["from_lesson"] == signed and query["from_stop"] == "1", href
+    mlp, glossary = re.findall(r"\]\((/[^)]+)\)", at.info[0].value)
+    assert mlp.startswith("/mlp?weights=demo&text=%20people%20play") and "&block=0&" in mlp and "from_stop=1" in mlp
+    assert glossary.startswith("/glossary?weights=demo&text=") and glossary.endswith("#logit")
+
+
+def test_a_page_reached_from_a_stop_offers_the_way_back():
+    signed = token()
+    at = visit("merge", weights="demo", from_lesson=signed, from_stop="3")
+    (back,) = [m.value for m in at.caption if "back to the lesson" in m.value]
+    assert "Attention on the demo model" in back and f'href="/whatif?lesson={signed}&amp;stop=3"' in back
+    at = visit("merge", weights="demo", from_lesson=signed.replace(".", ".A", 1), from_stop="3")
+    assert not [m.value for m in at.caption if "back to the lesson" in m.value]  # not signed here: no way back

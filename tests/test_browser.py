@@ -687,3 +687,52 @@ def test_the_toolbar_leaves_titles_and_legends_readable(context, base, url, size
                     assert apart, f"{url} at {size}: the toolbar covers {text!r}"
     finally:
         page.close()
+
+
+def test_a_glossary_anchor_lands_on_its_term_and_where_it_shows_opens_the_head(context, base):
+    """/glossary#induction-head at 1280x720: the term's heading right below the top bar, not under it; its
+    "Where it shows" opens the demo model's induction head, on the repeat, at its block and head."""
+    from gpt2viz.model.demo_model import DEMO_PATH, demo_heads
+
+    if not DEMO_PATH.is_file():
+        pytest.skip("no demo model shipped")
+    block, head, _ = demo_heads(DEMO_PATH)["induction"]
+    page = context.new_page()
+    try:
+        page.set_viewport_size({"width": PROJECTOR[0], "height": PROJECTOR[1]})
+        page.goto(base + "/glossary?model=tiny#induction-head")
+        wait_rendered(page)
+        page.wait_for_timeout(1500)  # Streamlit scrolls to the anchor once the heading is drawn
+        top, bar = page.evaluate("""() => [document.getElementById('induction-head').getBoundingClientRect().top,
+                                           document.querySelector("header[data-testid='stHeader']")
+                                             .getBoundingClientRect().bottom]""")
+        assert bar - 1 <= top <= bar + 60, (top, bar)  # its box starts at the bar; its glyphs below it
+        page.screenshot(path=str(SHOTS / "glossary-induction-head-1280x720.png"))
+        page.get_by_role("link", name=f"Where it shows: the demo model's block {block} head {head}, on a repeat →"
+                         ).click()
+        wait_rendered(page, MIN_CHARTS["attention"], not_h1="Glossary")
+        shown = view_of(page)
+        assert (shown["h1"], shown["block"], shown["head"]) == ("Causal self-attention", str(block), str(head))
+        assert shown["text"].startswith(" people play one good game") and "weights=demo" in page.url
+        assert "induction" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
+    finally:
+        page.close()
+
+
+def test_the_decomposition_opens_with_every_blocks_parts(context, base):
+    """At 1280x720 the Logit lens page's decomposition shows the stream after the last block: the
+    embedding and each block's attention and MLP (block 0's input was one 'embed' bar)."""
+    page = context.new_page()
+    try:
+        page.set_viewport_size({"width": PROJECTOR[0], "height": PROJECTOR[1]})
+        page.goto(base + "/lens?model=tiny")
+        wait_rendered(page, MIN_CHARTS["lens"])
+        chart = page.locator(CHART).nth(1)
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        bars = chart.locator(".js-plotly-plot").evaluate("gd => gd.data[0].x")
+        assert bars == ["embed", "attn 0", "mlp 0", "attn 1", "mlp 1"], bars
+        assert "after the last block" in " ".join(chart_titles(page))
+        page.screenshot(path=str(SHOTS / "lens-decomposition-1280x720.png"))
+    finally:
+        page.close()

@@ -1,6 +1,11 @@
 """Issue 21 (1) in a real browser: a signed lesson link opens on stop 1 with the pinned controls
 locked, next and back step in the same tab; a tampered and an expired link say so in one line; the
 Lessons page names a malformed file's field, builds a lesson and signs its link after the password.
+Presented (`present=1`, or the toggle at any stop) at 1280x720 and 1920x1080, a lesson hides the
+sidebar, says where the class is, puts the stop's note under large back and next links and its first
+chart in the first screen, through next, back and a reload. Every link at a stop stays in the lesson or
+carries its weights and text (and says it leaves); each, and the address the navigation writes,
+reopens in a fresh browser as the view the student saw.
 
 A Streamlit server for the module, started with a lesson key and a lecturer password; each test a
 new tab (a new session). Screenshots in test-artifacts/screenshots/lesson-*.png. Skipped without
@@ -72,7 +77,7 @@ def shot(page, name: str) -> None:
 
 def test_a_lesson_link_opens_locked_and_steps_in_the_same_tab(context, base):
     page = open_tab(context, base + link())
-    wait_for_text(page, "stop 1 of 6")
+    wait_for_text(page, "stop 1 of 6 · Attention")
     assert page.locator(EXCEPTION).count() == 0
     assert "previous-token head" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
     sidebar = page.locator("[data-testid='stSidebar']")
@@ -155,4 +160,172 @@ def test_devtools_history_navigation_does_not_change_a_locked_lesson(context, ba
     assert mode == "full", mode
     assert block.split() == ["Block", "0", "0", "1"], block  # the label, the thumb's value, the range
     assert page.get_by_text("stop 1 of 6").count() == 1
+
+
+# ---- a lesson on the projector --------------------------------------------------------------------
+CHART = "[data-testid='stPlotlyChart']"
+
+
+def projected(page, size: tuple[int, int], place: str) -> None:
+    """The stop presented: no sidebar, the page's type enlarged, the class's place and large back and
+    next in the top bar, the note under it, and the first chart between the note and the screen's foot."""
+    page.locator(".present-place", has_text=place).wait_for(timeout=120_000)
+    wait_rendered(page, 1, timeout_ms=120_000)
+    page.wait_for_timeout(300)  # Plotly's responsive resize
+    assert not page.get_by_test_id("stSidebar").is_visible()
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "20px"
+    w, h = size
+    nxt = page.locator("a.present-next")
+    if nxt.count():
+        box = nxt.bounding_box()
+        assert box["y"] + box["height"] < 80 and box["height"] >= 40, box
+    note = page.locator(".st-key-present-note").bounding_box()
+    chart = page.locator(CHART).first.bounding_box()
+    assert note["y"] < 0.3 * h and note["y"] + note["height"] <= chart["y"], (note, chart)
+    assert chart["y"] + chart["height"] <= h and chart["height"] >= 0.5 * h, (chart, size)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_a_lesson_presents_through_next_back_and_a_reload(context, base, size):
+    page = context.new_page()
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(base + link() + "&present=1")
+    projected(page, size, "stop 1 of 6 · Attention")
+    assert "previous-token head" in page.locator(".st-key-present-note").inner_text()
+    shot(page, f"present-stop1-{size[0]}x{size[1]}")
+    page.locator("a.present-next").click()
+    projected(page, size, "stop 2 of 6 · Attention")
+    page.locator("a.present-next").click()
+    projected(page, size, "stop 3 of 6 · Output")
+    assert "present=true" in page.url and "stop=2" in page.url and "/output?lesson=" in page.url
+    shot(page, f"present-stop3-{size[0]}x{size[1]}")
+    page.locator("a.present-back").click()
+    projected(page, size, "stop 2 of 6 · Attention")
+    page.reload()
+    projected(page, size, "stop 2 of 6 · Attention")
+    assert "induction head" in page.locator(".st-key-present-note").inner_text()
+    page.close()
+
+
+def test_the_lecturer_presents_from_any_stop_with_the_toggle(context, base):
+    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(base + link().replace("stop=0", "stop=3"))
+    wait_for_text(page, "stop 4 of 6 · What if")
+    page.get_by_test_id("stSidebar").get_by_text("Presentation mode").click()
+    page.locator(".present-place", has_text="stop 4 of 6 · What if").wait_for(timeout=120_000)
+    wait_rendered(page, 1, timeout_ms=120_000)
+    assert not page.get_by_test_id("stSidebar").is_visible()
+    assert page.locator("a.present-back").is_visible() and page.locator("a.present-next").is_visible()
+    assert "Predict first" in page.locator(".st-key-present-note").inner_text()
+    page.locator("a.present-next").click()
+    page.locator(".present-place", has_text="stop 5 of 6 · What if").wait_for(timeout=120_000)
+    assert "present=true" in page.url and "stop=4" in page.url
+    page.get_by_role("button", name="Exit").click()
+    page.get_by_test_id("stSidebar").wait_for(state="visible", timeout=30_000)
+    wait_for_text(page, "stop 5 of 6 · What if")
+    page.close()
+
+
+# ---- a lesson keeps its students --------------------------------------------------------------------
+VIEW_JS = """() => {
+  const side = document.querySelector("[data-testid='stSidebar']");
+  const radio = [...side.querySelectorAll("[data-testid='stRadio']")].find(r => r.innerText.startsWith("Weights"));
+  const checked = radio?.querySelector("input:checked");
+  const thumb = label => [...side.querySelectorAll("[data-testid='stSlider']")]
+      .find(s => s.innerText.includes(label))?.querySelector("[data-testid='stSliderThumbValue']")?.innerText;
+  return {weights: checked?.closest("label")?.innerText.trim(), text: side.querySelector("textarea")?.value,
+          block: thumb("Block"), head: thumb("Head")};
+}"""
+# the app's own links of a page, by kind: an HTML anchor (same tab), a drawn diagram's box, a page
+# link, a Markdown link (a new tab); none of the page's section anchors (#...) or other sites
+LINKS_JS = """() => [...document.querySelectorAll("[data-testid='stMain'] a")].map(a => ({
+    href: a.getAttribute("href") || a.getAttribute("xlink:href") || "", text: a.textContent.trim(),
+    box: !!a.closest("svg"), page_link: !!a.closest("[data-testid='stPageLink']"),
+    new_tab: a.getAttribute("target") === "_blank"}))
+  .filter(l => l.href && !l.href.startsWith("#") && !/^[a-z]+:/.test(l.href))"""
+
+
+def view(page) -> dict:
+    page.wait_for_selector("[data-testid='stSidebar'] textarea")
+    return page.evaluate(VIEW_JS)
+
+
+def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
+    """At stop 2 (block 1, head 2 on the demo model): every link either stays in the lesson or carries the
+    lesson's weights and text, and says when it leaves; each distinct address, opened in a fresh browser,
+    shows the lesson's weights and text; the page a link leads to offers the way back to the stop; leaving
+    by the top navigation writes an address that reopens as the same view."""
+    from urllib.parse import parse_qs, urlsplit
+
+    lesson = lf.load(DEMO)
+    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(base + link().replace("stop=0", "stop=1"))
+    wait_for_text(page, "stop 2 of 6")
+    page.get_by_test_id("stPageLink").first.wait_for(timeout=120_000)  # the footer's, last drawn
+    found = page.evaluate(LINKS_JS)
+    assert any(f["box"] for f in found) and any(f["page_link"] for f in found), found
+    views = {}
+    for f in found:
+        query = {k: v[0] for k, v in parse_qs(urlsplit(f["href"]).query).items()}
+        if "lesson" in query:  # back and next
+            assert query["stop"] in ("0", "2"), f
+            continue
+        assert query.get("weights") == "demo" and query.get("text") == lesson.text, f
+        if not (f["box"] or f["new_tab"]):  # a box's caption says it for all of them; a new tab leaves nothing
+            assert f["text"].endswith("(leaves the lesson)"), f
+        if f["box"]:
+            assert page.get_by_text("The boxes open their pages outside the lesson").count() == 1
+        url = f["href"] if f["href"].startswith("/") else "/" + f["href"]
+        key = (urlsplit(url).path, tuple(sorted((k, v) for k, v in query.items() if not k.startswith("from_"))))
+        views.setdefault(key, url)
+    page.get_by_test_id("stTopNavSection").filter(has_text="The model").click()
+    page.get_by_role("menuitem", name="Tokens and embeddings").click()
+    page.wait_for_url("**/tokens?**weights=demo**", timeout=120_000)
+    wait_rendered(page, timeout_ms=120_000)
+    page.wait_for_timeout(500)
+    views[("navigation",)] = page.url.removeprefix(base)
+    page.close()
+    assert len(views) >= 5, views
+    fresh = new_context(context.browser, 1280, 720)  # no session, cookies or storage of the first
+    try:
+        for url in views.values():
+            again = fresh.new_page()
+            again.goto(base + url)
+            wait_rendered(again, timeout_ms=120_000)
+            shown = view(again)
+            assert shown["weights"] == "demo" and shown["text"] == lesson.text, (url, shown)
+            assert again.locator(EXCEPTION).count() == 0, url
+            if "from_lesson=" in url:  # the way back to the stop it left
+                back = again.get_by_role("link", name="← back to the lesson, stop 2")
+                assert "stop=1" in back.get_attribute("href") and "lesson=" in back.get_attribute("href"), url
+            again.close()
+    finally:
+        fresh.close()
+
+
+def test_signing_at_localhost_warns_and_takes_the_address_students_open(context, base):
+    """This server is at 127.0.0.1: the address field starts there and says students cannot open it; the
+    link signed starts with the address typed instead."""
+    page = open_tab(context, base + "/lesson?model=tiny")
+    page.get_by_role("button", name="Add stop 1").click()
+    wait_for_text(page, "Add stop 2")
+    page.get_by_label("Lecturer password").fill(PASSWORD)
+    page.get_by_role("button", name="Unlock signing").click()
+    wait_for_text(page, "Sign the link")
+    field = page.get_by_role("textbox", name="The address students open")
+    assert field.input_value() == base
+    assert "students cannot open" in page.locator("[data-testid='stAlertContentWarning']").inner_text()
+    field.fill("http://class.example.edu:8501/")
+    field.press("Enter")
+    page.get_by_text("names this computer itself").wait_for(state="detached", timeout=60_000)
+    page.get_by_text("the lesson built above").click()
+    wait_rendered(page, 0)
+    page.get_by_role("button", name="Sign the link").click()
+    wait_for_text(page, "characters.")
+    url = page.locator("[data-testid='stCode'] code").first.inner_text().strip()
+    assert url.startswith("http://class.example.edu:8501/attention?lesson="), url
+    shot(page, "signed-base")
     page.close()

@@ -9,7 +9,7 @@ from gpt2viz.model.demo_model import DEMO_PATH, demo_heads, demo_vocabulary, hea
 from gpt2viz.model.modes import generate, run
 from gpt2viz.model.tokenizer import decode, encode
 from gpt2viz.model.weights import load_safetensors
-from gpt2viz.teaching.prompts import DEMO_PAIR, DEMO_REPEAT, PROMPTS, induction_cells, prompts_for
+from gpt2viz.teaching.prompts import DEMO_PAIR, DEMO_REPEAT, DEMO_SINK, PROMPTS, induction_cells, prompts_for
 from gpt2viz.ui.whatif_view import DEMO_KNOCKOUTS, random_weights_note
 
 needs_demo = pytest.mark.skipif(not DEMO_PATH.is_file(), reason=f"no demo model shipped at {DEMO_PATH}")
@@ -93,3 +93,13 @@ def test_what_ifs_note_states_the_measured_knockouts(demo):
         assert measured == pytest.approx(said, abs=0.005 if said > 0.01 else 0.0001), where
     note = random_weights_note()
     assert "0.0014" in note and "0.81, 0.53, 0.90 or 0.08" in note and "moves it a lot" not in note
+
+
+@needs_demo
+def test_the_demo_sink_head_puts_its_weight_on_the_first_word(demo):
+    """The Glossary's attention sink: on the repeat, the head's queries from the fifth word on put at least
+    0.85 of their weight on the first word, more than any other head of the model does."""
+    trace = run(demo, encode(DEMO_REPEAT.text), names=["blocks.*.attn.pattern"])
+    on_first = {(b, h): float(trace.get("attn.pattern", b)[0, h, 4:, 0].mean())
+                for b in range(demo.config.n_layer) for h in range(demo.config.n_head)}
+    assert on_first[DEMO_SINK] >= 0.85 and max(on_first, key=on_first.get) == DEMO_SINK, on_first

@@ -38,11 +38,17 @@ st.caption("Each cell: the most likely next token read at that depth and positio
 st.markdown(f"**Position {offset + i}, {code_span(q[i])}**: the lens at every depth.")
 rows = trace.memo(("logit lens", i), lambda: lens_rows(logit_lens(sel.weights.model, trace, position=i)))
 wide_table(rows, height="content")
-st.subheader(f"The stream entering block {sel.block}, taken apart")
+n_layer = sel.config.n_layer
+# it opens on the stream after the last block, every block's part in it (block 0's input is the embedding alone)
+depth = int(st.slider("Taken apart", 0, n_layer, n_layer, key="lens_depth", bind="query-params",
+                      format="%d", help=f"the stream entering block n; {n_layer}: the output of the last block, "
+                                        "which the final LayerNorm reads"))
+where = f"block {depth} input" if depth < n_layer else "after the last block"
+st.subheader(f"The stream {'entering block ' + str(depth) if depth < n_layer else 'after the last block'}, "
+             "taken apart")
 st.latex(r"x_n = x_0 + \sum_{i<n} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
-d = decompose(trace, sel.block)
-plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · block {sel.block} input",
-                      "L2 norm"))
+d = decompose(trace, depth)
+plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · {where}", "L2 norm"))
 st.markdown(f"Sum of the {len(d.labels)} part{'s' * (len(d.labels) != 1)} minus the recorded stream: largest "
             f"difference **{d.max_abs_error:.2e}** (float32 rounding).")
 code_panel.section("lens", sel, (("lens_pos", i),))

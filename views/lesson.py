@@ -20,6 +20,8 @@ from gpt2viz.ui.visitor import visitor_address
 PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
 DRAFT, LECTURER = "_lesson_draft_stops", "_lecturer"
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # a link to them opens the student's own computer
+QR_PRESENTED_PX = 560
 
 sel = selection()
 st.title("Lessons")
@@ -168,6 +170,15 @@ else:
     if not choices:
         st.caption("Open or build a lesson above to sign its link.")
     else:
+        reached = urlsplit(st.context.url or "")
+        base = st.text_input("The address students open", value=f"{reached.scheme}://{reached.netloc}"
+                             if reached.netloc else "", key="lesson_base", max_chars=200,
+                             help="the start of the link, as the students' browsers reach this server (the "
+                                  "command line's --base); by default the address this browser reached it at")
+        if urlsplit(base if "//" in base else "//" + base).hostname in LOCAL_HOSTS:
+            st.warning(f"{base or 'This address'} names this computer itself: students cannot open a link to it "
+                       "from theirs. Type the address they reach this server at (its name or IP address on "
+                       "the network).", icon=":material/wifi_off:")
         cols = st.columns([3, 2, 2], vertical_alignment="bottom")
         which = cols[0].radio("Sign", list(choices), horizontal=True, key="lesson_sign_which")
         hours = cols[1].number_input("Expires after (hours; 0: never)", 0.0, 24.0 * 365, 0.0, step=1.0,
@@ -179,11 +190,12 @@ else:
             except lf.LessonError as e:
                 st.error(str(e), icon=":material/error:")
             else:
-                base = urlsplit(st.context.url or "")
                 path = lf.href(lesson.stops[0].page, token, 0, DEFAULT)
-                link = f"{base.scheme}://{base.netloc}{path}" if base.netloc else path
+                link = base.strip().rstrip("/") + path
                 st.code(link, language=None, wrap_lines=True)
-                st.image(lf.qr_svg(link), caption="The same link as a QR code, for the projector", width=280)
+                # projected, as large as the first screen allows: a phone at the back of the room reads it
+                st.image(lf.qr_svg(link), caption="The same link as a QR code, for the projector",
+                         width=QR_PRESENTED_PX if sel.present else 280)
                 until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lf.verify(token, key).expires or 0))
                 st.caption(f"{len(link):,} characters. " + (f"It works until {until}." if hours else
                                                              "It works until the server's key changes."))

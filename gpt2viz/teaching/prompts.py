@@ -39,6 +39,9 @@ DEMO_PAIR = Prompt(
     text_b=" people play one good game after work people play one good point", next_token_b=" would")
 
 PROMPTS: dict[str, tuple[Prompt, ...]] = {"demo": (DEMO_REPEAT, DEMO_PAIR)}
+# (block, head) of the demo model's attention sink, where the Glossary points: on the repeat, its queries
+# from the fifth word on put 0.9 of their weight on the first word (tests/test_prompts.py measures it)
+DEMO_SINK = (0, 2)
 
 
 def prompts_for(source: str) -> dict[str, Prompt]:

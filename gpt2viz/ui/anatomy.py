@@ -29,7 +29,7 @@ from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, recorded_names, trace_cache
 from .code_panel import snippets
 from .layout import NARROWEST_PAGE_PX
-from .state import MODE_LABELS, Selection, link_params
+from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
 from .working import working
 
 # this project's own code that computes each component
@@ -157,8 +157,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
-    if cid in notices.QUESTIONS:
-        st.markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
+    if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
+        st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
     if not sel.present:
@@ -191,8 +191,8 @@ def footer(page: ComponentPage) -> None:
     c, sel = page.component, page.sel
     cat = cat_of(sel)
     st.subheader("What it does")
-    st.markdown(c.description)
-    st.markdown(c.explanation)
+    st.markdown(carry_view(c.description))  # its glossary links keep the view
+    st.markdown(carry_view(c.explanation))
     st.subheader("How it is computed")
     st.latex(r"\small " + c.equation)  # fits an 800 px window
     _open_inside(c, cat, page.row)
@@ -230,15 +230,16 @@ def component_link(cat: ComponentTree, cid: str, label: str | None = None, icon:
                    container=st) -> None:
     """A link to the page of component `cid` that keeps the selection (same tab)."""
     target, params = home(cid, {x.id: x.parent for x in cat})
-    container.page_link(target.file, label=label or cat[cid].title, icon=icon, query_params=link_params() | params)
+    container.page_link(target.file, label=link_label(label or cat[cid].title), icon=icon,
+                        query_params=link_params() | params)
 
 
 def child_section(ch: Component, sel: Selection) -> None:
     """A part shown on its parent's page: a section of its own (the "Open inside" links scroll here)."""
     st.subheader(ch.title, anchor=anchor(ch))
-    st.markdown(ch.description)
+    st.markdown(carry_view(ch.description))
     st.latex(ch.equation)
-    st.markdown(ch.explanation)
+    st.markdown(carry_view(ch.explanation))
     parameters(ch, sel, heading=False)
 
 

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
+from html import escape
 
 import streamlit as st
 
@@ -24,12 +25,14 @@ from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
+from . import present
 from .cache import cached_checkpoints, get_trace, trace_cache
-from .state import LOCKED, Selection, hold_controls, keep_only_url, sources_enabled
+from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
 AT = "_lesson_at"  # session key: (lesson, stop) whose values were last pinned
+LEFT = "_lesson_left"  # session key: the view of the stop just left by the navigation, for the URL to carry
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,9 @@ def open_lesson() -> OpenLesson | None:
         lesson = None
     if lesson is None:
         st.session_state.pop(LOCKED, None)  # out of a lesson: every control is the reader's again
-        st.session_state.pop(AT, None)
+        if st.session_state.pop(AT, None) is not None:  # left it within this session (the navigation)
+            st.session_state[LEFT] = st.session_state.get(LESSON_VIEW)
+        st.session_state.pop(LESSON_VIEW, None)
         return None
     opened = OpenLesson(lesson, _stop_index(st.query_params.get("stop"), len(lesson.stops)), token)
     _pin(opened)
@@ -145,35 +150,97 @@ def _pin(opened: OpenLesson) -> None:
     st.session_state[LOCKED] = locked
 
 
-def _stop_link(opened: OpenLesson, i: int, label: str, container) -> None:
-    page = opened.lesson.stops[i].page
-    if opened.token:
-        container.markdown(f'<a href="{lf.href(page, opened.token, i, DEFAULT)}" target="_self">{label}</a>',
-                           unsafe_allow_html=True)
-    else:
-        container.page_link(BY_URL[page].file, label=label, query_params={"stop": str(i)})
+def _stop_href(opened: OpenLesson, i: int, presenting: bool) -> str:
+    """The address of signed stop i, presenting if this view is (the viewer's choice survives next and back)."""
+    return lf.href(opened.lesson.stops[i].page, opened.token, i, DEFAULT) + (f"&{present.KEY}=true" if presenting
+                                                                             else "")
 
 
-def stop_bar(opened: OpenLesson, url: str) -> None:
+def _stop_link(opened: OpenLesson, presenting: bool, container=st):
+    """draw(css_class, label, i): a link to stop i. A signed lesson's is a same-tab link (a fresh session,
+    as a shared link is); a file's lesson lives in this session, so its links switch pages within it
+    (the presentation toggle keeps its value there)."""
+    def draw(cls: str, label: str, i: int) -> None:
+        if opened.token:
+            container.markdown(f'<a href="{escape(_stop_href(opened, i, presenting))}" target="_self"'
+                               + (f' class="{cls}"' if cls else "") + f">{escape(label)}</a>", unsafe_allow_html=True)
+        else:
+            container.page_link(BY_URL[opened.lesson.stops[i].page].file, label=label, query_params={"stop": str(i)})
+    return draw
+
+
+def place(opened: OpenLesson) -> str:
+    """Where the class is: "stop 3 of 6 · Output"."""
+    return f"stop {opened.i + 1} of {len(opened.lesson.stops)} · {BY_URL[opened.stop.page].title}"
+
+
+def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
     """At the top of the page (from app.py, after the navigation): the lesson's title, the stop's place,
-    back and next, and the lecturer's note. On another page than the stop's, go to the stop's."""
+    back and next, and the lecturer's note; presenting, the presentation bar holds the place, a large
+    back and next, and the note stands under it as a caption. On another page than the stop's, go to
+    the stop's."""
     stop, n = opened.stop, len(opened.lesson.stops)
     if (url or DEFAULT) != stop.page:
+        # (the bound presentation toggle keeps its own value and URL key: Streamlit refuses it here)
         st.switch_page(BY_URL[stop.page].file,
-                       query_params={"lesson": opened.token, "stop": str(opened.i)} if opened.token else
-                       {"stop": str(opened.i)})
-    left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
-    left.markdown(f":material/school: **{opened.lesson.title}** · stop {opened.i + 1} of {n}"
-                  + ("" if opened.token else " · opened from a file, in this session only"))
-    if opened.i > 0:
-        _stop_link(opened, opened.i - 1, "← back", back)
-    if opened.i + 1 < n:
-        _stop_link(opened, opened.i + 1, "next →", nxt)
-    if stop.note:
-        st.info(stop.note, icon=":material/record_voice_over:")
+                       query_params=({"lesson": opened.token} if opened.token else {}) | {"stop": str(opened.i)})
+    if presenting:
+        present.chrome(("", opened.i + 1) if opened.i + 1 < n else None, back=opened.i - 1 if opened.i else None,
+                       place=place(opened), note=carry_view(stop.note), link=_stop_link(opened, True))
+    else:
+        left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
+        left.markdown(f":material/school: **{opened.lesson.title}** · {place(opened)}"
+                      + ("" if opened.token else " · opened from a file, in this session only"))
+        if opened.i > 0:
+            _stop_link(opened, False, back)("", "← back", opened.i - 1)
+        if opened.i + 1 < n:
+            _stop_link(opened, False, nxt)("", "next →", opened.i + 1)
+        if stop.note:
+            st.info(carry_view(stop.note), icon=":material/record_voice_over:")
     locked = sorted(opened.lesson.locked(opened.i))
     if locked:
         st.sidebar.caption(":material/lock: The lesson sets " + ", ".join(locked) + ".")
+
+
+# ---------------------------------------------------------------------------- links out of a lesson
+def view_params(opened: OpenLesson, sel: Selection) -> dict[str, str]:
+    """The URL values of the view a stop shows (the lesson's weights and texts, the stop's mode, block
+    and head as they now are), and the way back to the stop: what a link out of the lesson carries."""
+    out = {"weights": sel.source, "text": sel.text, "mode": sel.mode.value, "block": str(sel.block),
+           "head": str(sel.head)}
+    if sel.weights.random:
+        out |= {"model": sel.weights.model_name, "seed": str(sel.weights.seed)}
+    if opened.lesson.text_b is not None:
+        out["text_b"] = st.session_state.get("text_b", opened.lesson.text_b)
+    out |= {present.KEY: "true"} if sel.present else {}
+    return out | ({"from_lesson": opened.token, "from_stop": str(opened.i)} if opened.token else {})
+
+
+def keep_view(opened: OpenLesson | None, sel: Selection) -> None:
+    """After the controls (from app.py): at a stop, the view its links carry (ui/state.py link_params);
+    on the page a student reached from a stop by the navigation, that view into the URL, which
+    Streamlit's navigation left bare (the pinned values never were in it)."""
+    if opened is not None:
+        st.session_state[LESSON_VIEW] = view_params(opened, sel)
+        return
+    left = st.session_state.pop(LEFT, None)
+    if left:
+        add_to_url(left)
+
+
+def back_offer() -> None:
+    """On a page reached by a link out of a signed lesson: the way back to the stop it left."""
+    token, raw = st.query_params.get("from_lesson"), st.query_params.get("from_stop")
+    if token is None:
+        return
+    try:
+        lesson = lf.verify(token, server_key())
+    except lf.LessonError:
+        return  # not a lesson this server signed, or expired: no way back to offer
+    i = _stop_index(raw, len(lesson.stops))
+    back = escape(lf.href(lesson.stops[i].page, token, i, DEFAULT))
+    st.caption(f':material/school: Outside the lesson **{escape(lesson.title)}** · '
+               f'<a href="{back}" target="_self">← back to the lesson, stop {i + 1}</a>', unsafe_allow_html=True)
 
 
 # ---------------------------------------------------------------------------- the class's runs, once

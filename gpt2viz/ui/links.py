@@ -16,7 +16,7 @@ from ..teaching import tour
 from ..teaching.prompts import prompts_for
 from . import export
 from .anatomy import cat_of, run_values
-from .state import Selection, link_params
+from .state import Selection, link_label, link_params
 
 
 def view_href(url: str, **override) -> str:
@@ -25,8 +25,8 @@ def view_href(url: str, **override) -> str:
 
 
 def anchor(label: str, url: str, **override) -> str:
-    """An HTML link to page `url` that keeps the selection and the tab."""
-    return f'<a href="{escape(view_href(url, **override))}" target="_self">{escape(label)}</a>'
+    """An HTML link to page `url` that keeps the selection and the tab (out of a lesson, its label says so)."""
+    return f'<a href="{escape(view_href(url, **override))}" target="_self">{escape(link_label(label))}</a>'
 
 
 def diagram_links(sel: Selection, current: str) -> diagram.Links:
@@ -47,6 +47,8 @@ def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
     svg = getattr(diagram, kind)(cat_of(sel), sel.mode, run_values(sel, sel.mode), diagram_links(sel, current),
                                  **extra)
     container.markdown(svg, unsafe_allow_html=True)
+    if link_label(""):  # a box cannot say it on its label
+        container.caption("The boxes open their pages outside the lesson, on the lesson's weights and text.")
     export.diagram_download(svg, kind, container)
 
 

@@ -3,7 +3,10 @@
 The sidebar and its button are hidden, the type is larger, the page's first chart fills the first
 screen (at 1280 x 720 and larger), and a bar in the top right corner, always in view, holds a way
 back ("Exit presentation": the toggle itself sits in the hidden sidebar) and a large link to the
-next stop. Which stop is next is the caller's: the tour's (links.next_stop), or a lesson's.
+next stop. Which stop is next is the caller's: the tour's (links.next_stop), or a lesson's, whose bar
+also holds a large "back" and the class's place ("stop 3 of 6 · Output"), and whose stop's note
+stands under the bar as a caption (the chart below it keeps to the first screen: `chrome`'s
+`note_lines`).
 """
 
 from contextlib import nullcontext
@@ -22,12 +25,29 @@ html {font-size: 20px}
 [data-testid='stMainBlockContainer'] {max-width: none; padding-left: 2.5rem; padding-right: 2.5rem}
 .st-key-present-bar {position: fixed; top: .45rem; right: 3.5rem; z-index: 1000000; width: auto !important;
   align-items: center; background: var(--st-background-color, transparent)}
-.st-key-present-chart {height: calc(100vh - 14rem) !important; min-height: 22rem; flex: none !important}
+.st-key-present-chart {height: calc(100vh - 14rem - var(--present-note, 0rem)) !important; min-height: 20rem;
+  flex: none !important}
 .st-key-present-chart > [data-testid='stElementContainer'] {height: 100% !important}
 h1 {font-size: 2.4rem !important; padding-top: 0 !important}
-.st-key-present-bar a.present-next {font-size: 1.5rem; font-weight: 700; text-decoration: none; padding: .1rem .8rem;
-  border-radius: .5rem; border: 2px solid currentColor; white-space: nowrap}
+.st-key-present-bar a.present-next, .st-key-present-bar a.present-back {font-size: 1.5rem; font-weight: 700;
+  text-decoration: none; padding: .1rem .8rem; border-radius: .5rem; border: 2px solid currentColor;
+  white-space: nowrap}
+.st-key-present-bar [data-testid='stPageLink'] p {font-size: 1.5rem; font-weight: 700}
+.st-key-present-bar .present-place {font-size: 1.1rem; font-weight: 600; white-space: nowrap}
+/* a window narrower than a projector's: the bar keeps to the right of the top bar's navigation */
+@media (max-width: 1100px) {
+  .st-key-present-bar [data-testid='stElementContainer']:has(.present-place) {display: none}
+  .st-key-present-exit [data-testid='stMarkdownContainer'] {display: none}  /* its icon, and its tooltip */
+  .st-key-present-bar a.present-next, .st-key-present-bar a.present-back {font-size: 1rem; padding: 0 .4rem}
+}
+.st-key-present-note {margin-bottom: .6rem}
+.st-key-present-note p {font-size: 1.05rem; line-height: 1.5; margin: 0; color: var(--st-gray-color, #6b6f80)}
 </style>"""
+NOTE_LINE_REM = 1.6  # a line of the stop's note (1.05rem type, 1.5 line height): what the chart gives up for it
+QUESTION_REM = 3.2  # the page's question under its title, which the note stands for (the lecturer's question)
+# the note's characters per line at the narrowest projector (1280 px less 2 x 2.5rem of padding, at ~10 px a
+# character): the lines it takes there, an upper bound at any larger screen
+NOTE_CHARS_PER_LINE = 110
 
 
 def toggle(container) -> bool:
@@ -41,17 +61,30 @@ def _exit() -> None:
     st.session_state[KEY] = False
 
 
-def chrome(next_stop: tuple[str, str] | None) -> None:
+def _link(cls: str, text: str, href: str) -> None:
+    st.markdown(f'<a class="{cls}" href="{escape(href)}" target="_self">{escape(text)}</a>', unsafe_allow_html=True)
+
+
+def chrome(next_stop: tuple[str, object] | None, back=None, place: str = "", note: str = "", link=_link) -> None:
     """The page's presentation look, the way back, and a large link to `next_stop` (its label and its
-    address, opened in this tab) when there is one."""
-    st.html(_CSS)
+    address, opened in this tab) when there is one. A lesson's stop adds `back` (the previous stop),
+    `place` (where the class is) and its `note`, drawn under the bar; `link(css_class, text, target)`
+    draws a link to `back` or to next_stop's target (by default an address)."""
+    lines = -(-len(note) // NOTE_CHARS_PER_LINE) if note else 0
+    st.html(_CSS + (f"<style>:root {{--present-note: {lines * NOTE_LINE_REM + 1 - QUESTION_REM:.1f}rem}}\n"
+                    ".st-key-page-question {display: none}</style>" if lines else ""))
     with st.container(key="present-bar", horizontal=True, gap="small"):
-        st.button("Exit presentation", key="present-exit", on_click=_exit, type="tertiary",
-                  icon=":material/close_fullscreen:")
+        st.button("Exit" if place else "Exit presentation", key="present-exit", on_click=_exit, type="tertiary",
+                  icon=":material/close_fullscreen:", help="Exit presentation mode: the sidebar comes back")
+        if back is not None:
+            link("present-back", "← Back", back)
+        if place:
+            st.markdown(f'<span class="present-place">{escape(place)}</span>', unsafe_allow_html=True)
         if next_stop:
             label, href = next_stop
-            st.markdown(f'<a class="present-next" href="{escape(href)}" target="_self">Next: {escape(label)} →</a>',
-                        unsafe_allow_html=True)
+            link("present-next", f"Next: {label} →" if label else "Next →", href)
+    if note:
+        st.container(key="present-note").markdown(note)
 
 
 def _scale_fonts(node, factor: float, in_font: bool = False) -> None:

@@ -9,7 +9,9 @@ weights do not have moves quietly to the nearest one they do.
 """
 
 import os
+import re
 from dataclasses import dataclass, replace
+from urllib.parse import parse_qsl, quote, urlencode
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
@@ -38,6 +40,13 @@ ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head", present.KEY)
 LOCKED = "_locked"  # session key: the controls a lesson pins (ui/lesson_view.py), shown but not changeable
+# session key: while a lesson's stop is shown, the URL values of its view (the lesson's weights and text, and
+# the stop's view), which every link out of it carries: the stop's own URL holds only the lesson
+LESSON_VIEW = "_lesson_view"
+# a link out of a lesson names the stop it left (a signed lesson's `lesson` value, the stop's index), so the
+# page it leads to offers the way back; links from there keep them
+BACK_KEYS = ("from_lesson", "from_stop")
+LEAVES = " (leaves the lesson)"  # on the label of a link out of a lesson
 
 
 def locked(key: str) -> bool:
@@ -246,8 +255,37 @@ def link_notes(sel: Selection) -> None:
 
 def link_params() -> dict[str, str]:
     """The selection as the URL carries it (only what differs from the defaults), for links to
-    other pages that keep it."""
-    return {k: v for k, v in _raw_url().items() if k in SELECTION_KEYS and v is not None}
+    other pages that keep it; at a lesson's stop, the view the lesson shows, and the way back."""
+    if st.session_state.get(LESSON_VIEW) is not None:
+        return dict(st.session_state[LESSON_VIEW])
+    return {k: v for k, v in _raw_url().items() if k in SELECTION_KEYS + BACK_KEYS and v is not None}
+
+
+def link_label(label: str) -> str:
+    """A link's label, saying so when the link leaves the lesson shown."""
+    return label + LEAVES if st.session_state.get(LESSON_VIEW) is not None else label
+
+
+# a Markdown link to one of the app's pages: `[the MLP](/mlp)`, `[logits](/glossary#logit)`
+_APP_LINK = re.compile(r"\]\((/[a-z_]*)(\?[^)#\s]*)?(#[^)\s]*)?\)")
+
+
+def carry_view(markdown: str) -> str:
+    """`markdown` with its links to the app's pages carrying the view (link_params; a link's own values
+    win). Streamlit opens them in a new tab: a new session, which the URL alone tells what to show."""
+    view = link_params()
+    if not view:
+        return markdown
+
+    def carry(m: re.Match) -> str:
+        path, query, fragment = m.group(1), parse_qsl((m.group(2) or "?")[1:]), m.group(3) or ""
+        return f"]({path}?{urlencode(view | dict(query), quote_via=quote)}{fragment})"
+    return _APP_LINK.sub(carry, markdown)
+
+
+def add_to_url(values: dict[str, str]) -> None:
+    """`values` into the URL where it lacks them (the address bar, a reload and a shared link then show them)."""
+    _write_url(lambda url: {k: v for k, v in values.items() if url.get(k) is None})
 
 
 def number(container, label: str, lo, hi, default, key: str, **kw):

@@ -35,10 +35,10 @@ anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notice
 if sel.weights.demo:
     story.heads_pointer(sel)
 st.markdown(notices.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))
-dot_view.section(sel, trace, q, k, offset)
 draw_diagram("attention", sel, "attention")
 n = min(T, GRID_QUERIES)
 last = trace.get("attn.pattern", b, queries=slice(T - n, T))[0]  # [nh, n, L]
 plot(plots.heads_grid(last, q[-n:], k, f"Every head of block {b}"
                       + (f" (the last {n} queries)" if n < T else ""), query_offset=offset + T - n), f"block {b}")
+dot_view.section(sel, trace, q, k, offset)  # one score taken apart, after the head and its block are seen
 anatomy.footer(page)

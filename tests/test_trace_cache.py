@@ -8,7 +8,7 @@ import torch
 from together import together
 
 from gpt2viz.model.trace import Trace
-from gpt2viz.server.trace_cache import TraceCache
+from gpt2viz.server.trace_cache import RunTooLarge, TraceCache
 
 
 def make(nbytes: int) -> Trace:
@@ -192,7 +192,7 @@ def test_no_more_runs_at_once_than_max_runs():
     assert most[0] == 2 and len(cache) == 6 and cache.running == 0
 
 
-def test_small_runs_run_together_and_a_huge_one_runs_alone():
+def test_small_runs_run_together_and_one_larger_than_the_budget_is_refused():
     cache = TraceCache(1_000)
     barrier = threading.Barrier(2, timeout=5)  # both must be inside compute at once, or this fails
 
@@ -206,7 +206,10 @@ def test_small_runs_run_together_and_a_huge_one_runs_alone():
     for t in threads:
         t.join()
     assert len(cache) == 2 and cache.in_flight == 0
-    assert cache.get_or_compute("huge", lambda: make(8), estimate=50_000).nbytes == 8  # never refused
+    ran = []
+    with pytest.raises(RunTooLarge, match="more than the"):  # it would take the server past its budget
+        cache.get_or_compute("huge", lambda: ran.append(1) or make(8), estimate=50_000)
+    assert not ran and cache.in_flight == 0 and "huge" not in cache._items
 
 
 def test_a_failed_run_gives_its_reservation_back():

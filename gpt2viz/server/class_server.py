@@ -69,7 +69,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     """The environment every process gets: one cookie secret, the budget split N ways, one torch
-    thread, and no uploads or downloads unless the operator set them."""
+    thread, no uploads or downloads unless the operator set them, and no traceback for a visitor."""
     env = dict(base)
     env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     budget = env.get("GPT2VIZ_TRACE_BUDGET_MB", "")
@@ -78,6 +78,9 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     env.setdefault("GPT2VIZ_THREADS", "1")
     env.setdefault("GPT2VIZ_ALLOW_UPLOAD", "0")
     env.setdefault("GPT2VIZ_ALLOW_DOWNLOAD", "0")
+    # loopback processes look local, where tracebacks are shown: the class reads one line instead
+    # (client.showErrorDetails, which gpt2viz/ui/errors.py reads too)
+    env.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "none")
     return env
 
 

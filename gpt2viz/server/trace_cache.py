@@ -61,11 +61,26 @@ class _Flight:
         self.status = Status("running")  # the leader's last step, for the askers waiting for it
 
 
+def mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+class RunTooLarge(ValueError):
+    """A run whose estimated peak alone exceeds the budget: refused before it starts, in one line
+    (the pages that know their run say what would fit instead; ui/fit.py)."""
+
+    def __init__(self, estimate: int, budget: int, message: str | None = None):
+        self.estimate, self.budget = estimate, budget
+        super().__init__(message or f"This view's run needs about {mib(estimate)}, more than the {mib(budget)} "
+                                    "this server gives its runs: a shorter text, or another page, fits.")
+
+
 class TraceCache:
     """LRU by bytes. The budget covers the cached traces and the runs in flight: a run reserves its
     estimated peak (`estimate`) before it starts, waiting while others' reservations would exceed
-    the budget and evicting least recently used traces to make room. A run alone may exceed the
-    budget (it is never refused); it then waits until it is alone. `max_runs`: at most this many
+    the budget and evicting least recently used traces to make room. A run whose estimate alone
+    exceeds the budget is refused (`RunTooLarge`), so that what the server holds stays within it
+    whatever a visitor asks. `max_runs`: at most this many
     runs compute at once (the others wait their turn), None for as many as the budget lets in.
     Heavy runs (an estimate above 1/HEAVY_SHARE of the budget, or asked as heavy: a sweep) hold at
     most all but one of the `max_runs` slots and all but 1/HEAVY_SHARE of the budget, so a short
@@ -120,6 +135,8 @@ class TraceCache:
         `progress`: told when this asker waits for another asker's run (with that run's steps) or
         for its turn; `compute` reports the steps of its own run through it. `heavy`: True for a run
         that is long whatever its bytes (a sweep of many runs); None decides by the estimate."""
+        if estimate > self.budget:
+            raise RunTooLarge(estimate, self.budget)
         with self._lock:
             if key in self._items:
                 self.hits += 1

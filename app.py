@@ -16,6 +16,7 @@ from gpt2viz.ui.errors import hide_error_details, page_errors
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 from gpt2viz.ui.links import next_stop, tour_next
 from gpt2viz.ui.state import controls, link_notes, page_may_run, sidebar_footer
+from gpt2viz.ui.upload import upload_limits
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
@@ -37,6 +38,7 @@ st.html(f"""<style>
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")
 hide_error_details()  # a server that is not local shows no traceback, whichever command started it
+upload_limits()  # the upload route takes what this server's uploaders offer, no more
 # every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
 with script_running(), page_errors():
     try:

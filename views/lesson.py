@@ -11,10 +11,12 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
+from gpt2viz.server.received import LESSON_UPLOAD_MB
 from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, server_key
+from gpt2viz.ui.upload import read_once
 from gpt2viz.ui.visitor import visitor_address
 
 PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
@@ -50,14 +52,14 @@ left, right = st.columns(2)
 pick = left.selectbox("Shipped with the app", list(shipped), index=None, placeholder="Choose a lesson",
                       key="lesson_shipped")
 upload = right.file_uploader("Or your own (.json or .toml)", type=["json", "toml"], key="lesson_upload",
-                             max_upload_size=1)
+                             max_upload_size=LESSON_UPLOAD_MB)
 opened = None
-try:
-    if upload is not None:
-        opened = lf.loads(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
-    elif pick is not None:
+try:  # the file's own 1 MB held on the server too, parsed once (not on every rerun)
+    opened = read_once(upload, "lesson_upload", LESSON_UPLOAD_MB,
+                       lambda data, name: lf.loads(data.decode("utf-8", errors="replace"), name))
+    if opened is None and pick is not None:
         opened = lf.load(shipped[pick])
-except lf.LessonError as e:
+except ValueError as e:  # a LessonError, or a file over the uploader's limit
     st.error(str(e), icon=":material/error:")
 if opened is not None:
     summary(opened)

@@ -77,14 +77,16 @@ def model_cache() -> ModelCache:
 _models_lock = threading.Lock()
 
 
-def random_weights(model: str, seed: int) -> LoadedModel:
+def random_weights(model: str, seed: int, models: ModelCache | None = None) -> LoadedModel:
+    """`models`: the model cache, for callers outside a script run (a deferred download)."""
     cfg = get_config(model)
 
     def build() -> LoadedModel:
         with st.spinner("Initialising random GPT-2 weights…"):
             return LoadedModel(random_model(cfg, seed), ("random", model, seed),
                                f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
-    return model_cache().get(("random", model, seed), build, params_bytes(cfg), f"random {model} weights")
+    models = model_cache() if models is None else models
+    return models.get(("random", model, seed), build, params_bytes(cfg), f"random {model} weights")
 
 
 def counted_weights(model: str, seed: int, allowed: tuple[str, ...]) -> LoadedModel:
@@ -102,9 +104,10 @@ def params_bytes(cfg) -> int:
         return 4 * sum(p.numel() for p in GPT2(cfg).parameters())
 
 
-def file_weights(path: str, mtime_ns: int, size: int) -> LoadedModel:
+def file_weights(path: str, mtime_ns: int, size: int, models: ModelCache | None = None) -> LoadedModel:
+    models = model_cache() if models is None else models
     cfg = checkpoint_config(path)
-    check_fits(cfg, trace_cache().budget)
+    check_fits(cfg, models.traces.budget)
 
     def build() -> LoadedModel:
         with st.spinner("Loading the checkpoint…"):
@@ -114,7 +117,18 @@ def file_weights(path: str, mtime_ns: int, size: int) -> LoadedModel:
         return LoadedModel(loaded.model, ("file", path, mtime_ns, size),
                            f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
     key = ("file", path, mtime_ns, size)
-    return model_cache().get(key, build, params_bytes(cfg), f"the weights of {Path(path).name}")
+    return models.get(key, build, params_bytes(cfg), f"the weights of {Path(path).name}")
+
+
+def weights_again(key: tuple, models: ModelCache) -> LoadedModel:
+    """The weights of `key` (a LoadedModel's), from the model cache or built again: for a deferred
+    download, which holds its view's weights weakly so that a session cannot keep an evicted model
+    alive through it. An upload's model lives in the upload store, as long as its session."""
+    if key[0] == "random":
+        return random_weights(key[1], key[2], models)
+    if key[0] == "file":
+        return file_weights(*key[1:], models=models)
+    raise ValueError("these weights were unloaded: reload the page and download again")
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the model folder…")
@@ -205,19 +219,16 @@ def run_threads(running: int, env=os.environ, scripts: int | None = None) -> int
 
 def budget_bytes(env=os.environ, local: bool = False, memory: int | None = None) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB: what the server may use beyond its runtime and weights. Unset: 2 GiB on a
-    server for a class; on a local server (one user), half the machine's memory up to 8 GiB, at least
-    2 GiB, so that a laptop still trains on 1,024 tokens of gpt2 (a 4.1 GiB run, which a class server's
-    budget refuses). `memory`: the machine's, in bytes (default: read from the system)."""
+    server for a class; on a local server (one user), half the machine's memory, at least 2 GiB, so
+    that a laptop still trains on 1,024 tokens of gpt2 (a 4.1 GiB run, which a class server's budget
+    refuses) and a workstation on gpt2-xl. `memory`: the machine's, in bytes (default: read from the system)."""
     mb = env.get(BUDGET_ENV)
     if mb and mb.isdigit() and int(mb) > 0:
         return int(mb) * 2**20
     if not local:
         return DEFAULT_BUDGET
     memory = machine_memory() if memory is None else memory
-    return max(DEFAULT_BUDGET, min(memory // 2, LOCAL_MAX_BUDGET))
-
-
-LOCAL_MAX_BUDGET = 8 * 2**30
+    return max(DEFAULT_BUDGET, memory // 2)
 
 
 def machine_memory() -> int:

@@ -304,10 +304,11 @@ def _weights(sb, source: str) -> LoadedModel:
     if source == "random":
         # every size is offered: the pages that only count (Parameter accounting, Modes, Exercises)
         # show them all; the others build only the sizes the operator allows (spec/serving.py)
-        model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params", disabled=locked("model"),
+        allowed = buildable_models()
+        model = sb.selectbox("Model size", list(PRESETS), index=list(PRESETS).index(allowed[0]), key="model",
+                             bind="query-params", disabled=locked("model"),
                              help="tiny is a 2-block test model with GPT-2's vocabulary")
         seed = number(sb, "Seed", 0, 2**31 - 1, 0, key="seed")
-        allowed = buildable_models()
         if model not in allowed:
             return counted_weights(model, seed, allowed)
         return random_weights(model, seed)

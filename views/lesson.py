@@ -6,6 +6,7 @@ import hmac
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,6 +25,10 @@ SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
 DRAFT, LECTURER = "_lesson_draft_stops", "_lecturer"
 
 sel = selection()
+# this page's names outlive its run (Streamlit keeps the "Add stop" callback, and with it this module's
+# names, until the session's next run): the weights' size and seed, never the model
+random_weights = {"source": "random", "model": sel.weights.model_name, "seed": sel.weights.seed}
+sel = replace(sel, weights=None)
 st.title("Lessons")
 st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
             "page with its view and your note or question. Students open one link, land on stop 1, and step "
@@ -70,7 +75,7 @@ if opened is not None:
 st.subheader("Build a lesson")
 st.markdown("The lesson takes the sidebar's weights and text. For each stop, set the view in the sidebar "
             "(mode, block, head), choose the page, write a note or a question, and add it.")
-WEIGHTS = {"random": lambda: {"source": "random", "model": sel.weights.model_name, "seed": sel.weights.seed},
+WEIGHTS = {"random": lambda: random_weights,
            "demo": lambda: {"source": "demo"},
            "hf-cache": lambda: {"source": "hf-cache", "checkpoint": st.session_state.get("checkpoint", "")}}
 stops = st.session_state.setdefault(DRAFT, [])

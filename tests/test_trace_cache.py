@@ -336,3 +336,20 @@ def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):
     assert trims == []  # not between runs
     time.sleep(0.6)
     assert len(trims) == 1
+
+
+def test_a_large_evicted_item_goes_back_to_the_system_at_once():
+    """A model beyond the first (475 MiB on gpt2) evicted for a run: its memory is released before the
+    run, not when the server idles (its blocks kept put a class server 290 MiB past its budget)."""
+    from gpt2viz.server.trace_cache import RELEASE_EVICTED
+
+    class Big:
+        nbytes = RELEASE_EVICTED
+
+    cache, released = TraceCache(RELEASE_EVICTED * 3 // 2), []
+    cache.release = lambda: released.append(1)
+    cache.get_or_compute("model", Big)
+    cache.get_or_compute("small", lambda: make(8), estimate=1_000)
+    assert released == []  # nothing large went
+    cache.get_or_compute("run", lambda: make(8), estimate=RELEASE_EVICTED)
+    assert "model" not in cache._items and released == [1]

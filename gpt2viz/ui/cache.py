@@ -220,7 +220,7 @@ def run_threads(running: int, env=os.environ, scripts: int | None = None) -> int
 def budget_bytes(env=os.environ, local: bool = False, memory: int | None = None) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB: what the server may use beyond its runtime and weights. Unset: 2 GiB on a
     server for a class; on a local server (one user), half the machine's memory, at least 2 GiB, so
-    that a laptop still trains on 1,024 tokens of gpt2 (a 4.1 GiB run, which a class server's budget
+    that a laptop still trains on 1,024 tokens of gpt2 (a 3.3 GiB run, which a class server's budget
     refuses) and a workstation on gpt2-xl. `memory`: the machine's, in bytes (default: read from the system)."""
     mb = env.get(BUDGET_ENV)
     if mb and mb.isdigit() and int(mb) > 0:

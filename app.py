@@ -15,7 +15,7 @@ from gpt2viz.ui.cache import script_running
 from gpt2viz.ui.errors import hide_error_details, page_errors
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 from gpt2viz.ui.links import next_stop, tour_next
-from gpt2viz.ui.state import controls, link_notes, page_may_run, sidebar_footer
+from gpt2viz.ui.state import controls, link_notes, page_may_run, selection_of_this_run, sidebar_footer
 from gpt2viz.ui.upload import upload_limits
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
@@ -40,29 +40,24 @@ st.html(f"""<style>
 hide_error_details()  # a server that is not local shows no traceback, whichever command started it
 upload_limits()  # the upload route takes what this server's uploaders offer, no more
 # every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
-with script_running(), page_errors():
-    try:
-        lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
-        st.session_state["selection"] = selection = controls()
-        # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
-        # without scrolling past the page links
-        page = st.navigation(pages(), position="top")
-        sidebar_footer()
-        export.begin(page.url_path or DEFAULT, page.title, source(selection))
-        export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
-        link_notes(selection)
-        if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
-            lesson_view.stop_bar(lesson, page.url_path)
-            if selection.weights.built:  # a size only counted here measures no claim
-                lesson_view.check_claims(lesson, selection)
-            lesson_view.warm(lesson, selection)
-        elif selection.present:  # the large "next" stands for the tour's line
-            present.chrome(next_stop(page.url_path))
-        else:
-            tour_next(page.url_path, selection)
-        if page_may_run(selection, page.url_path or DEFAULT):
-            page.run()
-    finally:  # nothing keeps a model between runs, so that one the model cache evicts is freed: neither
-        # the session's state nor this script's module, which Streamlit keeps as __main__ after the run
-        st.session_state.pop("selection", None)
-        globals().pop("selection", None)
+with script_running(), page_errors(), selection_of_this_run(globals()):
+    lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
+    st.session_state["selection"] = selection = controls()
+    # the navigation in the top bar: the sidebar keeps only the controls, which a lecturer reaches
+    # without scrolling past the page links
+    page = st.navigation(pages(), position="top")
+    sidebar_footer()
+    export.begin(page.url_path or DEFAULT, page.title, source(selection))
+    export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
+    link_notes(selection)
+    if lesson:  # a lesson's stop bar (its back and next) stands for the tour's line
+        lesson_view.stop_bar(lesson, page.url_path)
+        if selection.weights.built:  # a size only counted here measures no claim
+            lesson_view.check_claims(lesson, selection)
+        lesson_view.warm(lesson, selection)
+    elif selection.present:  # the large "next" stands for the tour's line
+        present.chrome(next_stop(page.url_path))
+    else:
+        tour_next(page.url_path, selection)
+    if page_may_run(selection, page.url_path or DEFAULT):
+        page.run()

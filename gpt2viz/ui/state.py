@@ -8,6 +8,7 @@ bookmark, a reload): a change made in the sidebar is not a link, and a block or 
 weights do not have moves quietly to the nearest one they do.
 """
 
+import contextlib
 import os
 from dataclasses import dataclass, replace
 
@@ -250,6 +251,18 @@ def controls() -> Selection:
         st.session_state["_url_notes"] = (notes, signature)
     kept, kept_for = st.session_state.get("_url_notes", ((), None))
     return replace(sel, link_notes=tuple(kept) if kept_for == signature else ())
+
+
+@contextlib.contextmanager
+def selection_of_this_run(script_names: dict):
+    """Around a script run (app.py): afterwards nothing keeps the run's selection, and with it its
+    model, so that one the model cache evicts is freed: neither the session's state nor the script's
+    names (`globals()`), which Streamlit keeps as the module __main__ after the run."""
+    try:
+        yield
+    finally:
+        st.session_state.pop("selection", None)
+        script_names.pop("selection", None)
 
 
 COUNTING_PAGES = ("params", "modes", "exercises")  # pages that count a size and build nothing of it

@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 from ..spec.paths import APP_ROOT
+from ..spec.serving import DEFAULT_RANDOM_MODELS, RANDOM_MODELS
 from .launch import config_flags
 
 ROOT = APP_ROOT
@@ -69,7 +70,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     """The environment every process gets: one cookie secret, the budget split N ways, one torch
-    thread, no uploads or downloads unless the operator set them, and no traceback for a visitor."""
+    thread, no uploads or downloads unless the operator set them, no traceback for a visitor, and
+    only the random sizes a class server builds (gpt2 and tiny) unless the operator names others."""
     env = dict(base)
     env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     budget = env.get("GPT2VIZ_TRACE_BUDGET_MB", "")
@@ -81,6 +83,7 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     # loopback processes look local, where tracebacks are shown: the class reads one line instead
     # (client.showErrorDetails, which gpt2viz/ui/errors.py reads too)
     env.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "none")
+    env.setdefault(RANDOM_MODELS, ",".join(DEFAULT_RANDOM_MODELS))  # and would build any size a link asks for
     return env
 
 

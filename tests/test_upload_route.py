@@ -94,6 +94,32 @@ def test_a_class_server_refuses_a_model_sized_put_before_reading_it(start, comma
         assert r.status == 200
 
 
+def test_through_the_class_servers_nginx_a_model_sized_put_is_refused_at_its_headers(monkeypatch):
+    """nginx reads a request's body whole (to its temporary folder) before the app answers: with
+    uploads off, `class-server` sets its body limit to the app's 1 MB."""
+    import io
+
+    from gpt2viz.server.class_server import ClassServer, free_port, nginx_path
+
+    if nginx_path() is None:
+        pytest.skip("no nginx")
+    for name in ("GPT2VIZ_ALLOW_UPLOAD", "GPT2VIZ_ALLOW_DOWNLOAD"):
+        monkeypatch.delenv(name, raising=False)
+    server = ClassServer(1, free_port(), "127.0.0.1", log=io.StringIO())
+
+    async def go():
+        s = await session(server.base)
+        status = answer_to_headers_alone(server.base, s, MODEL_PUT)
+        await s.close()
+        return status
+    try:
+        server.start(timeout=180)
+        status = asyncio.run(go())
+    finally:
+        server.stop()
+    assert " 413" in status, status
+
+
 def test_one_session_holds_at_most_one_small_files_worth(start):
     """Five PUTs of 0.9 MB (each within the route's 1 MB) to one session with uploads off."""
     server = start("streamlit run app.py")

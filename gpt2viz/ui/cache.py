@@ -92,16 +92,20 @@ def random_weights(model: str, seed: int, models: ModelCache | None = None) -> L
 def counted_weights(model: str, seed: int, allowed: tuple[str, ...]) -> LoadedModel:
     """A size this server does not build for visitors: its shapes without values (nothing allocated),
     for the pages that only count (Parameter accounting, Modes, Exercises)."""
+    return LoadedModel(_meta_model(get_config(model)), ("counted", model), f"random {model}: counted here, not "
+                       f"built (this server builds random {' and '.join(allowed)})", True, model_name=model, seed=seed,
+                       built=False)
+
+
+@functools.lru_cache(maxsize=16)  # asked on every rerun: building even a meta gpt2-xl takes tens of ms
+def _meta_model(cfg) -> GPT2:
     with torch.device("meta"):
-        meta = GPT2(get_config(model))
-    return LoadedModel(meta, ("counted", model), f"random {model}: counted here, not built (this server builds "
-                       f"random {' and '.join(allowed)})", True, model_name=model, seed=seed, built=False)
+        return GPT2(cfg)
 
 
 def params_bytes(cfg) -> int:
     """What a model of this config holds in float32, from its shapes alone."""
-    with torch.device("meta"):
-        return 4 * sum(p.numel() for p in GPT2(cfg).parameters())
+    return 4 * sum(p.numel() for p in _meta_model(cfg).parameters())
 
 
 def file_weights(path: str, mtime_ns: int, size: int, models: ModelCache | None = None) -> LoadedModel:

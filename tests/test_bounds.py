@@ -137,7 +137,8 @@ def test_a_session_does_not_keep_a_model_alive_once_it_is_evicted(class_server):
     before = {id(o) for o in gc.get_objects() if isinstance(o, GPT2)}
     first, second = view("attention", model="tiny", seed=11), view("attention", model="tiny", seed=12)
     assert not first.exception and not second.exception
-    made = [o for o in gc.get_objects() if isinstance(o, GPT2) and id(o) not in before and o.config.name == "tiny"]
+    made = [o for o in gc.get_objects() if isinstance(o, GPT2) and id(o) not in before and o.config.name == "tiny"
+            and not o.wte.weight.is_meta]  # a model with values, not a size's shapes
     assert len(made) == 2
     import weakref
 

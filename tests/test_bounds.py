@@ -157,7 +157,7 @@ def test_a_session_does_not_keep_a_model_alive_once_it_is_evicted(class_server):
 # ---------------------------------------------------------------------------- runs that do not fit
 def test_a_run_larger_than_the_budget_is_refused_in_one_line_that_says_what_fits(class_server, monkeypatch):
     """A long text in training mode on a budget of 64 MiB (48 MiB for runs): the Training page's run
-    would need about ten times that."""
+    (on a shared server, of the text's first 256 tokens) would need about three times that."""
     from gpt2viz.ui.cache import trace_cache
 
     monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "64")
@@ -166,7 +166,7 @@ def test_a_run_larger_than_the_budget_is_refused_in_one_line_that_says_what_fits
     assert not at.exception
     refused = [w.value for w in at.warning if "this server gives one run" in w.value]
     assert len(refused) == 1, [w.value for w in at.warning]
-    assert "601 tokens in training mode" in refused[0] and "What fits: a text of at most" in refused[0]
+    assert "256 tokens in training mode" in refused[0] and "What fits: a text of at most 79 tokens" in refused[0]
     assert "another page" in refused[0]
     cache = trace_cache()
     assert cache.peak_reserved <= cache.budget

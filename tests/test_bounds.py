@@ -238,3 +238,20 @@ def test_on_a_real_server_an_evicted_model_is_freed_though_its_sessions_live(mon
         server.wait_healthy(180)
         rss = asyncio.run(go(server))
     assert rss[-1] - rss[0] < 2 * 475, rss  # one counted model (and its traces), not three
+
+
+def test_a_checkpoint_whose_vocabulary_cannot_hold_gpt2s_ids_is_refused_in_one_line(class_server, monkeypatch,
+                                                                                   tmp_path):
+    """A legal file of 16 token rows: every text's ids index past them (a traceback naming the server's
+    files on every page, before). Refused in the sidebar; the page runs on the fallback."""
+    from gpt2viz.model.weights import random_model, save_safetensors
+    from gpt2viz.spec.config import GPT2Config
+
+    path = tmp_path / "model.safetensors"
+    save_safetensors(random_model(GPT2Config("small", n_layer=1, n_head=2, n_embd=16, vocab_size=16), 0), path)
+    monkeypatch.setenv("GPT2VIZ_ALLOW_LOCAL_PATH", "1")
+    at = view("", weights="path", model="tiny")
+    at.text_input(key="path").input(str(path)).run()
+    assert not at.exception
+    said = [e.value for e in at.sidebar.error]
+    assert len(said) == 1 and "16 token rows" in said[0] and "\n" not in said[0]

@@ -19,14 +19,14 @@ import torch
 
 from ..model.demo_model import DEMO_PATH
 from ..model.derive import to_record
-from ..model.folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE, load_folder
+from ..model.folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE, load_folder, load_weights, read_config
 from ..model.generation import Sampler
 from ..model.gpt2 import GPT2
 from ..model.memory import reuse_freed_memory_within_a_run
 from ..model.modes import Generation, Mode, generate, greedy, last_keys, run
 from ..model.tokenizer import vocabulary_of
 from ..model.trace import Trace
-from ..model.weights import checkpoint_config, find_hf_checkpoints, load_safetensors, random_model
+from ..model.weights import checkpoint_config, find_hf_checkpoints, random_model
 from ..server.model_cache import ModelCache
 from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
 from ..server.trace_cache import log as run_log
@@ -115,7 +115,7 @@ def file_weights(path: str, mtime_ns: int, size: int, models: ModelCache | None 
 
     def build() -> LoadedModel:
         with st.spinner("Loading the checkpoint…"):
-            loaded = load_safetensors(path)
+            loaded = load_weights(path)  # its token rows checked against GPT-2's vocabulary
         notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
                                        if loaded.n_head_source.startswith("assumed") else ())
         return LoadedModel(loaded.model, ("file", path, mtime_ns, size),
@@ -132,17 +132,27 @@ def weights_again(key: tuple, models: ModelCache) -> LoadedModel:
         return random_weights(key[1], key[2], models)
     if key[0] == "file":
         return file_weights(*key[1:], models=models)
+    if key[0] == "folder":
+        return _folder_weights(key[1], key[2], models)
     raise ValueError("these weights were unloaded: reload the page and download again")
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading the model folder…")
-def _folder_weights(path: str, stamp: tuple) -> LoadedModel:
-    loaded = load_folder(path)
-    cfg = loaded.model.config
-    shape = ", ".join(cfg.variant())
-    notes = (f"vocabulary: {vocabulary_of(loaded.model).name}",) + ((f"this model: {shape}",) if shape else ())
-    return LoadedModel(loaded.model, ("folder", path, stamp), f"{cfg.name} from the folder {Path(path).name}",
-                       False, notes, path=path)
+def _folder_weights(path: str, stamp: tuple, models: ModelCache | None = None) -> LoadedModel:
+    models = model_cache() if models is None else models
+    folder = Path(path)
+    config = read_config(folder / CONFIG_FILE, folder.name) if (folder / CONFIG_FILE).is_file() else None
+    cfg = checkpoint_config(folder / MODEL_FILE, config=config)
+    check_fits(cfg, models.traces.budget)
+
+    def build() -> LoadedModel:
+        with st.spinner("Loading the model folder…"):
+            loaded = load_folder(path)
+        cfg = loaded.model.config
+        shape = ", ".join(cfg.variant())
+        notes = (f"vocabulary: {vocabulary_of(loaded.model).name}",) + ((f"this model: {shape}",) if shape else ())
+        return LoadedModel(loaded.model, ("folder", path, stamp), f"{cfg.name} from the folder {folder.name}",
+                           False, notes, path=path)
+    return models.get(("folder", path, stamp), build, params_bytes(cfg), f"the weights of the folder {folder.name}")
 
 
 def folder_weights(path: str) -> LoadedModel:

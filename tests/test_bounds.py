@@ -190,21 +190,26 @@ def test_a_local_server_budgets_from_the_machines_memory_and_a_class_server_keep
 
 
 # ---------------------------------------------------------------------------- checkpoints that do not fit
-def test_a_checkpoint_whose_context_makes_the_pages_exceed_the_budget_is_refused(class_server, monkeypatch, tmp_path):
-    """A legal file, 5 MB: a context of 32,768 positions, so a page's logits alone at its full context
-    are 6.6 GB. Refused in the sidebar in one line before it is built; the page runs on the fallback."""
+def open_checkpoint(monkeypatch, tmp_path, **sizes) -> tuple[list[str], str]:
+    """A random checkpoint of these sizes opened by path in the sidebar: (its errors, its captions)."""
     from gpt2viz.model.weights import random_model, save_safetensors
     from gpt2viz.spec.config import GPT2Config
 
     path = tmp_path / "model.safetensors"
-    save_safetensors(random_model(GPT2Config("long", n_layer=1, n_head=2, n_embd=16, n_positions=32768), 0), path)
+    save_safetensors(random_model(GPT2Config("odd", **{"n_layer": 1, "n_head": 2, "n_embd": 16, **sizes}), 0), path)
     monkeypatch.setenv("GPT2VIZ_ALLOW_LOCAL_PATH", "1")
     at = view("", weights="path", model="tiny")
     at.text_input(key="path").input(str(path)).run()
     assert not at.exception
-    said = [e.value for e in at.sidebar.error]
+    return [e.value for e in at.sidebar.error], " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_a_checkpoint_whose_context_makes_the_pages_exceed_the_budget_is_refused(class_server, monkeypatch, tmp_path):
+    """A legal file, 5 MB: a context of 32,768 positions, so a page's logits alone at its full context
+    are 6.6 GB. Refused in the sidebar in one line before it is built; the page runs on the fallback."""
+    said, captions = open_checkpoint(monkeypatch, tmp_path, n_positions=32768)
     assert len(said) == 1 and "a context of 32,768 positions" in said[0] and "\n" not in said[0]
-    assert "long from model.safetensors" not in " ".join(c.value for c in at.sidebar.caption)
+    assert "odd from model.safetensors" not in captions
 
 
 def test_on_a_real_server_an_evicted_model_is_freed_though_its_sessions_live(monkeypatch):
@@ -244,14 +249,5 @@ def test_a_checkpoint_whose_vocabulary_cannot_hold_gpt2s_ids_is_refused_in_one_l
                                                                                    tmp_path):
     """A legal file of 16 token rows: every text's ids index past them (a traceback naming the server's
     files on every page, before). Refused in the sidebar; the page runs on the fallback."""
-    from gpt2viz.model.weights import random_model, save_safetensors
-    from gpt2viz.spec.config import GPT2Config
-
-    path = tmp_path / "model.safetensors"
-    save_safetensors(random_model(GPT2Config("small", n_layer=1, n_head=2, n_embd=16, vocab_size=16), 0), path)
-    monkeypatch.setenv("GPT2VIZ_ALLOW_LOCAL_PATH", "1")
-    at = view("", weights="path", model="tiny")
-    at.text_input(key="path").input(str(path)).run()
-    assert not at.exception
-    said = [e.value for e in at.sidebar.error]
+    said, _ = open_checkpoint(monkeypatch, tmp_path, vocab_size=16)
     assert len(said) == 1 and "16 token rows" in said[0] and "\n" not in said[0]

@@ -12,9 +12,11 @@ from gpt2viz.spec.pages import DEFAULT, pages
 from gpt2viz.ui import export, lesson_view, present
 from gpt2viz.ui.anatomy import framed, source
 from gpt2viz.ui.cache import script_running
+from gpt2viz.ui.errors import hide_error_details, page_errors
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 from gpt2viz.ui.links import next_stop, tour_next
-from gpt2viz.ui.state import controls, link_notes, sidebar_footer
+from gpt2viz.ui.state import controls, link_notes, page_may_run, selection_of_this_run, sidebar_footer
+from gpt2viz.ui.upload import upload_limits
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
@@ -42,8 +44,10 @@ st.sidebar.container(key="early-style").markdown("""<style>
 [data-testid='stMainBlockContainer'] {padding-top: 4rem}
 [data-testid='stMain'] :is(h1, h2, h3, h4, h5, h6)[id] {scroll-margin-top: 5rem}
 </style>""", unsafe_allow_html=True)
+hide_error_details()  # a server that is not local shows no traceback, whichever command started it
+upload_limits()  # the upload route takes what this server's uploaders offer, no more
 # every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
-with script_running():
+with script_running(), page_errors(), selection_of_this_run(globals()):
     lesson = lesson_view.open_lesson()  # a lesson's values win over the URL's, before the controls read it
     st.session_state["selection"] = selection = controls()
     lesson_view.keep_view(lesson, selection)  # before any link is drawn: links out of a lesson carry its view
@@ -58,10 +62,12 @@ with script_running():
         lesson_view.back_offer()
     if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
         lesson_view.stop_bar(lesson, page.url_path, selection.present)
-        lesson_view.check_claims(lesson, selection)
+        if selection.weights.built:  # a size only counted here measures no claim
+            lesson_view.check_claims(lesson, selection)
         lesson_view.warm(lesson, selection)
     elif selection.present:  # the large "next" stands for the tour's line
         present.chrome(next_stop(page.url_path))
     else:
         tour_next(page.url_path, selection)
-    page.run()
+    if page_may_run(selection, page.url_path or DEFAULT):
+        page.run()

@@ -70,6 +70,8 @@ class ViewResult:
     uploaders: dict[str, str] = field(default_factory=dict)  # label → widget id of the file uploaders
     errors: list[str] = field(default_factory=list)  # bodies of st.error
     captions: list[str] = field(default_factory=list)  # bodies of st.caption
+    texts: list[str] = field(default_factory=list)  # bodies of every markdown and alert (info, warning, error)
+    traces: list[str] = field(default_factory=list)  # the stack trace each Exception element shows ("" none)
 
     @property
     def ok(self) -> bool:
@@ -286,8 +288,11 @@ class Session:
     @staticmethod
     def _element(element, result: ViewResult) -> None:
         kind = element.WhichOneof("type")
+        if kind in ("alert", "markdown"):
+            result.texts.append(getattr(element, kind).body)
         if kind == "exception":
             result.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:300])
+            result.traces.append("\n".join(element.exception.stack_trace))
         elif kind == "heading" and element.heading.tag == "h1" and result.h1 is None:
             result.h1 = element.heading.body
         elif kind == "text_area":

@@ -104,16 +104,18 @@ def free_port() -> int:
 class StreamlitServer:
     """`python -m streamlit run SCRIPT` in its own process group; output goes to a log file."""
 
-    def __init__(self, script: str | Path, cwd: str | Path, port: int | None = None, address: str = "127.0.0.1"):
+    def __init__(self, script: str | Path, cwd: str | Path, port: int | None = None, address: str = "127.0.0.1",
+                 command: list[str] | None = None):
         """`address`: what the server listens on; "0.0.0.0" is a class server (not local), still
-        reached at 127.0.0.1."""
+        reached at 127.0.0.1. `command`: what starts it instead of `python -m streamlit run SCRIPT`
+        (the same flags follow)."""
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         # kept open for the server's lifetime and closed in stop()
         self.log = tempfile.NamedTemporaryFile("w+", prefix="streamlit-", suffix=".log", delete=False)  # noqa: SIM115
-        cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(self.port),
-               "--server.address", address, "--server.headless", "true",
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+        cmd = (command or [sys.executable, "-m", "streamlit", "run", str(script)]) + [
+            "--server.port", str(self.port), "--server.address", address, "--server.headless", "true",
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
         self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
 

@@ -92,10 +92,10 @@ def test_gpt2viz_app_serves_from_another_folder_with_the_projects_settings(insta
             assert r.status == 200
         rendered_in_a_browser(base + "/attention?model=tiny")
         # the command became Streamlit's server (exec), with .streamlit/config.toml's settings as flags,
-        # though run from a folder without that file
+        # though run from a folder without that file (the upload route's 1 MB until the app has run)
         argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode().split("\0")
         assert str(installed / "gpt2viz" / "webapp" / "serve.py") in argv  # app.py behind the upload gate
-        for flag in ("--server.maxUploadSize=700", "--browser.gatherUsageStats=false", "--runner.postScriptGC=false"):
+        for flag in ("--server.maxUploadSize=1", "--browser.gatherUsageStats=false", "--runner.postScriptGC=false"):
             assert flag in argv, argv
     finally:
         os.killpg(proc.pid, 15)

@@ -29,9 +29,10 @@ def test_gpt2_at_the_full_context(page, kept):
     assert not any("cut to the model's context" in i.value for i in at.info)  # 1,024 fits exactly
 
 
-def test_gpt2_xl_with_any_text():
+def test_gpt2_xl_with_any_text(monkeypatch):
     if not inside():  # 6.2 GB of weights: kept out of the suite's process, which stays under 4 GB
         return run_alone(f"{__file__}::test_gpt2_xl_with_any_text", "random gpt2-xl, 6.2 GB of weights")
+    monkeypatch.setenv("GPT2VIZ_RANDOM_MODELS", "gpt2-xl")  # a server for a class builds it only if its operator says
     at = open_page("attention", model="gpt2-xl", block=47, head=24)
     assert not at.exception, at.exception[0].value
     assert any("random gpt2-xl weights" in c.value for c in at.sidebar.caption)

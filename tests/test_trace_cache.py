@@ -8,7 +8,7 @@ import torch
 from together import together
 
 from gpt2viz.model.trace import Trace
-from gpt2viz.server.trace_cache import TraceCache
+from gpt2viz.server.trace_cache import RunTooLarge, TraceCache
 
 
 def make(nbytes: int) -> Trace:
@@ -192,7 +192,7 @@ def test_no_more_runs_at_once_than_max_runs():
     assert most[0] == 2 and len(cache) == 6 and cache.running == 0
 
 
-def test_small_runs_run_together_and_a_huge_one_runs_alone():
+def test_small_runs_run_together_and_one_larger_than_the_budget_is_refused():
     cache = TraceCache(1_000)
     barrier = threading.Barrier(2, timeout=5)  # both must be inside compute at once, or this fails
 
@@ -206,7 +206,10 @@ def test_small_runs_run_together_and_a_huge_one_runs_alone():
     for t in threads:
         t.join()
     assert len(cache) == 2 and cache.in_flight == 0
-    assert cache.get_or_compute("huge", lambda: make(8), estimate=50_000).nbytes == 8  # never refused
+    ran = []
+    with pytest.raises(RunTooLarge, match="more than the"):  # it would take the server past its budget
+        cache.get_or_compute("huge", lambda: ran.append(1) or make(8), estimate=50_000)
+    assert not ran and cache.in_flight == 0 and "huge" not in cache._items
 
 
 def test_a_failed_run_gives_its_reservation_back():
@@ -333,3 +336,20 @@ def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):
     assert trims == []  # not between runs
     time.sleep(0.6)
     assert len(trims) == 1
+
+
+def test_a_large_evicted_item_goes_back_to_the_system_at_once():
+    """A model beyond the first (475 MiB on gpt2) evicted for a run: its memory is released before the
+    run, not when the server idles (its blocks kept put a class server 290 MiB past its budget)."""
+    from gpt2viz.server.trace_cache import RELEASE_EVICTED
+
+    class Big:
+        nbytes = RELEASE_EVICTED
+
+    cache, released = TraceCache(RELEASE_EVICTED * 3 // 2), []
+    cache.release = lambda: released.append(1)
+    cache.get_or_compute("model", Big)
+    cache.get_or_compute("small", lambda: make(8), estimate=1_000)
+    assert released == []  # nothing large went
+    cache.get_or_compute("run", lambda: make(8), estimate=RELEASE_EVICTED)
+    assert "model" not in cache._items and released == [1]

@@ -190,19 +190,20 @@ def test_a_full_upload_folder_refuses_and_writes_nothing(tmp_path, tiny_file):
 # ---------------------------------------------------------------------------- a real server
 @pytest.fixture
 def serve(tmp_path, monkeypatch):
-    """Start app.py on loopback (uploads offered) with its temporary files in tmp_path/tmp."""
+    """Start app.py on loopback (uploads offered) with its temporary files in tmp_path/tmp; or `script`,
+    on `address`, by `command` (StreamlitServer's)."""
     (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.setenv("STREAMLIT_SERVER_ENABLE_EXPENSIVE_MEMORY_STATS", "true")
     monkeypatch.delenv("GPT2VIZ_ALLOW_UPLOAD", raising=False)
     servers = []
 
-    def start(script: str = APP, **env):
+    def start(script: str = APP, address: str = "127.0.0.1", command: list[str] | None = None, **env):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        server = StreamlitServer(script, ROOT)
+        server = StreamlitServer(script, ROOT, address=address, command=command)
         servers.append(server)
-        server.wait_healthy(120)
+        server.wait_healthy(180)
         return server
     yield start
     for server in servers:

@@ -230,3 +230,61 @@ def test_a_files_own_label_is_believed_only_when_the_shapes_agree(tiny, tmp_path
     assert load_safetensors(path).model.config.name == "tiny"  # named by its shapes instead
     save_safetensors(tiny, path, extra_metadata={"model": "my-tiny"})
     assert load_safetensors(path).model.config.name == "my-tiny"
+
+
+# ---------------------------------------------------------------------------- files a student may upload
+def _header_file(tmp_path, raw: bytes, data: bytes = b"") -> str:
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    return path
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_pickles_of_every_protocol_are_named_as_pickles(tmp_path, protocol):
+    import pickle
+
+    path = tmp_path / "model.safetensors"  # a pickle under a safetensors name (torch.save writes protocol 2)
+    path.write_bytes(pickle.dumps({"wte.weight": list(range(100))}, protocol=protocol))
+    msg = _error(path)
+    assert "pickle checkpoint" in msg and "never unpickle" in msg
+
+
+@pytest.mark.parametrize("raw, says", [
+    (b"[" * 200_000 + b"]" * 200_000, "nests"),  # RecursionError in Python's json
+    (b'{"wte.weight": {"dtype": "F32", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 4]}}',
+     "thousands of digits"),  # over Python's 4,300-digit limit
+])
+def test_a_malformed_header_gets_a_sentence_not_pythons_words(tmp_path, raw, says):
+    msg = _error(_header_file(tmp_path, raw))
+    assert says in msg and "Error" not in msg and "4300" not in msg and "\n" not in msg
+
+
+def test_a_header_larger_than_any_gpt2_checkpoints_is_not_parsed(tmp_path):
+    """A 2 MiB header (valid JSON, spaces): gpt2-xl's is about 80 KB; the old bound read up to 100 MiB
+    and parsing one took 2.6 GB."""
+    raw = b"{}" + b" " * (2 * 2**20)
+    msg = _error(_header_file(tmp_path, raw))
+    assert "far more than a GPT-2 checkpoint's" in msg
+
+
+def _model_file(tmp_path, **sizes) -> str:
+    cfg = GPT2Config("odd", **{"n_layer": 1, "n_head": 2, "n_embd": 8, **sizes})
+    path = tmp_path / "model.safetensors"
+    save_safetensors(random_model(cfg, 0), path)
+    return path
+
+
+@pytest.mark.parametrize("shape, says", [([50257, 0], "a width of 0"), ([0, 8], "a vocabulary of 0")])
+def test_a_zero_size_is_said_not_divided_by(tmp_path, shape, says):
+    sd = {"wte.weight": torch.zeros(shape), "wpe.weight": torch.zeros(4, shape[1]), "h.0.ln_1.weight": torch.zeros(1)}
+    msg = _error(_write(tmp_path, sd))
+    assert says in msg
+
+
+def test_the_header_alone_gives_the_checked_config(tmp_path):
+    from gpt2viz.model.weights import checkpoint_config
+
+    path = _model_file(tmp_path, vocab_size=50257, n_positions=32)
+    assert checkpoint_config(path) == load_safetensors(path).model.config
+    with pytest.raises(WeightsError, match="width 8 is not divisible by 3 heads"):
+        checkpoint_config(path, n_head=3)

@@ -6,15 +6,18 @@ import hmac
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import streamlit as st
 
+from gpt2viz.server.received import LESSON_UPLOAD_MB
 from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, server_key
+from gpt2viz.ui.upload import read_once
 from gpt2viz.ui.visitor import visitor_address
 
 PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
@@ -24,6 +27,10 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # a link to them opens the stud
 QR_PRESENTED_PX = 560
 
 sel = selection()
+# this page's names outlive its run (Streamlit keeps the "Add stop" callback, and with it this module's
+# names, until the session's next run): the weights' size and seed, never the model
+random_weights = {"source": "random", "model": sel.weights.model_name, "seed": sel.weights.seed}
+sel = replace(sel, weights=None)
 st.title("Lessons")
 st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
             "page with its view and your note or question. Students open one link, land on stop 1, and step "
@@ -52,14 +59,14 @@ left, right = st.columns(2)
 pick = left.selectbox("Shipped with the app", list(shipped), index=None, placeholder="Choose a lesson",
                       key="lesson_shipped")
 upload = right.file_uploader("Or your own (.json or .toml)", type=["json", "toml"], key="lesson_upload",
-                             max_upload_size=1)
+                             max_upload_size=LESSON_UPLOAD_MB)
 opened = None
-try:
-    if upload is not None:
-        opened = lf.loads(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
-    elif pick is not None:
+try:  # the file's own 1 MB held on the server too, parsed once (not on every rerun)
+    opened = read_once(upload, "lesson_upload", LESSON_UPLOAD_MB,
+                       lambda data, name: lf.loads(data.decode("utf-8", errors="replace"), name))
+    if opened is None and pick is not None:
         opened = lf.load(shipped[pick])
-except lf.LessonError as e:
+except ValueError as e:  # a LessonError, or a file over the uploader's limit
     st.error(str(e), icon=":material/error:")
 if opened is not None:
     summary(opened)
@@ -70,7 +77,7 @@ if opened is not None:
 st.subheader("Build a lesson")
 st.markdown("The lesson takes the sidebar's weights and text. For each stop, set the view in the sidebar "
             "(mode, block, head), choose the page, write a note or a question, and add it.")
-WEIGHTS = {"random": lambda: {"source": "random", "model": sel.weights.model_name, "seed": sel.weights.seed},
+WEIGHTS = {"random": lambda: random_weights,
            "demo": lambda: {"source": "demo"},
            "hf-cache": lambda: {"source": "hf-cache", "checkpoint": st.session_state.get("checkpoint", "")}}
 stops = st.session_state.setdefault(DRAFT, [])

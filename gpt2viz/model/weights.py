@@ -27,7 +27,9 @@ from .gpt2 import GPT2
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4,
                "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1}
 FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
-MAX_HEADER_BYTES = 100 * 2**20
+# gpt2-xl's header (580 tensors, with the `transformer.` prefix and the mask buffers) is about 80 KB;
+# a 100 MiB header took 2.6 GB to parse
+MAX_HEADER_BYTES = 2**20
 BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 HOW_TO_CONVERT = ("a nanoGPT ckpt.pt converts on your own machine with python -m gpt2viz convert nanogpt "
@@ -62,8 +64,13 @@ class Header:
     file_size: int
 
 
+def _is_pickle(head: bytes) -> bool:
+    """A pickle of protocol 2 to 5 (torch.save's own, or pickle.dump's), or torch's zip of one."""
+    return head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") or head[:4] == b"PK\x03\x04"
+
+
 def _refuse_pickle(path: Path, head: bytes) -> None:
-    if path.suffix.lower() in PICKLE_SUFFIXES or head[:2] == b"\x80\x02" or head[:4] == b"PK\x03\x04":
+    if path.suffix.lower() in PICKLE_SUFFIXES or _is_pickle(head):
         raise WeightsError(f"{path.name} is a PyTorch pickle checkpoint; the app and its commands never unpickle "
                            f"weights (loading a pickle can run any code). Use safetensors instead: {HOW_TO_CONVERT}")
 
@@ -80,14 +87,14 @@ def read_header(path) -> Header:
         if len(head) < 8:
             raise WeightsError(f"{path.name} is not a safetensors file: only {size} bytes")
         (n,) = struct.unpack("<Q", head)
-        if n > MAX_HEADER_BYTES or n > size - 8:
+        if n > size - 8:
             raise WeightsError(f"{path.name} is not a safetensors file, or is truncated: its header claims "
                                f"{n:,} bytes but the file has {size:,}")
+        if n > MAX_HEADER_BYTES:
+            raise WeightsError(f"{path.name}: its header claims {n:,} bytes, far more than a GPT-2 checkpoint's "
+                               f"(gpt2-xl's is about 80 KB; at most {MAX_HEADER_BYTES:,} are read)")
         raw = f.read(n)
-    try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise WeightsError(f"{path.name} is not a safetensors file: its header is not valid JSON") from None
+    header = _parse_json(path.name, raw)
     if not isinstance(header, dict):
         raise WeightsError(f"{path.name} is not a safetensors file: its header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
@@ -98,6 +105,21 @@ def read_header(path) -> Header:
     for key, e in header.items():
         entries[key] = _entry(path.name, key, e, data_size)
     return Header(str(path), entries, {str(k): str(v) for k, v in dict(metadata).items()}, size)
+
+
+def _parse_json(file: str, raw: bytes):
+    """The header's JSON, or a sentence: Python's own words (a RecursionError for deep nesting, the
+    4,300-digit limit for a huge number) name nothing a student can act on."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise WeightsError(f"{file} is not a safetensors file: its header nests lists or objects deeper than "
+                           "any checkpoint does") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise WeightsError(f"{file} is not a safetensors file: its header is not valid JSON") from None
+    except ValueError:  # int('9' * 5000): over Python's limit on the digits of a number
+        raise WeightsError(f"{file} is not a safetensors file: its header holds a number with thousands of "
+                           "digits, larger than any tensor's size") from None
 
 
 def _ints(value) -> bool:
@@ -165,6 +187,9 @@ def infer_config(shapes: dict[str, tuple], n_head: int | None = None, name: str 
     (V, d), (n_pos, d2) = shapes["wte.weight"], shapes["wpe.weight"]
     if d != d2:
         raise WeightsError(f"tensor 'wpe.weight' is {d2} wide but 'wte.weight' is {d} wide")
+    for size, what in ((d, "a width"), (n_pos, "a context"), (V, "a vocabulary")):
+        if size < 1:
+            raise WeightsError(f"the checkpoint has {what} of {size}: a GPT-2 has at least 1")
     layers = {int(k.split(".")[1]) for k in shapes if k.startswith("h.") and k.split(".")[1].isdigit()}
     if not layers:
         raise WeightsError("no transformer blocks (h.0.*) in the checkpoint")
@@ -173,6 +198,8 @@ def infer_config(shapes: dict[str, tuple], n_head: int | None = None, name: str 
         gap = next(i for i in range(n_layer) if i not in layers)  # at most len(layers) steps, never n_layer
         raise WeightsError(f"missing block h.{gap}.*: the blocks must be numbered 0 to {n_layer - 1}")
     n_head = n_head or fallback_n_head(d)
+    if n_head < 1:
+        raise WeightsError(f"the checkpoint says it has {n_head} heads: a GPT-2 has at least 1")
     if d % n_head:
         raise WeightsError(f"width {d} is not divisible by {n_head} heads")
     sizes = (n_layer, n_head, d, V, n_pos)
@@ -204,6 +231,39 @@ def check_shapes(cfg: GPT2Config, shapes: dict[str, tuple]) -> None:
     for key, shape in want.items():
         if tuple(shapes[key]) != shape:
             raise WeightsError(f"tensor {key!r} has shape {list(shapes[key])}, expected {list(shape)}")
+
+
+def checkpoint_config(path, n_head: int | None = None, config: GPT2Config | None = None) -> GPT2Config:
+    """The config of a safetensors checkpoint, from its header alone (no tensor read), checked as
+    `load_safetensors` checks it: what a server needs to know before it builds the model."""
+    return _checked(Path(path), n_head, config)[0]
+
+
+def _checked(path: Path, n_head: int | None, config: GPT2Config | None):
+    """(config, header, parameter name -> file key, buffer keys, lm_head keys, where n_head came from),
+    every shape checked against the config."""
+    header = read_header(path)
+    params, buffers, heads = split_keys(header.entries)
+    for key, file_key in params.items():
+        if header.entries[file_key].dtype not in FLOAT_DTYPES:
+            raise WeightsError(f"tensor {key!r} has dtype {header.entries[file_key].dtype}; weights must be "
+                               "floating point (F32, F16, BF16 or F64)")
+    source = "given"
+    if n_head is None:
+        n_head, source = _n_head_from(header, path)
+    shapes = {k: header.entries[fk].shape for k, fk in params.items()}
+    cfg = config or infer_config(shapes, n_head, name=header.metadata.get("model", "checkpoint"))
+    if config is None and not has_biases(shapes):
+        cfg = replace(cfg, bias=False)
+    if config is None and header.metadata.get("activation") in ACTIVATIONS:  # as save_safetensors wrote it
+        cfg = replace(cfg, activation=header.metadata["activation"])
+    if not cfg.tied:  # an output matrix of its own: a parameter like the others
+        if len(heads) != 1 or canonical(heads[0]) != "lm_head.weight":
+            raise WeightsError("missing tensor 'lm_head.weight': the config unties the output matrix")
+        params["lm_head.weight"], heads = heads[0], []
+        shapes["lm_head.weight"] = header.entries[params["lm_head.weight"]].shape
+    check_shapes(cfg, shapes)
+    return cfg, header, params, buffers, heads, source
 
 
 def _n_head_from(header: Header, path: Path) -> tuple[int | None, str]:
@@ -239,27 +299,7 @@ def load_safetensors(path, n_head: int | None = None, config: GPT2Config | None 
     """A checked GPT-2 from a safetensors file; WeightsError names what is wrong. `config` (a
     folder's config.json) replaces what the shapes alone would say: every shape is still checked."""
     path = Path(path)
-    header = read_header(path)
-    params, buffers, heads = split_keys(header.entries)
-    for key, file_key in params.items():
-        if header.entries[file_key].dtype not in FLOAT_DTYPES:
-            raise WeightsError(f"tensor {key!r} has dtype {header.entries[file_key].dtype}; weights must be "
-                               "floating point (F32, F16, BF16 or F64)")
-    source = "given"
-    if n_head is None:
-        n_head, source = _n_head_from(header, path)
-    shapes = {k: header.entries[fk].shape for k, fk in params.items()}
-    cfg = config or infer_config(shapes, n_head, name=header.metadata.get("model", "checkpoint"))
-    if config is None and not has_biases(shapes):
-        cfg = replace(cfg, bias=False)
-    if config is None and header.metadata.get("activation") in ACTIVATIONS:  # as save_safetensors wrote it
-        cfg = replace(cfg, activation=header.metadata["activation"])
-    if not cfg.tied:  # an output matrix of its own: a parameter like the others
-        if len(heads) != 1 or canonical(heads[0]) != "lm_head.weight":
-            raise WeightsError("missing tensor 'lm_head.weight': the config unties the output matrix")
-        params["lm_head.weight"], heads = heads[0], []
-        shapes["lm_head.weight"] = header.entries[params["lm_head.weight"]].shape
-    check_shapes(cfg, shapes)
+    cfg, _, params, buffers, heads, source = _checked(path, n_head, config)
     state = {}
     try:
         with safe_open(str(path), framework="pt") as f:

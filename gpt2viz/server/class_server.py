@@ -18,6 +18,7 @@ one line: a laptop keeps the single process of `streamlit run app.py`.
 """
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -30,7 +31,9 @@ import urllib.request
 from pathlib import Path
 
 from ..spec.paths import APP_ROOT
+from ..spec.serving import DEFAULT_RANDOM_MODELS, RANDOM_MODELS
 from .launch import config_flags
+from .received import max_upload_mb
 
 ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
@@ -45,14 +48,19 @@ def nginx_path() -> str | None:
 
 
 def nginx_config(template: str, prefix: str, listen: str, servers: list[str], replica_header: bool = False,
-                 secret: str | None = None) -> str:
+                 secret: str | None = None, max_body_mb: int | None = None) -> str:
     """deploy/nginx.conf.template with its placeholders filled in: the affinity hash's secret made
-    here unless given; the replica header only where asked (tests and benchmarks read it)."""
+    here unless given; the replica header only where asked (tests and benchmarks read it).
+    `max_body_mb`: the largest request body nginx takes, as the app's upload route does (nginx reads
+    a body whole, to disk, before the app sees it: with uploads off a 700 MB PUT is refused at its
+    headers, not after)."""
     lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
     values = {"@PREFIX@": prefix, "@LISTEN@": listen, "@SERVERS@": lines, "@SECRET@": secret or secrets.token_hex(16),
               "@REPLICA@": "$upstream_addr" if replica_header else ""}
     for placeholder, value in values.items():
         template = template.replace(placeholder, value)
+    if max_body_mb is not None:
+        template = re.sub(r"client_max_body_size \w+;", f"client_max_body_size {max_body_mb}m;", template)
     return template
 
 
@@ -69,7 +77,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     """The environment every process gets: one cookie secret, the budget split N ways, one torch
-    thread, and no uploads or downloads unless the operator set them."""
+    thread, no uploads or downloads unless the operator set them, no traceback for a visitor, and
+    only the random sizes a class server builds (gpt2 and tiny) unless the operator names others."""
     env = dict(base)
     env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     budget = env.get("GPT2VIZ_TRACE_BUDGET_MB", "")
@@ -78,6 +87,10 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     env.setdefault("GPT2VIZ_THREADS", "1")
     env.setdefault("GPT2VIZ_ALLOW_UPLOAD", "0")
     env.setdefault("GPT2VIZ_ALLOW_DOWNLOAD", "0")
+    # loopback processes look local, where tracebacks are shown: the class reads one line instead
+    # (client.showErrorDetails, which gpt2viz/ui/errors.py reads too)
+    env.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "none")
+    env.setdefault(RANDOM_MODELS, ",".join(DEFAULT_RANDOM_MODELS))  # and would build any size a link asks for
     return env
 
 
@@ -144,7 +157,8 @@ class ClassServer:
         conf = Path(self.dir) / "nginx.conf"
         conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"{self.address}:{self.port}",
                                      [f"127.0.0.1:{p}" for p in self.ports],
-                                     replica_header=self.env.get(REPLICA_HEADER_ENV) == "1"))
+                                     replica_header=self.env.get(REPLICA_HEADER_ENV) == "1",
+                                     max_body_mb=max_upload_mb(self.env["GPT2VIZ_ALLOW_UPLOAD"] == "1")))
         with open(Path(self.dir) / "nginx.out", "w") as out:
             self.proxy = subprocess.Popen([self.nginx, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
                                            "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,

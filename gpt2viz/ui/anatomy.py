@@ -11,6 +11,7 @@ button downloads them."""
 import html
 import inspect
 import re
+import weakref
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
@@ -26,7 +27,7 @@ from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
 from ..teaching import notices
 from . import demo, export, present
-from .cache import every_block, full_trace_bytes, get_trace, recorded_names, trace_cache
+from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import snippets
 from .layout import NARROWEST_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
@@ -310,12 +311,16 @@ def tensors_download(page: ComponentPage) -> None:
     present = [n for n in page.trace.names if any(fnmatch(n, glob) for glob in page.names)]
     if not present:
         return
-    sel, cache = page.sel, trace_cache()
-    weights, ids, mode, needs = sel.weights, sel.ids, sel.mode, tuple(page.names)
+    sel, cache, models = page.sel, trace_cache(), model_cache()
+    # the weights held weakly: Streamlit keeps this callable while the session lives (disconnected, a
+    # while longer), and it must not keep a model the model cache evicted
+    held, key, ids, mode, needs = weakref.ref(sel.weights), sel.weights.key, sel.ids, sel.mode, tuple(page.names)
+    seed = sel.weights.seed
     label = page.export_label
 
     def data() -> bytes:  # asked as the page asked: the page's own trace, while it is cached
-        return get_trace(weights, ids, mode, weights.seed, needs, cache=cache).to_bytes(present)
+        weights = held() or weights_again(key, models)
+        return get_trace(weights, ids, mode, seed, needs, cache=cache).to_bytes(present)
 
     st.download_button(f"{label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
                        mime="application/octet-stream", key=f"export-{label}", icon=":material/download:",

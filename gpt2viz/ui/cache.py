@@ -19,19 +19,21 @@ import torch
 
 from ..model.demo_model import DEMO_PATH
 from ..model.derive import to_record
-from ..model.folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE, load_folder
+from ..model.folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE, load_folder, load_weights, read_config
 from ..model.generation import Sampler
 from ..model.gpt2 import GPT2
 from ..model.memory import reuse_freed_memory_within_a_run
 from ..model.modes import Generation, Mode, generate, greedy, last_keys, run
 from ..model.tokenizer import vocabulary_of
 from ..model.trace import Trace
-from ..model.weights import find_hf_checkpoints, load_safetensors, random_model
-from ..server.trace_cache import DEFAULT_BUDGET, Progress, TraceCache
+from ..model.weights import checkpoint_config, find_hf_checkpoints, random_model
+from ..server.model_cache import ModelCache
+from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
 from ..server.trace_cache import log as run_log
 from ..spec import costs
 from ..spec.config import get_config
 from ..spec.schema import concrete, owns_storage, recorded, text_dims
+from ..spec.serving import is_local
 from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
@@ -54,31 +56,103 @@ class LoadedModel:
     seed: int = 0  # of random weights; also the dropout seed in training
     path: str | None = None  # of file weights
     demo: bool = False  # the small model trained here (gpt2viz/model/demo_model.py)
+    built: bool = True  # False: a size this server counts but does not build (no values: a meta model)
+
+    @property
+    def nbytes(self) -> int:
+        """What its parameters hold (float32); what the model cache counts it as."""
+        return 4 * sum(p.numel() for p in self.model.parameters())
 
 
-@st.cache_resource(max_entries=4, show_spinner="Initialising random GPT-2 weights…")
-def random_weights(model: str, seed: int) -> LoadedModel:
-    return LoadedModel(random_model(get_config(model), seed), ("random", model, seed),
-                       f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
+def model_cache() -> ModelCache:
+    """The models of the trace cache's budget (server/model_cache.py): one per trace cache, so a
+    cleared trace cache starts with no model either."""
+    traces = trace_cache()
+    with _models_lock:
+        if not isinstance(getattr(traces, "models", None), ModelCache):
+            traces.models = ModelCache(traces)
+        return traces.models
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading the checkpoint…")
-def file_weights(path: str, mtime_ns: int, size: int) -> LoadedModel:
-    loaded = load_safetensors(path)
-    notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
-                                   if loaded.n_head_source.startswith("assumed") else ())
-    return LoadedModel(loaded.model, ("file", path, mtime_ns, size),
-                       f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
+_models_lock = threading.Lock()
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading the model folder…")
-def _folder_weights(path: str, stamp: tuple) -> LoadedModel:
-    loaded = load_folder(path)
-    cfg = loaded.model.config
-    shape = ", ".join(cfg.variant())
-    notes = (f"vocabulary: {vocabulary_of(loaded.model).name}",) + ((f"this model: {shape}",) if shape else ())
-    return LoadedModel(loaded.model, ("folder", path, stamp), f"{cfg.name} from the folder {Path(path).name}",
-                       False, notes, path=path)
+def random_weights(model: str, seed: int, models: ModelCache | None = None) -> LoadedModel:
+    """`models`: the model cache, for callers outside a script run (a deferred download)."""
+    cfg = get_config(model)
+
+    def build() -> LoadedModel:
+        with st.spinner("Initialising random GPT-2 weights…"):
+            return LoadedModel(random_model(cfg, seed), ("random", model, seed),
+                               f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
+    models = model_cache() if models is None else models
+    return models.get(("random", model, seed), build, params_bytes(cfg), f"random {model} weights")
+
+
+def counted_weights(model: str, seed: int, allowed: tuple[str, ...]) -> LoadedModel:
+    """A size this server does not build for visitors: its shapes without values (nothing allocated),
+    for the pages that only count (Parameter accounting, Modes, Exercises)."""
+    return LoadedModel(_meta_model(get_config(model)), ("counted", model), f"random {model}: counted here, not "
+                       f"built (this server builds random {' and '.join(allowed)})", True, model_name=model, seed=seed,
+                       built=False)
+
+
+@functools.lru_cache(maxsize=16)  # asked on every rerun: building even a meta gpt2-xl takes tens of ms
+def _meta_model(cfg) -> GPT2:
+    with torch.device("meta"):
+        return GPT2(cfg)
+
+
+def params_bytes(cfg) -> int:
+    """What a model of this config holds in float32, from its shapes alone."""
+    return 4 * sum(p.numel() for p in _meta_model(cfg).parameters())
+
+
+def file_weights(path: str, mtime_ns: int, size: int, models: ModelCache | None = None) -> LoadedModel:
+    models = model_cache() if models is None else models
+    cfg = checkpoint_config(path)
+    check_fits(cfg, models.traces.budget)
+
+    def build() -> LoadedModel:
+        with st.spinner("Loading the checkpoint…"):
+            loaded = load_weights(path)  # its token rows checked against GPT-2's vocabulary
+        notes = tuple(loaded.notes) + ((f"head count {loaded.model.config.n_head}: {loaded.n_head_source}",)
+                                       if loaded.n_head_source.startswith("assumed") else ())
+        return LoadedModel(loaded.model, ("file", path, mtime_ns, size),
+                           f"{loaded.model.config.name} from {Path(path).name}", False, notes, path=path)
+    key = ("file", path, mtime_ns, size)
+    return models.get(key, build, params_bytes(cfg), f"the weights of {Path(path).name}")
+
+
+def weights_again(key: tuple, models: ModelCache) -> LoadedModel:
+    """The weights of `key` (a LoadedModel's), from the model cache or built again: for a deferred
+    download, which holds its view's weights weakly so that a session cannot keep an evicted model
+    alive through it. An upload's model lives in the upload store, as long as its session."""
+    if key[0] == "random":
+        return random_weights(key[1], key[2], models)
+    if key[0] == "file":
+        return file_weights(*key[1:], models=models)
+    if key[0] == "folder":
+        return _folder_weights(key[1], key[2], models)
+    raise ValueError("these weights were unloaded: reload the page and download again")
+
+
+def _folder_weights(path: str, stamp: tuple, models: ModelCache | None = None) -> LoadedModel:
+    models = model_cache() if models is None else models
+    folder = Path(path)
+    config = read_config(folder / CONFIG_FILE, folder.name) if (folder / CONFIG_FILE).is_file() else None
+    cfg = checkpoint_config(folder / MODEL_FILE, config=config)
+    check_fits(cfg, models.traces.budget)
+
+    def build() -> LoadedModel:
+        with st.spinner("Loading the model folder…"):
+            loaded = load_folder(path)
+        cfg = loaded.model.config
+        shape = ", ".join(cfg.variant())
+        notes = (f"vocabulary: {vocabulary_of(loaded.model).name}",) + ((f"this model: {shape}",) if shape else ())
+        return LoadedModel(loaded.model, ("folder", path, stamp), f"{cfg.name} from the folder {folder.name}",
+                           False, notes, path=path)
+    return models.get(("folder", path, stamp), build, params_bytes(cfg), f"the weights of the folder {folder.name}")
 
 
 def folder_weights(path: str) -> LoadedModel:
@@ -157,10 +231,26 @@ def run_threads(running: int, env=os.environ, scripts: int | None = None) -> int
     return CORES if running == 1 and not others else 1
 
 
-def budget_bytes(env=os.environ) -> int:
-    """GPT2VIZ_TRACE_BUDGET_MB (default 2 GiB): what the server may use beyond its runtime and weights."""
+def budget_bytes(env=os.environ, local: bool = False, memory: int | None = None) -> int:
+    """GPT2VIZ_TRACE_BUDGET_MB: what the server may use beyond its runtime and weights. Unset: 2 GiB on a
+    server for a class; on a local server (one user), half the machine's memory, at least 2 GiB, so
+    that a laptop still trains on 1,024 tokens of gpt2 (a 3.3 GiB run, which a class server's budget
+    refuses) and a workstation on gpt2-xl. `memory`: the machine's, in bytes (default: read from the system)."""
     mb = env.get(BUDGET_ENV)
-    return int(mb) * 2**20 if mb and mb.isdigit() and int(mb) > 0 else DEFAULT_BUDGET
+    if mb and mb.isdigit() and int(mb) > 0:
+        return int(mb) * 2**20
+    if not local:
+        return DEFAULT_BUDGET
+    memory = machine_memory() if memory is None else memory
+    return max(DEFAULT_BUDGET, memory // 2)
+
+
+def machine_memory() -> int:
+    """The machine's physical memory in bytes (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 @st.cache_resource
@@ -170,7 +260,7 @@ def trace_cache() -> TraceCache:
     ~150 MiB more at the kernel's high-water mark. At most `max_runs()` runs compute at once: in a
     class, more runs in flight only reserved more of the budget, evicting the traces the students
     came back for, and shared the cores between them."""
-    budget = budget_bytes()
+    budget = budget_bytes(local=is_local(st.get_option("server.address")))
     reuse_freed_memory_within_a_run()
     if torch_threads():
         torch.set_num_threads(torch_threads())
@@ -195,6 +285,22 @@ def _tensor_bytes_of(cfg, n_tokens: int, mode: Mode) -> tuple[dict[str, int], fr
     sizes = {name: costs.trace_bytes([(concrete(axes, values), dtype)]).value
              for name, axes, dtype in recorded(cfg, mode)}
     return sizes, frozenset(n for n in sizes if owns_storage(n, cfg, mode, values["P"]))
+
+
+def check_fits(cfg, budget: int) -> None:
+    """Refuse a checkpoint whose context or width makes a page's run at its full context exceed the
+    budget (a context of 32,768 asked one page for a 6.6 GB tensor): the lightest run there holds
+    its largest tensor three times (stored, and twice while computing)."""
+    sizes, _ = _tensor_bytes_of(cfg, cfg.n_positions, Mode.FULL)
+    need = 3 * max(sizes.values())
+    if need > budget:
+        raise CheckpointTooLarge(f"a context of {cfg.n_positions:,} positions at width {cfg.n_embd:,} makes a page's "
+                                 f"run need {mib(need)}, more than the {mib(budget)} this server gives its runs: "
+                                 "a checkpoint with a shorter context or a narrower model fits")
+
+
+class CheckpointTooLarge(ValueError):
+    """A checkpoint whose pages would not fit the budget; the message says why in one line."""
 
 
 def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
@@ -284,6 +390,7 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     `dropout`: False runs TRAINING with dropout off. `progress`: told the run's steps (working.py)."""
     cache = trace_cache() if cache is None else cache
     names = recorded_names(weights, len(ids), mode, needs, cache)
+    refuse_unless_fits(weights, len(ids), mode, needs, run_bytes(weights, len(ids), mode, names), cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
     shared = names is None or mode is Mode.TRAINING and any(
@@ -292,6 +399,36 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
                                                  dropout=dropout, progress=_steps(progress)),
                                 estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared,
                                 progress=progress)
+
+
+def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None, estimate: int,
+                       cache: TraceCache, fixed: bool = False) -> None:
+    """A run whose estimate alone exceeds the budget is refused, in one line that says what would fit:
+    the longest text in this mode, the other modes at this length, another page. `fixed`: the run
+    records exactly `needs` (else what `recorded_names` chooses for them at each length)."""
+    if estimate <= cache.budget:
+        return
+
+    def fits(n: int, m: Mode) -> bool:
+        sizes, _ = _tensor_bytes_of(weights.model.config, n, m)
+        wanted = None if needs is None else tuple(g for g in needs if any(fnmatch(name, g) for name in sizes))
+        names = wanted if fixed and m is mode else recorded_names(weights, n, m, wanted, cache)
+        return run_bytes(weights, n, m, names) <= cache.budget
+
+    shortest = 2 if mode is Mode.TRAINING else 1
+    lo, hi = shortest - 1, n_tokens - 1  # the longest length that fits, by bisection (0: none)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid, mode) else (lo, mid - 1)
+    ways = [f"a text of at most {lo:,} tokens in {mode.value} mode"] if lo >= shortest else []
+    others = [m.value for m in Mode if m is not mode and fits(n_tokens, m)]
+    if others:
+        ways.append(f"the {' or '.join(others)} mode at this length")
+    ways.append("another page")
+    raise RunTooLarge(estimate, cache.budget,
+                      f"This page's run of {n_tokens:,} tokens in {mode.value} mode needs about {mib(estimate)}, more "
+                      f"than the {mib(cache.budget)} this server gives one run. What fits: "
+                      f"{', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
 
 
 def _steps(progress: Progress | None):
@@ -303,13 +440,15 @@ def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, 
     """The Training page's numbers, from a run of the names it reads; only the numbers are kept."""
     cfg = weights.model.config
     key = ("training summary", weights.key, ids, seed, dropout)
+    cache = trace_cache() if cache is None else cache
+    estimate = run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS)
+    refuse_unless_fits(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, estimate, cache, fixed=True)
 
     def compute() -> TrainingSummary:
         trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout,
                     progress=_steps(progress))
         return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
-    return (trace_cache() if cache is None else cache).get_or_compute(
-        key, compute, estimate=run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS), progress=progress)
+    return cache.get_or_compute(key, compute, estimate=estimate, progress=progress)
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

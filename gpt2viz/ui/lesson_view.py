@@ -274,7 +274,7 @@ def _warm(ident: str, weights_key, _sel: Selection, _lesson: lf.Lesson) -> int:
 def warm(opened: OpenLesson, sel: Selection) -> None:
     """The first time a lesson is opened on this server, compute every stop's run once, so that the
     class following it is served from the shared trace cache (on the lesson's weights only)."""
-    if sel.source == opened.lesson.weights["source"]:
+    if sel.source == opened.lesson.weights["source"] and sel.weights.built:
         _warm(opened.ident, sel.weights.key, sel, opened.lesson)
 
 

@@ -9,7 +9,7 @@ from ..analysis.whatif import Target
 from ..model.tokenizer import readable
 from ..teaching.live_checks import LiveCheck, checks, grade, grade_knockout, knockout_check, writer_check
 from .attribution_view import attribution, full_trace
-from .state import Selection
+from .state import Selection, not_built
 from .whatif_view import clean_trace, knocked_out
 
 
@@ -26,6 +26,9 @@ def live_checks(sel: Selection) -> None:
                 "block and the questions change with it.")
     if sel.text_error:
         st.info(sel.text_error, icon=":material/edit:")
+        return
+    if not sel.weights.built:
+        st.info(not_built(sel), icon=":material/memory:")
         return
     with st.spinner("Running your text once in full (the checks are graded against this run)…"):
         clean = clean_trace(sel)

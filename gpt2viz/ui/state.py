@@ -8,6 +8,7 @@ bookmark, a reload): a change made in the sidebar is not a link, and a block or 
 weights do not have moves quietly to the nearest one they do.
 """
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, replace
@@ -21,13 +22,22 @@ from ..model.demo_model import DEMO_PATH
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
 from ..spec.config import PRESETS
-from ..spec.serving import model_dirs
+from ..spec.serving import model_dirs, random_models
 from ..teaching.prompts import prompts_for
 from . import present
-from .cache import LoadedModel, cached_checkpoints, demo_weights, folder_weights, path_weights, random_weights
+from .cache import (
+    LoadedModel,
+    cached_checkpoints,
+    counted_weights,
+    demo_weights,
+    folder_weights,
+    path_weights,
+    random_weights,
+)
 from .fetch import offer_download, select_fetched
 from .text import code_span, plain
 from .upload import NO_UPLOADS, uploaded_weights, uploads_offered
+from .visitor import server_address
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"
 DEFAULT_TEXT_B = "The quick brown cat jumps over the lazy dog because"  # Compare and patch's text B
@@ -94,6 +104,11 @@ def _defaults_follow_weights() -> None:
     for key, default in (("text", default_text), ("text_b", default_text_b)):
         if before is not None and st.session_state.get(key) == default(before):
             st.session_state[key] = default(now)
+
+
+def buildable_models() -> tuple[str, ...]:
+    """The random sizes this server builds for a visitor (GPT2VIZ_RANDOM_MODELS; every size on a local server)."""
+    return random_models(server_address(), PRESETS)
 
 
 def sources_enabled() -> list[str]:
@@ -247,6 +262,37 @@ def controls() -> Selection:
     return replace(sel, link_notes=tuple(kept) if kept_for == signature else ())
 
 
+@contextlib.contextmanager
+def selection_of_this_run(script_names: dict):
+    """Around a script run (app.py): afterwards nothing keeps the run's selection, and with it its
+    model, so that one the model cache evicts is freed: neither the session's state nor the script's
+    names (`globals()`), which Streamlit keeps as the module __main__ after the run."""
+    try:
+        yield
+    finally:
+        st.session_state.pop("selection", None)
+        script_names.pop("selection", None)
+
+
+COUNTING_PAGES = ("params", "modes", "exercises")  # pages that count a size and build nothing of it
+
+
+def not_built(sel: Selection) -> str:
+    """The line a page says for a size this server counts but does not build."""
+    return (f"This server builds random {' and '.join(buildable_models())} weights for its visitors, not "
+            f"{sel.weights.model_name} ({sel.weights.model_name} is counted on Parameter accounting, Modes and "
+            "Exercises): choose another size in the sidebar to see its tensors.")
+
+
+def page_may_run(sel: Selection, url: str) -> bool:
+    """Whether the page runs on these weights: any page on weights that are built; on a size that is
+    only counted, the pages that count (the others say so in one line and build nothing)."""
+    if sel.weights.built or url in COUNTING_PAGES:
+        return True
+    st.info(not_built(sel), icon=":material/memory:")
+    return False
+
+
 def link_notes(sel: Selection) -> None:
     """At the top of the page, where the reader looks: the link's values that were ignored."""
     for note in sel.link_notes:
@@ -307,9 +353,15 @@ def sidebar_footer() -> None:
 def _weights(sb, source: str) -> LoadedModel:
     """The weights of `source`; on a bad file, say why and fall back to random gpt2."""
     if source == "random":
-        model = sb.selectbox("Model size", list(PRESETS), key="model", bind="query-params", disabled=locked("model"),
+        # every size is offered: the pages that only count (Parameter accounting, Modes, Exercises)
+        # show them all; the others build only the sizes the operator allows (spec/serving.py)
+        allowed = buildable_models()
+        model = sb.selectbox("Model size", list(PRESETS), index=list(PRESETS).index(allowed[0]), key="model",
+                             bind="query-params", disabled=locked("model"),
                              help="tiny is a 2-block test model with GPT-2's vocabulary")
         seed = number(sb, "Seed", 0, 2**31 - 1, 0, key="seed")
+        if model not in allowed:
+            return counted_weights(model, seed, allowed)
         return random_weights(model, seed)
     try:
         if source == "demo":
@@ -336,8 +388,9 @@ def _weights(sb, source: str) -> LoadedModel:
         sb.error(plain(str(e)))
     except Exception as e:  # whatever else a hostile file provokes: said, never a traceback
         sb.error(f"Could not use these weights: {type(e).__name__}")
-    sb.caption("Using random gpt2 weights until a checkpoint is chosen.")
-    return random_weights("gpt2", 0)
+    fallback = buildable_models()[0]
+    sb.caption(f"Using random {fallback} weights until a checkpoint is chosen.")
+    return random_weights(fallback, 0)
 
 
 def _folder(sb) -> LoadedModel | None:

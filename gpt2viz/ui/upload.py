@@ -11,18 +11,22 @@ upload is still chosen; an empty uploader says it was removed.
 """
 
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
-from streamlit import runtime
+from streamlit import config, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..model.weights import load_safetensors
+from ..model.weights import checkpoint_config, load_safetensors
+from ..server.received import MODEL_UPLOAD_MB, cap_session_files, max_upload_mb
 from ..server.uploads import MIB, Held, UploadError, Uploads, uploads_allowed
-from .cache import LoadedModel
+from .cache import LoadedModel, check_fits, trace_cache
+from .errors import serving
 from .visitor import server_address
 
-UPLOAD_MAX_MB = 700  # as .streamlit/config.toml's server.maxUploadSize, which caps the server's requests
+UPLOAD_MAX_MB = MODEL_UPLOAD_MB  # the route's limit where model uploads are on (upload_limits)
 HELD = "_upload_held"  # the session's claim on its uploaded file (never the bytes)
 REFUSED = "_upload_refused"  # (file id, message) of a refused upload, said again while it is shown
 NO_UPLOADS = ("Uploads are off on this server: it is shared, and each upload takes memory from every "
@@ -32,6 +36,45 @@ NO_UPLOADS = ("Uploads are off on this server: it is shared, and each upload tak
 
 def uploads_offered() -> bool:
     return uploads_allowed(server_address())
+
+
+def upload_limits() -> None:
+    """The upload route takes what this server's uploaders offer (server/received.py): 700 MB where
+    model uploads are on, the lesson uploader's 1 MB elsewhere; a session holds one such file. Set on
+    every run (cheap): the route reads the option on each request. Not under AppTest (errors.serving)."""
+    if not serving():
+        return
+    # the server's rule, not this visitor's (the option is the whole server's): the largest any visitor needs
+    mb = max_upload_mb(uploads_allowed(st.get_option("server.address")))
+    if config.get_option("server.maxUploadSize") != mb:
+        config.set_option("server.maxUploadSize", mb)
+    cap_session_files(runtime.get_instance().uploaded_file_mgr, mb * MIB)
+
+
+def read_once(file, key: str, max_mb: int, parse: Callable[[bytes, str], Any]) -> Any:
+    """The file of uploader `key`, parsed once: its own limit (`max_mb`) held here, on the server (the
+    route takes up to the largest uploader's), parsed when it arrives and its bytes then dropped from
+    the session; later runs get the parse back by the file's id while the uploader shows it. None
+    while it shows none; raises what `parse` raised (a ValueError: one line), again on later runs."""
+    memo = f"_read_{key}"
+    if file is not None:
+        try:
+            if file.size > max_mb * MIB:
+                raise UploadError(f"{file.name} is {file.size / MIB:,.1f} MB; this uploader takes files of up to "
+                                  f"{max_mb} MB")
+            kept = (file.file_id, parse(file.getvalue(), file.name), None)
+        except ValueError as e:  # the message and type, not the exception: its frames hold the bytes
+            kept = (file.file_id, None, (type(e), str(e)))
+        finally:
+            _forget(file, key)
+        st.session_state[memo] = kept
+    kept = st.session_state.get(memo)
+    if kept is None or kept[0] != getattr(st.session_state.get(key), "file_id", None):
+        st.session_state.pop(memo, None)  # the uploader was emptied
+        return None
+    if kept[2] is not None:
+        raise kept[2][0](kept[2][1])
+    return kept[1]
 
 
 @st.cache_resource
@@ -103,21 +146,22 @@ def _model(store: Uploads, held: Held, box) -> LoadedModel:
 
 
 def _build(path: Path, held: Held) -> LoadedModel:
+    check_fits(checkpoint_config(path), trace_cache().budget)
     loaded = load_safetensors(path)
     return LoadedModel(loaded.model, ("upload", held.digest),
                        f"{loaded.model.config.name} from an upload ({held.size / MIB:,.0f} MiB)", False,
                        tuple(loaded.notes))
 
 
-def _forget(file) -> None:
+def _forget(file, key: str = "upload") -> None:
     """Drop Streamlit's copies of an uploaded file's bytes: the manager's record, and the
     UploadedFile objects over them (closing a BytesIO releases its buffer): the one the widget
-    returned and the one its state keeps, a second object over the same bytes."""
+    returned and the one its state (`key`) keeps, a second object over the same bytes."""
     ctx = get_script_run_ctx()
     manager = getattr(ctx, "uploaded_file_mgr", None)
     if ctx is not None and hasattr(manager, "remove_file"):
         manager.remove_file(session_id=ctx.session_id, file_id=file.file_id)
-    for held_by in (file, st.session_state.get("upload")):
+    for held_by in (file, st.session_state.get(key)):
         if isinstance(held_by, io.BytesIO):
             held_by.close()
 

@@ -1,0 +1,253 @@
+"""A class server's memory is bounded whatever a URL asks: the random sizes its operator allows (the
+pages that only count keep every size), every model beyond the first counted in bytes against the
+trace budget and freed once evicted, and a run that does not fit refused in one line that says what
+would. Each test is an attack that took memory on the code before (a link to gpt2-xl built 6 GB,
+a session kept its model, a 1,024-token training view took twice the budget).
+
+No test here builds a model larger than gpt2: `class_server` fails any test that tries."""
+
+import asyncio
+import gc
+import sys
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+from streamlit import config as st_config
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.model.gpt2 import GPT2
+from gpt2viz.model.modes import Mode
+from gpt2viz.model.trace import Trace
+from gpt2viz.spec.config import PRESETS
+from gpt2viz.spec.pages import BY_URL
+
+XL = {"weights": "random", "model": "gpt2-xl", "seed": "1"}
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@pytest.fixture
+def class_server(monkeypatch):
+    """The app as a class server runs it (server.address 0.0.0.0, no GPT2VIZ_RANDOM_MODELS), on a fresh
+    trace cache. The names of the random models built are listed; building one wider than gpt2 fails
+    the test before it takes the test process's memory."""
+    import gpt2viz.ui.cache as ui_cache
+
+    monkeypatch.delenv("GPT2VIZ_RANDOM_MODELS", raising=False)
+    monkeypatch.delenv("GPT2VIZ_TRACE_BUDGET_MB", raising=False)
+    before = st_config.get_option("server.address")
+    st_config.set_option("server.address", "0.0.0.0")
+    built, real = [], ui_cache.random_model
+
+    def guarded(cfg, seed=0):
+        built.append(cfg.name)
+        if cfg.n_embd > PRESETS["gpt2"].n_embd:
+            raise AssertionError(f"the app built random {cfg.name} weights")
+        return real(cfg, seed)
+    monkeypatch.setattr(ui_cache, "random_model", guarded)
+    forget_models()
+    yield built
+    forget_models()
+    st_config.set_option("server.address", before)
+
+
+def forget_models():
+    import gpt2viz.ui.cache as ui_cache
+
+    ui_cache.trace_cache.clear()
+    getattr(ui_cache.random_weights, "clear", lambda: None)()  # the code before cached models apart
+
+
+def view(url: str, **params) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    if url:
+        at.switch_page(BY_URL[url].file)
+        at.run()
+    return at
+
+
+# ---------------------------------------------------------------------------- the sizes a visitor builds
+@pytest.mark.parametrize("address, setting, allowed", [
+    ("0.0.0.0", None, ("gpt2", "tiny")), (None, None, ("gpt2", "tiny")), ("127.0.0.1", None, tuple(PRESETS)),
+    ("0.0.0.0", "gpt2-medium, tiny", ("gpt2-medium", "tiny")), ("0.0.0.0", "tiny", ("tiny",)),
+    ("0.0.0.0", "gpt5", ("gpt2", "tiny")), ("localhost", "gpt2", ("gpt2",)),
+])
+def test_the_operator_chooses_the_random_sizes_a_class_server_builds(address, setting, allowed):
+    from gpt2viz.spec.serving import random_models
+
+    env = {} if setting is None else {"GPT2VIZ_RANDOM_MODELS": setting}
+    assert random_models(address, PRESETS, env) == allowed
+
+
+@pytest.mark.parametrize("url", ["glossary", "attention", "training"])
+def test_a_link_to_random_gpt2_xl_is_refused_in_one_line_and_builds_nothing(class_server, url):
+    at = view(url, **XL)
+    assert not at.exception
+    assert "gpt2-xl" not in class_server
+    said = [i.value for i in at.info if "builds random gpt2 and tiny" in i.value]
+    assert len(said) == 1 and "gpt2-xl" in said[0]
+    assert not at.get("plotly_chart")  # the page itself did not run
+
+
+@pytest.mark.parametrize("url, shows", [("params", "1,557,611,200"), ("modes", "2 · 48 · 1600 · 4"), ("exercises", "")])
+def test_the_pages_that_count_keep_every_size(class_server, url, shows):
+    at = view(url, **XL)
+    assert not at.exception, at.exception[0].value
+    assert "gpt2-xl" not in class_server
+    page = " ".join(e.value for e in [*at.markdown, *at.caption, *at.metric] if isinstance(e.value, str))
+    assert at.title[0].value.startswith(BY_URL[url].title.split(" ")[0]) and shows in page + str(at.get("table"))
+    if url == "exercises":  # its live checks run the text: said, not built
+        assert any("builds random gpt2 and tiny" in i.value for i in at.info)
+
+
+# ---------------------------------------------------------------------------- models in the budget
+class Model:
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+
+def test_models_beyond_the_first_are_counted_against_the_budget_and_evicted_with_traces():
+    from gpt2viz.server.model_cache import ModelCache, ModelTooLarge
+    from gpt2viz.server.trace_cache import TraceCache
+
+    traces = TraceCache(1_000)
+    models = ModelCache(traces)
+    assert models.get("first", lambda: Model(5_000), 5_000, "first").nbytes == 5_000  # the server's own weights
+    models.get("other seed", lambda: Model(600), 600, "other")
+    assert traces.nbytes == 600 and models.cached("first") and models.cached("other seed")
+    traces.get_or_compute("a trace", lambda: Trace("full", "tiny", (1,), ("a",), 0, 1, {}), estimate=800)
+    assert not models.cached("other seed") and models.cached("first")  # its room went to the run
+    built = []
+    with pytest.raises(ModelTooLarge, match="random gpt2-xl weights take 2 MiB, more than the"):
+        models.get("xl", lambda: built.append(1), 2**21, "random gpt2-xl weights")
+    assert not built
+
+
+def test_a_session_does_not_keep_a_model_alive_once_it_is_evicted(class_server):
+    """Two sessions on two seeds, on a page that offers its tensors as a download (Streamlit keeps that
+    callable while the session lives); the models are evicted (here: all at once) while both sessions
+    live: only the server's first model stays in memory."""
+    import gpt2viz.ui.cache as ui_cache
+
+    gc.collect()
+    before = {id(o) for o in gc.get_objects() if isinstance(o, GPT2)}
+    first, second = view("attention", model="tiny", seed=11), view("attention", model="tiny", seed=12)
+    assert not first.exception and not second.exception
+    made = [o for o in gc.get_objects() if isinstance(o, GPT2) and id(o) not in before and o.config.name == "tiny"
+            and not o.wte.weight.is_meta]  # a model with values, not a size's shapes
+    assert len(made) == 2
+    import weakref
+
+    refs = [weakref.ref(o) for o in made]
+    del made
+    if hasattr(ui_cache, "model_cache"):  # the model cache's eviction: its items in the trace cache go
+        traces = ui_cache.model_cache().traces
+        traces._items = OrderedDict((k, v) for k, v in traces._items.items() if k[0] != "model")
+    else:
+        ui_cache.random_weights.clear()
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 1, "a session kept its model alive"
+    assert not second.run().exception  # and its next view rebuilds it
+
+
+# ---------------------------------------------------------------------------- runs that do not fit
+def test_a_run_larger_than_the_budget_is_refused_in_one_line_that_says_what_fits(class_server, monkeypatch):
+    """A long text in training mode on a budget of 64 MiB (48 MiB for runs): the Training page's run
+    (on a shared server, of the text's first 256 tokens) would need about three times that."""
+    from gpt2viz.ui.cache import trace_cache
+
+    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "64")
+    trace_cache.clear()
+    at = view("training", model="tiny", mode="training", text="word " * 600)
+    assert not at.exception
+    refused = [w.value for w in at.warning if "this server gives one run" in w.value]
+    assert len(refused) == 1, [w.value for w in at.warning]
+    assert "256 tokens in training mode" in refused[0] and "What fits: a text of at most 79 tokens" in refused[0]
+    assert "another page" in refused[0]
+    cache = trace_cache()
+    assert cache.peak_reserved <= cache.budget
+    shorter = view("training", model="tiny", mode="training", text="word " * 20)  # what it said fits, runs
+    assert not shorter.exception and not [w for w in shorter.warning if "gives one run" in w.value]
+
+
+def test_a_local_server_budgets_from_the_machines_memory_and_a_class_server_keeps_the_operators():
+    from gpt2viz.ui.cache import budget_bytes, counted_weights, run_bytes
+    from gpt2viz.ui.classroom import TRAINING_NEEDS
+
+    GiB = 2**30
+    assert budget_bytes({}, local=True, memory=16 * GiB) == 8 * GiB  # a 16 GB laptop
+    assert budget_bytes({}, local=True, memory=64 * GiB) == 32 * GiB
+    assert budget_bytes({}, local=True, memory=3 * GiB) == 2 * GiB
+    assert budget_bytes({}, local=False, memory=64 * GiB) == 2 * GiB  # a class server: 2 GiB unless set
+    assert budget_bytes({"GPT2VIZ_TRACE_BUDGET_MB": "1024"}, local=True, memory=64 * GiB) == GiB
+    # the laptop trains on 1,024 tokens of gpt2 (its run share: 3/4), the class server refuses it
+    training = run_bytes(counted_weights("gpt2", 0, ("gpt2",)), 1024, Mode.TRAINING, TRAINING_NEEDS)
+    assert 2 * GiB * 3 // 4 < training <= 8 * GiB * 3 // 4
+
+
+# ---------------------------------------------------------------------------- checkpoints that do not fit
+def open_checkpoint(monkeypatch, tmp_path, **sizes) -> tuple[list[str], str]:
+    """A random checkpoint of these sizes opened by path in the sidebar: (its errors, its captions)."""
+    from gpt2viz.model.weights import random_model, save_safetensors
+    from gpt2viz.spec.config import GPT2Config
+
+    path = tmp_path / "model.safetensors"
+    save_safetensors(random_model(GPT2Config("odd", **{"n_layer": 1, "n_head": 2, "n_embd": 16, **sizes}), 0), path)
+    monkeypatch.setenv("GPT2VIZ_ALLOW_LOCAL_PATH", "1")
+    at = view("", weights="path", model="tiny")
+    at.text_input(key="path").input(str(path)).run()
+    assert not at.exception
+    return [e.value for e in at.sidebar.error], " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_a_checkpoint_whose_context_makes_the_pages_exceed_the_budget_is_refused(class_server, monkeypatch, tmp_path):
+    """A legal file, 5 MB: a context of 32,768 positions, so a page's logits alone at its full context
+    are 6.6 GB. Refused in the sidebar in one line before it is built; the page runs on the fallback."""
+    said, captions = open_checkpoint(monkeypatch, tmp_path, n_positions=32768)
+    assert len(said) == 1 and "a context of 32,768 positions" in said[0] and "\n" not in said[0]
+    assert "odd from model.safetensors" not in captions
+
+
+def test_on_a_real_server_an_evicted_model_is_freed_though_its_sessions_live(monkeypatch):
+    """Streamlit keeps what a session's page handed it (a download's callable) while the session lives,
+    disconnected a while longer: a model it referred to stayed in memory after its eviction. Three
+    sessions on random gpt2 seeds 1-3 (475 MiB each), a budget with room for one of them: the server
+    grows by one model, not three."""
+    from load_test import _status_kib
+    from st_protocol import Session
+    from streamlit_server import StreamlitServer
+
+    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "800")
+    monkeypatch.setenv("GPT2VIZ_THREADS", "1")
+
+    async def visit(base: str, seed: int) -> Session:
+        s = Session(base)
+        await s.open("attention", f"model=gpt2&seed={seed}")
+        assert (await s.view("attention", f"model=gpt2&seed={seed}", timeout=300)).ok
+        return s
+
+    async def go(server) -> list[float]:
+        sessions, rss = [], []
+        for seed in (0, 1, 2, 3):  # seed 0: the first model, outside the budget
+            sessions.append(await visit(server.base, seed))  # each stays connected
+            await asyncio.sleep(6)  # freed memory goes back to the system after 5 s without a run
+            rss.append(_status_kib(server.proc.pid, "VmRSS") / 1024)
+        for s in sessions:
+            await s.close()
+        return rss
+    with StreamlitServer(ROOT / "app.py", ROOT, address="0.0.0.0") as server:
+        server.wait_healthy(180)
+        rss = asyncio.run(go(server))
+    assert rss[-1] - rss[0] < 2 * 475, rss  # one counted model (and its traces), not three
+
+
+def test_a_checkpoint_whose_vocabulary_cannot_hold_gpt2s_ids_is_refused_in_one_line(class_server, monkeypatch,
+                                                                                   tmp_path):
+    """A legal file of 16 token rows: every text's ids index past them (a traceback naming the server's
+    files on every page, before). Refused in the sidebar; the page runs on the fallback."""
+    said, _ = open_checkpoint(monkeypatch, tmp_path, vocab_size=16)
+    assert len(said) == 1 and "16 token rows" in said[0] and "\n" not in said[0]

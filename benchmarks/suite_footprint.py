@@ -62,14 +62,15 @@ def main(argv: list[str]) -> int:
 
     own = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     rows = [line.split("\t") for line in log.read_text().splitlines() if line.count("\t") == 2]
-    steps, last = [], 0.0
+    steps, last = [], {}  # each worker's peak so far (pytest-xdist runs several)
     for nodeid, maxrss, _ in rows:
-        steps.append((float(maxrss) - last, nodeid))
-        last = max(last, float(maxrss))
+        worker = nodeid.split(" ")[0]
+        steps.append((float(maxrss) - last.get(worker, 0.0), nodeid))
+        last[worker] = max(last.get(worker, 0.0), float(maxrss))
     print(f"exit {code}; wall {wall / 60:.1f} min; peak RSS of the largest process (pytest's own or a child's) "
           f"{own / 1024:.2f} GiB; peak of the process tree {peak[0] / 2**30:.2f} GiB")
-    if rows:
-        print(f"pytest process peak (its own ru_maxrss): {float(rows[-1][1]) / 1024:.2f} GiB")
+    for worker, peak_mib in sorted(last.items()):
+        print(f"pytest process {worker}: peak RSS {peak_mib / 1024:.2f} GiB (its own ru_maxrss)")
     for grow, nodeid in sorted(steps, reverse=True)[:10]:
         if grow > 0:
             print(f"  +{grow:7.0f} MiB  {nodeid}")

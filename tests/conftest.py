@@ -66,4 +66,6 @@ def pytest_runtest_logfinish(nodeid, location):
         with open("/proc/self/statm") as f:
             now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
         with open(path, "a") as f:
-            f.write(f"{nodeid}\t{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}\t{now:.0f}\n")
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "main")  # "main": the run without workers, or xdist's own
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            f.write(f"{worker} {nodeid}\t{peak:.0f}\t{now:.0f}\n")

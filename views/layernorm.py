@@ -31,7 +31,8 @@ plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[pref
                             sel.config.layer_norm_epsilon,
                             f"One position through {which}: {q[i]!r} (position {offset + i})"),
      f"{which} · position {offset + i}")
-anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i]))
+anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
+                                        sel.config.layer_norm_epsilon))
 if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
                "equals the scaled vector, which is why the last two rows above, and the two histograms below, "

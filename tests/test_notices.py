@@ -183,3 +183,44 @@ def test_a_period_two_repeat_gives_no_induction_score():
         lines = notices.attention_notice(pattern, ids, 0, "demo", b, h)
         assert not any("induction head:" in line for line in lines), (b, h, lines)
         assert any("only one or two apart" in line for line in lines)
+
+
+# ---------------------------------------------------------------------------- worked examples
+def test_the_attention_worked_example_is_the_softmax_of_the_last_row():
+    torch.manual_seed(0)
+    scores, v = torch.randn(5), torch.randn(5, 4)
+    pattern = torch.softmax(scores, -1)
+    text = notices.attention_worked(scores, pattern, v, ["a", "b", "c", "d", "e"])
+    j = int(scores.argmax())
+    e = (scores.double() - scores.max()).exp()
+    assert f"key {j} {'abcde'[j]!r}: score {float(scores[j]):.3f}, e^(score − max) = 1.000, ÷ {float(e.sum()):.3f} = " \
+           f"**{float(pattern[j]):.3f}**" in text
+    assert f"‖z‖ = {float((pattern[:, None] * v).sum(0).norm()):.3f}" in text
+
+
+def test_the_output_worked_example_ties_the_gap_to_the_ratio_and_the_logit_to_a_dot_product():
+    torch.manual_seed(1)
+    w_u, z = torch.randn(8, 20), torch.randn(8)
+    logits = (z @ w_u).double()  # [V]
+    text = notices.output_worked(logits, z, w_u, {i: f"t{i}" for i in range(20)})
+    p = torch.softmax(logits, -1)
+    a, b = logits.topk(2).indices.tolist()
+    assert f"{float(p[a] / p[b]):.3f} times as likely" in text
+    assert f"= {float(logits[a]):.3f}." in text
+
+
+def test_the_mlp_and_block_worked_examples_print_the_run_s_numbers():
+    pre = torch.tensor([[0.0, 0.0], [1.0, -1.0]])  # [T, 4d]
+    post = torch.nn.functional.gelu(pre, approximate="tanh")
+    w_proj = torch.tensor([[3.0, 4.0], [0.0, 1.0]])  # [4d, d]
+    text = notices.mlp_worked(pre, post, w_proj, 0)
+    assert "a = 1.000" in text and "GELU(a) = 0.841" in text and "norm 4.206 (|0.841| × 5.000)" in text
+    x, attn, mlp = torch.tensor([3.0, 4.0]), torch.tensor([0.0, 1.0]), torch.tensor([1.0, 0.0])
+    text = notices.block_worked(x, attn, x + attn, mlp, x + attn + mlp, 7)
+    assert "position 7" in text and "‖xₙ‖ = 5.00" in text and "‖Δattn‖ = 1.00, 20% of ‖xₙ‖" in text
+    assert f"‖xₙ₊₁‖ = {float((x + attn + mlp).norm()):.2f}" in text
+
+
+def test_the_layernorm_page_answers_why_it_rescales():
+    text = notices.layernorm_why(0.78, 8.60, 768)
+    assert "grows from 0.78 (into block 0) to 8.60" in text and "√d = 27.7" in text

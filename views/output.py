@@ -19,6 +19,11 @@ sel, trace = page.sel, page.trace
 probs, tokens = top_next_tokens(trace, k=10)
 plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
 anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights)))
+model = sel.weights.model
+w_u = (model.wte.weight.T if sel.config.tied else model.lm_head.weight.T).detach()  # [d, V]
+top2 = trace["logits"][0, -1].topk(2).indices.tolist()
+st.markdown(notices.output_worked(trace["logits"][0, -1].double(), trace["ln_f.out"][0, -1], w_u,
+                                  {i: readable(i) for i in top2}))
 if "loss" in trace:
     st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
     plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))

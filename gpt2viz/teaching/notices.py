@@ -126,6 +126,12 @@ def gelu(a: float) -> float:
     return 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
 
 
+def top_neuron(post: torch.Tensor) -> int:
+    """The neuron the "Most active neurons" chart puts first: the largest mean over the positions of
+    post [T, 4d] (the first on a tie, as the chart's stable sort)."""
+    return int(post.double().mean(0).argmax())
+
+
 def mlp_notice(pre: torch.Tensor, post: torch.Tensor, kind: str) -> list[str]:
     """pre, post: [T, 4d] of one block, in the run's positions: the GELU chart draws every entry of
     pre, the neuron chart ranks the neurons of post by their mean over the positions (its one row in
@@ -136,7 +142,7 @@ def mlp_notice(pre: torch.Tensor, post: torch.Tensor, kind: str) -> list[str]:
     positive = pre[pre > 0]
     small = float((positive < 1).double().mean()) if positive.numel() else 0.0
     mean = post.double().mean(0)  # [4d]: what "Most active neurons" ranks
-    top = int(mean.argmax())
+    top = top_neuron(post)
     where = "at the one position computed" if T == 1 else f"on average over the {T} positions"
     lines = [f"{neg:.0%} of the {T * n:,} pre-activations ({T} position{'s' * (T != 1)} × {n:,} neurons) are "
              "negative: GELU squashes those into the small dip between about −0.17 and 0. It keeps large positive "
@@ -209,6 +215,17 @@ def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tenso
     return lines
 
 
+def layernorm_why(entering: float, leaving: float, d: int) -> str:
+    """The LayerNorm page's answer to its own question, with this run's stream: `entering` and `leaving`,
+    the stream's mean norm into block 0 and out of the last block."""
+    change = "grows" if leaving > entering * 1.05 else "shrinks" if leaving < entering * 0.95 else "stays"
+    return (f"**Why rescale?** On this text the stream's mean norm {change} from {entering:.2f} (into block 0) to "
+            f"{leaving:.2f} (out of the last block), as every block adds its updates. LayerNorm hands each sublayer "
+            f"a vector of the same scale whatever that size: mean 0, spread 1, so a norm of about √d = "
+            f"{math.sqrt(d):.1f}. The weights reading it then see inputs of one size at every depth, which keeps "
+            "training stable.")
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'s' * (n != 1)}"
 
@@ -258,6 +275,24 @@ def attention_intuition(nh: int, dh: int) -> str:
         f"outputs are laid side by side ({nh} × {dh} = {nh * dh}) and projected back into the stream.")
 
 
+def mlp_intuition(d: int, d_mlp: int) -> str:
+    """What an MLP neuron is, why the layer widens and narrows, why it needs a non-linearity."""
+    return (
+        f"**In plain words.** Each of the {d_mlp:,} **neurons** has two vectors of d = {d} numbers. The first, a "
+        "column of W_fc, is what it detects: its dot product with the position's normalised stream Z₂ is the "
+        "neuron's pre-activation, large when the stream points its way. The second, a row of W_proj, is what it "
+        "writes: GELU of the pre-activation sets how much of that row is added back into the stream. Trained "
+        "MLPs have been read this way as key-value memories (Geva et al. 2021, *Transformer Feed-Forward Layers "
+        "Are Key-Value Memories*): a neuron that detects a context and writes a push toward the tokens that tend "
+        "to follow it.\n\n"
+        f"**Why widen to {d_mlp // d if d_mlp % d == 0 else round(d_mlp / d, 2)}d and narrow back.** Each neuron "
+        f"is one pattern to detect: {d_mlp:,} of them can hold more patterns than the stream has dimensions, and "
+        f"the projection adds their writes back into the {d} the stream carries.\n\n"
+        "**Why a non-linearity.** Without GELU the two matrices would multiply into one d × d matrix: "
+        "Z₂ W_fc W_proj is a single linear map, however wide the middle. GELU lets a neuron stay near 0 until its "
+        "pattern is present, so the layer can compute what no linear map can.")
+
+
 def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str]:
     """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence): what the
     two charts beside it draw."""
@@ -281,3 +316,61 @@ def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str
 
 
 ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is within 15 % of it
+
+
+# ---------------------------------------------------------------------------- worked examples
+# One vector followed through a page's computation with this run's numbers, beside the picture it is
+# drawn from (the printed weights are the chart's).
+def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tensor, keys: list[str]) -> str:
+    """The last query of one head: scores [L] (already divided by √dh), its pattern row [L] (the
+    chart's), and the values v [L, dh] it weighs; keys: the L key tokens."""
+    s = scores.double()
+    e = (s - s.max()).exp()  # [L]: subtracting the max changes no weight, and no exponential overflows
+    total = float(e.sum())
+    top = s.topk(min(3, s.numel())).indices.tolist()
+    steps = "; ".join(f"key {j} {keys[j]!r}: score {float(s[j]):.3f}, e^(score − max) = {float(e[j]):.3f}, "
+                      f"÷ {total:.3f} = **{float(pattern[j]):.3f}**" for j in top)
+    terms = (pattern.double()[:, None] * v.double()).norm(dim=-1)  # [L]: ‖a_j v_j‖
+    k = int(terms.argmax())
+    z = (pattern.double()[:, None] * v.double()).sum(0)  # [dh]
+    return (f"**Worked example: the last row.** Its three largest scores through the softmax: {steps}. The row's "
+            f"{s.numel()} weights add to 1. The head's output for this position is z = Σⱼ aⱼ vⱼ, the weighted "
+            f"average of the values; its largest term is key {k} {keys[k]!r} (‖a v‖ = {float(terms[k]):.3f}). "
+            f"‖z‖ = {float(z.norm()):.3f} is the last bar of the ‖z‖ strip: the length of that average, short when "
+            "the weights spread over values that point different ways, long when one value dominates.")
+
+
+def output_worked(logits: torch.Tensor, z_f: torch.Tensor, w_u: torch.Tensor, tokens) -> str:
+    """logits [V] of the last position (float64), z_f [d] its final LayerNorm output, w_u [d, V] the
+    unembedding (W_Eᵀ when tied); tokens: the readable token of an id (a mapping of the top two at least)."""
+    top = logits.topk(2).indices.tolist()
+    gap = float(logits[top[0]] - logits[top[1]])
+    row = w_u[:, top[0]].double()
+    dot = float(z_f.double() @ row)
+    cos = dot / float(z_f.double().norm() * row.norm())
+    return (f"**Worked example: the top two.** {tokens[top[0]]!r} has logit {float(logits[top[0]]):.3f} and "
+            f"{tokens[top[1]]!r} {float(logits[top[1]]):.3f}: a gap of {gap:.3f}, so the first is e^{gap:.3f} = "
+            f"{math.exp(gap):.3f} times as likely as the second, whatever the other tokens' logits. Each logit is a "
+            f"dot product: logit({tokens[top[0]]!r}) = Z_f · W_U[:, {top[0]}] = ‖Z_f‖ ‖W_U[:, {top[0]}]‖ cos θ = "
+            f"{float(z_f.double().norm()):.2f} × {float(row.norm()):.2f} × {cos:.3f} = {dot:.3f}.")
+
+
+def mlp_worked(pre: torch.Tensor, post: torch.Tensor, w_proj: torch.Tensor, neuron: int) -> str:
+    """One neuron (the chart's first bar) at the last position: pre, post [T, 4d]; w_proj [4d, d]."""
+    a, g = float(pre[-1, neuron]), float(post[-1, neuron])
+    row = w_proj[neuron].double()
+    return (f"**Worked example: neuron #{neuron} at the last position.** Its pre-activation is a = {a:.3f} (Z₂'s "
+            f"dot product with column {neuron} of W_fc, plus its bias); GELU(a) = {g:.3f}. It writes back "
+            f"{g:.3f} × row {neuron} of W_proj, a d-vector of norm {abs(g) * float(row.norm()):.3f} "
+            f"(|{g:.3f}| × {float(row.norm()):.3f}), one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
+
+
+def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: torch.Tensor,
+                 out: torch.Tensor, position: int) -> str:
+    """One position's running sum through a block: x, Δattn, x′ = x + Δattn, Δmlp, x + Δattn + Δmlp [d]."""
+    n = {k: float(t.double().norm()) for k, t in (("x", x), ("a", attn), ("mid", mid), ("m", mlp), ("out", out))}
+    return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
+            f"‖xₙ‖ = {n['x']:.2f}; + Δattn (‖Δattn‖ = {n['a']:.2f}, {n['a'] / n['x']:.0%} of ‖xₙ‖) gives "
+            f"‖x′ₙ‖ = {n['mid']:.2f}; + Δmlp (‖Δmlp‖ = {n['m']:.2f}, {n['m'] / n['mid']:.0%} of ‖x′ₙ‖) gives "
+            f"‖xₙ₊₁‖ = {n['out']:.2f}. Norms do not add: two updates pointing different ways lengthen the sum by "
+            "less than their own lengths.")

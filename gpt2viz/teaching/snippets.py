@@ -76,9 +76,9 @@ def _target(page: str, v: View) -> Target:
                         f"transformer.h[{b}]", 'seen["out"][0]'),
         "tokens": Target("x0 = wte[token] + wpe[position] [T, d]", 'run["embed.out"][0]', "transformer.drop",
                          'seen["out"][0]'),  # dropout is off in eval mode: its output is the sum
-        "output": Target("the 10 largest next-token probabilities after the last token",
-                         'run["logits"][0, -1].softmax(-1).topk(10).values', None,
-                         "out.logits[0, -1].softmax(-1).topk(10).values"),
+        "output": Target("the 10 largest next-token probabilities after the last token (float64, as the page)",
+                         'run["logits"][0, -1].double().softmax(-1).topk(10).values', None,
+                         "out.logits[0, -1].double().softmax(-1).topk(10).values"),
     }
     if page not in targets:
         raise ValueError(f"no snippet for page {page!r}; pages with one: {', '.join(PAGES)}")

@@ -187,14 +187,10 @@ ENTRIES = [
     Entry("Logit difference", ("logit(A) − logit(B) at one position: how much more the model favours answer A "
                                "than answer B. It does not depend on the other tokens (the softmax's shared "
                                "normaliser cancels), which makes it the usual measure in circuit analysis."),
-          "attribution", EXPERIMENTS, ("logit diff",)),
+          "attribution", EXPERIMENTS, ("logit diff", "margin")),
     Entry("Activation patching", ("Running a corrupt text B with one activation copied from the run of a clean "
                                   "text A, to find which parts carry the difference between their answers."),
           "patch", EXPERIMENTS, ("patching",)),
-    Entry("Logit difference", ("The logit of one answer minus the logit of another, for the same position: "
-                               "how much more the model favours the first. Their probability ratio is its "
-                               "exponential, whatever the other tokens' logits; patching calls it the margin m."),
-          "patch", EXPERIMENTS, ("margin",)),
     Entry("Restored fraction", ("How much of A's answer a patch brings back into B's run, on the logit difference "
                                 "m of an answer pair: (m_patched − m_B) / (m_A − m_B). 0 when the patch changes "
                                 "nothing, 1 when it gives A's margin back in full."), "patch", EXPERIMENTS),

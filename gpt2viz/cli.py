@@ -309,13 +309,15 @@ def cmd_heads(a) -> int:
         return 0
     print(f"{model.config.name} · {len(ids)} tokens · full · {len(rows)} heads")
     print("block head  previous  induction  first  entropy  distance")
-    for r in rows:
-        ind = "     -" if r["induction"] is None else f"{r['induction']:6.3f}"
-        print(f"{r['block']:5d} {r['head']:4d}  {r['previous_token']:8.3f}  {ind:>9s}  {r['first_token']:5.3f}  "
+    for r in rows:  # "-": no query of this text scores it (heads.py says which)
+        prev, ind, first = ("-" if r[k] is None else f"{r[k]:.3f}"
+                            for k in ("previous_token", "induction", "first_token"))
+        print(f"{r['block']:5d} {r['head']:4d}  {prev:>8s}  {ind:>9s}  {first:>5s}  "
               f"{r['entropy']:7.3f}  {r['mean_distance']:8.2f}")
     for key, s in SCORES.items():
         top = ranked(rows, key)[:3]
-        print(f"{s.title}: " + (", ".join(f"{head_name(r)} ({r[key]:.3g})" for r in top) or "no repeat in the text"))
+        print(f"{s.title}: " + (", ".join(f"{head_name(r)} ({r[key]:.3g})" for r in top)
+                                or "no position of this text scores it"))
     return 0
 
 

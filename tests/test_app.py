@@ -347,6 +347,10 @@ def test_modes_page_says_why_a_decode_step_is_cheap():
     assert f"**L = {n}** keys" in said and f"{n - 1} read from the cache" in said
     assert f"**{c['decode'].value:,} FLOPs**" in said and f"**{c['full'].value:,}**" in said
     assert f"**{c['cache'].value:,} bytes**" in said and c["full"].value > 3 * c["decode"].value
+    why = next(m.value for m in at.markdown if "FLOPs per byte read" in m.value)
+    # a full pass reads the weights once and no cache: its intensity is over the weights' bytes alone
+    assert f"against **{c['full'].value / c['weights'].value:,.0f}** for a full pass over the same {n} tokens" in why
+    assert "tens (CPU) to hundreds (GPU)" in why
 
 
 def test_start_here_is_a_tour_with_next_links_that_keep_the_view():

@@ -69,7 +69,7 @@ def test_every_experiment_answers_in_full_and_training(key, choice, charts, mode
 def test_a_mode_that_computes_too_little_is_said(mode):
     at = open_page(experiment="no positions", mode=mode, predict_no_positions="the same weight")
     assert not at.exception and not specs(at)
-    assert "needs **full** or **training** mode" in shown(at)
+    assert "choose *full* or *training* under **Mode**" in shown(at)
     scale = open_page(experiment="no scale", mode=mode, predict_no_scale="sharper")
     assert not scale.exception and len(specs(scale)) == 3  # the scores of the positions this mode computes
 

@@ -47,7 +47,7 @@ def test_whatif_deep_link_sets_target_and_method():
     assert at.radio(key="part").value == "head" and at.radio(key="method").value == "mean"
     shown = text_of(at)
     assert "head 3's slice of" in shown and "blocks.1.attn.z" in shown and "mean over this text's" in shown
-    assert "which it made to `blocks.1.attn.z`" in shown
+    assert "The knock-out changed `blocks.1.attn.z`" in shown
     assert "Random weights: these effects are noise" in shown and "trained weights" in shown
     titles = [s["layout"]["title"]["text"].replace("<br>", " ") for s in specs(at)]  # wrapped in a column
     assert any("After knocking out head 1.3" in t for t in titles)
@@ -131,7 +131,7 @@ def test_whatif_knocks_out_each_part(part, name):
     at = open_page("whatif.py", block=1, part=part, neuron=7)
     assert not at.exception
     shown = text_of(at)
-    assert f"which it made to `{name}`" in shown
+    assert f"The knock-out changed `{name}`" in shown
     assert part != "neuron" or "neuron 7 of" in shown
 
 

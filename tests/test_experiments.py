@@ -108,12 +108,41 @@ def test_temperature_zero_is_the_argmax_and_two_halves_the_logits(tiny, mode):
     out = ex.temperatures(tiny, IDS, mode)
     top = list(out.top_ids)
     assert top[0] == int(logits.argmax()) and out.probs[0, 0] == 1 and not out.probs[0, 1:].any()
-    torch.testing.assert_close(out.probs[1], torch.softmax(logits, -1)[top], rtol=1e-5, atol=0)
-    torch.testing.assert_close(out.probs[2], torch.softmax(logits / 2, -1)[top], rtol=1e-5, atol=0)
+    # rtol 1e-5: decode computes the last position apart from the full pass these logits come from
+    torch.testing.assert_close(out.probs[1], torch.softmax(logits.double(), -1)[top], rtol=1e-5, atol=0)
+    torch.testing.assert_close(out.probs[2], torch.softmax(logits.double() / 2, -1)[top], rtol=1e-5, atol=0)
     p2 = torch.softmax(logits.double() / 2, -1)
     assert float(out.entropies[0]) == 0 and float(out.entropies[2]) == pytest.approx(float(-(p2 * p2.log()).sum()),
                                                                                       rel=1e-5)
     assert out.answer == "2"
+
+
+def test_a_notebook_mode_given_as_its_name_is_that_mode(tiny):
+    """"training" (a string, as a notebook types it) runs without dropout like Mode.TRAINING: the two
+    runs of an experiment then differ by its knob alone."""
+    assert tiny.config.dropout > 0
+    for f in (ex.temperatures, ex.no_scale):
+        by_name, by_mode = f(tiny, IDS, "training", 1, 0), f(tiny, IDS, Mode.TRAINING, 1, 0)
+        assert by_name.reading == by_mode.reading, f.__name__
+    assert ex.no_mask(tiny, IDS, "training").reading == ex.no_mask(tiny, IDS, Mode.FULL).reading
+
+
+def test_the_temperature_experiment_sums_to_one_on_the_demo_model():
+    """The demo model gives most tokens one logit: a float32 softmax of them summed to 0.99998 and
+    printed the entropy at temperature 2 a digit off."""
+    from gpt2viz.model.demo_model import DEMO_PATH
+    from gpt2viz.model.weights import load_safetensors
+
+    if not DEMO_PATH.is_file():
+        pytest.skip("no demo model file")
+    demo = load_safetensors(str(DEMO_PATH)).model
+    ids = encode(" people play one good game after work")
+    logits = run(demo, ids, Mode.FULL, names=["logits"])["logits"][0, -1].double()  # [V]
+    out = ex.temperatures(demo, ids, Mode.FULL)
+    for i, t in enumerate((1.0, 2.0), 1):
+        p = torch.softmax(logits / t, -1)
+        assert float(out.entropies[i]) == pytest.approx(float(-(p * p.log()).sum()), rel=1e-12, abs=0)
+        assert f"{float(out.entropies[i]):.4g}" in out.reading
 
 
 # ---------------------------------------------------------------------------- 3. no causal mask

@@ -36,17 +36,17 @@ def fixed_patterns() -> tuple[torch.Tensor, list[int]]:
 def written_out(a: torch.Tensor, ids: list[int]) -> dict:
     """One head's scores from pattern a [T, T], each by its definition, in plain loops."""
     T = len(ids)
-    rows = range(1, T)
-    prev = sum(float(a[i, i - 1]) for i in rows) / len(rows)
-    first = sum(float(a[i, 0]) for i in rows) / len(rows)
+    rows, apart = range(1, T), range(2, T)  # at 1 the previous token is the first: neither score reads it
+    prev = sum(float(a[i, i - 1]) for i in apart) / len(apart)
+    first = sum(float(a[i, 0]) for i in apart) / len(apart)
     entropy = sum(-sum(float(a[i, j]) * math.log(float(a[i, j])) for j in range(i + 1)) / math.log(i + 1)
                   for i in rows) / len(rows)
     distance = sum(sum(float(a[i, j]) * (i - j) for j in range(i + 1)) for i in rows) / len(rows)
     induction = []
     for i in range(T):
         earlier = [j for j in range(i) if ids[j] == ids[i]]
-        if earlier:
-            induction.append(float(a[i, earlier[-1] + 1]))  # the token right after the most recent one
+        if earlier and earlier[-1] + 1 < i - 1:  # the token right after the most recent one, if not i or i − 1
+            induction.append(float(a[i, earlier[-1] + 1]))
     return {"previous_token": prev, "first_token": first, "entropy": entropy, "mean_distance": distance,
             "induction": sum(induction) / len(induction) if induction else None}
 
@@ -172,7 +172,7 @@ def test_page_offers_the_text_twice_where_nothing_repeats():
     assert not at.exception, at.exception[0].value
     assert len(at.get("plotly_chart")) == 5  # no induction map
     shown = page_text(at)
-    assert "This text repeats no token" in shown
+    assert "The text repeats no token" in shown
     assert 'href="/heads?' in shown and quote("The quick brown fox The quick brown fox") in shown
     assert "nothing stands out" in " ".join(n.value for n in at.info)
 
@@ -197,3 +197,33 @@ def test_head_scatter_draws_every_head_over_the_scores_range():
 def test_page_takes_any_link(params):
     at = open_heads(model="tiny", **params)
     assert not at.exception, at.exception[0].value
+
+
+@pytest.mark.skipif(not DEMO_PATH.is_file(), reason="no demo model file")
+@pytest.mark.parametrize("text", [" people play people play people play people play", " game game game game game game"])
+def test_cli_json_gives_no_induction_score_where_no_target_is_valid(text):
+    """A repeat one or two tokens apart has no induction target: the token after the earlier
+    occurrence is the query or the token before it. The finder called the demo's previous-token head
+    an induction head (0.987) on the period-2 text."""
+    p = cli("heads", "--weights", "demo", "--text", text, "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert all(r["induction"] is None for r in rows)
+    ids = tokenizer.encode(text)
+    assert "one or two apart" in heads.notice(rows, "induction", "demo", ids)[0]
+
+
+def test_one_threshold_per_job_above_what_an_even_head_scores():
+    """The notices, the finder and the demo's pointer use heads.THRESHOLDS; an even head scores at
+    most 1/3 on each job (rows i ≥ 2 have at least 3 keys), so no threshold is reached by doing nothing."""
+    import inspect
+
+    from gpt2viz.ui import story
+
+    assert set(heads.THRESHOLDS.values()) == {0.5}
+    assert "0.5" not in inspect.getsource(story.heads_pointer)  # it reads the shared threshold
+    for n in range(3, 40):
+        ids = list(range(n // 2)) * 2 + [999] * (n % 2)
+        even = heads.uniform(ids)
+        for key, t in heads.THRESHOLDS.items():
+            assert even[key] is None or even[key] < t

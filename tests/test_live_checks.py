@@ -44,13 +44,50 @@ def test_grades(kind, given, ok):
     assert grade(by["token" if kind == " Paris" else kind], given).ok is ok
 
 
-def test_probability_within_ten_percent_or_a_percent():
+def test_probability_within_ten_percent_of_itself():
     ids, logits, patterns = fixed_run()
     check = next(c for c in checks(ids, logits, patterns, 0, "k") if c.kind == "probability")
     p = check.answer
     assert grade(check, f"{p:.3f}").ok and grade(check, f"{100 * p:.1f}%").ok
+    assert grade(check, f"{p:.3f}").message == f"Right: within 10% of {p:.3g}."
     assert grade(check, f"{p * 0.5:.3f}").ok is False
     assert grade(check, "1.5").ok is None and grade(check, "about half").ok is None
+
+
+def test_a_small_probability_is_not_right_by_an_absolute_floor():
+    """Random gpt2 on the default text ranks its top token at p = 0.000218: "0" and "0.01" (46 times
+    the answer) are wrong; its own value, as a decimal or in powers of ten, is right."""
+    ids, _, patterns = fixed_run()
+    logits = torch.zeros(50257)
+    logits[encode(" Paris")[0]] = 2.4  # [V]: p ≈ 11/50,268, about 0.000218
+    check = next(c for c in checks(ids, logits, patterns, 0, "k") if c.kind == "probability")
+    assert check.answer == pytest.approx(0.000218, rel=0.01)
+    for wrong in ("0", "0.005", "0.01", "0.0001"):
+        assert grade(check, wrong).ok is False, wrong
+    for right in ("0.000218", "2.18e-4", "0.0218%", "2.1E-4"):
+        assert grade(check, right).ok, right
+    assert "about 2.2 × 10⁻⁴" in check.worked
+
+
+def test_on_random_weights_the_head_check_accepts_every_head_it_cannot_tell_apart():
+    """Heads that read the previous token equally (within 2 points) are all right; on random weights
+    the question says no head has a stripe."""
+    ids, logits, _ = fixed_run()
+    T = len(ids)
+    even = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1).unsqueeze(1)
+    nudged = even.clone()
+    nudged[2:, :] *= 0.99
+    nudged[torch.arange(2, T), torch.arange(1, T - 1)] += 0.01  # a point more on the previous token
+    check = next(c for c in checks(ids, logits, torch.stack([even, nudged]), 0, "k", random=True) if c.kind == "head")
+    assert check.answer == 1 and set(check.accept) == {0, 1}
+    assert grade(check, "0").ok and grade(check, "1").ok
+    assert "no head has a stripe" in check.question and "by chance" in check.worked
+
+
+def test_the_head_check_needs_positions_where_the_previous_token_is_not_the_first():
+    ids, logits, patterns = fixed_run()
+    short = checks(ids[:3], logits, patterns[:, :3, :3], 0, "k")
+    assert "head" not in {c.kind for c in short}
 
 
 def test_knockout_is_graded_against_the_knocked_out_run():

@@ -24,11 +24,14 @@ def next_probs(model, text: str) -> torch.Tensor:
     return log_probs(run(model, encode(text))).exp()  # [V]
 
 
-def test_induction_cells_point_at_the_word_after_each_earlier_occurrence():
+def test_induction_cells_point_at_the_word_after_the_most_recent_earlier_occurrence():
+    """The outline marks the cells the induction score reads: at 7 the most recent 5 is at 6, whose
+    next word is 7 itself, so 7 has no target."""
     #        0  1  2  3  4  5  6  7
     ids = [5, 6, 7, 5, 6, 9, 5, 5]
-    assert induction_cells(ids) == [(3, 1), (4, 2), (6, 1), (6, 4), (7, 1), (7, 4)]
+    assert induction_cells(ids) == [(3, 1), (4, 2), (6, 4)]
     assert induction_cells([1, 2, 3]) == [] and induction_cells([1, 1]) == []  # j + 1 = i: the current word
+    assert induction_cells([1, 2, 1, 2, 1, 2]) == []  # j + 1 = i − 1: the previous word
 
 
 def test_only_measured_sources_have_prompts():

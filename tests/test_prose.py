@@ -201,6 +201,46 @@ def test_aliases_name_the_other_libraries_and_their_layouts():
     assert "−inf" in rows["blocks.{n}.attn.hook_attn_scores"][1]
 
 
+# Bold that marks emphasis or a widget's label, not a term
+EMPHASIS = {"one thing", "one query", "next", "last", "back", "demo", "mode", "measured here", "they agree",
+            "they differ", "through later parts", "direct effect"}  # the last: said within its entry's text
+# words the pages use as terms without marking them
+TERM_WORDS = ("neuron", "entropy", "nats", "logit difference", "margin", "pre-activation")
+# symbols the notices and worked examples print
+SYMBOLS_USED = ("Z₁", "Z₂", "Z_f", "Δattn", "Δmlp", "W_Eᵀ", "ε", "σ²", "μ", "dh", "nh", "‖z‖", "p_attn")
+
+
+def page_texts() -> str:
+    """What a student can read: the pages' and the teaching layer's shown strings, the components,
+    the tour and the lessons."""
+    paths = [*(ROOT / "views").glob("*.py"), *(ROOT / "gpt2viz" / "ui").glob("*.py"),
+             *(ROOT / "gpt2viz" / "teaching").glob("*.py"), ROOT / "gpt2viz" / "analysis" / "experiments.py",
+             ROOT / "gpt2viz" / "analysis" / "heads.py"]
+    said = [s for p in paths for _, s in shown_strings(p)] + [texts(c) for c in CAT]
+    said += [t for _, t, *_ in tour.TOUR] + [p.read_text() for p in (ROOT / "lessons").glob("*.json")]
+    return "\n".join(said)
+
+
+def test_every_term_the_pages_mark_has_a_glossary_entry():
+    """Bold lowercase phrases (a term as it is introduced), the words used as terms, glossary links and
+    the symbols the notices print: each has an entry or a symbol row."""
+    said = page_texts()
+    marked = {m.lower() for m in re.findall(r"\*\*([A-Za-z][A-Za-z-]*(?: [a-z-]+){0,2})\*\*", said)} - EMPHASIS
+    assert {"query", "temperature", "decode"} <= marked  # the collection finds what the pages mark
+    used = {w for w in TERM_WORDS if re.search(rf"\b{w}", said, re.IGNORECASE)}
+    assert {"neuron", "entropy"} <= used
+    missing = []
+    for term in sorted(marked | used):
+        try:
+            glossary.entry(term)
+        except KeyError:
+            missing.append(term)
+    assert not missing
+    assert set(glossary.linked_keys(said)) <= {e.key for e in glossary.ENTRIES}
+    rows = " ".join(f"{s} {n} {m}" for s, n, m in glossary.SYMBOLS)
+    assert not [sym for sym in SYMBOLS_USED if sym in said and sym not in rows]
+
+
 # ---------------------------------------------------------------------------- developer words
 def shown_strings(path: Path) -> list[tuple[int, str]]:
     """String literals of a page script that a student can read: not docstrings, not comments, not

@@ -52,7 +52,7 @@ def page_numbers(page: str, v: View) -> torch.Tensor:
     if page == "mlp":
         return trace.get("mlp.post", b)[0]
     if page == "output":
-        return torch.tensor(top_next_tokens(trace, k=10)[0])
+        return torch.tensor(top_next_tokens(trace, k=10)[0], dtype=torch.float64)  # the page computes in float64
     if page == "overview":
         return residual_norm_series(trace)[1][2::2]  # rows: block i in, block i mid, ..., final
     if page == "merge":

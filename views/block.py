@@ -1,5 +1,6 @@
 """The Transformer block: two residual updates, x' = x + attn(LN1(x)), then x' + mlp(LN2(x'))."""
 
+import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.teaching import notices
@@ -25,6 +26,14 @@ else:
     anatomy.side_by_side(plots.position_norms(attn, q, f"‖Δattn‖ added by block {b}", offset=offset),
                          plots.position_norms(mlp, q, f"‖Δmlp‖ added by block {b}", offset=offset))
     anatomy.notice(notices.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), notices.weights_kind(sel.weights)))
+    x, mid = trace.get("resid_pre", b)[0], trace.get("resid_mid", b)[0]  # [T, d] each
+    anatomy.side_by_side(  # what each update is beside the stream it is added to: the running sum's steps
+        plots.position_values(attn.norm(dim=-1) / x.norm(dim=-1), q, f"‖Δattn‖ / ‖xₙ‖ · block {b}", "ratio",
+                              offset=offset),
+        plots.position_values(mlp.norm(dim=-1) / mid.norm(dim=-1), q, f"‖Δmlp‖ / ‖x′ₙ‖ · block {b}", "ratio",
+                              offset=offset))
+    st.markdown(notices.block_worked(x[-1], attn[-1], mid[-1], mlp[-1], trace.get("resid_post", b)[0, -1],
+                                     offset + trace.T - 1))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
 anatomy.notice(notices.residual_notice(norms, labels))
 draw_diagram("block", sel, "block")

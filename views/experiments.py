@@ -8,8 +8,8 @@ from gpt2viz.ui.anatomy import random_note, selection
 sel = selection()
 st.title("Experiments: predict, then see")
 st.markdown("Each experiment changes **one thing** in GPT-2's computation on the sidebar's text and weights and "
-            "runs the model with and without it. The change acts where the model records a tensor (the scores, the "
-            "pattern, the position embeddings); the weights are never edited. Predict first: the answer appears "
+            "runs the model with and without it. The change is made to one value as the model computes it (the scores, "
+            "the pattern, the position embeddings); the weights are never edited. Predict first: the answer appears "
             "once you have chosen.")
 experiment = xv.pick()
 predicted = xv.ask(experiment, sel)

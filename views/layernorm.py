@@ -20,7 +20,9 @@ which = st.segmented_control("Which LayerNorm", list(LAYERNORMS), default="ln_1"
                                   "ln_f after the last block") or "ln_1"
 cid, prefix, source = LAYERNORMS[which]
 source = source.replace("{last}", str(selection().config.n_layer - 1))
-page = anatomy.header(cid, (source, *(prefix + s for s in ("mean", "var", "normalized", "out"))))
+last_block = selection().config.n_layer - 1
+ends = ("blocks.0.resid_pre", f"blocks.{last_block}.resid_post")  # the stream's size into and out of the blocks
+page = anatomy.header(cid, (source, *(prefix + s for s in ("mean", "var", "normalized", "out")), *ends))
 sel, trace = page.sel, page.trace
 prefix, source = prefix.format(b=sel.block), source.format(b=sel.block)
 q, _, offset = axis_tokens(trace)
@@ -31,7 +33,9 @@ plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[pref
                             sel.config.layer_norm_epsilon,
                             f"One position through {which}: {q[i]!r} (position {offset + i})"),
      f"{which} · position {offset + i}")
-anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i]))
+anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
+                                        sel.config.layer_norm_epsilon))
+st.markdown(notices.layernorm_why(*(float(trace[name][0].norm(dim=-1).mean()) for name in ends), sel.config.n_embd))
 if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
                "equals the scaled vector, which is why the last two rows above, and the two histograms below, "

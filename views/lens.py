@@ -16,8 +16,8 @@ st.title("Logit lens and residual decomposition")
 st.markdown(
     "**Logit lens.** Read the next-token prediction from the residual stream at every depth as if the model "
     "stopped there: apply the final LayerNorm, with its mean and variance **recomputed from the stream at that "
-    "depth** (its gain and bias are the final ones), then multiply by the token table. At the last depth this "
-    "is exactly the model's output.")
+    "depth** (its gain and bias are the final ones), then multiply by the transpose of the token table, W_Eᵀ "
+    "(GPT-2's unembedding is tied to its token embedding). At the last depth this is exactly the model's output.")
 trace = selection_trace(sel, needs=["blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "logits"])
 if trace is None:
     st.stop()
@@ -46,7 +46,7 @@ depth = int(st.slider("Taken apart", 0, n_layer, n_layer, key="lens_depth", bind
 where = f"block {depth} input" if depth < n_layer else "after the last block"
 st.subheader(f"The stream {'entering block ' + str(depth) if depth < n_layer else 'after the last block'}, "
              "taken apart")
-st.latex(r"x_n = x_0 + \sum_{i<n} \left(\Delta_\text{attn}^{(i)} + \Delta_\text{mlp}^{(i)}\right)")
+st.latex(r"x_n = x_0 + \sum_{m<n} \left(\Delta_\text{attn}^{(m)} + \Delta_\text{mlp}^{(m)}\right)")
 d = decompose(trace, depth)
 plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · {where}", "L2 norm"))
 st.markdown(f"Sum of the {len(d.labels)} part{'s' * (len(d.labels) != 1)} minus the recorded stream: largest "

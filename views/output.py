@@ -19,6 +19,11 @@ sel, trace = page.sel, page.trace
 probs, tokens = top_next_tokens(trace, k=10)
 plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
 anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights)))
+model = sel.weights.model
+w_u = (model.wte.weight.T if sel.config.tied else model.lm_head.weight.T).detach()  # [d, V]
+top2 = trace["logits"][0, -1].topk(2).indices.tolist()
+st.markdown(notices.output_worked(trace["logits"][0, -1].double(), trace["ln_f.out"][0, -1], w_u,
+                                  {i: readable(i) for i in top2}))
 if "loss" in trace:
     st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
     plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
@@ -30,7 +35,7 @@ st.markdown("Sampling divides the logits by a **temperature** before the softmax
 cols = st.columns(2)
 temperature = number(cols[0], "Temperature", 0.0, 5.0, 1.0, key="temp", step=0.1)
 top_k = number(cols[1], "Top-k (0 = all)", 0, sel.config.vocab_size, 0, key="topk") or None
-logits = trace["logits"][0, -1]  # [V]
+logits = trace["logits"][0, -1].double()  # [V]: float64, so that the printed digits are the distribution's
 before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k)  # [V] each
 shown = before.topk(10).indices  # the same ten tokens in both charts: the ten most likely at temperature 1
 labels = [readable(int(i)) for i in shown]
@@ -38,7 +43,5 @@ anatomy.side_by_side(
     plots.topk_tokens(before[shown].tolist(), labels, "softmax(logits): temperature 1, every token"),
     plots.topk_tokens(after[shown].tolist(), labels,
                       f"temperature {temperature:g}" + (f", top-{top_k}" if top_k else ", every token")))
-top = int(before.argmax())
-anatomy.notice([f"The top token's probability goes from {float(before[top]):.3g} to {float(after[top]):.3g}; "
-                f"{int((after > 0).sum()):,} of {after.numel():,} tokens keep a probability above 0."])
+anatomy.notice(notices.temperature_notice(before, after, temperature, top_k))
 anatomy.footer(page)

@@ -60,8 +60,10 @@ class Experiment:
     why: str  # what the result shows, and why GPT-2 is built so
 
 
-def _run(model: GPT2, ids, mode: Mode, names, interventions=()) -> Trace:
-    """One run in `mode`; TRAINING without dropout and without gradients."""
+def _run(model: GPT2, ids, mode: Mode | str, names, interventions=()) -> Trace:
+    """One run in `mode` (a Mode, or its name as a notebook types it); TRAINING without dropout and
+    without gradients (parsed first: "training" is not `Mode.TRAINING` by identity, and ran with dropout)."""
+    mode = Mode.parse(mode)
     extra = {"dropout": False, "grads": False} if mode is Mode.TRAINING else {}
     return run(model, list(ids), mode, names=names, interventions=interventions, **extra)
 
@@ -117,8 +119,9 @@ TEMPERATURE_CHOICES = tuple(f"{t:g}" for t in TEMPERATURES)
 
 
 def temperatures(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) -> TemperatureOutcome:
-    """The next-token distribution at the last position at each temperature (0: the argmax)."""
-    logits = _run(model, ids, mode, ["logits"])["logits"][0, -1]  # [V]
+    """The next-token distribution at the last position at each temperature (0: the argmax), in float64:
+    in float32 the rounding of 50,257 terms shows in the printed entropy's last digit."""
+    logits = _run(model, ids, mode, ["logits"])["logits"][0, -1].double()  # [V]
     dists = torch.stack([distribution(logits, t, None) for t in TEMPERATURES])  # [3, V]
     top = dists[1].topk(TOP_K).indices
     h = entropy(dists)  # [3]
@@ -159,7 +162,7 @@ MASK_CHOICES = ("only the last", "some earlier ones too", "every position")
 def no_mask(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) -> MaskOutcome:
     """Change the last token; how far each position's output (the stream leaving the last block)
     moves, with the causal mask and without it."""
-    if mode not in ROWS:
+    if Mode.parse(mode) not in ROWS:
         raise ValueError("the causal-mask experiment compares every position: use full or training mode")
     ids = list(ids)
     if len(ids) < 2:
@@ -202,7 +205,7 @@ POSITION_CHOICES = ("the same weight", "a different weight")
 def no_position(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) -> PositionOutcome:
     """Block 0's last-row attention of the text and of the text with the earlier tokens reversed,
     each token's weight read at its own position, with and without position embeddings."""
-    if mode not in ROWS:
+    if Mode.parse(mode) not in ROWS:
         raise ValueError("the position experiment reads block 0's whole pattern: use full or training mode")
     ids = list(ids)
     if len(ids) < 3:
@@ -224,24 +227,29 @@ def no_position(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) -> 
 
 SCALE_WHY = (
     "q·k is a sum of dh products, so its spread grows like √dh: the scale keeps the scores' spread the same for "
-    "every head size. Without it the softmax saturates, one key takes nearly all the weight, and the gradients "
-    "through the other keys vanish, which makes a model hard to train. The smaller dh, the smaller the change: "
+    "every head size. Without it the scores grow √dh-fold and the softmax moves toward saturation: the larger "
+    "the scores, the closer one key comes to taking all the weight and the smaller the gradients through the "
+    "other keys, which makes a model hard to train (trained models, whose scores are larger, get there; the "
+    "reading above says how far this run goes). The smaller dh, the smaller the change: "
     "the tiny preset (dh = 16) multiplies its scores by 4, GPT-2 (dh = 64) by 8.")
 TEMPERATURE_WHY = (
-    "Dividing the logits by t divides the gaps between them by t, and a probability is the exponential of a gap: "
+    "Dividing the logits by t divides the gaps between them by t, and the ratio of two tokens' probabilities is "
+    "the exponential of the gap between their logits: "
     "below 1 the distribution sharpens, above 1 it flattens, and at 0 the whole of it sits on the most likely token "
     "(greedy decoding). The order of the tokens never changes: the top token stays on top.")
 MASK_WHY = (
     "With the mask, position i reads keys 0 to i only, so nothing it computes depends on a later token: changing "
     "the last token moves only the last position (the others by 0, up to float rounding). That is what lets "
-    "training read the whole text at once: one forward pass makes T predictions, each without seeing its answer. "
+    "training read the whole text at once: one forward pass makes T predictions, and the T − 1 whose answer is in "
+    "the text are scored, none of them seeing its answer. "
     "Without the mask every position reads the last token: the future leaks into the past, and a position could "
     "copy the very token it is trained to predict.")
 POSITION_WHY = (
-    "Attention compares a query with keys and adds up values; nothing in it depends on where a key stands. "
-    "Without the position embeddings, x₀ at a position is its token's embedding alone, so block 0 sees a bag of "
-    "tokens: reorder them and the weights move with them. wpe adds one vector per position, so the same token "
-    "elsewhere gets another key, and another weight; that is how GPT-2 knows word order.")
+    "For a query that reads every key, as the last one does, the comparison q·k and the sum of values look at "
+    "content only: without the position embeddings, x₀ at a position is its token's embedding alone, so reorder "
+    "the earlier tokens and each keeps its weight. (The causal mask does depend on position, but only on how "
+    "many keys a query may read.) wpe adds one vector per position, so the same token elsewhere gets another "
+    "key and another weight: that is how GPT-2 tells word order apart.")
 
 EXPERIMENTS = {e.key: e for e in (
     Experiment("no scale", "Remove the 1/√dh scale",

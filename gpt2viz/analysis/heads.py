@@ -1,15 +1,20 @@
 """Head scores and the head finder: every head of the model scored on one text, in full mode, ranked.
 
-The scores follow the usual definitions (`pattern_scores`, `head_scores`): previous-token score, the
-mean attention from position i to i − 1; first-token score (the attention sink), the mean attention to
-position 0; induction score, over the queries whose token occurred before, the mean attention to the
-token that followed its most recent earlier occurrence (None where no token of the text repeats);
-entropy of each row over the keys it may read, divided by its maximum ln(i + 1), so that 1 is uniform;
-mean attention distance, the mean over queries of Σⱼ a_ij (i − j), how many positions back a head reads
-on average. The page notices (teaching/notices.py) name a head's job from these scores and the
-thresholds below. The finder runs the model once for every head's pattern,
-lays the scores out one row per head (the CLI's JSON), ranks the heads for each score, and says
-what leads, measured against a head that attends uniformly on the same text. Pure: no Streamlit.
+The scores follow the usual definitions (`pattern_scores`, `head_scores`), read only where a
+position can tell them apart: previous-token score, the mean attention from position i to i − 1, and
+first-token score (the attention sink), the mean attention to position 0, both over queries i ≥ 2
+(at i = 1 the previous token is the first token, so one cell would count for both jobs; None on a
+text of fewer than 3 tokens); induction score, over the queries whose token occurred before, the mean
+attention to the token that followed its most recent earlier occurrence j, when that token j + 1 is
+neither the query nor the one just before it (j + 1 < i − 1: on a text that repeats every one or two
+tokens it would be a previous-token or self score); None where no query has such a target; entropy
+of each row over the keys it may read, divided by its maximum ln(i + 1), so that 1 is uniform; mean
+attention distance, the mean over queries of Σⱼ a_ij (i − j), how many positions back a head reads on
+average. The page notices (teaching/notices.py) and the finder name a head's job from these scores
+with one threshold per job (below), and only from MIN_ROWS scored queries on. The finder runs the
+model once for every head's pattern, lays the scores out one row per head (the CLI's JSON), ranks the
+heads for each score, and says what leads, measured against a head that attends uniformly on the
+same text. Pure: no Streamlit.
 """
 
 from dataclasses import dataclass
@@ -23,17 +28,29 @@ from ..model.modes import run
 from ..model.trace import Trace
 from ..spec.schema import Mode, block_name
 
-SINK, PREVIOUS, INDUCTION = 0.5, 0.5, 0.4  # a head is named for a job only from these shares on
+# A head is named for a job only from this share of its attention on, the same on every page and in
+# the finder; a head attending evenly scores at most 1/3 on each (rows i ≥ 2 have 3 keys or more).
+SINK, PREVIOUS, INDUCTION = 0.5, 0.5, 0.5
+THRESHOLDS = {"first_token": SINK, "previous_token": PREVIOUS, "induction": INDUCTION}
+JOBS = {"first_token": "an attention sink", "previous_token": "a previous-token head", "induction": "an induction head"}
+MIN_ROWS = 3  # scored queries a job is named from: one or two rows of a few keys are chance
 
 
 @dataclass(frozen=True)
 class HeadScores:
-    previous_token: float  # mean attention from i to i − 1, over queries with i ≥ 1
-    first_token: float  # mean attention to position 0, over queries with i ≥ 1
-    induction: float | None  # mean attention to the token after the earlier occurrence; None: no repeat
+    previous_token: float | None  # mean attention from i to i − 1, over queries with i ≥ 2; None: none
+    first_token: float | None  # mean attention to position 0, over queries with i ≥ 2; None: none
+    induction: float | None  # mean attention to the token after the earlier occurrence; None: no target
     entropy: float  # mean over rows (i ≥ 1) of H(row) / ln(i + 1): 1 is uniform, 0 one key
-    repeats: int  # queries whose token occurred earlier
+    repeats: int  # queries with an induction target (induction_targets)
     mean_distance: float = 0.0  # mean over rows (i ≥ 1) of Σⱼ a_ij (i − j): how far back a head reads
+    rows: int = 0  # queries the previous- and first-token scores are read from (i ≥ 2)
+
+    def shows(self, key: str) -> bool:
+        """Whether this head's pattern shows job `key` (a key of THRESHOLDS): enough scored queries,
+        and the score at or above its threshold."""
+        value, n = getattr(self, key), self.repeats if key == "induction" else self.rows
+        return value is not None and n >= MIN_ROWS and value >= THRESHOLDS[key]
 
 
 SCORE_NAMES = ("previous_token", "induction", "first_token", "entropy", "mean_distance")
@@ -41,21 +58,29 @@ SCORE_NAMES = ("previous_token", "induction", "first_token", "entropy", "mean_di
 
 def induction_targets(ids, T: int, offset: int = 0) -> list[tuple[int, int]]:
     """(query row r, key j + 1) for every query i = offset + r whose token occurred before: j is the
-    token's most recent earlier occurrence, j + 1 the token that followed it."""
+    token's most recent earlier occurrence, j + 1 the token that followed it, kept only when it is
+    neither the query (j + 1 = i, a token repeated at once) nor the token just before it (j + 1 = i − 1,
+    a text that repeats every two tokens): those cells are a self or previous-token score."""
     last_seen = {ids[j]: j for j in range(offset)}
     cells = []
     for r in range(T):
         i = offset + r
-        if ids[i] in last_seen:
+        if ids[i] in last_seen and last_seen[ids[i]] + 1 < i - 1:
             cells.append((r, last_seen[ids[i]] + 1))
         last_seen[ids[i]] = i
     return cells
 
 
+def has_target(ids) -> bool:
+    """Whether a text gives any query an induction target (a repeat, not at distance 1 or 2)."""
+    return bool(induction_targets(ids, len(ids)))
+
+
 def pattern_scores(pattern: torch.Tensor, ids, offset: int = 0) -> dict[str, torch.Tensor | None]:
     """The head scores of every head at once: pattern [..., T, L] (rows: queries at absolute positions
-    offset..offset+T-1; columns: keys 0..L-1, L = offset + T) -> {score name: [...]} (float64;
-    induction None where no token repeats). Keys after a query are not read, whatever they hold."""
+    offset..offset+T-1; columns: keys 0..L-1, L = offset + T) -> {score name: [...]} (float64; None
+    where no query is scored: induction without a target, the previous- and first-token scores
+    without a query i ≥ 2). Keys after a query are not read, whatever they hold."""
     T, L = pattern.shape[-2:]
     assert offset + T == L and len(ids) >= L, (pattern.shape, offset, len(ids))
     i = torch.arange(offset, L)  # [T] absolute query positions
@@ -63,13 +88,16 @@ def pattern_scores(pattern: torch.Tensor, ids, offset: int = 0) -> dict[str, tor
     p = pattern.double().masked_fill_(j[None, :] > i[:, None], 0)  # [..., T, L]: the keys each query may read
     rows = i >= 1  # row 0 has one key: every score of it is fixed
     r, q = torch.nonzero(rows).squeeze(1), i[rows]  # [n], [n]
+    r2, q2 = torch.nonzero(i >= 2).squeeze(1), i[i >= 2]  # row 1's previous token is the first token
     zero = p.new_zeros(p.shape[:-2])
 
     def mean(x):  # [..., n] -> [...]
         return x.mean(-1) if x.shape[-1] else zero
     h = -torch.special.xlogy(p, p).sum(-1)  # [..., T] nats (0 · ln 0 = 0)
     back = i.double() * p.sum(-1) - p @ j  # [..., T]: Σⱼ a_ij (i − j)
-    out = {"previous_token": mean(p[..., r, q - 1]), "first_token": mean(p[..., r, 0]),
+    apart = r2.numel() > 0
+    out = {"previous_token": p[..., r2, q2 - 1].mean(-1) if apart else None,
+           "first_token": p[..., r2, 0].mean(-1) if apart else None,
            "entropy": mean(h[..., r] / (q + 1).double().log()), "mean_distance": mean(back[..., r])}
     cells = induction_targets(ids, T, offset)
     out["induction"] = p[..., [c[0] for c in cells], [c[1] for c in cells]].mean(-1) if cells else None
@@ -79,11 +107,11 @@ def pattern_scores(pattern: torch.Tensor, ids, offset: int = 0) -> dict[str, tor
 def head_scores(pattern: torch.Tensor, ids: list[int] | tuple[int, ...], offset: int = 0) -> HeadScores:
     """Scores of one head's pattern [T, L] (rows: queries at absolute positions offset..offset+T-1;
     columns: keys 0..L-1, L = offset + T) on the token ids of the keys."""
-    s = pattern_scores(pattern, ids, offset)
-    ind = s["induction"]
-    return HeadScores(float(s["previous_token"]), float(s["first_token"]), None if ind is None else float(ind),
-                      float(s["entropy"]), len(induction_targets(ids, pattern.shape[0], offset)),
-                      float(s["mean_distance"]))
+    s = {k: None if v is None else float(v) for k, v in pattern_scores(pattern, ids, offset).items()}
+    T = pattern.shape[0]
+    return HeadScores(s["previous_token"], s["first_token"], s["induction"], s["entropy"],
+                      len(induction_targets(ids, T, offset)), s["mean_distance"],
+                      sum(1 for r in range(T) if offset + r >= 2))
 
 
 
@@ -97,12 +125,13 @@ class Score:
 
 
 SCORES = {s.key: s for s in (
-    Score("previous_token", "previous-token score", "the mean attention from position i to i − 1", True,
-          "reads the previous token most"),
+    Score("previous_token", "previous-token score", "the mean attention from position i to i − 1, from position 2 "
+          "on (at position 1 the previous token is the first)", True, "reads the previous token most"),
     Score("induction", "induction score", "over the tokens that occurred earlier, the mean attention to the token "
-          "right after their most recent earlier occurrence", True, "copies a repeat most"),
-    Score("first_token", "first-token score", "the mean attention to position 0 (the attention sink)", True,
-          "sinks most attention into the first token"),
+          "right after their most recent earlier occurrence, when that token is neither the query nor the one "
+          "just before it", True, "copies a repeat most"),
+    Score("first_token", "first-token score", "the mean attention to position 0 (the attention sink), from "
+          "position 2 on", True, "puts most attention on the first token"),
     Score("entropy", "entropy", "each row's entropy divided by its uniform row's, ln(i + 1), averaged: 1 spreads "
           "evenly, 0 reads one key", False, "is the most focused"),
     Score("mean_distance", "mean attention distance", "the mean over positions i of Σⱼ a_ij (i − j): how many "
@@ -187,14 +216,42 @@ def head_name(row: dict) -> str:
     return f"block {row['block']} head {row['head']}"
 
 
+def no_induction(ids) -> str:
+    """Why a text gives no head an induction score, and what would."""
+    if not has_repeat(ids):
+        return ("The text repeats no token, so no head has an induction score: a text that repeats a stretch of "
+                "three tokens or more gives every head one.")
+    return ("The text repeats tokens only one or two apart, so no head has an induction score: the token after "
+            "the earlier occurrence would be the query itself or the token just before it, which the "
+            "previous-token score already measures. A repeat of three tokens or more gives one.")
+
+
+def job_sentence(key: str, value: float) -> str:
+    """What a head that shows job `key` (its score `value` at or above the threshold) does, in numbers."""
+    return {"previous_token": f"{value:.0%} of each position's attention goes to the token just before it (the "
+                              "stripe right below the diagonal)",
+            "first_token": f"from position 2 on, {value:.0%} of each position's attention goes to the first token, "
+                           "a place to put weight when nothing else matters",
+            "induction": f"from a repeated token it puts {value:.0%} of its attention on the token that followed "
+                         "the earlier occurrence, the token that comes next if the repeat goes on (a stripe "
+                         "parallel to the diagonal)"}[key]
+
+
+def scored(key: str, ids) -> int:
+    """How many queries of a full run on `ids` score `key`'s job (what MIN_ROWS counts)."""
+    return len(induction_targets(ids, len(ids))) if key == "induction" else max(0, len(ids) - 2)
+
+
 def notice(rows: list[dict], key: str, kind: str, ids) -> list[str]:
     """What to notice in the map of score `key`: which head leads and by how much, against the
     runner-up, the median head and a uniform head on this text; on random weights, that nothing
-    stands out. `kind`: "random", "demo" or "trained" (notices.weights_kind)."""
+    stands out; a job named only as `HeadScores.shows` allows. `kind`: "random", "demo" or "trained"
+    (notices.weights_kind)."""
     s, order = SCORES[key], ranked(rows, key)
     if not order:
-        return ["The text repeats no token, so no head has an induction score: append a repeat (the link at the "
-                "top) and every head gets one."]
+        return [no_induction(ids) if key == "induction" else
+                f"A text of {len(ids)} tokens has no position 2 or later, so no head has a {s.title}: at position 1 "
+                "the token before is the first token, and one cell cannot say which of the two a head reads."]
     lead, values = order[0], sorted(r[key] for r in order)
     middle, base = median(values), uniform(ids)[key]
     lines = [f"**{head_name(lead).capitalize()}** {s.leader}: {lead[key]:.3f}"
@@ -205,14 +262,13 @@ def notice(rows: list[dict], key: str, kind: str, ids) -> list[str]:
                      f"{values[0]:.2f} and {values[-1]:.2f}, near the even head's {base:.2f}; which head leads is "
                      "chance.")
         return lines
-    if key == "previous_token" and lead[key] >= PREVIOUS:
-        lines.append(f"It is a previous-token head: {lead[key]:.0%} of each position's attention goes to the token "
-                     "just before it.")
-    if key == "induction" and lead[key] >= INDUCTION:
-        lines.append(f"It is an induction head: from a repeated token it puts {lead[key]:.0%} of its attention on "
-                     "the token that followed the earlier occurrence, the token that comes next if the repeat goes on.")
-    if key == "first_token" and lead[key] >= SINK:
-        lines.append(f"It is an attention sink: {lead[key]:.0%} of its attention parks on the first token.")
+    if key in THRESHOLDS and lead[key] >= THRESHOLDS[key]:
+        n = scored(key, ids)
+        if n >= MIN_ROWS:
+            lines.append(f"It is {JOBS[key]}: {job_sentence(key, lead[key])}.")
+        else:
+            lines.append(f"Only {n} position{'s' * (n != 1)} of this text score{'s' * (n == 1)} it, too few to name "
+                         f"a job (from {MIN_ROWS} on): try a longer text.")
     return lines
 
 

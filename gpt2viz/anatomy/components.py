@@ -317,9 +317,10 @@ SPECS = (
           r"\Delta_\text{mlp} = G\,W_\text{proj} + b_\text{proj}, \quad W_\text{proj} \in \mathbb{R}^{4d \times d}",
           "Maps the 4d activated features G back to d: the MLP's update Δmlp to the stream (after dropout in "
           "training).",
-          "The checkpoint calls it c_proj (inside mlp). The GPT-2 paper scales the initial weights of the "
-          "layers that add into the residual stream, this one and attention's c_proj, by 1/√(2·n_layer); "
-          "transformers implements that rule (σ = 0.02/√(2·n_layer)), and so does this app's random model. "
+          "The checkpoint calls it c_proj (inside mlp). The GPT-2 paper says only that it scales the weights "
+          "of residual layers at initialisation by 1/√N, N the number of residual layers. transformers reads "
+          "that as the two layers of each block that add into the stream, this one and attention's c_proj, "
+          "with N = 2·n_layer (σ = 0.02/√(2·n_layer)), and so does this app's random model. "
           "The released openai/gpt-2 code initialises with σ = 0.02 (0.01 for wpe) and has no such scaling.",
           ("mlp.post",), ("mlp.out_dropout_mask", "mlp.out"),
           rows=(("c_proj: W_proj [4d, d] and b_proj", ("h.{i}.mlp.c_proj.weight", "h.{i}.mlp.c_proj.bias")),),

@@ -10,14 +10,16 @@ import torch
 
 
 def distribution(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
-    """The probabilities [V] a sampler draws from for logits [V]."""
+    """The probabilities [V] a sampler draws from for logits [V], in float32 or, for float64 logits (a
+    distribution shown to a learner, whose last digit must be exact), in float64."""
     if temperature < 0:
         raise ValueError(f"temperature must be 0 or more, got {temperature}")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top-k must be at least 1, got {top_k}")
+    dtype = torch.promote_types(logits.dtype, torch.float32)
     if temperature == 0:
-        return torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).float()  # [V]
-    scaled = (logits.float() - logits.max()) / temperature  # [V], max 0: no overflow at tiny temperatures
+        return torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).to(dtype)  # [V]
+    scaled = (logits.to(dtype) - logits.max()) / temperature  # [V], max 0: no overflow at tiny temperatures
     if top_k is not None and top_k < scaled.shape[-1]:
         cutoff = scaled.topk(top_k).values[-1]
         scaled = scaled.masked_fill(scaled < cutoff, float("-inf"))

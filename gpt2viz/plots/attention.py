@@ -186,7 +186,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=SUBTITLE_PX))
                              for text, x in notes]
-    overlaid = [what for what, shown in [("veiled: masked, −∞ before the softmax", veil),
+    overlaid = [what for what, shown in [("white: masked, −∞ before the softmax", veil),
                                          ("grey: masked, exactly 0", grey)] if shown]
     if outlined:
         overlaid.append(marks_note or "outlined: marked cells")

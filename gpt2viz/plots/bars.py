@@ -61,7 +61,7 @@ def top_neurons(post, tokens: Sequence[str], k: int = 10, position: int | None =
     if position is None and T == 1:  # decode computes one position: its values, not a "mean over 1"
         score, where = post[0], f"at {labels[0]}, the one position computed"
     elif position is None:
-        score, where = post.mean(axis=0), f"mean over {T} positions"
+        score, where = post.mean(axis=0, dtype=np.float64), f"mean over {T} positions"  # as the MLP notice ranks
     else:
         p = checks.index(position, T, "position")
         score, where = post[p], f"at {labels[p]}"

@@ -50,11 +50,17 @@ SYMBOLS = [
     ("μ", "mean", "LayerNorm's mean over the d features of one position (ln*.mean, [B, T, 1])"),
     ("σ²", "variance", "LayerNorm's biased variance over the d features (ln*.var, [B, T, 1]); ε = 1e-5 is "
                        "added before the square root"),
-    ("g, b", "gain and bias", "LayerNorm's learned per-feature scale and shift (ln_*.weight, ln_*.bias); b with "
-                              "a subscript (b_O, b_fc) is a projection's bias"),
+    ("g, b", "gain and bias", "LayerNorm's learned per-feature scale and shift (ln_*.weight, ln_*.bias); b_QKV, "
+                              "b_O, b_fc and b_proj are the projections' biases, b₁, b₂ and b_f the LayerNorms'"),
     ("W_E, W_P", "token and position tables", "wte [V, d] and wpe [n_ctx, d]"),
     ("W_U", "unembedding", "the output matrix [d, V]: logits = Z_f W_U. GPT-2 ties it, W_U = W_Eᵀ; an untied "
                            "model stores its transpose as lm_head.weight [V, d]"),
+    ("p_embd, p_resid, p_attn", "dropout rates", "the share of values dropout zeroes in training: after the "
+                                                 "embeddings, on each sublayer's update, on the attention pattern; "
+                                                 "0.1 each in GPT-2"),
+    ("ε", "LayerNorm's epsilon", "1e-5, added to σ² before the square root so that a vector with no spread "
+                                 "does not divide by 0; the scaled vector's spread is then √(σ²/(σ² + ε)), 1 up "
+                                 "to ε"),
     ("M", "causal mask", "−∞ where key j comes after query i, 0 elsewhere; added to the scores before the softmax"),
 ]
 
@@ -98,6 +104,10 @@ ENTRIES = [
     Entry("GELU", ("The MLP's smooth non-linearity. For large positive inputs it is close to the input; for "
                    "negative ones it dips below 0, down to about −0.17 near −0.75, and tends to 0 only for large "
                    "negative inputs (−0.004 at −3). GPT-2 uses its tanh form."), "mlp", MODEL),
+    Entry("Neuron", ("One of the 4d features of the MLP: the column of W_fc whose dot product with Z₂ gives its "
+                     "pre-activation (what it detects), the GELU of that, and the row of W_proj it scales (what it "
+                     "writes back into the stream). A neuron is active where its GELU output is large."), "mlp", MODEL,
+          ("neurons", "pre-activation", "pre-activations")),
     Entry("Logit", ("A raw score, one per vocabulary entry, that the model gives each possible next token: the "
                     "dot product of Z_f with that token's row of wte. Any real number; the softmax turns the V "
                     "logits of a position into probabilities."), "output", MODEL, ("logits",)),
@@ -148,6 +158,15 @@ ENTRIES = [
     Entry("Loss", ("How surprised the model is by the true next token: −ln of the probability it gave it, "
                    "averaged over positions (cross-entropy, in nats). A uniform guess among N tokens scores ln N."),
           "training", RUNNING, ("cross-entropy",)),
+    Entry("Entropy", ("How spread out a distribution is: −Σ p ln p, in nats. ln N for a uniform choice among N, "
+                      "0 for a certain one. An attention row's entropy divided by ln(i + 1), its even row's, is 1 "
+                      "when the row is even and 0 when it is all on one key."), "experiments", RUNNING),
+    Entry("Nat", ("The unit of entropy and loss measured with the natural logarithm: −ln p. ln 2 = 0.693 nats "
+                  "are one bit."), "training", RUNNING, ("nats",)),
+    Entry("Mode", ("How the app runs the model: full sequence (every position at once, no cache), training "
+                   "(the same with dropout and the loss), prefill (read a prompt and fill the KV cache) or decode "
+                   "(one new token against the cache)."), "modes", RUNNING,
+          ("modes", "full sequence", "training")),
     Entry("Perplexity", ("e to the power of the loss: the number of equally likely tokens the model is, on "
                          "average, choosing among. A loss of 2.3 is a perplexity of 10."), "training", RUNNING),
     Entry("Logit lens", ("Reads the residual stream part-way through the model as if it were the last block's "
@@ -168,7 +187,7 @@ ENTRIES = [
     Entry("Logit difference", ("logit(A) − logit(B) at one position: how much more the model favours answer A "
                                "than answer B. It does not depend on the other tokens (the softmax's shared "
                                "normaliser cancels), which makes it the usual measure in circuit analysis."),
-          "attribution", EXPERIMENTS, ("logit diff",)),
+          "attribution", EXPERIMENTS, ("logit diff", "margin")),
     Entry("Activation patching", ("Running a corrupt text B with one activation copied from the run of a clean "
                                   "text A, to find which parts carry the difference between their answers."),
           "patch", EXPERIMENTS, ("patching",)),

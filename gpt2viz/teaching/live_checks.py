@@ -4,9 +4,14 @@ probability; which head of block n attends most to the previous token; after kno
 does the top next token change; which head writes most of the top token's logit directly? Pure: the
 numbers of the run in, questions and grades out.
 
-Grading tolerates GPT-2's leading space (" Paris" = "Paris") and a probability within 10 % of the
-run's (or 0.01, whichever is larger). An answer that cannot be read (not a number, not yes or no, a
-head that does not exist) is not graded: the student is asked again, and nothing is revealed.
+Grading tolerates what the run cannot tell apart from its answer, and nothing more: GPT-2's leading
+space (" Paris" = "Paris"); a probability within 10 % of its own size (no absolute floor: on random
+weights the answer is a few ten-thousandths, and a floor of 0.01 passed "0"); any head whose
+previous-token score is within HEAD_TIE of the best (the pages print whole percents, and on random
+weights every head of a block lies within a few). The head check needs a text of MIN_ROWS + 2 tokens,
+so that the score reads positions where the previous token is not the first. An answer that cannot
+be read (not a number, not yes or no, a head that does not exist) is not graded: the student is
+asked again, and nothing is revealed.
 """
 
 import re
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..analysis.heads import head_scores
+from ..analysis.heads import MIN_ROWS, head_scores
 from ..model.tokenizer import readable
 
 
@@ -28,6 +33,11 @@ class LiveCheck:
     hint: str  # how to type the answer
     top: int | None = None  # a head answer must be below it
     blocks: int | None = None  # a block.head answer's block must be below it
+    accept: tuple = ()  # other answers the run cannot tell apart from `answer` (heads within HEAD_TIE)
+
+
+HEAD_TIE = 0.02  # heads whose previous-token scores differ by less look the same on the pages
+P_TOLERANCE = 0.1  # a probability is right within 10 % of its own size
 
 
 @dataclass(frozen=True)
@@ -37,30 +47,55 @@ class Grade:
 
 
 def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tensor, block: int,
-           key: str) -> list[LiveCheck]:
+           key: str, random: bool = False) -> list[LiveCheck]:
     """The live checks of one run. `logits_last` [V]: the last position's logits; `patterns`
-    [nh, T, T]: block `block`'s attention patterns (full sequence); `key`: what identifies the run."""
+    [nh, T, T]: block `block`'s attention patterns (full sequence); `key`: what identifies the run;
+    `random`: the weights are random (no head has a stripe to find)."""
     probs = torch.softmax(logits_last.double(), -1)  # [V]
     top = int(probs.argmax())
     token = readable(top).replace("␣", " ")
-    scores = [head_scores(patterns[h], ids).previous_token for h in range(patterns.shape[0])]
-    best = max(range(len(scores)), key=scores.__getitem__)
+    p = float(probs[top])
     out = [
         LiveCheck(f"{key}:count", "How many tokens does your text have? (Count them on the Tokens page.)", "count",
                   len(ids), f"The model's tokenizer cuts your text into **{len(ids)}** tokens.", "a whole number"),
         LiveCheck(f"{key}:top", "Which token does the model rank first after your text? (The Output page shows it.)",
                   "token", token, f"The top token is **{token!r}** (id {top}).", "the token's text, e.g. Paris"),
-        LiveCheck(f"{key}:p", "With what probability? (Output page, the first bar.)", "probability", float(probs[top]),
-                  f"p({token!r}) = **{float(probs[top]):.4g}**.", "a number such as 0.12 or 12%"),
+        LiveCheck(f"{key}:p", "With what probability? (Output page, the first bar.)", "probability", p,
+                  f"p({token!r}) = **{p:.4g}**" + (f", about {powers_of_ten(p)}" if p < 0.01 else "") + ".",
+                  "a number such as 0.12, 12% or 2.1e-4"),
     ]
-    if len(ids) > 1:
-        out.append(LiveCheck(
-            f"{key}:prev{block}", f"Which head of block {block} attends most to the previous token on your text? "
-            "(Attention page: the stripe right below the diagonal.)", "head", best,
-            f"Head **{best}**: on average {scores[best]:.0%} of each position's attention goes to the token just "
-            "before it (" + ", ".join(f"head {h}: {s:.0%}" for h, s in enumerate(scores)) + ").",
-            f"a head number from 0 to {len(scores) - 1}", top=len(scores)))
+    if len(ids) >= MIN_ROWS + 2:
+        out.append(head_check(ids, patterns, block, key, random))
     return out
+
+
+def powers_of_ten(x: float) -> str:
+    """2.18e-4 -> "2.2 × 10⁻⁴": the order of magnitude a student can check against the bar."""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa} × 10" + str(int(exponent)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def head_check(ids, patterns: torch.Tensor, block: int, key: str, random: bool) -> LiveCheck:
+    """Which head of `block` reads the previous token most: any head within HEAD_TIE of the best is
+    right. On random weights no head has a stripe, and the question and answer say so."""
+    scores = [head_scores(patterns[h], ids).previous_token for h in range(patterns.shape[0])]
+    best = max(range(len(scores)), key=scores.__getitem__)
+    tied = tuple(h for h, s in enumerate(scores) if scores[best] - s < HEAD_TIE)
+    listed = ", ".join(f"head {h}: {s:.1%}" for h, s in enumerate(scores))
+    if random:
+        question = (f"Which head of block {block} has the highest previous-token score on your text? (Head finder, "
+                    "previous-token tab. These weights are random: no head has a stripe, the heads differ by chance.)")
+        worked = (f"Head **{best}** by chance, and any head within {HEAD_TIE:.0%} of it counts ("
+                  + ", ".join(str(h) for h in tied) + f"): from position 2 on, {listed}.")
+    else:
+        question = (f"Which head of block {block} attends most to the previous token on your text? (Attention page: "
+                    "the stripe right below the diagonal.)")
+        worked = (f"Head **{best}**" + (f" (or {', '.join(str(h) for h in tied if h != best)}: within {HEAD_TIE:.0%})"
+                                        if len(tied) > 1 else "")
+                  + f": from position 2 on, {scores[best]:.0%} of each position's attention goes to the token just "
+                  f"before it ({listed}).")
+    return LiveCheck(f"{key}:prev{block}", question, "head", best, worked, f"a head number from 0 to {len(scores) - 1}",
+                     top=len(scores), accept=tied)
 
 
 def writer_check(heads: torch.Tensor, token: str, key: str) -> LiveCheck:
@@ -99,7 +134,7 @@ def grade(check: LiveCheck, text: str) -> Grade:
         n = int(given.replace(",", "").replace(" ", ""))
         if check.top is not None and n >= check.top:
             return Grade(None, f"There is no head {n}: type {check.hint}.")
-        ok = n == check.answer
+        ok = n == check.answer or n in check.accept
         return Grade(ok, "Right." if ok else f"Not {n:,}.")
     if check.kind == "token":
         if not given:
@@ -107,14 +142,14 @@ def grade(check: LiveCheck, text: str) -> Grade:
         ok = given == str(check.answer).strip()  # GPT-2's leading space: " Paris" = "Paris"
         return Grade(ok, "Right." if ok else f"Not {given!r}.")
     if check.kind == "probability":
-        m = re.fullmatch(r"(\d*\.?\d+)\s*(%?)", given)
+        m = re.fullmatch(r"(\d*\.?\d+(?:[eE][-+]?\d+)?)\s*(%?)", given)
         if not m:
             return Grade(None, f"Type {check.hint}.")
         p = float(m.group(1)) / (100 if m.group(2) else 1)
         if not 0 <= p <= 1:
             return Grade(None, "A probability is between 0 and 1 (or 0% and 100%).")
-        ok = abs(p - check.answer) <= max(0.01, 0.1 * check.answer)
-        return Grade(ok, "Right, within 10 %." if ok else f"Not {p:.4g}.")
+        ok = abs(p - check.answer) <= P_TOLERANCE * check.answer
+        return Grade(ok, f"Right: within {P_TOLERANCE:.0%} of {check.answer:.3g}." if ok else f"Not {p:.4g}.")
     if check.kind == "block.head":
         m = re.fullmatch(r"(\d+)\s*[.,]\s*(\d+)", given)
         if not m:

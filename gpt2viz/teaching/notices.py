@@ -4,18 +4,33 @@ this run, worked out from the run itself.
 A page opens with its question, shows the live picture, then says what to notice in it. What there
 is to notice depends on the weights and on the text: random weights give nearly uniform attention
 rows; the demo model (trained here) has a previous-token head and induction heads; real GPT-2 has
-what the literature reports. Every sentence below is computed from the tensors of the run or says
-which case the reader is in; none states a rule the run in view could contradict.
+what the literature reports. The head scores these sentences rest on are defined in
+`gpt2viz.analysis.heads`. Pure: tensors in, numbers and strings out.
 
-The head scores these sentences rest on are defined in `gpt2viz.analysis.heads`. Pure: tensors in,
-numbers and strings out.
+Rules every computed sentence keeps (tests/test_notice_corpus.py calls every notice on a corpus of
+weights, texts, modes and temperatures and checks them):
+
+1. Never name a head's job on random weights: say what the pattern is (how even its rows are, how
+   much goes to the previous or first token), not what it is for. Nothing there is learned.
+2. Name a job only where the text has enough positions to tell it (`HeadScores.shows`): the
+   previous-token and first-token scores are read from position 2 on (at position 1 the previous
+   token is the first token), and a job needs `heads.MIN_ROWS` scored positions.
+3. Induction targets exclude the query and the position before it; a text with no valid target has
+   no induction score, and the notice says so and why.
+4. One threshold per job (`heads.THRESHOLDS`), the same on every page and in the head finder.
+5. State a rule (1/√n, saturation, "barely above uniform", GELU's near-identity) only where this run
+   obeys it, and with this run's numbers beside it.
+6. Every number printed is the one the chart beside it is drawn from (the same tensor, the same
+   positions), and two notices on a page never give one quantity two values.
+7. A live check (live_checks.py) accepts what the run cannot tell apart from its answer and nothing
+   more: a probability within 10 % of its own size, any head within a printed percent of the best.
 """
 
 import math
 
 import torch
 
-from ..analysis.heads import INDUCTION, PREVIOUS, SINK, head_scores
+from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores, job_sentence, no_induction
 
 # The question a learner brings to each component page, by component id: one line.
 QUESTIONS = {
@@ -25,7 +40,7 @@ QUESTIONS = {
     "block.ln1": "Why is every vector rescaled before attention and the MLP read it?",
     "block.ln2": "Why is every vector rescaled before attention and the MLP read it?",
     "ln_f": "Why is the stream rescaled one last time before the prediction?",
-    "block.attn": "How does a word find the earlier words it needs, such as what ' it' refers to?",
+    "block.attn": "How does a word find the earlier words it needs, such as the word that followed it last time?",
     "block.attn.merge": "How do the heads' separate findings go back into one vector per position?",
     "block.mlp": "What does each position compute on its own, after attention has mixed the positions?",
     "unembed": "How does the last vector become a probability for every token of the vocabulary?",
@@ -34,8 +49,15 @@ QUESTIONS = {
 LITERATURE = ("In trained GPT-2, the literature reports heads that put most of their weight on the first "
               "token (an *attention sink*: Xiao et al. 2023, *Efficient Streaming Language Models with "
               "Attention Sinks*), previous-token heads, and induction heads that copy a repeat (Olsson et al. "
-              "2022, *In-context Learning and Induction Heads*; in GPT-2 small heads 5.1, 5.5, 6.9, 7.2 and "
-              "7.10 among others).")
+              "2022, *In-context Learning and Induction Heads*).")
+# Only for GPT-2 small's shape: the list is that model's.
+GPT2_SMALL_INDUCTION = ("In GPT-2 small, tutorials that feed it repeated random tokens (TransformerLens, ARENA) "
+                        "find induction heads at block 5 heads 1 and 5, block 6 head 9 and block 7 heads 2 and 10.")
+
+
+def fixed(value: float, digits: int = 3) -> str:
+    """value to `digits` decimals, never a negative zero ("-0.000" reads as a sign that is not there)."""
+    return f"{round(value, digits) + 0.0:.{digits}f}"
 
 
 def weights_kind(weights) -> str:
@@ -43,8 +65,10 @@ def weights_kind(weights) -> str:
     return "random" if weights.random else "demo" if weights.demo else "trained"
 
 
-def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: int, head: int) -> list[str]:
-    """What to notice in one head's pattern [T, L] of this run."""
+def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: int, head: int,
+                     gpt2_small: bool = False) -> list[str]:
+    """What to notice in one head's pattern [T, L] of this run (the chart beside it draws `pattern`).
+    `gpt2_small`: the weights have GPT-2 small's shape, so its literature's head list applies."""
     T, L = pattern.shape
     s = head_scores(pattern, ids, offset)
     lines = []
@@ -56,48 +80,76 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
     else:
         lines.append("The grey upper triangle is the causal mask: a position never reads a later one.")
     named = False
-    if s.previous_token >= PREVIOUS:
-        lines.append(f"**A previous-token head:** on average {s.previous_token:.0%} of each position's attention "
-                     "goes to the token just before it (the stripe right below the diagonal).")
-        named = True
-    if s.induction is not None and s.induction >= INDUCTION:
-        lines.append(f"**An induction head:** where a token has occurred before ({s.repeats} such positions), "
-                     f"{s.induction:.0%} of its attention goes to the token that *followed* the earlier "
-                     "occurrence, which is the token it predicts comes next (a stripe parallel to the diagonal).")
-        named = True
-    if s.first_token >= SINK:
-        lines.append(f"**An attention sink:** {s.first_token:.0%} of the attention goes to the first token, "
-                     "a place to put weight when nothing else matters.")
-        named = True
+    if kind != "random":  # on random weights nothing is learned: no job to name
+        for key in ("previous_token", "induction", "first_token"):
+            value = getattr(s, key)
+            if s.shows(key):
+                lines.append(f"**{JOBS[key][0].upper() + JOBS[key][1:]}:** {job_sentence(key, value)}.")
+                named = True
+            elif value is not None and value >= THRESHOLDS[key]:
+                n = s.repeats if key == "induction" else s.rows
+                lines.append(f"Its {SCORES[key].title} is {value:.0%}, but only {n} position{'s' * (n != 1)} of this "
+                             f"text score{'s' * (n == 1)} it: too few to say what the head does (from {MIN_ROWS} on).")
     if not named and T > 1:
-        spread = ("nearly evenly: row i gives each of its i + 1 keys about 1/(i + 1)" if s.entropy >= 0.9
-                  else "over several keys, with no one stripe")
-        lines.append(f"Each row spreads its attention {spread} (entropy {s.entropy:.2f} of the uniform's).")
+        lines.append(_pattern_shape(s))
     if kind == "random":
-        lines.append("These weights are random: q·k is small noise, so softmax gives nearly uniform rows. "
-                     "Nothing here is learned; the demo model (sidebar, **demo**) shows learned heads.")
+        if s.rows < MIN_ROWS and T > 1:
+            lines.append("On a text this short an even split already gives key 0 half of row 1 and a third of row "
+                         "2, so a large share there says nothing about the head.")
+        lines.append("These weights are random: q·k is small noise, so softmax gives nearly even rows and no head "
+                     "has a job. The demo model (sidebar, **demo**) shows heads that learned one.")
     elif kind == "demo":
-        if s.induction is None:
-            lines.append("Your text repeats no token, so an induction head has nothing to copy here: "
-                         "try a text that repeats (below).")
-        lines.append("On the demo model, block 0 head 0 is a previous-token head and block 1's heads are "
-                     f"induction heads; this is block {block} head {head}.")
+        if s.induction is None and T > 1:
+            lines.append(no_induction(list(ids[:L])))
+        lines.append("The demo model was trained until block 0 head 0 read the previous word and block 1's heads "
+                     "copied repeats (measured on held-out sequences when it was made); this is block "
+                     f"{block} head {head}, and the numbers above are its pattern on your text.")
     else:
-        lines.append(LITERATURE)
+        lines.append(LITERATURE + (" " + GPT2_SMALL_INDUCTION if gpt2_small else ""))
     return lines
 
 
+def _pattern_shape(s) -> str:
+    """What a pattern is, without saying what it is for: how even its rows are, and the previous- and
+    first-token shares where the text scores them."""
+    spread = ("nearly evenly: row i gives each of its i + 1 keys about 1/(i + 1)" if s.entropy >= 0.9
+              else "over several keys" if s.entropy >= 0.5 else "")
+    verb = f"spreads its attention {spread}" if spread else "concentrates its attention on a few keys"
+    shares = (f"; {s.previous_token:.0%} goes to the token just before and {s.first_token:.0%} to the first token, "
+              "from position 2 on" if s.previous_token is not None else "")
+    return (f"Each row {verb} (its entropy is {s.entropy:.2f} of an even row's: 1 is "
+            f"perfectly even, 0 all on one key){shares}.")
+
+
+def gelu(a: float) -> float:
+    """GPT-2's tanh GELU of one number."""
+    return 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+
+
+def top_neuron(post: torch.Tensor) -> int:
+    """The neuron the "Most active neurons" chart puts first: the largest mean over the positions of
+    post [T, 4d] (the first on a tie, as the chart's stable sort)."""
+    return int(post.double().mean(0).argmax())
+
+
 def mlp_notice(pre: torch.Tensor, post: torch.Tensor, kind: str) -> list[str]:
-    """pre, post: [T, 4d] of one block, in the run's positions."""
-    last = pre[-1]  # [4d]
-    neg = float((last < 0).double().mean())
-    n = last.numel()
-    top = int(post[-1].argmax())
-    lines = [f"At the last position, {neg:.0%} of the {n:,} neurons have a negative pre-activation: GELU "
-             "squashes those into the small dip between about −0.17 and 0, and passes positive ones almost "
-             "unchanged.",
-             f"The most active neuron there is #{top} ({float(post[-1, top]):.2f}); the MLP works on each "
-             "position alone, with no attention between them."]
+    """pre, post: [T, 4d] of one block, in the run's positions: the GELU chart draws every entry of
+    pre, the neuron chart ranks the neurons of post by their mean over the positions (its one row in
+    decode), and so does this notice."""
+    pre = pre.double()
+    n, T = pre.shape[-1], pre.shape[0]
+    neg = float((pre < 0).double().mean())
+    positive = pre[pre > 0]
+    small = float((positive < 1).double().mean()) if positive.numel() else 0.0
+    mean = post.double().mean(0)  # [4d]: what "Most active neurons" ranks
+    top = top_neuron(post)
+    where = "at the one position computed" if T == 1 else f"on average over the {T} positions"
+    lines = [f"{neg:.0%} of the {T * n:,} pre-activations ({T} position{'s' * (T != 1)} × {n:,} neurons) are "
+             "negative: GELU squashes those into the small dip between about −0.17 and 0. It keeps large positive "
+             f"ones almost unchanged, but shrinks small ones: GELU(0.5) = {gelu(0.5):.2f}, GELU(1) = {gelu(1):.2f}, "
+             f"and {small:.0%} of the positive ones here are below 1.",
+             f"The most active neuron {where} is #{top} ({float(mean[top]):.2f}), the first bar of the chart "
+             "below; the MLP works on each position alone, with no attention between them."]
     if kind == "random":
         lines.append("On random weights the pre-activations are symmetric around 0, so about half are negative; "
                      "trained MLPs have a few neurons that fire strongly for particular tokens or contexts.")
@@ -118,16 +170,43 @@ def output_notice(top_prob: float, top_token: str, vocab: int, kind: str) -> lis
              f"{vocab:,} tokens, so they are positive and add to 1. The top token, {top_token!r}, gets "
              f"{top_prob:.3g}; a uniform guess would give each token 1/{vocab:,} = {1 / vocab:.2g}."]
     if kind == "random":
-        lines.append("Random weights have learned nothing, so the top probability is barely above uniform "
-                     "and the ranking is noise.")
+        lines.append(f"Random weights have learned nothing: the top probability, {top_prob * vocab:.1f} times the "
+                     f"uniform 1/{vocab:,}, is what the largest of {vocab:,} noisy logits reaches by chance, and "
+                     "the ranking is noise.")
     return lines
 
 
-def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor) -> list[str]:
+def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: float, top_k: int | None) -> list[str]:
+    """before, after: [V] the distribution at temperature 1 and at `temperature` with `top_k` (float64, as
+    the two charts beside it draw them). Only top-k, or temperature 0 (greedy), makes a probability 0."""
+    top, V = int(before.argmax()), after.numel()
+    line = f"The top token's probability goes from {float(before[top]):.3g} to {float(after[top]):.3g}. "
+    if temperature == 0:
+        line += f"Temperature 0 is greedy: the top token gets 1 and the other {V - 1:,} get 0."
+    elif top_k is not None and top_k < V:
+        kept = int((after > 0).sum())
+        tie = f" (with {kept - top_k:,} more that tie with the {top_k:,}th)" if kept > top_k else ""
+        line += (f"Top-k keeps the {top_k:,} most likely tokens{tie} and rescales them to add to 1; the other "
+                 f"{V - kept:,} get exactly 0. Temperature alone never makes a probability 0.")
+    else:
+        zero = int((after == 0).sum())
+        line += (f"Temperature alone never makes a probability 0: all {V:,} tokens keep one, the smallest here "
+                 f"{float(after[after > 0].min()):.2g}" + (f" ({zero:,} are below 10⁻³⁰⁸, too small even for a "
+                                                          "float64, which rounds them to 0)." if zero else "."))
+    return [line]
+
+
+def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, eps: float) -> list[str]:
     """One position's vector entering [d], after centring and scaling [d], and out [d]."""
-    lines = [f"Entering: mean {float(x.mean()):.3f}, standard deviation {float(x.std(unbiased=False)):.3f}. "
-             f"After centring and scaling: mean {float(normalized.mean()):.1e}, standard deviation "
-             f"{float(normalized.std(unbiased=False)):.3f}, whatever the vector was."]
+    var = float(x.double().var(unbiased=False))
+    sd = float(normalized.double().std(unbiased=False))
+    expected = math.sqrt(var / (var + eps))
+    tiny = round(expected, 3) < 1  # ε shows in the printed digits
+    lines = [f"Entering: mean {fixed(float(x.double().mean()))}, standard deviation {math.sqrt(var):.3f}. After "
+             f"centring and scaling: mean {fixed(float(normalized.double().mean()))}, standard deviation {sd:.3f}"
+             + (f" = √(σ²/(σ² + ε)): 1 up to ε = {eps:g}, which shows here because this vector's variance σ² is "
+                f"only {var:.2g}." if tiny else f": 1, whatever the vector's size (ε = {eps:g} is negligible beside "
+                f"σ² = {var:.3g}).")]
     if torch.equal(normalized, out):
         lines.append("Gain 1 and bias 0 (GPT-2's starting values): out is the scaled vector itself.")
     else:
@@ -136,28 +215,57 @@ def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tenso
     return lines
 
 
+def layernorm_why(entering: float, leaving: float, d: int) -> str:
+    """The LayerNorm page's answer to its own question, with this run's stream: `entering` and `leaving`,
+    the stream's mean norm into block 0 and out of the last block."""
+    change = "grows" if leaving > entering * 1.05 else "shrinks" if leaving < entering * 0.95 else "stays"
+    return (f"**Why rescale?** On this text the stream's mean norm {change} from {entering:.2f} (into block 0) to "
+            f"{leaving:.2f} (out of the last block), as every block adds its updates. LayerNorm hands each sublayer "
+            f"a vector of the same scale whatever that size: mean 0, spread 1, so a norm of about √d = "
+            f"{math.sqrt(d):.1f}. The weights reading it then see inputs of one size at every depth, which keeps "
+            "training stable.")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' * (n != 1)}"
+
+
 def tokens_notice(ids: list[int] | tuple[int, ...], tokens: list[str] | tuple[str, ...], text: str,
                   vocabulary: str = "gpt2", size: int = 50257) -> list[str]:
-    """What the tokenizer made of the text; `vocabulary` is the kind (tokenizer.Vocabulary.kind)."""
+    """What the tokenizer made of the text, each claim only where this text shows it; `vocabulary` is
+    the kind (tokenizer.Vocabulary.kind)."""
     if vocabulary == "char":  # a character model (nanoGPT's shakespeare_char): no pieces, no words
         return [f"{len(ids):,} tokens for {len(text):,} characters: this model's vocabulary is {size:,} symbols, "
                 "one token per character, the space and the newline included, so a word of five letters is five "
                 "tokens and 'the', 'The' and ' the' share the ids of their letters."]
     words = text.split()
+    marks = sum(1 for t in tokens if t.strip(" ␣↵") and all(not c.isalnum() and c.isascii() for c in t.strip(" ␣↵")))
+    pieces = len(ids) - marks
+    parts = []
+    if marks:
+        parts.append(f"{_plural(marks, 'punctuation mark')} {'is a token' if marks == 1 else 'are tokens'} of "
+                     f"{'its' if marks == 1 else 'their'} own")
+    if pieces > len(words):
+        parts.append("some words or characters split into pieces (rare words, emoji and accents do)")
+    elif pieces == len(words) and words:
+        parts.append("every word is one token: common words are")
+    line = f"{_plural(len(ids), 'token')} for {_plural(len(words), 'space-separated word')}" + (
+        ": " + "; ".join(parts) + "." if parts else ".")
     starts = sum(1 for t in tokens if t.startswith(" ") or t.startswith("␣"))
-    return [f"{len(ids):,} tokens for {len(words):,} words: common words are one token each, rare words split "
-            f"into pieces. {starts:,} tokens start with a space: the space belongs to the token, so ' the', "
-            "'the' and 'The' are three different ids."]
+    if starts:
+        line += (f" {_plural(starts, 'token')} start{'s' * (starts == 1)} with a space: the space belongs to the "
+                 "token, so ' the', 'the' and 'The' are three different ids.")
+    return [line]
 
 
 def attention_intuition(nh: int, dh: int) -> str:
     """Query, key and value in plain words; why the scores are divided by √dh; why several heads."""
     return (
-        "**In plain words.** Each position makes three vectors from its own stream. Its **query** says what "
-        "it is looking for; every position's **key** says what it offers; its **value** is what it hands over "
-        "when it is chosen. A position's score for each earlier position is its query's dot product with "
-        "that position's key; softmax turns a row of scores into weights that add to 1 (the pattern), and "
-        "the output is the weighted sum of the values.\n\n"
+        "**In plain words.** Each position makes three vectors from its own normalised stream Z₁. Its **query** "
+        "says what it is looking for; every position's **key** says what it offers; its **value** is what it "
+        "hands over when it is chosen. A position's score for itself and for each earlier position is its "
+        "query's dot product with that position's key; softmax turns a row of scores into weights that add to "
+        "1 (the pattern), and the output is the weighted sum of the values.\n\n"
         f"**Why divide by √dh.** A dot product of two vectors of dh = {dh} entries, each about unit size, "
         f"spreads with a standard deviation of about √{dh} = {math.sqrt(dh):.3g}: the larger dh, the larger "
         "the scores, and softmax of large scores puts almost all the weight on one key and learns slowly. "
@@ -167,14 +275,102 @@ def attention_intuition(nh: int, dh: int) -> str:
         f"outputs are laid side by side ({nh} × {dh} = {nh * dh}) and projected back into the stream.")
 
 
+def mlp_intuition(d: int, d_mlp: int) -> str:
+    """What an MLP neuron is, why the layer widens and narrows, why it needs a non-linearity."""
+    return (
+        f"**In plain words.** Each of the {d_mlp:,} **neurons** has two vectors of d = {d} numbers. The first, a "
+        "column of W_fc, is what it detects: its dot product with the position's normalised stream Z₂ is the "
+        "neuron's pre-activation, large when the stream points its way. The second, a row of W_proj, is what it "
+        "writes: GELU of the pre-activation sets how much of that row is added back into the stream. Trained "
+        "MLPs have been read this way as key-value memories (Geva et al. 2021, *Transformer Feed-Forward Layers "
+        "Are Key-Value Memories*): a neuron that detects a context and writes a push toward the tokens that tend "
+        "to follow it.\n\n"
+        f"**Why widen to {d_mlp // d if d_mlp % d == 0 else round(d_mlp / d, 2)}d and narrow back.** Each neuron "
+        f"is one pattern to detect: {d_mlp:,} of them can hold more patterns than the stream has dimensions, and "
+        f"the projection adds their writes back into the {d} the stream carries.\n\n"
+        "**Why a non-linearity.** Without GELU the two matrices would multiply into one d × d matrix: "
+        "Z₂ W_fc W_proj is a single linear map, however wide the middle. GELU lets a neuron stay near 0 until its "
+        "pattern is present, so the layer can compute what no linear map can.")
+
+
 def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str]:
-    """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence)."""
+    """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence): what the
+    two charts beside it draw."""
     T = attn.numel()
     first, last = float(attn[0]), float(attn[-1])
-    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ ranges from "
-             f"{float(mlp.min()):.2f} to {float(mlp.max()):.2f}: the MLP sees one position at a time."]
-    if kind == "random" and T > 1:
-        lines.append(f"On random weights each attention row averages its i + 1 values nearly evenly, and an "
-                     f"average of n random vectors is about 1/√n as long: √{T} = {math.sqrt(T):.2f}, and here "
-                     f"the first position's update is {first / last:.2f} times the last's.")
+    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ stays between "
+             f"{float(mlp.min()):.2f} and {float(mlp.max()):.2f}: the MLP works on each position alone, so its "
+             "update does not shrink along the text as attention's can."]
+    if kind == "random" and T > 1 and last > 0:
+        ratio, root = first / last, math.sqrt(T)
+        if abs(ratio / root - 1) <= ROOT_N_TOLERANCE:
+            lines.append(f"On random weights each attention row averages its i + 1 values nearly evenly, and an "
+                         f"average of n independent random vectors is about 1/√n as long: √{T} = {root:.2f}, and "
+                         f"here the first position's update is {ratio:.2f} times the last's.")
+        else:
+            lines.append(f"Here the first position's update is {ratio:.2f} times the last's, not √{T} = {root:.2f}: "
+                         "in this block each position's stream already holds averages of earlier ones, so the "
+                         "values a row averages are not independent, and an average of n of them is not 1/√n "
+                         "as long.")
     return lines
+
+
+ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is within 15 % of it
+
+
+# ---------------------------------------------------------------------------- worked examples
+# One vector followed through a page's computation with this run's numbers, beside the picture it is
+# drawn from (the printed weights are the chart's).
+def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tensor, keys: list[str]) -> str:
+    """The last query of one head: scores [L] (already divided by √dh), its pattern row [L] (the
+    chart's), and the values v [L, dh] it weighs; keys: the L key tokens."""
+    s = scores.double()
+    e = (s - s.max()).exp()  # [L]: subtracting the max changes no weight, and no exponential overflows
+    total = float(e.sum())
+    top = s.topk(min(3, s.numel())).indices.tolist()
+    steps = "; ".join(f"key {j} {keys[j]!r}: score {float(s[j]):.3f}, e^(score − max) = {float(e[j]):.3f}, "
+                      f"÷ {total:.3f} = **{float(pattern[j]):.3f}**" for j in top)
+    terms = (pattern.double()[:, None] * v.double()).norm(dim=-1)  # [L]: ‖a_j v_j‖
+    k = int(terms.argmax())
+    z = (pattern.double()[:, None] * v.double()).sum(0)  # [dh]
+    return (f"**Worked example: the last row.** Its three largest scores through the softmax: {steps}. The row's "
+            f"{s.numel()} weights add to 1. The head's output for this position is z = Σⱼ aⱼ vⱼ, the weighted "
+            f"average of the values; its largest term is key {k} {keys[k]!r} (‖a v‖ = {float(terms[k]):.3f}). "
+            f"‖z‖ = {float(z.norm()):.3f} is the last bar of the ‖z‖ strip: the length of that average, short when "
+            "the weights spread over values that point different ways, long when one value dominates.")
+
+
+def output_worked(logits: torch.Tensor, z_f: torch.Tensor, w_u: torch.Tensor, tokens) -> str:
+    """logits [V] of the last position (float64), z_f [d] its final LayerNorm output, w_u [d, V] the
+    unembedding (W_Eᵀ when tied); tokens: the readable token of an id (a mapping of the top two at least)."""
+    top = logits.topk(2).indices.tolist()
+    gap = float(logits[top[0]] - logits[top[1]])
+    row = w_u[:, top[0]].double()
+    dot = float(z_f.double() @ row)
+    cos = dot / float(z_f.double().norm() * row.norm())
+    return (f"**Worked example: the top two.** {tokens[top[0]]!r} has logit {float(logits[top[0]]):.3f} and "
+            f"{tokens[top[1]]!r} {float(logits[top[1]]):.3f}: a gap of {gap:.3f}, so the first is e^{gap:.3f} = "
+            f"{math.exp(gap):.3f} times as likely as the second, whatever the other tokens' logits. Each logit is a "
+            f"dot product: logit({tokens[top[0]]!r}) = Z_f · W_U[:, {top[0]}] = ‖Z_f‖ ‖W_U[:, {top[0]}]‖ cos θ = "
+            f"{float(z_f.double().norm()):.2f} × {float(row.norm()):.2f} × {cos:.3f} = {dot:.3f}.")
+
+
+def mlp_worked(pre: torch.Tensor, post: torch.Tensor, w_proj: torch.Tensor, neuron: int) -> str:
+    """One neuron (the chart's first bar) at the last position: pre, post [T, 4d]; w_proj [4d, d]."""
+    a, g = float(pre[-1, neuron]), float(post[-1, neuron])
+    row = w_proj[neuron].double()
+    return (f"**Worked example: neuron #{neuron} at the last position.** Its pre-activation is a = {a:.3f} (Z₂'s "
+            f"dot product with column {neuron} of W_fc, plus its bias); GELU(a) = {g:.3f}. It writes back "
+            f"{g:.3f} × row {neuron} of W_proj, a d-vector of norm {abs(g) * float(row.norm()):.3f} "
+            f"(|{g:.3f}| × {float(row.norm()):.3f}), one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
+
+
+def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: torch.Tensor,
+                 out: torch.Tensor, position: int) -> str:
+    """One position's running sum through a block: x, Δattn, x′ = x + Δattn, Δmlp, x + Δattn + Δmlp [d]."""
+    n = {k: float(t.double().norm()) for k, t in (("x", x), ("a", attn), ("mid", mid), ("m", mlp), ("out", out))}
+    return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
+            f"‖xₙ‖ = {n['x']:.2f}; + Δattn (‖Δattn‖ = {n['a']:.2f}, {n['a'] / n['x']:.0%} of ‖xₙ‖) gives "
+            f"‖x′ₙ‖ = {n['mid']:.2f}; + Δmlp (‖Δmlp‖ = {n['m']:.2f}, {n['m'] / n['mid']:.0%} of ‖x′ₙ‖) gives "
+            f"‖xₙ₊₁‖ = {n['out']:.2f}. Norms do not add: two updates pointing different ways lengthen the sum by "
+            "less than their own lengths.")

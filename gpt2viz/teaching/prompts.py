@@ -8,6 +8,8 @@ the figures in `shows` are those runs' (the tests measure them again).
 
 from dataclasses import dataclass
 
+from ..analysis.heads import induction_targets
+
 
 @dataclass(frozen=True)
 class Prompt:
@@ -35,7 +37,7 @@ DEMO_PAIR = Prompt(
     "A is the repeat; B is A with its last word changed from game to point, a word that has not occurred "
     "before, so B has nothing to copy: A predicts after (p = 0.92), B guesses would (p = 0.24). Both are 12 "
     "tokens and only the last differs. Patched from A into B, each of block 1's four heads restores 0.09 to 0.20 "
-    "of A's margin and block 0's heads none: the copy is shared by the four induction heads.",
+    "of A's margin and block 0's heads none: each of the four induction heads carries part of the copy, unevenly.",
     text_b=" people play one good game after work people play one good point", next_token_b=" would")
 
 PROMPTS: dict[str, tuple[Prompt, ...]] = {"demo": (DEMO_REPEAT, DEMO_PAIR)}
@@ -50,11 +52,7 @@ def prompts_for(source: str) -> dict[str, Prompt]:
 
 
 def induction_cells(ids) -> list[tuple[int, int]]:
-    """Where an induction head looks: (query i, key j + 1) for every earlier occurrence j of token
-    ids[i], when j + 1 < i (the word that followed the earlier occurrence, not the current word)."""
-    seen: dict[int, list[int]] = {}
-    cells = []
-    for i, t in enumerate(ids):
-        cells += [(i, j + 1) for j in seen.get(t, []) if j + 1 < i]
-        seen.setdefault(t, []).append(i)
-    return cells
+    """Where an induction head looks, the very cells the induction score reads: (query i, key j + 1)
+    for the most recent earlier occurrence j of token ids[i], when j + 1 < i − 1 (the word that
+    followed it, neither the current word nor the one before it)."""
+    return induction_targets(ids, len(ids))

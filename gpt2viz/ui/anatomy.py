@@ -83,10 +83,11 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
                                                       trace_cache())
     if names is not None:
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
-        what = ("only what this page shows" if names == tuple(needs) else
-                "what this page shows, in every block" if names == every_block(tuple(needs)) else
-                "every tensor but the gradients (the Training page shows their norms)")
-        st.caption(f":material/memory: Keeping {what}: every tensor of this run would take {human_bytes(full)}.")
+        what = ("only what it shows" if names == tuple(needs) else
+                "what it shows, in every block" if names == every_block(tuple(needs)) else
+                "every value but the gradients (the Training page shows their norms)")
+        st.caption(f":material/memory: This text is long: to save memory this page keeps {what} (every "
+                   f"intermediate value would take {human_bytes(full)}).")
     seed = sel.weights.seed
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in {sel.mode.value} mode…") as p:
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs), progress=p)
@@ -112,8 +113,8 @@ def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "
 
 # one line in the page's body, beside the values it qualifies (a tooltip alone was missed)
 RANDOM_NOTE = "Random, untrained weights: these values show what the computation does, not what GPT-2 learned."
-RANDOM_DETAIL = ("Shapes and parameter counts are GPT-2's exactly. Probabilities such as '␣Juno 0.000218' and "
-                 "attention patterns are what random weights compute: no token or position is favoured for a "
+RANDOM_DETAIL = ("Shapes and parameter counts are GPT-2's exactly. Probabilities of a few ten-thousandths and "
+                 "nearly even attention rows are what random weights compute: no token or position is favoured for a "
                  "reason. Choose a checkpoint under Weights to see what training made of them.")
 
 
@@ -260,7 +261,7 @@ def shapes(c: Component, sel: Selection) -> None:
             if rows:
                 st.table(rows)
             else:
-                st.caption("No tensors of this component are recorded in this mode.")
+                st.caption("This part computes nothing in this mode.")
 
 
 def parameters(c: Component, sel: Selection, heading: bool = True) -> None:

@@ -9,15 +9,15 @@ from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.tokenizer import readable
 from .text import code_span
 
-NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = {cfg.n_embd}, "
-        "context {cfg.n_positions}) on made-up sequences of {n} tokens: tokens that mostly follow a made-up "
-        "token-to-token chain, spans that come back later, and stretches where each token is set by the one two "
-        "before it. What it can learn there is to copy: when a token comes back, predict the token that followed "
-        "it the last time (an induction head reading a previous-token head), plus those two made-up rules. It "
-        "knows no English: no grammar, facts or meaning. Its {n} tokens are GPT-2's first {n} tokens that are a "
-        "space and lowercase letters (the Tokens page lists them): common words such as ␣the and ␣people, and "
-        "pieces of words such as ␣inst, ␣le and ␣br, which it writes like any other. Start your text with a "
-        "space, or the first token is one it never saw.")
+NOTE = (":material/school: **Demo model, trained here** ({cfg.n_layer} blocks, {cfg.n_head} heads, d = "
+        "{cfg.n_embd}, context {cfg.n_positions}) on made-up sequences drawn from a vocabulary of {n} tokens: "
+        "tokens that mostly follow a made-up token-to-token chain, spans that come back later, and stretches where "
+        "each token is set by the one two before it. What it can learn there is to copy: when a token comes back, "
+        "predict the token that followed it the last time (an induction head reading a previous-token head), plus "
+        "those two made-up rules. It knows no English: no grammar, facts or meaning. Its {n} tokens are GPT-2's "
+        "first {n} tokens that are a space and lowercase letters (the Tokens page lists them): common words such as "
+        "␣the and ␣people, and pieces of words such as ␣inst, ␣le and ␣br, which it writes like any other. Start "
+        "your text with a space, or the first token is one it never saw.")
 
 
 @functools.cache

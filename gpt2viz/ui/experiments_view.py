@@ -39,10 +39,8 @@ def runnable(e: Experiment, sel: Selection) -> bool:
         st.warning(sel.text_error, icon=":material/edit:")
         return False
     if sel.mode not in e.modes:
-        st.info("This experiment needs **full** or **training** mode: it compares the outputs of every position "
-                "of the text, and " + ("prefill keeps only the last position's logits" if sel.mode is Mode.PREFILL
-                                       else "decode computes only the last position") +
-                ". Choose *full* or *training* under **Mode** in the sidebar.", icon=":material/tune:")
+        st.info("This experiment runs the whole text twice and compares every position: choose *full* or "
+                "*training* under **Mode** in the sidebar.", icon=":material/tune:")
         return False
     return True
 

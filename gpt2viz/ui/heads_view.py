@@ -42,13 +42,13 @@ def scores(sel: Selection) -> list[dict]:
 
 
 def repeat_offer(sel: Selection) -> None:
-    """Where no token repeats: say so, and link this page on the text twice (cut to the context)."""
-    if heads.has_repeat(sel.ids):
+    """Where no query has an induction target: say why, and link this page on the text twice (cut to
+    the context)."""
+    if heads.has_target(sel.ids):
         return
     twice = heads.repeated_text(sel.text, sel.config.n_positions)
     link = anchor("Append a repeat: this text twice →", "heads", text=twice) if len(twice) <= MAX_TEXT_CHARS else ""
-    st.markdown(":material/repeat: **This text repeats no token**, so no head has an induction score: it is measured "
-                f"from tokens that occurred before. {link}", unsafe_allow_html=True)
+    st.markdown(f":material/repeat: {heads.no_induction(sel.ids)} {link}", unsafe_allow_html=True)
 
 
 def head_link(row: dict, label: str) -> str:
@@ -91,8 +91,8 @@ def scatter(sel: Selection, rows: list[dict]) -> None:
     shown = [label for label, key in LABELS.items() if rows[0][key] is not None]
     c = st.columns(2)
     x = c[0].selectbox("Across", shown, index=0, key="score_x", bind="query-params")
-    y = c[1].selectbox("Up", shown, index=shown.index("induction" if "induction" in shown else "first token"),
-                       key="score_y", bind="query-params")
+    up = next((label for label in ("induction", "first token") if label in shown), shown[-1])
+    y = c[1].selectbox("Up", shown, index=shown.index(up), key="score_y", bind="query-params")
     kx, ky = LABELS[x], LABELS[y]
     fig = plots.head_scatter([r[kx] for r in rows], [r[ky] for r in rows], [r["block"] for r in rows],
                              [r["head"] for r in rows], f"Every head: {x} and {y}", heads.SCORES[kx].title,
@@ -106,7 +106,7 @@ def open_head(sel: Selection, rows: list[dict]) -> None:
     """Any head, picked by block and head (URL-bound; the best induction head, else the best
     previous-token head, to start), as a link to its Attention page in full mode."""
     cfg = sel.config
-    lead = (heads.ranked(rows, "induction") or heads.ranked(rows, "previous_token"))[0]
+    lead = (heads.ranked(rows, "induction") or heads.ranked(rows, "previous_token") or heads.ranked(rows, "entropy"))[0]
     c = st.columns([1, 1, 3], vertical_alignment="bottom")
     b = c[0].selectbox("Block", list(range(cfg.n_layer)), index=lead["block"], key="open_block", bind="query-params")
     h = c[1].selectbox("Head", list(range(cfg.n_head)), index=lead["head"], key="open_head", bind="query-params")

@@ -78,7 +78,9 @@ def tour_next(url: str, sel: Selection) -> None:
     met, added = tour.tally({c.id: c.total for c in cat}, i)
     if stop.part == tour.TOUR[0].part and met:
         parts.append(f"parameters met so far: **{met:,}** of {cat.root.total:,} ({met / cat.root.total:.1%})"
-                     + (f", {added:,} added here" if added else ""))
+                     + (f", {added:,} added here (" + ", ".join(cat[c].title.lower() for c in stop.adds)
+                        + (", in every block" if all(c.startswith("block.") for c in stop.adds) else "") + ")"
+                        if added else ""))
     if stop.demo and sel.weights.random and DEMO_PATH.is_file():
         prompt = prompts_for("demo")["pair" if url == "patch" else "repeat"]
         extra = {"text_b": prompt.text_b} if prompt.text_b else {}

@@ -66,9 +66,11 @@ def why_decode_waits_on_memory(cfg: GPT2Config, n: int) -> str:
     ratio = c["full"].value / c["decode"].value
     return (f"A decode step does 1/{ratio:,.0f} of a full pass's arithmetic, but it still "
             f"reads every weight and the whole cache: about **{c['decode'].value / read:.2f} FLOPs per byte read**, "
-            f"against **{c['full'].value / read:,.0f}** for the full pass. A processor does many operations in the "
-            "time it takes to fetch one byte from memory, so a decode step waits on memory, not on arithmetic: "
-            "this project's benchmark (README, `benchmarks/bench_forward.py`) measured a gpt2 decode step against "
+            f"against **{c['full'].value / c['weights'].value:,.0f}** for a full pass over the same {n:,} tokens, "
+            "which reads the weights once and no cache (about n/2 per byte in fp32). A processor needs tens (CPU) to "
+            "hundreds (GPU) of operations per byte fetched to keep busy; below that it waits on memory. A decode "
+            "step is always far below; a full pass rises above only on long texts. This project's "
+            "benchmark (README, `benchmarks/bench_forward.py`) measured a gpt2 decode step against "
             "1,000 cached positions at 1/38 of a full pass's time, although its arithmetic is 1/1,001. Each token "
             f"adds 2 · n_layer · d · 4 bytes = 2 · {cfg.n_layer} · {cfg.n_embd} · 4 = **{per_token:,} bytes** "
             f"({costs.human_bytes(per_token)}, fp32) to the cache.")

@@ -4,6 +4,7 @@ prompts get one (today the demo model)."""
 
 import streamlit as st
 
+from ..analysis.heads import INDUCTION
 from ..model.demo_model import DEMO_PATH, demo_heads
 from ..teaching.prompts import Prompt, prompts_for
 from .links import anchor
@@ -44,11 +45,12 @@ def offer(sel: Selection, page: str, says: str | None = None) -> Prompt | None:
 
 def heads_pointer(sel: Selection) -> None:
     """On the Attention page: which heads to look at (as measured when the file was made), and the link
-    to the text that shows them. A head is called an induction or previous-token head only at >= 50%."""
+    to the text that shows them. A head is called an induction head only from the threshold every
+    page and the head finder use."""
     heads = demo_heads(DEMO_PATH)
     block, head, score = heads["induction"]
     pblock, phead, pscore = heads["previous"]
-    induction = ("is an induction head" if score >= 0.5 else "comes closest to an induction head") + (
+    induction = ("is an induction head" if score >= INDUCTION else "comes closest to an induction head") + (
         f": from a repeated word it puts {score:.0%} of its attention on the word that followed the earlier "
         "occurrence (held-out sequences)")
     previous = f"block {pblock} head {phead} puts {pscore:.0%} on the previous word"

@@ -45,8 +45,10 @@ RANDOM_WEIGHTS_NOTE = (
     "**Random weights: these effects are noise.** Nothing here has learned anything, so no part matters "
     "more than another for a reason. With trained weights ({trained}, under *Weights*) a repeated sequence is "
     "predicted by induction heads reading a previous-token head, and how much one knock-out moves the "
-    "prediction depends on how many heads share the job.{measured} GPT-2 small has several induction heads "
-    "(5.1, 5.5, 6.9, 7.2 and 7.10 in the literature) that can stand in for each other.")
+    "prediction depends on how the heads share the job.{measured} In GPT-2 small, tutorials that feed it "
+    "repeated random tokens (TransformerLens, ARENA) find several induction heads (block 5 heads 1 and 5, block "
+    "6 head 9, block 7 heads 2 and 10); how evenly they share the job is not measured there, so knocking out one "
+    "may move the prediction more or less than you expect.")
 # p(after) on the demo model's repeat with one head knocked out (zero), measured (tests/test_prompts.py)
 DEMO_KNOCKOUTS = {"0.0": 0.0014, "1.0": 0.81, "1.1": 0.53, "1.2": 0.90, "1.3": 0.08}  # "block.head"
 DEMO_MEASURED = (
@@ -254,10 +256,9 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
 
 
 def changed_table(knocked: Knocked) -> None:
-    st.caption("The knocked-out run keeps the values after the change, which it made to "
-               + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything computed before is equal "
-               "bit for bit; below, the tensors after it that moved most (the attention pattern, which is "
-               "computed again from q and k, moves with them).")
+    st.caption("The knock-out changed " + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything "
+               "computed before it is identical, bit for bit. Below are the later values that changed most, relative "
+               "to their size. Attention patterns are not listed: they follow from q and k, which are.")
     rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
             for name, c in knocked.changed]
     st.dataframe(rows, hide_index=True, width="stretch")

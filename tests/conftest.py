@@ -1,8 +1,15 @@
 """Shared fixtures: a tiny random model, and a small transformers GPT-2 with our model loaded from
 its own `save_pretrained` output (the Hugging Face layout), for parity tests."""
 
+import os
+
 import pytest
 import torch
+
+# The suite runs against a class server's budget (2 GiB), as its tests were written for: an AppTest or a
+# server on loopback would otherwise count as local and take half the machine's memory. Tests of the
+# local default pass their own environment to budget_bytes.
+os.environ.setdefault("GPT2VIZ_TRACE_BUDGET_MB", "2048")
 
 from gpt2viz.model.weights import load_safetensors, random_model
 from gpt2viz.spec.config import get_config

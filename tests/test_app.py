@@ -138,7 +138,7 @@ def test_one_position_is_not_a_mean_over_1_positions():
     from gpt2viz.ui.whatif_view import what_is_replaced
 
     assert "1 positions" not in what_is_replaced(Target(0, "mlp"), "mean", 1)
-    lens = open_page("lens", block=0)
+    lens = open_page("lens", block=0, lens_depth=0)
     assert any("Sum of the 1 part minus" in m.value for m in lens.markdown)
     assert "mean over this text's 2 positions" in what_is_replaced(Target(0, "mlp"), "mean", 2)
 
@@ -257,7 +257,7 @@ def test_a_long_text_on_a_small_budget_records_what_the_page_shows_in_every_bloc
         runs_before = cache.misses
         at.slider(key="block").set_value(0).run()  # the student moves the Block slider
         assert not at.exception
-        assert any("Keeping what this page shows, in every block" in c.value for c in at.caption)
+        assert any("this page keeps what it shows, in every block" in c.value for c in at.caption)
         assert len(charts(at)) >= BY_URL["attention"].charts
         assert cache.budget == 200 * 2**20 * 3 // 4 and cache.nbytes <= cache.budget
         names = {n for t in cache._items.values() if isinstance(t, Trace) for n in t.names}

@@ -16,16 +16,16 @@ def test_the_text_has_1024_tokens():
     assert len(encode(FULL_CONTEXT)) == 1024
 
 
-@pytest.mark.parametrize(("page", "kept"), [("attention", "what this page shows, in every block"),
-                                            ("mlp", "what this page shows, in every block"),
-                                            ("output", "only what this page shows")])
+@pytest.mark.parametrize(("page", "kept"), [("attention", "what it shows, in every block"),
+                                            ("mlp", "what it shows, in every block"),
+                                            ("output", "only what it shows")])
 def test_gpt2_at_the_full_context(page, kept):
     """A full trace at 1,024 tokens (602 MiB) does not fit a quarter of the default budget; a block
     page's names in every block do (another block is a view of the same run), the output's are kept alone."""
     at = open_page(page, model="gpt2", text=FULL_CONTEXT)
     assert not at.exception, at.exception[0].value
     assert len(charts(at)) >= BY_URL[page].charts
-    assert any(f"Keeping {kept}" in c.value for c in at.caption)
+    assert any(f"this page keeps {kept}" in c.value for c in at.caption)
     assert not any("cut to the model's context" in i.value for i in at.info)  # 1,024 fits exactly
 
 

@@ -21,9 +21,6 @@ anatomy.notice(notices.tokens_notice(sel.ids, trace.tokens, sel.text, vocabulary
                + (["Spaces show as ␣ and newlines as ↵. Hover a token for its id."] if vocabulary.kind == "char" else
                   ["Spaces show as ␣ and newlines as ↵; a piece such as <0xF0> is one byte of a character "
                    "(an emoji, an accent) that byte-level BPE split across tokens. Hover a token for its id."]))
-st.markdown("**Word order.** Each position also picks a row of wpe, the position table, and x₀ is the token's row "
-            "plus the position's row: the same token at another position starts as another vector. That is all "
-            "GPT-2 is told about order; the Experiments page takes wpe away and shows what changes.")
 if trace.T == 1:  # decode embeds one position: its two rows and their sum, not one bar each
     plot(plots.stacked_vectors([(f"wte row of {q[0]!r}", trace["embed.tok"][0, 0]),
                                 (f"wpe row {offset}", trace["embed.pos"][0]),
@@ -35,6 +32,9 @@ else:
         plot(plots.position_norms(trace["embed.tok"][0], q, "‖wte row‖ per position", offset=offset), share=0.5)
     with cols[1]:
         plot(plots.position_norms(trace["embed.pos"], q, "‖wpe row‖ per position", offset=offset), share=0.5)
+st.markdown("**Word order.** Each position also picks a row of wpe, the position table, and x₀ is the token's row "
+            "plus the position's row: the same token at another position starts as another vector. That is all "
+            "GPT-2 is told about order; the Experiments page takes wpe away and shows what changes.")
 st.dataframe([{"position": i, "id": t, "token": s, "bytes": token_bytes(t).hex(" ")}
               for i, (t, s) in enumerate(zip(sel.ids, trace.tokens))], hide_index=True, height=220)
 if sel.weights.demo:

@@ -173,7 +173,7 @@ def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
             "from gpt2viz.analysis.lens import logit_lens"]
     if page == "heads":
         return ["rows = score_trace(run.trace)  # one row per head: its block, its index and five scores",
-                "# previous-token score: the mean attention from position i to i − 1, per head, from i = 2 on",
+                "# previous-token score: mean attention from position i to i − 1, per head, from i = 2 on",
                 f'result = torch.tensor([row["previous_token"] for row in rows]).view({v.n_layer}, {v.n_head})'], \
             ["from gpt2viz.analysis.heads import score_trace"]
     if page == "whatif":
@@ -273,7 +273,7 @@ def _theirs_body(page: str, v: View) -> list[str]:
                 "result = probs[:, probs[-1].argmax()]"]
     if page == "heads":
         return ["with torch.no_grad():", "    out = hf(ids, output_attentions=True)  # every block's [1, nh, T, T]",
-                "# previous-token score: the mean attention from position i to i − 1, per head, from i = 2 on",
+                "# previous-token score: mean attention from position i to i − 1, per head, from i = 2 on",
                 "# (at i = 1 the previous token is the first token)",
                 "below = [a[0].diagonal(offset=-1, dim1=-2, dim2=-1) for a in out.attentions]  # a[i, i − 1]",
                 "result = torch.stack([d[..., 1:].mean(-1) for d in below])  # [n_layer, nh]"]

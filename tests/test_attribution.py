@@ -2,6 +2,7 @@
 (hooks on its modules, the same weights read from the file), and the identity, rows sum to the
 logit, on every weights source: random presets, the demo model, files, no biases, an untied head."""
 
+import copy
 import json
 import subprocess
 import sys
@@ -100,6 +101,7 @@ def test_cli_rows_are_transformers_decomposition_on_the_demo_model(capsys, versu
 
 def test_cli_rows_are_transformers_decomposition_on_a_random_model(capsys, hf_dir):
     hf, path = hf_dir  # transformers' own random initialisation, saved by save_pretrained
+    hf = copy.deepcopy(hf)  # the fixture is the session's: the parity tests compare it with its file
     with torch.no_grad():  # its biases start at zero: give them values, so their rows are tested
         for name, p in hf.named_parameters():
             if name.endswith("bias"):

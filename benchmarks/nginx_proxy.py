@@ -15,6 +15,7 @@ from pathlib import Path
 from streamlit_server import free_port
 
 from gpt2viz.server.class_server import nginx_config
+from gpt2viz.server.received import MODEL_UPLOAD_MB
 
 NGINX = "/usr/sbin/nginx"
 TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf.template"
@@ -23,16 +24,17 @@ TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf.template
 class Proxy:
     """Debian's nginx in the foreground, on a free loopback port, in front of `servers`."""
 
-    def __init__(self, servers: list[str], replica_header: bool = True):
+    def __init__(self, servers: list[str], replica_header: bool = True, max_body_mb: int = MODEL_UPLOAD_MB):
         """`replica_header`: responses name the replica that answered (the benchmarks and tests read it;
-        the template as deployed sends none)."""
+        the template as deployed sends none). `max_body_mb`: as for replicas that offer model uploads
+        (the upload benchmarks send model files)."""
         self.dir = tempfile.mkdtemp(prefix="gpt2viz-nginx-")
         os.chmod(self.dir, 0o711)  # run as root, nginx's workers (nobody) write request bodies in client_body/
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         conf = Path(self.dir) / "nginx.conf"
         conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"127.0.0.1:{self.port}", servers,
-                                     replica_header=replica_header))
+                                     replica_header=replica_header, max_body_mb=max_body_mb))
         with open(Path(self.dir) / "stdout.log", "w") as out:  # nginx's messages before its error log opens
             self.proc = subprocess.Popen([NGINX, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
                                           "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,

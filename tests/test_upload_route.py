@@ -136,6 +136,29 @@ def test_one_session_holds_at_most_one_small_files_worth(start):
     assert uploaded_bytes(server.base) <= 2**20
 
 
+def test_many_sessions_together_hold_at_most_the_servers_received_files_cap():
+    """A script opens many sessions and sends each a file within its session's 1 MB: Streamlit's own
+    manager, capped as the app caps it, holds at most the server's cap over all sessions, drops the
+    oldest first, and always keeps the newest."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+    from gpt2viz.server.received import MIB, cap_session_files, received_files_mb
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    manager.add_file("early", UploadedFileRec("e", "f.bin", "application/octet-stream", b"x" * 900_000))
+    cap_session_files(manager, MIB, received_files_mb(False, {"GPT2VIZ_RECEIVED_FILES_MB": "3"}) * MIB)
+    held = []
+    for i in range(8):
+        manager.add_file(f"s{i}", UploadedFileRec(f"f{i}", "f.bin", "application/octet-stream", b"x" * 900_000))
+        held.append(sorted((s, f) for s, files in manager.file_storage.items() for f in files))
+    assert all(len(h) == 3 for h in held[2:]), held  # 3 x 0.9 MB fit in 3 MiB, a fourth does not
+    assert held[-1] == [("s5", "f5"), ("s6", "f6"), ("s7", "f7")]  # the newest kept, the oldest dropped
+    assert ("early", "e") not in held[2]  # a file from before the cap was installed goes first
+    assert received_files_mb(False, {}) == 64 and received_files_mb(True, {}) == 1400
+    assert received_files_mb(False, {"GPT2VIZ_RECEIVED_FILES_MB": "0"}) == 64  # nonsense: the default
+
+
 def test_the_lesson_uploaders_1_mb_holds_on_a_server_with_model_uploads(start):
     """On a local server (model uploads on: the route takes 700 MB) a 3 MB lesson file is refused in
     one line, and its bytes leave the session; a good file is parsed once and kept, not its bytes."""

@@ -18,7 +18,6 @@ one line: a laptop keeps the single process of `streamlit run app.py`.
 """
 
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -33,7 +32,7 @@ from pathlib import Path
 from ..spec.paths import APP_ROOT
 from ..spec.serving import DEFAULT_RANDOM_MODELS, RANDOM_MODELS
 from .launch import config_flags
-from .received import max_upload_mb
+from .received import LESSON_UPLOAD_MB, max_upload_mb
 
 ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
@@ -48,7 +47,7 @@ def nginx_path() -> str | None:
 
 
 def nginx_config(template: str, prefix: str, listen: str, servers: list[str], replica_header: bool = False,
-                 secret: str | None = None, max_body_mb: int | None = None) -> str:
+                 secret: str | None = None, max_body_mb: int = LESSON_UPLOAD_MB) -> str:
     """deploy/nginx.conf.template with its placeholders filled in: the affinity hash's secret made
     here unless given; the replica header only where asked (tests and benchmarks read it).
     `max_body_mb`: the largest request body nginx takes, as the app's upload route does (nginx reads
@@ -56,11 +55,9 @@ def nginx_config(template: str, prefix: str, listen: str, servers: list[str], re
     headers, not after)."""
     lines = "\n".join(f"        server {s} max_fails=1 fail_timeout=10s;" for s in servers)
     values = {"@PREFIX@": prefix, "@LISTEN@": listen, "@SERVERS@": lines, "@SECRET@": secret or secrets.token_hex(16),
-              "@REPLICA@": "$upstream_addr" if replica_header else ""}
+              "@REPLICA@": "$upstream_addr" if replica_header else "", "@MAXBODY@": f"{max_body_mb}m"}
     for placeholder, value in values.items():
         template = template.replace(placeholder, value)
-    if max_body_mb is not None:
-        template = re.sub(r"client_max_body_size \w+;", f"client_max_body_size {max_body_mb}m;", template)
     return template
 
 

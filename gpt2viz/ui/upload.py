@@ -20,7 +20,7 @@ from streamlit import config, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..model.weights import checkpoint_config, load_safetensors
-from ..server.received import MODEL_UPLOAD_MB, cap_session_files, max_upload_mb
+from ..server.received import MODEL_UPLOAD_MB, cap_session_files, max_upload_mb, received_files_mb
 from ..server.uploads import MIB, Held, UploadError, Uploads, uploads_allowed
 from .cache import LoadedModel, check_fits, trace_cache
 from .errors import serving
@@ -40,15 +40,17 @@ def uploads_offered() -> bool:
 
 def upload_limits() -> None:
     """The upload route takes what this server's uploaders offer (server/received.py): 700 MB where
-    model uploads are on, the lesson uploader's 1 MB elsewhere; a session holds one such file. Set on
+    model uploads are on, the lesson uploader's 1 MB elsewhere; a session holds one such file, all
+    sessions together GPT2VIZ_RECEIVED_FILES_MB. Set on
     every run (cheap): the route reads the option on each request. Not under AppTest (errors.serving)."""
     if not serving():
         return
     # the server's rule, not this visitor's (the option is the whole server's): the largest any visitor needs
-    mb = max_upload_mb(uploads_allowed(st.get_option("server.address")))
+    model_uploads = uploads_allowed(st.get_option("server.address"))
+    mb = max_upload_mb(model_uploads)
     if config.get_option("server.maxUploadSize") != mb:
         config.set_option("server.maxUploadSize", mb)
-    cap_session_files(runtime.get_instance().uploaded_file_mgr, mb * MIB)
+    cap_session_files(runtime.get_instance().uploaded_file_mgr, mb * MIB, received_files_mb(model_uploads) * MIB)
 
 
 def read_once(file, key: str, max_mb: int, parse: Callable[[bytes, str], Any]) -> Any:

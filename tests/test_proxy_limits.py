@@ -48,7 +48,7 @@ class Replica:
         try:
             while line := await reader.readline():
                 path = line.split(b" ")[1] if b" " in line else b""
-                while (header := await reader.readline()) not in (b"\r\n", b""):
+                while await reader.readline() not in (b"\r\n", b""):  # the headers
                     pass
                 self.seen += 1
                 while path.startswith(b"/hold") and not self.release.is_set():
@@ -118,7 +118,8 @@ def pipelined(port: int, count: int, statuses: list[str]) -> None:
             data += chunk
             while (end := data.find(b"\r\n\r\n")) >= 0:
                 head = data[:end].decode(errors="replace")
-                length = next((int(h.split(":")[1]) for h in head.split("\r\n") if h.lower().startswith("content-length")), 0)
+                lengths = [int(h.split(":")[1]) for h in head.split("\r\n") if h.lower().startswith("content-length")]
+                length = lengths[0] if lengths else 0
                 if len(data) < end + 4 + length:
                     break
                 answers.append(head.split("\r\n")[0])

@@ -22,8 +22,10 @@ def run_alone(nodeid: str, why: str) -> None:
     code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
             "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024; "
             "print(f'peak RSS of the process of its own: {peak:.0f} MiB'); sys.exit(r.returncode)")
+    # the child logs its memory (tests/conftest.py) under a name of its own, not as the worker that started it
+    worker = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-own-process"
     out = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          nodeid], cwd=ROOT, env={**os.environ, FLAG: "1"}, capture_output=True, text=True,
-                         timeout=900)
+                          nodeid], cwd=ROOT, env={**os.environ, FLAG: "1", "PYTEST_XDIST_WORKER": worker},
+                         capture_output=True, text=True, timeout=900)
     print(f"{nodeid} ran in a process of its own ({why}):", out.stdout.strip().splitlines()[-1])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

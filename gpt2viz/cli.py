@@ -153,8 +153,15 @@ def build_parser() -> Parser:
     sub.add_parser("app", help="start the app (flags after it go to streamlit run, e.g. --server.port 8600)")
     p = sub.add_parser("class-server", help="N app processes behind nginx, one per core, for a class (Ctrl-C stops)")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="app processes (default: the cores)")
-    p.add_argument("--port", type=int, default=8501, help="where nginx listens (default 8501)")
-    p.add_argument("--address", default="0.0.0.0", help="nginx's address (default 0.0.0.0: every interface)")
+    p.add_argument("--port", type=int, default=8501,
+                   help="where nginx listens (default 8501); with --backends-only, the first app process's port")
+    p.add_argument("--address", default="0.0.0.0",
+                   help="nginx's address (default 0.0.0.0: every interface); with --backends-only, the private "
+                        "address the app processes listen on, for the front host alone")
+    p.add_argument("--backends-only", action="store_true",
+                   help="a backend host: the app processes on --address, ports --port, --port+1, ..., no nginx")
+    p.add_argument("--upstream", nargs="+", default=[], metavar="HOST:PORT",
+                   help="other hosts' app processes (their --backends-only), behind this host's nginx too")
     p = sub.add_parser("download", help="fetch a real GPT-2 checkpoint into the Hugging Face cache (network)")
     published = [name for name, cfg in PRESETS.items() if cfg.hf_repo]
     p.add_argument("name", nargs="?", default="gpt2", help=f"one of {', '.join(published)} (default gpt2)")
@@ -404,7 +411,7 @@ def cmd_convert(a) -> int:
 def cmd_class_server(a) -> int:
     from .server.class_server import ClassServer
 
-    return ClassServer(a.processes, a.port, a.address).serve()
+    return ClassServer(a.processes, a.port, a.address, backends_only=a.backends_only, upstream=a.upstream).serve()
 
 
 def cmd_download(a) -> int:

@@ -1,6 +1,8 @@
 """Issue 24 (2): one command starts a class server on every core, N app processes behind nginx,
-and stops all it started; without nginx it refuses in one line."""
+and stops all it started; without nginx it refuses in one line. Issue 35: one host among several
+(a backend host without nginx, a front host with other hosts' processes as upstreams)."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -237,3 +239,127 @@ def test_behind_the_proxy_a_loopback_app_offers_its_visitors_no_uploads():
             with proxy([f"127.0.0.1:{app.port}"], replica_header=False) as p:
                 assert NO_UPLOADS in asyncio.run(captions(p.base))
                 assert NO_UPLOADS not in asyncio.run(captions(app.base))
+
+
+# ---------------------------------------------------------------------------- several hosts
+@pytest.mark.parametrize("args,says", [
+    (["--backends-only"], "needs --address"),  # every interface: the students' too
+    (["--backends-only", "--address", "127.0.0.1"], "STREAMLIT_SERVER_COOKIE_SECRET alike"),
+    (["--upstream", "127.0.0.1:8601"], "STREAMLIT_SERVER_COOKIE_SECRET alike"),
+    (["--upstream", "no-port"], "HOST:PORT"),
+    (["--upstream", "0.0.0.0:8601"], "HOST:PORT"),
+    (["--backends-only", "--address", "10.0.0.2", "--upstream", "10.0.0.3:8601"], "takes no --upstream"),
+    (["--backends-only", "--address", "10.0.0.2", "--port", "65535", "--processes", "2"], "for every process"),
+])
+def test_a_host_among_several_refuses_what_would_not_work_in_one_line(args, says):
+    env = {k: v for k, v in os.environ.items() if k != "STREAMLIT_SERVER_COOKIE_SECRET"}
+    p = cli(*args, env=env)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and says in err and err.strip().count("\n") == 0, err
+
+
+def test_the_front_host_puts_other_hosts_processes_behind_its_nginx():
+    needs_nginx()
+    from gpt2viz.server.class_server import ClassServer
+
+    cs = ClassServer(0, 8600, upstream=["10.0.0.2:8601", "[fd00::2]:8601"],
+                     env={"STREAMLIT_SERVER_COOKIE_SECRET": "s" * 64}, log=None)
+    assert (cs.upstream, cs.ports, cs.app_address) == (["10.0.0.2:8601", "[fd00::2]:8601"], [], "127.0.0.1")
+    cs.stop()
+    backend = ClassServer(3, 8601, address="10.0.0.2", backends_only=True,
+                          env={"STREAMLIT_SERVER_COOKIE_SECRET": "s" * 64}, log=None)
+    assert (backend.ports, backend.app_base(2), backend.nginx) == ([8601, 8602, 8603], "http://10.0.0.2:8603", None)
+    assert backend.env["STREAMLIT_SERVER_COOKIE_SECRET"] == "s" * 64  # the operator's, never one made here
+    backend.stop()
+
+
+def wait_healthy(base: str, p: subprocess.Popen, what: str) -> None:
+    end = time.monotonic() + 180
+    while not healthy(base):
+        assert p.poll() is None, f"{what} exited: {p.communicate()[1][-2000:]}"
+        assert time.monotonic() < end, f"{what} did not answer in 180 s"
+        time.sleep(0.5)
+
+
+def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_other():
+    """A backend host (one process on its own port, no nginx) and a front host (one process, nginx,
+    the backend as --upstream), one cookie secret: students land on both through the front; the
+    backend's process, killed, is started again by its own host; the backend host then lost whole,
+    its students reconnect through the front's nginx to the front's process, on the same view."""
+    if nginx_path() is None:
+        if os.environ.get("GPT2VIZ_REQUIRE_NGINX") == "1":
+            pytest.fail("GPT2VIZ_REQUIRE_NGINX=1 but nginx is not installed")
+        pytest.skip("no nginx")
+    import asyncio
+    import secrets
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from st_protocol import Session
+
+    from gpt2viz.server.class_server import free_port
+
+    env = {**os.environ, "GPT2VIZ_REPLICA_HEADER": "1", "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
+    backend_port, front_port = free_port(), free_port()
+    backend_app = f"127.0.0.1:{backend_port}"
+    backend = cli("--backends-only", "--address", "127.0.0.1", "--port", str(backend_port), "--processes", "1",
+                  env=env)
+    front = cli("--processes", "1", "--port", str(front_port), "--address", "127.0.0.1", "--upstream", backend_app,
+                env=env)
+    base = f"http://127.0.0.1:{front_port}"
+    try:
+        wait_healthy(f"http://{backend_app}", backend, "the backend host")
+        wait_healthy(base, front, "the front host")
+        # the backend host restarts its own process, on the port the front host names
+        os.kill(next(c for c in children(backend.pid) if "streamlit" in
+                     Path(f"/proc/{c}/cmdline").read_text(errors="ignore")), signal.SIGKILL)
+        time.sleep(1)
+        wait_healthy(f"http://{backend_app}", backend, "the backend host's restarted process")
+
+        def query(i: int) -> str:
+            return f"weights=hf-cache&text=Student+{i}+reads+this+line"
+
+        async def go():
+            students: list[tuple[Session, str, object]] = []  # session, its query, its view
+            while len({s.replica for s, _, _ in students}) < 2:
+                assert len(students) < 24, "24 new students all landed on one host"
+                s = Session(base)
+                q = query(len(students))
+                await s.open("tokens", q)
+                view = await s.view("tokens", q)
+                assert view.ok, view.error or view.exceptions
+                assert f"Student {len(students)} reads this line" in view.boxes.values(), view.boxes  # its URL's
+                students.append((s, q, view))
+            homes = {s.replica for s, _, _ in students}
+            assert backend_app in homes and len(homes) == 2, homes  # the front's process and the backend's
+            on_backend = [s for s, _, _ in students if s.replica == backend_app]
+
+            lost = children(backend.pid)  # the backend host lost whole: its class server, then its process
+            os.killpg(backend.pid, signal.SIGKILL)
+            for c in lost:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(c, signal.SIGKILL)
+            backend.wait(timeout=10)
+            for s, q, before in students:
+                if s in on_backend:  # its websocket closed with its host; the frontend pings, then opens a new one
+                    assert await s.closed_within(30)
+                    await s.reopen(timeout=30)
+                back = await s.view("tokens", q)
+                assert back.ok, back.error or back.exceptions
+                assert s.replica != backend_app and (back.h1, back.boxes) == (before.h1, before.boxes)
+                await s.close()
+            return len(on_backend), len(students)
+
+        moved, total = asyncio.run(go())
+        print(f"{moved} of {total} students moved from the lost host to the front host's process")
+        assert moved >= 1 and total >= 2
+        front.send_signal(signal.SIGINT)
+        out, err = front.communicate(timeout=60)
+        assert front.returncode == 0, err
+        assert "1 app processes and 1 of other hosts behind nginx" in err
+        _, backend_err = backend.communicate(timeout=10)
+        assert "backend host: 1 app processes at 127.0.0.1:" in backend_err
+        assert "starting it again (restart 1 of 3)" in backend_err
+    finally:
+        for p in (front, backend):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)

@@ -15,8 +15,20 @@ A process that exits is started again on its port (a line in the log each time),
 GPT2VIZ_RESTARTS times (3) each: one that keeps dying is left down, said once, and nginx sends its
 students to the others. Ctrl-C (or SIGTERM) stops everything it started. Without nginx it refuses in
 one line: a laptop keeps the single process of `streamlit run app.py`.
+
+Past one machine, each host runs it too:
+
+    python -m gpt2viz class-server --backends-only --address 10.0.0.2 --port 8601 --processes 4
+    python -m gpt2viz class-server --port 8501 --upstream 10.0.0.2:8601 10.0.0.2:8602 ...
+
+A backend host starts its processes on the given private address and ports PORT, PORT+1, ... with no
+nginx; the front host puts them behind its own nginx next to its own processes. Every host restarts
+its own processes. They must all sign cookies alike and check lesson links alike, so a multi-host
+run refuses to start without STREAMLIT_SERVER_COOKIE_SECRET, and every host prints a short
+fingerprint of its cookie secret and lesson key for the operator to compare.
 """
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -91,6 +103,28 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     return env
 
 
+COOKIE_SECRET = "STREAMLIT_SERVER_COOKIE_SECRET"
+LESSON_KEY = "GPT2VIZ_LESSON_KEY"
+WILDCARDS = ("0.0.0.0", "", "::", "[::]")  # every interface: the students' one too
+
+
+def host_port(text: str) -> str:
+    """'HOST:PORT' (an IPv6 host in brackets) as nginx's upstream line takes it; ValueError in one line."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or host in WILDCARDS or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--upstream takes HOST:PORT of another host's app process (10.0.0.2:8601), got {text!r}")
+    return f"{host}:{int(port)}"
+
+
+def url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address
+
+
+def fingerprint(value: str | None) -> str:
+    """Eight hex digits of the value's SHA-256, to compare across hosts without showing it; "unset"."""
+    return hashlib.sha256(value.encode()).hexdigest()[:8] if value else "unset"
+
+
 def healthy(base: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(base + "/_stcore/health", timeout=timeout) as r:
@@ -100,21 +134,37 @@ def healthy(base: str, timeout: float = 2.0) -> bool:
 
 
 class ClassServer:
-    """N app processes and nginx; `start()` returns when nginx answers, `stop()` ends them all."""
+    """N app processes and nginx in front of them and of the `upstream` ones (none with `backends_only`);
+    `start()` returns when nginx (or, on a backend host, every process) answers, `stop()` ends them all."""
 
     def __init__(self, processes: int, port: int, address: str = "0.0.0.0", script: Path = APP,
-                 env: dict[str, str] | None = None, log=sys.stderr):
-        if processes < 1:
-            raise ValueError(f"--processes must be at least 1, got {processes}")
-        if not 0 < port < 65536:
-            raise ValueError(f"--port must be between 1 and 65535, got {port}")
-        self.nginx = nginx_path()
-        if self.nginx is None:
+                 env: dict[str, str] | None = None, log=sys.stderr, backends_only: bool = False,
+                 upstream: list[str] | tuple = ()):
+        base_env = dict(os.environ if env is None else env)
+        upstream = [host_port(u) for u in upstream]
+        if backends_only and upstream:
+            raise ValueError("--backends-only starts no nginx, so it takes no --upstream (the front host does)")
+        if processes < (0 if upstream else 1):
+            raise ValueError(f"--processes must be at least {0 if upstream else 1}, got {processes}")
+        if not 0 < port < 65536 or (backends_only and port + processes - 1 > 65535):
+            raise ValueError(f"--port must be between 1 and 65535{' for every process' * backends_only}, got {port}")
+        if backends_only and address in WILDCARDS:
+            raise ValueError("--backends-only needs --address: the private interface the front host reaches "
+                             "(the app ports must not face the students)")
+        if (backends_only or upstream) and not base_env.get(COOKIE_SECRET):
+            raise ValueError(f"several hosts sign one cookie: set {COOKIE_SECRET} alike on every host "
+                             "(made once with: openssl rand -hex 32)")
+        self.nginx = None if backends_only else nginx_path()
+        if self.nginx is None and not backends_only:
             raise OSError("nginx is not installed (apt-get install nginx); on a laptop run the single process: "
                           "streamlit run app.py")
         self.n, self.port, self.address, self.script, self.log = processes, port, address, Path(script), log
-        self.env = replica_env(processes, dict(os.environ if env is None else env))
-        self.ports = [free_port() for _ in range(processes)]
+        self.backends_only, self.upstream = backends_only, upstream
+        self.env = replica_env(max(processes, 1), base_env)
+        # a backend host's processes listen where the front host reaches them, on ports it names;
+        # otherwise on loopback ports of their own, behind this host's nginx
+        self.app_address = address if backends_only else "127.0.0.1"
+        self.ports = [port + i for i in range(processes)] if backends_only else [free_port() for _ in range(processes)]
         self.dir = tempfile.mkdtemp(prefix="gpt2viz-class-")
         os.chmod(self.dir, 0o711)  # nginx's workers (nobody, when run as root) write request bodies here
         self.apps: list[subprocess.Popen] = []
@@ -138,22 +188,33 @@ class ClassServer:
         self._logs.append(out)
         return subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.port", str(self.ports[i]),
-             "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--server.address", self.app_address, "--server.headless", "true",
              "--browser.gatherUsageStats", "false", *config_flags()],  # the app's settings, wherever it runs
             cwd=self.script.parent, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True)
+
+    def app_base(self, i: int) -> str:
+        return f"http://{url_host(self.app_address)}:{self.ports[i]}"
 
     def start(self, timeout: float = 120.0) -> None:
         self.apps = [self._spawn(i) for i in range(self.n)]
         end = time.monotonic() + timeout
         for i, p in enumerate(self.ports):
-            while not healthy(f"http://127.0.0.1:{p}"):
+            while not healthy(self.app_base(i)):
                 if self.apps[i].poll() is not None or time.monotonic() > end:
                     raise RuntimeError(f"app process {i} (port {p}) did not start: {self.app_log(i)[-500:]}")
                 time.sleep(0.2)
+        secrets_line = (f"cookie secret {fingerprint(self.env.get(COOKIE_SECRET))}, lesson key "
+                        f"{fingerprint(self.env.get(LESSON_KEY))} (fingerprints: the same on every host)")
+        if self.backends_only:
+            self._say(f"gpt2viz class server, backend host: {self.n} app processes at "
+                      f"{' '.join(f'{url_host(self.app_address)}:{p}' for p in self.ports)}, for the front host's "
+                      f"--upstream; no nginx here (budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each; "
+                      f"{secrets_line}). Ctrl-C stops it.")
+            return
         conf = Path(self.dir) / "nginx.conf"
         conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"{self.address}:{self.port}",
-                                     [f"127.0.0.1:{p}" for p in self.ports],
+                                     [f"127.0.0.1:{p}" for p in self.ports] + self.upstream,
                                      replica_header=self.env.get(REPLICA_HEADER_ENV) == "1",
                                      max_body_mb=max_upload_mb(self.env["GPT2VIZ_ALLOW_UPLOAD"] == "1")))
         with open(Path(self.dir) / "nginx.out", "w") as out:
@@ -164,10 +225,15 @@ class ClassServer:
             if self.proxy.poll() is not None or time.monotonic() > end:
                 raise RuntimeError(f"nginx did not start: {self.nginx_log()[-500:]}")
             time.sleep(0.1)
-        self._say(f"gpt2viz class server: {self.n} app processes behind nginx at {self.base} "
+        others = f" and {len(self.upstream)} of other hosts" if self.upstream else ""
+        self._say(f"gpt2viz class server: {self.n} app processes{others} behind nginx at {self.base} "
                   f"(budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each; uploads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_UPLOAD'] == '1' else 'off'}, downloads "
-                  f"{'on' if self.env['GPT2VIZ_ALLOW_DOWNLOAD'] == '1' else 'off'}). Ctrl-C stops it.")
+                  f"{'on' if self.env['GPT2VIZ_ALLOW_DOWNLOAD'] == '1' else 'off'}"
+                  f"{'; ' + secrets_line if self.upstream else ''}). Ctrl-C stops it.")
+        for u in self.upstream:
+            if not healthy(f"http://{u}"):
+                self._say(f"upstream {u} does not answer yet: nginx sends its students to the others until it does")
 
     def app_log(self, i: int) -> str:
         p = Path(self.dir) / f"app-{i}.log"
@@ -185,7 +251,7 @@ class ClassServer:
             self.start()
             while not stop:
                 self.restart_exited()
-                if self.proxy.poll() is not None:
+                if self.proxy is not None and self.proxy.poll() is not None:
                     self._say(f"nginx exited with {self.proxy.returncode}: {self.nginx_log()[-300:]}")
                     return 1
                 time.sleep(0.5)

@@ -106,6 +106,7 @@ BURST_PAGE = "attention"
 MODEL = "gpt2"
 MIB = 2**20
 RUN_LINE = re.compile(r"^run (\w+) \(([^)]*)\): ([\d.]+) s, (\d+) asker", re.MULTILINE)
+MAPPED_LINE = re.compile(r"^mapped (\w+) \(", re.MULTILINE)  # another process's run, read from the host's folder
 
 
 # ---------------------------------------------------------------------------- students and views
@@ -380,15 +381,17 @@ class Processes:
     def since(self, mark: dict) -> dict:
         """Peak RSS (sampled; VmHWM if higher, the kernel's peak since the start), CPU seconds and the
         trace runs the processes logged since `mark`; peaks, growth and CPU summed over the processes."""
-        peaks, runs = [], []
+        peaks, runs, mapped = [], [], 0
         for i, (sampler, pid, log, seen) in enumerate(zip(self.samplers, self.pids, self.logs, mark["log"])):
             samples = [kib for t, kib, _ in sampler.samples if sampler.t0 + t >= mark["t"]] or [0]
             peaks.append(max(max(samples), _status_kib(pid, "VmHWM")))
             process = (i,) if len(self.pids) > 1 else ()  # a key run again in the same process: evicted
             runs += [((*process, d), float(sec), int(w), kind) for d, kind, sec, w in RUN_LINE.findall(log()[seen:])]
+            mapped += len(MAPPED_LINE.findall(log()[seen:]))
         growth = sum(p - b for p, b in zip(peaks, self.baselines)) / 1024 if all(peaks) else None
         return {"peak_kib": sum(peaks), "growth_mib": growth,
-                "cpu": sum(cpu_seconds(pid) - c for pid, c in zip(self.pids, mark["cpu"])), "runs": runs}
+                "cpu": sum(cpu_seconds(pid) - c for pid, c in zip(self.pids, mark["cpu"])), "runs": runs,
+                "mapped": mapped}
 
     def measure(self, scenario) -> tuple[list, dict, float]:
         """Run a scenario's coroutine: (its views, what the server used meanwhile, wall seconds)."""
@@ -511,7 +514,7 @@ def load_line(used: dict, wall: float, budget: int, views: list[View] | None = N
             f"(budget {budget} MiB: {'within' if growth is not None and growth <= budget else 'OVER'}); "
             f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute; "
             f"{len(used['runs']) - len({r[0] for r in used['runs']})} of a key run before, i.e. evicted"
-            f"{across_processes(used['runs'])}); "
+            f"{across_processes(used['runs'])}; {used.get('mapped', 0)} mapped from the host's shared runs); "
             f"load average {os.getloadavg()[0]:.2f}\nruns by kind: {run_kinds(used['runs'])}")
 
 
@@ -550,7 +553,8 @@ def final_line(scenario: str, setup: str, k: int, views: list[View], used: dict,
     s = summary(views)
     return (f"scenario={scenario} setup={setup} sessions={k} views={s['views']} errors={s['errors']} "
             f"p50_s={fmt(s['p50'])} p95_s={fmt(s['p95'])} cpu_per_view_s={fmt(cpu_per_view(used, views), 3)} "
-            f"runs={len(used['runs'])} peak_growth_mib={fmt(used['growth_mib'], 0)} budget_mib={budget}")
+            f"runs={len(used['runs'])} mapped={used.get('mapped', 0)} peak_growth_mib={fmt(used['growth_mib'], 0)} "
+            f"budget_mib={budget}")
 
 
 # ---------------------------------------------------------------------------- scenarios

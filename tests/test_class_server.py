@@ -20,14 +20,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_processes_share_a_secret_split_the_budget_and_turn_off_uploads():
     env = replica_env(4, {"GPT2VIZ_TRACE_BUDGET_MB": "4096"})
-    assert env["GPT2VIZ_TRACE_BUDGET_MB"] == "1024" and len(env["STREAMLIT_SERVER_COOKIE_SECRET"]) == 64
+    # half the budget for the runs the processes share (counted once), the rest split four ways
+    assert (env["GPT2VIZ_SHARED_RUNS_MB"], env["GPT2VIZ_TRACE_BUDGET_MB"]) == ("2048", "512")
+    assert len(env["STREAMLIT_SERVER_COOKIE_SECRET"]) == 64
     assert (env["GPT2VIZ_ALLOW_UPLOAD"], env["GPT2VIZ_ALLOW_DOWNLOAD"], env["GPT2VIZ_THREADS"]) == ("0", "0", "1")
     assert env["STREAMLIT_CLIENT_SHOW_ERROR_DETAILS"] == "none"  # its loopback processes look local
     assert env["GPT2VIZ_RANDOM_MODELS"] == "gpt2,tiny"  # a link to gpt2-xl builds nothing through it
     asked = replica_env(2, {"GPT2VIZ_ALLOW_UPLOAD": "1", "STREAMLIT_SERVER_COOKIE_SECRET": "s", "GPT2VIZ_THREADS": "2"})
     assert (asked["GPT2VIZ_ALLOW_UPLOAD"], asked["STREAMLIT_SERVER_COOKIE_SECRET"], asked["GPT2VIZ_THREADS"]) == \
         ("1", "s", "2")
-    assert asked["GPT2VIZ_TRACE_BUDGET_MB"] == "1024"  # the default 2,048 split in two
+    assert asked["GPT2VIZ_TRACE_BUDGET_MB"] == "512"  # the default 2,048: 1,024 shared, the rest split in two
+    own = replica_env(2, {"GPT2VIZ_SHARED_RUNS_MB": "0"})  # the operator turns sharing off
+    assert (own["GPT2VIZ_SHARED_RUNS_MB"], own["GPT2VIZ_TRACE_BUDGET_MB"]) == ("0", "1024")
+    alone = replica_env(1, {})  # one process has no one to share with
+    assert (alone["GPT2VIZ_SHARED_RUNS_MB"], alone["GPT2VIZ_TRACE_BUDGET_MB"]) == ("0", "2048")
 
 
 def cli(*args, env=None, **kw):

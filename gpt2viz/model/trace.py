@@ -59,6 +59,9 @@ class Trace:
     derived_cache_bytes: int = 0  # bound of the cache of derived tensors
     order: tuple[str, ...] = field(default=(), repr=False)  # every name in execution order (default: as given)
     intervened: tuple[str, ...] = ()  # names an intervention changed: their values, and all after, differ
+    # the open file of a host's shared runs whose mapped pages the stored tensors are (server/shared_runs.py),
+    # held open (and locked shared) as long as the trace lives; None: the tensors are this process's own
+    shared_file: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode.parse(self.mode))

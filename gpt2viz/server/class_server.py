@@ -45,6 +45,8 @@ from ..spec.paths import APP_ROOT
 from ..spec.serving import DEFAULT_RANDOM_MODELS, RANDOM_MODELS
 from .launch import config_flags
 from .received import LESSON_UPLOAD_MB, max_upload_mb
+from .shared_runs import BUDGET_ENV as SHARED_MB_ENV
+from .shared_runs import DIR_ENV as SHARED_DIR_ENV
 
 ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
@@ -92,7 +94,12 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     budget = env.get("GPT2VIZ_TRACE_BUDGET_MB", "")
     total = int(budget) if budget.isdigit() and int(budget) > 0 else DEFAULT_BUDGET_MB
-    env["GPT2VIZ_TRACE_BUDGET_MB"] = str(max(1, total // n))
+    # the runs the processes share are counted once, in their folder's budget: half the host's unless
+    # the operator says (0: none, each process keeps its own runs); the processes split the rest
+    asked = env.get(SHARED_MB_ENV, "")
+    shared = 0 if n < 2 else min(int(asked), total // 2) if asked.isdigit() else total // 2
+    env[SHARED_MB_ENV] = str(shared)
+    env["GPT2VIZ_TRACE_BUDGET_MB"] = str(max(1, (total - shared) // n))
     env.setdefault("GPT2VIZ_THREADS", "1")
     env.setdefault("GPT2VIZ_ALLOW_UPLOAD", "0")
     env.setdefault("GPT2VIZ_ALLOW_DOWNLOAD", "0")
@@ -167,6 +174,11 @@ class ClassServer:
         self.ports = [port + i for i in range(processes)] if backends_only else [free_port() for _ in range(processes)]
         self.dir = tempfile.mkdtemp(prefix="gpt2viz-class-")
         os.chmod(self.dir, 0o711)  # nginx's workers (nobody, when run as root) write request bodies here
+        # the shared runs' files in memory (tmpfs), where the system has it; removed with the rest at stop
+        memory = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.runs_dir = tempfile.mkdtemp(prefix="gpt2viz-runs-", dir=memory) if self.env[SHARED_MB_ENV] != "0" else None
+        if self.runs_dir:
+            self.env[SHARED_DIR_ENV] = self.runs_dir
         self.apps: list[subprocess.Popen] = []
         self._logs: list = []
         self.proxy: subprocess.Popen | None = None
@@ -209,7 +221,8 @@ class ClassServer:
         if self.backends_only:
             self._say(f"gpt2viz class server, backend host: {self.n} app processes at "
                       f"{' '.join(f'{url_host(self.app_address)}:{p}' for p in self.ports)}, for the front host's "
-                      f"--upstream; no nginx here (budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each; "
+                      f"--upstream; no nginx here (budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each"
+                      f"{self._shared_said()}; "
                       f"{secrets_line}). Ctrl-C stops it.")
             return
         conf = Path(self.dir) / "nginx.conf"
@@ -227,13 +240,16 @@ class ClassServer:
             time.sleep(0.1)
         others = f" and {len(self.upstream)} of other hosts" if self.upstream else ""
         self._say(f"gpt2viz class server: {self.n} app processes{others} behind nginx at {self.base} "
-                  f"(budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each; uploads "
+                  f"(budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each{self._shared_said()}; uploads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_UPLOAD'] == '1' else 'off'}, downloads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_DOWNLOAD'] == '1' else 'off'}"
                   f"{'; ' + secrets_line if self.upstream else ''}). Ctrl-C stops it.")
         for u in self.upstream:
             if not healthy(f"http://{u}"):
                 self._say(f"upstream {u} does not answer yet: nginx sends its students to the others until it does")
+
+    def _shared_said(self) -> str:
+        return f", {self.env[SHARED_MB_ENV]} MiB of runs they share" if self.runs_dir else ""
 
     def app_log(self, i: int) -> str:
         p = Path(self.dir) / f"app-{i}.log"
@@ -289,3 +305,5 @@ class ClassServer:
         for out in self._logs:
             out.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.runs_dir:
+            shutil.rmtree(self.runs_dir, ignore_errors=True)

@@ -192,8 +192,10 @@ class TraceCache:
                 self._evict()
                 self._note_peak()
             flight.trace = trace
-            log.info("run %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s)", key_digest(key), key_kind(key),
-                     time.perf_counter() - t0, flight.waiting, used)
+            # a run another process of the host computed, mapped from their shared folder, is no run here
+            said = "mapped" if getattr(trace, "shared_file", None) is not None else "run"
+            log.info("%s %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s)", said, key_digest(key),
+                     key_kind(key), time.perf_counter() - t0, flight.waiting, used)
         finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
             with self._lock:
                 self._flights.pop(key, None)

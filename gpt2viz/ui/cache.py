@@ -28,6 +28,7 @@ from ..model.tokenizer import vocabulary_of
 from ..model.trace import Trace
 from ..model.weights import checkpoint_config, find_hf_checkpoints, random_model
 from ..server.model_cache import ModelCache
+from ..server.shared_runs import SharedRuns
 from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
 from ..server.trace_cache import log as run_log
 from ..spec import costs
@@ -267,7 +268,9 @@ def trace_cache() -> TraceCache:
     if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
         run_log.addHandler(logging.StreamHandler())
         run_log.setLevel(logging.INFO)
-    return TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads)
+    cache = TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads)
+    cache.shared_runs = SharedRuns.from_env()  # a class server's folder of runs shared by its processes
+    return cache
 
 
 FULL_TRACE_SHARE = 4  # record everything while a trace takes at most 1/4 of the cache budget
@@ -395,10 +398,15 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     key = (weights.key, ids, mode.value, training, names)
     shared = names is None or mode is Mode.TRAINING and any(
         names == _all_but_weight_grads(weights.model.config, len(ids), streams)[0] for streams in (True, False))
-    return cache.get_or_compute(key, lambda: run(weights.model, list(ids), mode, names=names, seed=seed,
-                                                 dropout=dropout, progress=_steps(progress)),
-                                estimate=run_bytes(weights, len(ids), mode, names), evict_first=not shared,
-                                progress=progress)
+
+    def here() -> Trace:
+        return run(weights.model, list(ids), mode, names=names, seed=seed, dropout=dropout, progress=_steps(progress))
+
+    def compute() -> Trace:
+        host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
+        return here() if host is None else host.get_or_run(key, here, weights.model)
+    return cache.get_or_compute(key, compute, estimate=run_bytes(weights, len(ids), mode, names),
+                                evict_first=not shared, progress=progress)
 
 
 def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None, estimate: int,

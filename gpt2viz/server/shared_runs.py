@@ -1,0 +1,177 @@
+"""Runs shared by the app processes of one host: a trace one process computed, the others map.
+
+Each app process keeps its own trace cache, so without this a text asked on two processes of a
+class server is run on each, and a trace one process evicted is run again though another holds it.
+Here a process that misses its own cache looks for the run in a memory-backed folder (a class server
+makes one in /dev/shm): one safetensors file per run, named by a digest of the run key the trace
+cache already uses. Found, its tensors are mapped from the file, not copied: the pages are in memory
+once for the whole host. Not found, the process runs it and writes the file for the others.
+
+Cross-process locks (fcntl.flock): an exclusive lock on the run's lock file while a process looks
+for it and runs it, so a second process asking for the same run waits and maps the first one's file;
+a shared lock on the data file for as long as a process keeps its trace, so the folder's eviction
+(the oldest file read first, beyond the folder's budget) never removes a file a process still maps.
+
+Budget: the folder's files are bounded by their own budget (GPT2VIZ_SHARED_RUNS_MB; a class server
+gives it half the host's and splits the rest between its processes), and a mapped trace counts in its
+process's cache as any trace does. So the host holds at most the two together, each page of a shared
+run is in memory once however many processes map it, and a process lets a mapped trace go as it
+would its own (its next ask maps the file again, in milliseconds, where it ran the model before). A
+run whose file would not fit even after eviction is not written: it stays its process's own.
+"""
+
+import fcntl
+import hashlib
+import json
+import mmap
+import os
+from collections.abc import Callable, Hashable
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.numpy import save_file
+
+from ..model.derive import derivations
+from ..model.gpt2 import GPT2
+from ..model.trace import Trace
+from ..spec.schema import Mode
+
+DIR_ENV, BUDGET_ENV = "GPT2VIZ_SHARED_RUNS", "GPT2VIZ_SHARED_RUNS_MB"
+SUFFIX = ".safetensors"
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
+          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+          "BOOL": torch.bool}
+
+
+def plain(key: Hashable) -> bool:
+    """True when the key's repr is the same in every process: tuples of str, int, float, bool, None."""
+    if isinstance(key, tuple):
+        return all(plain(k) for k in key)
+    return key is None or isinstance(key, (str, int, float, bool))
+
+
+def digest(key: Hashable) -> str:
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+
+
+class SharedRuns:
+    """The folder of one host's shared runs, bounded by `budget_bytes`."""
+
+    def __init__(self, folder: str | Path, budget_bytes: int):
+        self.dir, self.budget = Path(folder), budget_bytes
+        self.read = self.written = 0  # runs this process mapped from another's file, and wrote
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "SharedRuns | None":
+        folder, mb = env.get(DIR_ENV, ""), env.get(BUDGET_ENV, "")
+        if not folder or not mb.isdigit() or int(mb) <= 0 or not os.path.isdir(folder):
+            return None
+        return cls(folder, int(mb) * 2**20)
+
+    def get_or_run(self, key: Hashable, run: Callable[[], Trace], model: GPT2) -> Trace:
+        """The run of `key` from the folder, or `run()` it here and write it there; `model` the run's,
+        whose derivations the mapped trace gets (the attention scores and pattern, ...)."""
+        if not plain(key):
+            return run()
+        name = digest(key)
+        with open(self.dir / f"{name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a process running this key: wait for its file
+            found = self._map(self.dir / f"{name}{SUFFIX}", model)
+            if found is not None:
+                self.read += 1
+                return found
+            trace = run()
+            if self._write(name, trace):
+                self.written += 1
+            return trace
+
+    def _map(self, path: Path, model: GPT2) -> Trace | None:
+        try:
+            f = open(path, "rb")  # noqa: SIM115 (kept open with the trace: its shared lock holds the file)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH)
+            os.utime(path)  # read now: the last the folder evicts
+            tensors, meta = read_mapped(f)
+            mode = Mode.parse(meta["mode"])
+            return Trace(mode=mode, model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
+                         tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
+                         tensors=tensors, rows=tuple(map(tuple, json.loads(meta["rows"]))),
+                         derived=derivations(model, mode, tensors), order=tuple(json.loads(meta["order"])),
+                         derived_cache_bytes=int(meta["derived_cache_bytes"]), shared_file=f)
+        except (OSError, ValueError, KeyError):  # a file cut short, or of another version: run it here
+            f.close()
+            return None
+
+    def _write(self, name: str, trace: Trace) -> bool:
+        arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
+        size = sum(a.nbytes for a in arrays.values())
+        if trace.intervened or not self._room(size):
+            return False
+        tmp = self.dir / f"{name}.{os.getpid()}.tmp"
+        try:
+            meta = trace.metadata() | {"order": json.dumps(list(trace.order)),
+                                       "derived_cache_bytes": str(trace.derived_cache_bytes)}
+            save_file(arrays, str(tmp), metadata=meta)
+            os.replace(tmp, self.dir / f"{name}{SUFFIX}")
+            return True
+        except OSError:  # the folder full (tmpfs): the run stays this process's own
+            tmp.unlink(missing_ok=True)
+            return False
+
+    def _room(self, size: int) -> bool:
+        """Remove the files read longest ago until `size` more fits the budget; False when it cannot
+        (every file left is mapped by a process). Under the folder's lock: one evicts at a time."""
+        if size > self.budget:
+            return False
+        with open(self.dir / "folder.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            files = []
+            for p in self.dir.glob(f"*{SUFFIX}"):
+                try:
+                    st = p.stat()
+                except FileNotFoundError:
+                    continue
+                files.append((st.st_mtime, st.st_size, p))
+            used = sum(s for _, s, _ in files)
+            for _, s, p in sorted(files):
+                if used + size <= self.budget:
+                    break
+                if _remove_unless_mapped(p):
+                    used -= s
+            return used + size <= self.budget
+
+
+def _remove_unless_mapped(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # refused while a process holds it shared
+            path.unlink()
+            return True
+    except (BlockingIOError, FileNotFoundError):
+        return False
+
+
+def _c_order(a: np.ndarray) -> np.ndarray:
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def read_mapped(f) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The tensors of a safetensors file as views of its pages (mapped copy-on-write: never written,
+    so every process reads the same pages), and its metadata. The format: an 8-byte little-endian
+    header length, a JSON header (name: dtype, shape, data_offsets), then the data."""
+    mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    n = int.from_bytes(mm[:8], "little")
+    header = json.loads(mm[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    tensors = {}
+    for name, e in header.items():
+        start, end = e["data_offsets"]
+        dtype = DTYPES[e["dtype"]]
+        count = (end - start) // torch.empty((), dtype=dtype).element_size()
+        flat = torch.frombuffer(mm, dtype=dtype, count=count, offset=8 + n + start) if count else \
+            torch.empty(0, dtype=dtype)
+        tensors[name] = flat.view(e["shape"])
+    return tensors, meta

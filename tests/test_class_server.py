@@ -94,6 +94,9 @@ def test_start_serve_through_nginx_lose_a_process_and_stop():
         assert len(replicas) == 2, replicas
         apps = [c for c in children(p.pid) if "streamlit" in Path(f"/proc/{c}/cmdline").read_text(errors="ignore")]
         assert len(apps) >= 2, apps
+        environ = dict(v.split("=", 1) for v in Path(f"/proc/{apps[0]}/environ").read_text().split("\0") if "=" in v)
+        shared = Path(environ["GPT2VIZ_SHARED_RUNS"])  # the folder of the runs its processes share
+        assert shared.is_dir() and environ["GPT2VIZ_SHARED_RUNS_MB"] == "1024"
         os.kill(apps[0], signal.SIGKILL)  # a process lost mid-class: nginx answers from the other
         time.sleep(1)
         assert all(healthy(base, timeout=10) for _ in range(4))
@@ -106,6 +109,7 @@ def test_start_serve_through_nginx_lose_a_process_and_stop():
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
         assert "2 app processes behind nginx" in err and "starting it again (restart 1 of 3)" in err
+        assert "1024 MiB of runs they share" in err and not shared.exists()  # removed with the rest
         time.sleep(0.5)
         assert not [c for c in started if Path(f"/proc/{c}").exists()], "processes left running"
         assert not healthy(base, timeout=2)

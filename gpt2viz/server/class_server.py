@@ -8,9 +8,10 @@ other cores idle. This starts N processes (`streamlit run app.py` on 127.0.0.1 a
 own) and nginx in front of them with the tested `deploy/nginx.conf.template` (websockets passed
 through, session affinity by cookie, a lost process's students moved to another). The processes
 share one cookie secret (Streamlit signs its XSRF cookie with it) and one lesson key where one is
-set, split one memory budget (GPT2VIZ_TRACE_BUDGET_MB, default 2,048, divided by N), run torch on
-one thread each, and, because they listen on loopback and would otherwise look local, offer neither
-uploads nor downloads unless the operator asks (GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_ALLOW_DOWNLOAD=1).
+set, split one memory budget (GPT2VIZ_TRACE_BUDGET_MB, default 2,048: half for the runs they share
+in /dev/shm, server/shared_runs.py, the rest divided by N), run torch on one thread each, and,
+because they listen on loopback and would otherwise look local, offer neither uploads nor downloads
+unless the operator asks (GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_ALLOW_DOWNLOAD=1).
 A process that exits is started again on its port (a line in the log each time), at most
 GPT2VIZ_RESTARTS times (3) each: one that keeps dying is left down, said once, and nginx sends its
 students to the others. Ctrl-C (or SIGTERM) stops everything it started. Without nginx it refuses in

@@ -28,13 +28,12 @@ import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors.numpy import save_file
 
 from ..model.derive import derivations
 from ..model.gpt2 import GPT2
-from ..model.trace import Trace
+from ..model.trace import Trace, _c_order
 from ..spec.schema import Mode
 
 DIR_ENV, BUDGET_ENV = "GPT2VIZ_SHARED_RUNS", "GPT2VIZ_SHARED_RUNS_MB"
@@ -152,10 +151,6 @@ def _remove_unless_mapped(path: Path) -> bool:
             return True
     except (BlockingIOError, FileNotFoundError):
         return False
-
-
-def _c_order(a: np.ndarray) -> np.ndarray:
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def read_mapped(f) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

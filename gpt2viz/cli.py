@@ -17,6 +17,8 @@ from .spec import costs
 from .spec.config import PRESETS, GPT2Config, custom_config, get_config
 from .spec.schema import Mode, concrete, dims, recorded, recorded_names, run_dims, stored, symbolic
 
+LINK_BASE = "http://localhost:8501"  # where `lesson link` points by default: the app run locally
+
 
 class UsageError(Exception):
     pass
@@ -172,11 +174,14 @@ def build_parser() -> Parser:
     p.add_argument("--meta", help="its meta.pkl (a character vocabulary); without it, GPT-2's BPE")
     p.add_argument("--out", required=True, help="the folder to write: model.safetensors, config.json, tokenizer.json")
 
-    p = sub.add_parser("lesson", help="check a lesson file, or print its signed link (needs GPT2VIZ_LESSON_KEY)")
-    p.add_argument("action", choices=["check", "link"])
+    p = sub.add_parser("lesson", help="check a lesson file, print its signed link (needs GPT2VIZ_LESSON_KEY), or "
+                                      "export it as a static website")
+    p.add_argument("action", choices=["check", "link", "export"])
     p.add_argument("file", help="a lesson (.json or .toml), e.g. lessons/attention-demo.json")
     p.add_argument("--expires-in", type=float, metavar="HOURS", help="the link stops working after this long")
-    p.add_argument("--base", default="http://localhost:8501", help="the app's address (default http://localhost:8501)")
+    p.add_argument("--base", help=f"the app's address (a link's, default {LINK_BASE}; for export, each stop page "
+                                  "links to its view there)")
+    p.add_argument("--out", help="export: the folder to write the site in (index.html, a page per stop)")
     return parser
 
 
@@ -445,6 +450,8 @@ def cmd_lesson(a) -> int:
     from .teaching import lessons as lf
 
     lesson = lf.load(a.file)
+    if a.action == "export":
+        return lesson_export(lesson, a)
     if a.action == "check":
         claims = sum(len(s.claims) for s in lesson.stops)
         print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})"
@@ -456,7 +463,24 @@ def cmd_lesson(a) -> int:
     if a.expires_in is not None and a.expires_in <= 0:
         raise UsageError("gpt2viz: error: --expires-in must be a positive number of hours")
     expires = None if a.expires_in is None else int(time.time() + a.expires_in * 3600)
-    print(a.base.rstrip("/") + lf.href(lesson.stops[0].page, lf.sign(lesson, key, expires), 0))
+    print((a.base or LINK_BASE).rstrip("/") + lf.href(lesson.stops[0].page, lf.sign(lesson, key, expires), 0))
+    return 0
+
+
+def lesson_export(lesson, a) -> int:
+    """The lesson as a static site in --out: each stop as the app draws it; the size and time at the end."""
+    from pathlib import Path
+
+    if not a.out:
+        raise UsageError("gpt2viz: error: lesson export needs --out DIR (the folder to write the site in)")
+    out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"gpt2viz: error: --out {out} is a file, not a folder")
+    from .lesson_site import export
+
+    done = export(lesson, out, a.base or "", lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"{out}: {len(done.files)} files, {done.bytes / 1e6:.1f} MB, written in {done.seconds:.1f} s "
+          f"(open {out / 'index.html'})")
     return 0
 
 

@@ -23,27 +23,28 @@ def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence
     under "Key numbers", then `diagrams` (gpt2viz.anatomy.diagram's SVG; their boxes' links, which lead into
     the app, are left out). plotly.js goes inline with the first chart only: the file is one download
     of about 4.7 MB plus the charts' data, whatever their number."""
-    charts = [pio.to_html(_untemplated(fig), include_plotlyjs=i == 0, full_html=False, default_width="100%",
+    charts = [pio.to_html(untemplated(fig), include_plotlyjs=i == 0, full_html=False, default_width="100%",
                           config={"displaylogo": False, "responsive": True}, validate=False)
               for i, fig in enumerate(figures)]
     key = "".join(f"<li>{escape(_plain(line))}</li>" for line in notes)
     parts = [f"<h1>{escape(title)}</h1>", f'<p class="source">{escape(source)}</p>',
              *(f'<div class="chart">{c}</div>' for c in charts),
              f"<h2>Key numbers</h2><ul>{key}</ul>" if notes else "",
-             *(f'<div class="diagram">{_unlinked(svg)}</div>' for svg in diagrams)]
+             *(f'<div class="diagram">{unlinked(svg)}</div>' for svg in diagrams)]
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
 
 
-def _untemplated(fig: go.Figure) -> dict:
-    """The figure's JSON without its `template: null` (the app's figures carry their look themselves,
-    theme.themed), which plotly.io.to_html cannot read; unvalidated, so no default template comes back."""
-    spec = fig.to_dict()
+def untemplated(fig: go.Figure | dict) -> dict:
+    """The figure's JSON (a figure, or the dict of one) without its `template: null` (the app's figures
+    carry their look themselves, theme.themed), which plotly.io.to_html cannot read; unvalidated, so no
+    default template comes back."""
+    spec = fig.to_dict() if isinstance(fig, go.Figure) else {**fig, "layout": dict(fig.get("layout", {}))}
     spec.get("layout", {}).pop("template", None)
     return spec
 
 
-def _unlinked(svg: str) -> str:
+def unlinked(svg: str) -> str:
     """A diagram without its links: each <a href=…> of a box becomes a plain group."""
     return re.sub(r"<a\b[^>]*>", "<g>", svg).replace("</a>", "</g>")
 

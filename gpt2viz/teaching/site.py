@@ -1,0 +1,274 @@
+"""A lesson as a static website: `index.html` (the title, the stops, where the numbers come from) and
+one page per stop beside it, each the stop as the app draws it, linked by relative links; plotly.js
+written once beside them, so the folder opens from `file://`, offline, or behind any static host.
+
+A stop's page is written from a neutral tree of what the app drew (`Node`: Markdown, captions,
+numbers, tables, code, charts as plotly JSON, columns, tabs); gpt2viz/lesson_site.py reads that tree
+from a run of the app itself. A stop whose student may change a few controls (`Variant`s: up to
+MAX_VARIANTS) carries each variant's tree, shown one at a time by a few lines of inline JavaScript.
+
+Pure: nodes and strings in, files out; no streamlit import. Nothing on a page asks another host for
+anything: no fonts, no scripts, no pictures; links to the app (`/page?...`) become links to `base`
+when one is given, else plain text."""
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+import plotly.offline
+from markdown_it import MarkdownIt
+
+from .handout import unlinked, untemplated
+
+MAX_VARIANTS = 16  # pre-rendered pictures of a stop's free controls; beyond, the control is fixed here
+PLOTLY_JS = "plotly.min.js"
+CHART_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One thing a page drew. kind: markdown, caption, title, header, subheader, info, warning, success,
+    error, code (data: its language), latex, table (data: (columns, rows)), metric (text: label, data:
+    (value, delta)), chart (data: the figure's dict), control (text: label, data: its value), row (children:
+    columns), column, tabs (children: tab), tab (text: label), expander (text: label), other (text: its type)."""
+    kind: str
+    text: str = ""
+    data: object = None
+    children: tuple["Node", ...] = ()
+
+
+@dataclass(frozen=True)
+class Variant:
+    values: dict[str, object]  # the free controls' values this picture shows ({"head": 2}); {} when none
+    body: tuple[Node, ...]
+    view: str = ""  # the view in a line: weights, text, mode, block, head
+
+
+@dataclass(frozen=True)
+class StopPage:
+    title: str  # the page's title ("Attention")
+    note: str
+    source: str  # where its numbers come from
+    variants: tuple[Variant, ...]
+    fixed: tuple[str, ...] = ()  # free controls too many to pre-render, fixed here to the lesson's value
+    cannot: str = ""  # why this page could not be exported (then variants may be empty)
+    live: str = ""  # the address of this view in the live app, when a base URL was given
+    default: int = 0  # the variant shown first: the lesson's own values
+
+
+@dataclass
+class Site:
+    title: str
+    source: str  # the weights and texts, in a line
+    free: tuple[str, ...]
+    stops: list[StopPage] = field(default_factory=list)
+    base: str = ""
+
+
+def stop_file(i: int, page: str) -> str:
+    """Stop i's file (from 0): "stop-1-attention.html"."""
+    return f"stop-{i + 1}-{page}.html"
+
+
+# ---------------------------------------------------------------------------- Markdown as Streamlit writes it
+_MD = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+_ICON = re.compile(r":material/[a-z0-9_]+:\s?")
+_COLOR = re.compile(r":(?:red|orange|yellow|green|blue|violet|gray|grey|rainbow|primary)(?:-background|-badge)?"
+                    r"\[([^\]]*)\]")
+_APP_HREF = re.compile(r'<a\b[^>]*\bhref="(/[^"]*)"[^>]*>(.*?)</a>', re.S)
+
+
+def markdown(text: str, base: str = "", inline: bool = False) -> str:
+    """Streamlit's Markdown as HTML: its :material/...: icons dropped, its :color[text] kept as text, and
+    links to the app's pages pointed at `base` (a live server) or, without one, kept as plain text."""
+    text = _COLOR.sub(r"\1", _ICON.sub("", text))
+    html = _MD.renderInline(text) if inline else _MD.render(text)
+
+    def relink(m: re.Match) -> str:
+        if not base:
+            return m.group(2)
+        return f'<a href="{escape(base.rstrip("/"))}{m.group(1)}">{m.group(2)}</a>'
+    return _APP_HREF.sub(relink, html)
+
+
+# ---------------------------------------------------------------------------- a tree as HTML
+def _figure_json(spec: dict) -> str:
+    """A figure's JSON, safe inside a <script> element."""
+    return json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+
+
+def render(node: Node, charts: list[dict], base: str = "") -> str:
+    """A node as HTML; each chart's figure goes into `charts`, drawn by the page's script from its index."""
+    k, t = node.kind, node.text
+    inner = "".join(render(c, charts, base) for c in node.children)
+    if k == "markdown":
+        return f'<div class="md">{markdown(t, base)}</div>'
+    if k == "caption":
+        return f'<div class="caption">{markdown(t, base)}</div>'
+    if k in ("title", "header", "subheader"):
+        tag = {"title": "h1", "header": "h2", "subheader": "h3"}[k]
+        return f"<{tag}>{markdown(t, base, inline=True)}</{tag}>"
+    if k in ("info", "warning", "success", "error"):
+        return f'<div class="alert {k}">{markdown(t, base)}</div>'
+    if k == "code":
+        return f'<pre class="code"><code>{escape(t)}</code></pre>'
+    if k == "latex":
+        return f'<pre class="tex" title="an equation, in TeX">{escape(t)}</pre>'
+    if k == "table":
+        columns, rows = node.data
+        head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
+        body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+        return f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    if k == "metric":
+        value, delta = node.data
+        extra = f'<div class="delta">{escape(str(delta))}</div>' if delta else ""
+        return (f'<div class="metric"><div class="label">{markdown(t, base, inline=True)}</div>'
+                f'<div class="value">{escape(str(value))}</div>{extra}</div>')
+    if k == "chart":
+        charts.append(untemplated(node.data))
+        return f'<div class="chart" data-chart="{len(charts) - 1}"></div>'
+    if k == "control":
+        return (f'<div class="control">{markdown(t, base, inline=True)}: <b>{escape(str(node.data))}</b> '
+                '<span class="set">(as the lesson sets it)</span></div>')
+    if k == "row":
+        return f'<div class="row">{inner}</div>'
+    if k == "column":
+        return f'<div class="col">{inner}</div>'
+    if k == "tabs":
+        return f'<div class="tabs">{inner}</div>'
+    if k == "tab":
+        return f'<details class="tab" open><summary>{escape(t)}</summary>{inner}</details>'
+    if k == "expander":
+        return f'<details><summary>{markdown(t, base, inline=True)}</summary>{inner}</details>'
+    if k == "svg":
+        return f'<div class="diagram">{unlinked(t)}</div>'
+    if k == "group":
+        return inner
+    return f'<div class="other">(the app draws a {escape(t)} here, which this static page does not show)</div>'
+
+
+# ---------------------------------------------------------------------------- pages
+_STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#262730;margin:0;line-height:1.5}
+main{max-width:1180px;margin:0 auto;padding:0 1rem 3rem}
+.bar{position:sticky;top:0;z-index:10;background:#f0f2f6;border-bottom:1px solid #d5d8de;padding:.5rem 1rem;
+ display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+.bar.end{position:static;border-top:1px solid #d5d8de}.bar .place{flex:1;min-width:12rem}.bar a{color:#1c5fb5;text-decoration:none;font-weight:600}
+.note{background:#e8f0fb;border-left:4px solid #1c83e1;padding:.6rem 1rem;margin:1rem 0;border-radius:4px}
+.source,.caption,.set,.view{color:#6b6f7b;font-size:.9rem}
+.alert{padding:.5rem 1rem;border-radius:4px;margin:.6rem 0}.alert p{margin:.2rem 0}
+.info{background:#e8f0fb}.warning{background:#fff6dd}.success{background:#e5f5ea}.error{background:#fde8e8}
+.row{display:flex;gap:1rem;flex-wrap:wrap}.col{flex:1 1 0;min-width:260px}
+.chart{margin:1rem 0;min-height:200px}.metric .value{font-size:1.6rem}.metric .label{font-size:.9rem}
+pre{background:#f6f7f9;padding:.6rem;overflow-x:auto;font-size:.85rem}.tex{white-space:pre-wrap}
+.table{overflow-x:auto}table{border-collapse:collapse;font-size:.9rem}
+td,th{border:1px solid #e0e2e6;padding:.2rem .5rem;text-align:left}
+details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
+.switch{margin:1rem 0;display:flex;gap:.4rem;flex-wrap:wrap;align-items:center}
+.switch button{font:inherit;padding:.2rem .7rem;border:1px solid #b9bdc7;background:#fff;border-radius:4px;cursor:pointer}
+.switch button[aria-pressed=true]{background:#1c83e1;color:#fff;border-color:#1c83e1}
+.variant[hidden]{display:none}.diagram svg{max-width:100%;height:auto}
+ol.stops li{margin:.6rem 0}
+"""
+
+# each chart is drawn when its variant is first shown (a chart drawn hidden has no width); the variant
+# in view is in the address's #fragment (#head=2), so a link can name one
+_SCRIPT = """
+(function(){
+var figs=JSON.parse(document.getElementById('figures').textContent);
+var cfg=%s;
+function show(key){
+  var found=false;
+  document.querySelectorAll('.variant').forEach(function(v){var on=v.dataset.key===key;v.hidden=!on;found=found||on;});
+  if(!found){var first=document.querySelector('.variant[data-default]');if(!first)return;
+    key=first.dataset.key;first.hidden=false;}
+  document.querySelectorAll('.switch button').forEach(function(b){b.setAttribute('aria-pressed',b.dataset.key===key);});
+  document.querySelectorAll('.variant:not([hidden]) .chart:not(.drawn)').forEach(function(d){
+    var f=figs[+d.dataset.chart];d.classList.add('drawn');
+    Plotly.newPlot(d,f.data,f.layout||{},cfg);});
+}
+document.querySelectorAll('.switch button').forEach(function(b){b.addEventListener('click',function(){
+  history.replaceState(null,'','#'+b.dataset.key);show(b.dataset.key);});});
+window.addEventListener('hashchange',function(){show(location.hash.slice(1));});
+show(location.hash.slice(1));
+})();
+"""
+
+
+def _key(values: dict) -> str:
+    return "&".join(f"{k}={v}" for k, v in values.items()) or "fixed"
+
+
+def _document(title: str, body: str, scripts: str = "") -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{escape(title)}</title>'
+            f"<style>{_STYLE}</style></head><body>{body}{scripts}</body></html>")
+
+
+def _bar(site: Site, i: int, pages: Sequence[str]) -> str:
+    n = len(site.stops)
+    back = f'<a href="{stop_file(i - 1, pages[i - 1])}" rel="prev">← back</a>' if i > 0 else ""
+    nxt = f'<a href="{stop_file(i + 1, pages[i + 1])}" rel="next">next →</a>' if i + 1 < n else ""
+    return (f'<nav class="bar"><span class="place"><a href="index.html">{escape(site.title)}</a> · stop {i + 1} of '
+            f"{n} · {escape(site.stops[i].title)}</span>{back}{nxt}</nav>")
+
+
+def stop_html(site: Site, i: int, pages: Sequence[str]) -> str:
+    """Stop i's page: the bar (the lesson, the place, back and next), the note, the switch between its
+    variants, each variant's drawing, and the way to the live app."""
+    stop, base = site.stops[i], site.base
+    charts: list[dict] = []
+    parts = [f'<div class="note">{markdown(stop.note, base)}</div>' if stop.note else "",
+             f'<p class="source">Numbers from: {escape(stop.source)}</p>']
+    if stop.cannot:
+        parts.append(f'<div class="alert warning">This page cannot be exported: {escape(stop.cannot)}</div>')
+    if len(stop.variants) > 1:
+        names = list(stop.variants[0].values)
+        buttons = "".join(f'<button type="button" data-key="{escape(_key(v.values))}">'
+                          f'{escape(", ".join(str(x) for x in v.values.values()))}</button>' for v in stop.variants)
+        parts.append(f'<div class="switch"><span>{escape(" and ".join(names))}:</span>{buttons}</div>')
+    for name in stop.fixed:
+        parts.append(f'<p class="view">The lesson lets students change the {escape(name)}; this page shows the '
+                     f"lesson's value only (too many to draw each here): the live app changes it.</p>")
+    for j, v in enumerate(stop.variants):
+        body = "".join(render(node, charts, base) for node in v.body)
+        view = f'<p class="view">{escape(v.view)}</p>' if v.view else ""
+        default = " data-default" if j == stop.default else ""
+        parts.append(f'<section class="variant" data-key="{escape(_key(v.values))}"{default}>{view}{body}</section>')
+    if stop.live:
+        parts.append(f'<p><a href="{escape(stop.live)}">Open this view live</a> (in the app, on its server)</p>')
+    scripts = (f'<script src="{PLOTLY_JS}"></script><script type="application/json" id="figures">'
+               f"{_figure_json(charts)}</script><script>{_SCRIPT % json.dumps(CHART_CONFIG)}</script>")
+    bar = _bar(site, i, pages)
+    return _document(f"{stop.title} · {site.title}", bar + "<main>" + "".join(parts) + "</main>"
+                     + bar.replace('class="bar"', 'class="bar end"'), scripts)
+
+
+def index_html(site: Site, pages: Sequence[str]) -> str:
+    items = "".join(f'<li><a href="{stop_file(i, p)}">Stop {i + 1}: {escape(s.title)}</a>'
+                    + (f'<div>{markdown(s.note, site.base)}</div>' if s.note else "") + "</li>"
+                    for i, (s, p) in enumerate(zip(site.stops, pages)))
+    free = ", ".join(site.free) or "nothing but the stop"
+    body = (f"<main><h1>{escape(site.title)}</h1><p class=\"source\">Numbers from: {escape(site.source)}. Every "
+            "chart and number was computed by gpt2viz on these weights and texts when this site was written; "
+            "the charts are interactive and need no server.</p>"
+            f"<p>In the live app students may change: {escape(free)}.</p><ol class=\"stops\">{items}</ol></main>")
+    return _document(site.title, body)
+
+
+def write(site: Site, pages: Sequence[str], out: Path) -> list[Path]:
+    """The site's files in `out` (made if missing): index.html, one page per stop, plotly.js once.
+    `pages`: each stop's page URL (its file's name). Returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"index.html": index_html(site, pages)}
+    files |= {stop_file(i, p): stop_html(site, i, pages) for i, p in enumerate(pages)}
+    written = []
+    for name, html in files.items():
+        (out / name).write_text(html, encoding="utf-8")
+        written.append(out / name)
+    (out / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+    return [*written, out / PLOTLY_JS]
+

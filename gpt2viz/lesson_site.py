@@ -13,6 +13,11 @@ weights), is said on the page to be fixed here.
 """
 
 import itertools
+import json
+import math
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,8 +81,6 @@ def _node(el) -> tuple[site.Node, ...]:
     if kind == "metric":
         return (site.Node("metric", el.label, (el.value, el.delta or "")),)
     if kind == "plotly_chart":
-        import json
-
         return (site.Node("chart", data=json.loads(el.proto.spec)),)
     if kind in _CONTROLS:
         value = el.value
@@ -155,8 +158,8 @@ def variants_of(at, lesson: lf.Lesson) -> tuple[dict[str, list], list[str]]:
     for control in (c for c in ENUMERABLE if c in lesson.free):
         widget = _sidebar_widget(at, control)
         values = _options(widget) if widget is not None and not widget.disabled else []
-        count = len(values) * max(1, len(list(itertools.product(*drawn.values()))))
-        if 1 < len(values) and count <= site.MAX_VARIANTS:
+        count = len(values) * math.prod(len(v) for v in drawn.values())
+        if len(values) > 1 and count <= site.MAX_VARIANTS:
             drawn[control] = values
         elif len(values) > 1:
             fixed.append(control)
@@ -191,8 +194,7 @@ def stop_page(lesson: lf.Lesson, i: int, base: str = "") -> site.StopPage:
         return site.StopPage(title, s.note, "", (), cannot=f"{type(e).__name__}: {e}".splitlines()[0], live=live)
     if at.exception:
         return site.StopPage(title, s.note, "", (), cannot=at.exception[0].value.splitlines()[0], live=live)
-    record = at.session_state[RECORD] if RECORD in at.session_state else None
-    source = record.source if record is not None else ""
+    source = at.session_state[RECORD].source if RECORD in at.session_state else ""
     drawn, fixed = variants_of(at, lesson)
     variants, default = [], 0
     own = {k: getattr(s, k) if k != "mode" else s.mode for k in drawn}
@@ -229,3 +231,17 @@ def export(lesson: lf.Lesson, out: Path, base: str = "", say: Callable[[str], No
     files = site.write(site.Site(lesson.title, source_line(lesson), lesson.free, stops, base),
                        [s.page for s in lesson.stops], out)
     return Written(files, sum(f.stat().st_size for f in files), time.perf_counter() - start)
+
+
+def zipped(lesson: lf.Lesson, timeout: float = 1800) -> bytes:
+    """The lesson's site as a zip, written by `python -m gpt2viz lesson export` in a process of its own:
+    the app serving a class runs no headless copy of itself, and the memory it takes goes with it."""
+    with tempfile.TemporaryDirectory(prefix="gpt2viz-site-") as tmp:
+        src, out = Path(tmp) / "lesson.json", Path(tmp) / "site"
+        src.write_text(json.dumps(lesson.as_dict(), ensure_ascii=False), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "gpt2viz", "lesson", "export", str(src), "--out", str(out)],
+                              cwd=APP_ROOT, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise RuntimeError(f"the export stopped: {last}")
+        return site.zipped(out)

@@ -17,6 +17,7 @@ from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, server_key
+from gpt2viz.ui.site_download import site_download
 from gpt2viz.ui.upload import read_once
 from gpt2viz.ui.visitor import visitor_address
 
@@ -70,7 +71,11 @@ except ValueError as e:  # a LessonError, or a file over the uploader's limit
     st.error(str(e), icon=":material/error:")
 if opened is not None:
     summary(opened)
-    open_here(opened, "open_file")
+    left, right = st.columns(2)
+    with left:
+        open_here(opened, "open_file")
+    with right:
+        site_download(opened, "open_file", bool(st.session_state.get(LECTURER)))
 
 
 # ---------------------------------------------------------------------------- build one
@@ -134,11 +139,13 @@ if stops:
             st.error(str(e), icon=":material/error:")
 if built is not None:
     text = json.dumps(built.as_dict(), indent=1, ensure_ascii=False)
-    left, right = st.columns(2)
+    left, middle, right = st.columns(3)
     left.download_button("The lesson as a file (JSON)", text, file_name="lesson.json", mime="application/json",
                          icon=":material/download:")
-    with right:
+    with middle:
         open_here(built, "open_built")
+    with right:
+        site_download(built, "open_built", bool(st.session_state.get(LECTURER)))
 
 
 # ---------------------------------------------------------------------------- sign

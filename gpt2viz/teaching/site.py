@@ -11,8 +11,10 @@ Pure: nodes and strings in, files out; no streamlit import. Nothing on a page as
 anything: no fonts, no scripts, no pictures; links to the app (`/page?...`) become links to `base`
 when one is given, else plain text."""
 
+import io
 import json
 import re
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -156,7 +158,8 @@ body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#262730;mar
 main{max-width:1180px;margin:0 auto;padding:0 1rem 3rem}
 .bar{position:sticky;top:0;z-index:10;background:#f0f2f6;border-bottom:1px solid #d5d8de;padding:.5rem 1rem;
  display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
-.bar.end{position:static;border-top:1px solid #d5d8de}.bar .place{flex:1;min-width:12rem}.bar a{color:#1c5fb5;text-decoration:none;font-weight:600}
+.bar.end{position:static;border-top:1px solid #d5d8de}
+.bar .place{flex:1;min-width:12rem}.bar a{color:#1c5fb5;text-decoration:none;font-weight:600}
 .note{background:#e8f0fb;border-left:4px solid #1c83e1;padding:.6rem 1rem;margin:1rem 0;border-radius:4px}
 .source,.caption,.set,.view{color:#6b6f7b;font-size:.9rem}
 .alert{padding:.5rem 1rem;border-radius:4px;margin:.6rem 0}.alert p{margin:.2rem 0}
@@ -168,7 +171,8 @@ pre{background:#f6f7f9;padding:.6rem;overflow-x:auto;font-size:.85rem}.tex{white
 td,th{border:1px solid #e0e2e6;padding:.2rem .5rem;text-align:left}
 details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
 .switch{margin:1rem 0;display:flex;gap:.4rem;flex-wrap:wrap;align-items:center}
-.switch button{font:inherit;padding:.2rem .7rem;border:1px solid #b9bdc7;background:#fff;border-radius:4px;cursor:pointer}
+.switch button{font:inherit;padding:.2rem .7rem;border:1px solid #b9bdc7;background:#fff;border-radius:4px;
+ cursor:pointer}
 .switch button[aria-pressed=true]{background:#1c83e1;color:#fff;border-color:#1c83e1}
 .variant[hidden]{display:none}.diagram svg{max-width:100%;height:auto}
 ol.stops li{margin:.6rem 0}
@@ -272,3 +276,15 @@ def write(site: Site, pages: Sequence[str], out: Path) -> list[Path]:
     (out / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
     return [*written, out / PLOTLY_JS]
 
+
+
+def zipped(folder: Path) -> bytes:
+    """The site's folder as a zip, its files at the top, in name order with a fixed date: the same
+    site gives the same bytes."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, path.read_bytes())
+    return buffer.getvalue()

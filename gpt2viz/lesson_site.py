@@ -73,8 +73,9 @@ def _node(el) -> tuple[site.Node, ...]:
     kind = getattr(el, "type", "")
     if kind in _SKIP:
         return ()
-    if kind in ("markdown", "caption", "title", "header", "subheader", "info", "warning", "success", "error",
-                "code", "latex"):
+    if kind in ("title", "header", "subheader"):
+        return (site.Node(kind, el.value, el.proto.anchor or None),)
+    if kind in ("markdown", "caption", "info", "warning", "success", "error", "code", "latex"):
         return (site.Node(kind, el.value, getattr(el, "language", None)),)
     if kind in ("dataframe", "table"):
         return (site.Node("table", data=_table(el.value)),)

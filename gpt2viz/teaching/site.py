@@ -112,7 +112,8 @@ def render(node: Node, charts: list[dict], base: str = "") -> str:
         return f'<div class="caption">{markdown(t, base)}</div>'
     if k in ("title", "header", "subheader"):
         tag = {"title": "h1", "header": "h2", "subheader": "h3"}[k]
-        return f"<{tag}>{markdown(t, base, inline=True)}</{tag}>"
+        anchor = f' id="{escape(node.data)}"' if node.data else ""  # a link on the page may lead to it
+        return f"<{tag}{anchor}>{markdown(t, base, inline=True)}</{tag}>"
     if k in ("info", "warning", "success", "error"):
         return f'<div class="alert {k}">{markdown(t, base)}</div>'
     if k == "code":
@@ -184,11 +185,11 @@ _SCRIPT = """
 (function(){
 var figs=JSON.parse(document.getElementById('figures').textContent);
 var cfg=%s;
-function show(key){
-  var found=false;
-  document.querySelectorAll('.variant').forEach(function(v){var on=v.dataset.key===key;v.hidden=!on;found=found||on;});
-  if(!found){var first=document.querySelector('.variant[data-default]');if(!first)return;
-    key=first.dataset.key;first.hidden=false;}
+function show(key,initial){
+  var all=document.querySelectorAll('.variant');
+  var known=Array.prototype.some.call(all,function(v){return v.dataset.key===key;});
+  if(!known){if(!initial)return;var d=document.querySelector('.variant[data-default]');if(!d)return;key=d.dataset.key;}
+  all.forEach(function(v){v.hidden=v.dataset.key!==key;});
   document.querySelectorAll('.switch button').forEach(function(b){b.setAttribute('aria-pressed',b.dataset.key===key);});
   document.querySelectorAll('.variant:not([hidden]) .chart:not(.drawn)').forEach(function(d){
     var f=figs[+d.dataset.chart];d.classList.add('drawn');
@@ -197,9 +198,15 @@ function show(key){
 document.querySelectorAll('.switch button').forEach(function(b){b.addEventListener('click',function(){
   history.replaceState(null,'','#'+b.dataset.key);show(b.dataset.key);});});
 window.addEventListener('hashchange',function(){show(location.hash.slice(1));});
-show(location.hash.slice(1));
+show(location.hash.slice(1),true);
 })();
 """
+
+
+def _anchored(body: str, prefix: str) -> str:
+    """A variant's headings' ids and the links to them, each prefixed: every variant has the same
+    headings, and the address's #fragment names the variant in view, so a bare #heading would not do."""
+    return re.sub(r'(<h[1-6] id="|href="#)', rf"\g<1>{prefix}", body)
 
 
 def _key(values: dict) -> str:
@@ -238,7 +245,7 @@ def stop_html(site: Site, i: int, pages: Sequence[str]) -> str:
         parts.append(f'<p class="view">The lesson lets students change the {escape(name)}; this page shows the '
                      f"lesson's value only (too many to draw each here): the live app changes it.</p>")
     for j, v in enumerate(stop.variants):
-        body = "".join(render(node, charts, base) for node in v.body)
+        body = _anchored("".join(render(node, charts, base) for node in v.body), f"v{j}-")
         view = f'<p class="view">{escape(v.view)}</p>' if v.view else ""
         default = " data-default" if j == stop.default else ""
         parts.append(f'<section class="variant" data-key="{escape(_key(v.values))}"{default}>{view}{body}</section>')

@@ -41,7 +41,7 @@ _SKIP = {"page_link", "button", "download_button", "html", "empty", "file_upload
          "chat_input", "progress", "spinner", "toast", "balloons", "snow", "link_button"}
 _CONTROLS = {"radio", "selectbox", "slider", "select_slider", "number_input", "text_input", "text_area",
              "checkbox", "toggle", "multiselect", "segmented_control", "pills", "color_picker", "date_input",
-             "time_input"}
+             "time_input", "button_group"}
 
 
 @dataclass(frozen=True)

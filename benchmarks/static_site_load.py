@@ -4,7 +4,9 @@
                                           [--clients 200] [--rounds 5]
 
 Exports the lesson (`python -m gpt2viz lesson export`, unless --site names a folder already written),
-serves it with deploy/lesson-site.nginx.conf.template on a free loopback port, then:
+serves it with deploy/lesson-site.nginx.conf.template on a free loopback port (unless --no-gzip-files,
+the pages and plotly.js first compressed once beside themselves, `gzip -k -9`, as docs/deploy.md says,
+which nginx's gzip_static then sends as they are), then:
 
 1. a baseline: one client alone reads every page (index and stops) `rounds` times;
 2. pages: `clients` clients at once, each on its own keep-alive connection, read every page `rounds`
@@ -167,6 +169,9 @@ def main(argv=None) -> int:
     p.add_argument("--site", help="a site already exported (else the lesson is exported into a temporary folder)")
     p.add_argument("--clients", type=int, default=200)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--no-gzip-files", action="store_true",
+                   help="serve without the .gz files docs/deploy.md has written beside the pages (nginx then "
+                        "compresses each answer itself)")
     a = p.parse_args(argv)
     if not os.access(NGINX, os.X_OK):
         print(f"no nginx at {NGINX} (Debian: apt-get install nginx-light)", file=sys.stderr)
@@ -180,8 +185,11 @@ def main(argv=None) -> int:
                            cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
             print(f"exported in {time.perf_counter() - t0:.1f} s")
         os.chmod(tmp, 0o755)  # nginx's workers (nobody) read the site
-        for path in [site, *site.rglob("*")]:
+        for path in [site, *site.rglob("*")]:  # the .gz files too
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        if not a.no_gzip_files:  # docs/deploy.md's step: `gzip -k -9` the pages and plotly.js once
+            for path in [*site.glob("*.html"), *site.glob("*.js")]:
+                subprocess.run(["gzip", "-k", "-9", "-f", str(path)], check=True)
         pages = ["/index.html"] + sorted(f"/{f.name}" for f in site.glob("stop-*.html"))
         first = ["/index.html", pages[1], "/plotly.min.js"]
         print(f"{len(pages)} pages; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "

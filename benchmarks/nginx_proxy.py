@@ -1,6 +1,7 @@
 """Debian's nginx in front of app replicas, from deploy/nginx.conf.template, on a free loopback port.
 
-Used by benchmarks/classroom.py and tests/test_st_protocol.py; nginx runs in the foreground as a
+Used by benchmarks/classroom.py, benchmarks/static_site_load.py (a static site) and
+tests/test_st_protocol.py; nginx runs in the foreground as a
 child (never as a daemon), with its pid, logs and temporary files in a directory of its own.
 """
 
@@ -10,6 +11,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from streamlit_server import free_port
@@ -24,17 +26,21 @@ TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf.template
 class Proxy:
     """Debian's nginx in the foreground, on a free loopback port, in front of `servers`."""
 
-    def __init__(self, servers: list[str], replica_header: bool = True, max_body_mb: int = MODEL_UPLOAD_MB):
+    def __init__(self, servers: list[str], replica_header: bool = True, max_body_mb: int = MODEL_UPLOAD_MB,
+                 config: Callable[[str, str], str] | None = None, health: str = "/_stcore/health"):
         """`replica_header`: responses name the replica that answered (the benchmarks and tests read it;
         the template as deployed sends none). `max_body_mb`: as for replicas that offer model uploads
-        (the upload benchmarks send model files)."""
+        (the upload benchmarks send model files). `config(prefix, listen)`: another nginx.conf than the
+        replicas' (a static site's), ready when `health` answers 200."""
         self.dir = tempfile.mkdtemp(prefix="gpt2viz-nginx-")
         os.chmod(self.dir, 0o711)  # run as root, nginx's workers (nobody) write request bodies in client_body/
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         conf = Path(self.dir) / "nginx.conf"
-        conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"127.0.0.1:{self.port}", servers,
-                                     replica_header=replica_header, max_body_mb=max_body_mb))
+        listen = f"127.0.0.1:{self.port}"
+        conf.write_text(config(self.dir, listen) if config else
+                        nginx_config(TEMPLATE.read_text(), self.dir, listen, servers, replica_header=replica_header,
+                                     max_body_mb=max_body_mb))
         with open(Path(self.dir) / "stdout.log", "w") as out:  # nginx's messages before its error log opens
             self.proc = subprocess.Popen([NGINX, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
                                           "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
@@ -42,7 +48,7 @@ class Proxy:
         end = time.monotonic() + 20
         while True:
             try:
-                with urllib.request.urlopen(self.base + "/_stcore/health", timeout=2) as r:
+                with urllib.request.urlopen(self.base + health, timeout=2) as r:
                     if r.status == 200:
                         return
             except OSError as e:

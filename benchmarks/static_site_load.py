@@ -29,12 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NGINX = "/usr/sbin/nginx"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # streamlit_server, for nginx_proxy: a gpt2viz-independent helper
+from nginx_proxy import NGINX, Proxy  # noqa: E402
+
 TEMPLATE = ROOT / "deploy" / "lesson-site.nginx.conf.template"
 TIMEOUT = 60.0  # a request slower than this is an error
 
@@ -61,49 +63,11 @@ class Tally:
 
 
 # ---------------------------------------------------------------------------- nginx
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class StaticNginx:
+def static_nginx(root: Path) -> Proxy:
     """Debian's nginx in the foreground, serving `root` on a free loopback port."""
-
-    def __init__(self, root: Path):
-        self.dir = tempfile.mkdtemp(prefix="gpt2viz-site-nginx-")
-        os.chmod(self.dir, 0o711)
-        self.port = free_port()
-        conf = Path(self.dir) / "nginx.conf"
-        conf.write_text(TEMPLATE.read_text().replace("@PREFIX@", self.dir)
-                        .replace("@LISTEN@", f"127.0.0.1:{self.port}").replace("@ROOT@", str(root)))
-        with open(Path(self.dir) / "stdout.log", "w") as out:
-            self.proc = subprocess.Popen([NGINX, "-p", self.dir, "-c", str(conf), "-e", f"{self.dir}/error.log",
-                                          "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-        end = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/index.html", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError as e:
-                if self.proc.poll() is not None or time.monotonic() > end:
-                    self.stop()
-                    raise RuntimeError(f"nginx did not start: {e}") from e
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def config(prefix: str, listen: str) -> str:
+        return TEMPLATE.read_text().replace("@PREFIX@", prefix).replace("@LISTEN@", listen).replace("@ROOT@", str(root))
+    return Proxy([], config=config, health="/index.html")
 
 
 # ---------------------------------------------------------------------------- raw HTTP/1.1
@@ -194,7 +158,7 @@ def main(argv=None) -> int:
         first = ["/index.html", pages[1], "/plotly.min.js"]
         print(f"{len(pages)} pages; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
               f"{os.cpu_count()} cores")
-        server = StaticNginx(site)
+        server = static_nginx(site)
         try:
             baseline = asyncio.run(crowd(server.port, [pages * a.rounds]))
             print(baseline.line("baseline, 1 client alone"))

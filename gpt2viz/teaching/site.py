@@ -23,7 +23,7 @@ from pathlib import Path
 import plotly.offline
 from markdown_it import MarkdownIt
 
-from .handout import unlinked, untemplated
+from .handout import untemplated
 
 MAX_VARIANTS = 16  # pre-rendered pictures of a stop's free controls; beyond, the control is fixed here
 PLOTLY_JS = "plotly.min.js"
@@ -35,7 +35,8 @@ class Node:
     """One thing a page drew. kind: markdown, caption, title, header, subheader, info, warning, success,
     error, code (data: its language), latex, table (data: (columns, rows)), metric (text: label, data:
     (value, delta)), chart (data: the figure's dict), control (text: label, data: its value), row (children:
-    columns), column, tabs (children: tab), tab (text: label), expander (text: label), other (text: its type)."""
+    columns), column, tabs (children: tab), tab (text: label), expander (text: label), group (children
+    only), other (text: its type)."""
     kind: str
     text: str = ""
     data: object = None
@@ -102,6 +103,9 @@ def _figure_json(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
 
 
+_BOXES = {"row": '<div class="row">', "column": '<div class="col">', "tabs": '<div class="tabs">', "group": ""}
+
+
 def render(node: Node, charts: list[dict], base: str = "") -> str:
     """A node as HTML; each chart's figure goes into `charts`, drawn by the page's script from its index."""
     k, t = node.kind, node.text
@@ -136,20 +140,11 @@ def render(node: Node, charts: list[dict], base: str = "") -> str:
     if k == "control":
         return (f'<div class="control">{markdown(t, base, inline=True)}: <b>{escape(str(node.data))}</b> '
                 '<span class="set">(as the lesson sets it)</span></div>')
-    if k == "row":
-        return f'<div class="row">{inner}</div>'
-    if k == "column":
-        return f'<div class="col">{inner}</div>'
-    if k == "tabs":
-        return f'<div class="tabs">{inner}</div>'
-    if k == "tab":
-        return f'<details class="tab" open><summary>{escape(t)}</summary>{inner}</details>'
-    if k == "expander":
-        return f'<details><summary>{markdown(t, base, inline=True)}</summary>{inner}</details>'
-    if k == "svg":
-        return f'<div class="diagram">{unlinked(t)}</div>'
-    if k == "group":
-        return inner
+    if k in _BOXES:
+        return f"{_BOXES[k]}{inner}</div>" if _BOXES[k] else inner
+    if k in ("tab", "expander"):  # a tab stands open: a static page shows every tab's content
+        return (f'<details{" class=tab open" if k == "tab" else ""}><summary>{markdown(t, base, inline=True)}'
+                f"</summary>{inner}</details>")
     return f'<div class="other">(the app draws a {escape(t)} here, which this static page does not show)</div>'
 
 

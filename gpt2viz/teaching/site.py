@@ -171,7 +171,7 @@ details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
  cursor:pointer}
 .switch button[aria-pressed=true]{background:#1c83e1;color:#fff;border-color:#1c83e1}
 .variant[hidden]{display:none}.diagram svg{max-width:100%;height:auto}
-ol.stops li{margin:.6rem 0}
+ol.stops li{margin:.6rem 0}ol.stops p{margin:.1rem 0 .6rem}
 """
 
 # each chart is drawn when its variant is first shown (a chart drawn hidden has no width); the variant

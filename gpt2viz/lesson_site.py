@@ -103,14 +103,20 @@ def _node(el) -> tuple[site.Node, ...]:
     return (site.Node("other", kind or type(el).__name__),)
 
 
+def _stop_bar(node: site.Node) -> bool:
+    """The row the app draws atop a stop: the lesson's title and the stop's place (ui/lesson_view.py
+    stop_bar; its back and next are page links, left out already)."""
+    first = node.children[0].children[:1] if node.kind == "row" and node.children else ()
+    return bool(first) and first[0].kind == "markdown" and first[0].text.startswith(":material/school:")
+
+
 def _main(at, lesson: lf.Lesson, i: int) -> tuple[site.Node, ...]:
     """The page's main area without the stop's bar and note (the site page draws its own)."""
     nodes = list(tree(at.main))
-    note = lesson.stops[i].note
-    if nodes and nodes[0].kind in ("row", "group") and "stop " in repr(nodes[0])[:400]:
+    if nodes and _stop_bar(nodes[0]):
         nodes.pop(0)
-    if note and nodes and nodes[0].kind == "info":
-        nodes.pop(0)
+        if lesson.stops[i].note and nodes and nodes[0].kind == "info":  # the note, under the bar
+            nodes.pop(0)
     return tuple(nodes)
 
 

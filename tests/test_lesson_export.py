@@ -164,6 +164,23 @@ def test_every_page_a_lesson_may_name_exports(tmp_path):
     assert done.bytes > 4_000_000
 
 
+def test_the_session_keys_read_back_are_the_apps():
+    from gpt2viz.ui import export as ui_export
+    from gpt2viz.ui import lesson_view
+
+    assert lesson_site.LOCAL == lesson_view.LOCAL and lesson_site.RECORD == ui_export._KEY
+
+
+def test_the_stop_bar_and_note_are_left_to_the_site_page_and_nothing_else_is(demo_site):
+    """The app's own bar and note are not drawn twice: before the page's title, only its breadcrumb."""
+    out, _ = demo_site
+    html = page(out, 1)
+    assert html.count(LESSON.stops[1].note[:60]) == 1 and "opened from a file" not in html
+    body = html.split('<section class="variant"', 1)[1]
+    before_title = body.split("<h1", 1)[0]
+    assert before_title.count("<div") == 1 and "Causal self-attention" in before_title  # the breadcrumb
+
+
 def test_a_page_that_cannot_run_says_so_on_its_stop_page():
     stop = site.StopPage("Attention", "", "", (), cannot="ValueError: no such head")
     html = site.stop_html(site.Site("L", "", (), [stop]), 0, ["attention"])

@@ -2,11 +2,13 @@
 written-out definitions on fixed patterns; what to notice on random weights and on the demo model;
 the page order: question, live picture, what to notice, then the explanation and the equation."""
 
+import re
+
 import pytest
 import torch
 
 from gpt2viz.analysis.heads import head_scores
-from gpt2viz.teaching import notices
+from gpt2viz.teaching import arithmetic, notices
 
 
 def causal_uniform(T: int) -> torch.Tensor:
@@ -190,12 +192,13 @@ def test_the_attention_worked_example_is_the_softmax_of_the_last_row():
     torch.manual_seed(0)
     scores, v = torch.randn(5), torch.randn(5, 4)
     pattern = torch.softmax(scores, -1)
-    text = notices.attention_worked(scores, pattern, v, ["a", "b", "c", "d", "e"])
+    z = pattern @ v  # [dh]
+    text = notices.attention_worked(scores, pattern, v, z, ["a", "b", "c", "d", "e"])
     j = int(scores.argmax())
     e = (scores.double() - scores.max()).exp()
-    assert f"key {j} {'abcde'[j]!r}: score {float(scores[j]):.3f}, e^(score − max) = 1.000, ÷ {float(e.sum()):.3f} = " \
-           f"**{float(pattern[j]):.3f}**" in text
-    assert f"‖z‖ = {float((pattern[:, None] * v).sum(0).norm()):.3f}" in text
+    assert f"key {j} {'abcde'[j]!r}: e^(" in text and f" ÷ {float(e.sum()):.3f} = **{float(pattern[j]):.3f}**" in text
+    assert f"‖z‖ = {float(z.norm()):.3f}" in text
+    assert all(arithmetic.holds(*eq) for eq in arithmetic.equations(text)) and len(arithmetic.equations(text)) == 6
 
 
 def test_the_output_worked_example_ties_the_gap_to_the_ratio_and_the_logit_to_a_dot_product():
@@ -207,6 +210,7 @@ def test_the_output_worked_example_ties_the_gap_to_the_ratio_and_the_logit_to_a_
     a, b = logits.topk(2).indices.tolist()
     assert f"{float(p[a] / p[b]):.3f} times as likely" in text
     assert f"= {float(logits[a]):.3f}." in text
+    assert all(arithmetic.holds(*eq) for eq in arithmetic.equations(text)) and len(arithmetic.equations(text)) == 3
 
 
 def test_the_mlp_and_block_worked_examples_print_the_run_s_numbers():
@@ -214,11 +218,32 @@ def test_the_mlp_and_block_worked_examples_print_the_run_s_numbers():
     post = torch.nn.functional.gelu(pre, approximate="tanh")
     w_proj = torch.tensor([[3.0, 4.0], [0.0, 1.0]])  # [4d, d]
     text = notices.mlp_worked(pre, post, w_proj, 0)
-    assert "a = 1.000" in text and "GELU(a) = 0.841" in text and "norm 4.206 (|0.841| × 5.000)" in text
+    assert "a = 1.000" in text and "GELU(1.000) = 0.841" in text and "0.8412 × 5.0000 = 4.206" in text
     x, attn, mlp = torch.tensor([3.0, 4.0]), torch.tensor([0.0, 1.0]), torch.tensor([1.0, 0.0])
     text = notices.block_worked(x, attn, x + attn, mlp, x + attn + mlp, 7)
-    assert "position 7" in text and "‖xₙ‖ = 5.00" in text and "‖Δattn‖ = 1.00, 20% of ‖xₙ‖" in text
+    assert "position 7" in text and "‖xₙ‖ = 5.00" in text and "‖Δattn‖ ÷ ‖xₙ‖ = 1.00 ÷ 5.00 = 0.20" in text
     assert f"‖xₙ₊₁‖ = {float((x + attn + mlp).norm()):.2f}" in text
+
+
+def test_the_layernorm_worked_example_takes_one_vector_through_mean_spread_gain_and_bias():
+    x = torch.tensor([1.0, 2.0, 3.0, 6.0])  # [d]: μ 3, σ² 3.5
+    normalized = (x - 3) / (3.5 + 1e-5) ** 0.5
+    gain, bias = torch.tensor([1.0, 1.0, 1.0, 2.0]), torch.tensor([0.0, 0.0, 0.0, -0.5])
+    out = normalized * gain + bias
+    text = notices.layernorm_worked(x, normalized, out, gain, bias, 1e-5, 4)
+    assert re.search(r"add to 12\.0+, so μ = 12\.0+ ÷ 4 = 3\.0+;", text) and "σ² = 3.500" in text
+    assert "Coordinate 3" in text and f"= {float(out[3]):.3f}." in text and "standard deviation 1.000" in text
+    assert all(arithmetic.holds(*eq) for eq in arithmetic.equations(text)) and len(arithmetic.equations(text)) == 4
+
+
+def test_printed_arithmetic_is_read_back_and_checked_at_its_printed_precision():
+    """The Output page once printed 27.71 × 0.55 × 0.168 = 2.548: 2.560 on a calculator."""
+    assert arithmetic.equations("cos θ = 27.71 × 0.55 × 0.168 = 2.548.") == [("27.71 × 0.55 × 0.168", "2.548")]
+    assert not arithmetic.holds("27.71 × 0.55 × 0.168", "2.548")
+    assert arithmetic.holds("27.7113 × 0.5655 × 0.15200", "2.382")
+    assert arithmetic.holds("e^(-0.5 − (-0.25))", "0.779") and arithmetic.holds("√(0.0008 + 0.00001)", "0.0285")
+    assert arithmetic.holds("GELU(1.000)", "0.841") and arithmetic.holds("1,000 ÷ 8", "125")
+    assert arithmetic.equations("‖xₙ‖ = 5.00; a = 1.000, 64% = 0.64") == []  # no arithmetic: nothing to redo
 
 
 def test_the_layernorm_page_answers_why_it_rescales():

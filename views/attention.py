@@ -35,7 +35,7 @@ cfg = sel.config
 anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notices.weights_kind(sel.weights), b, h,
                                         gpt2_small=(cfg.n_layer, cfg.n_head, cfg.n_embd) == (12, 12, 768)))
 if not trace.P:  # decode holds the cached values in its cache, not in the trace
-    st.markdown(notices.attention_worked(scores[-1], pattern[-1], trace.get("attn.v", b)[0, h], k))
+    anatomy.worked(notices.attention_worked(scores[-1], pattern[-1], trace.get("attn.v", b)[0, h], z[-1], k))
 if sel.weights.demo:
     story.heads_pointer(sel)
 st.markdown(notices.attention_intuition(sel.config.n_head, sel.config.n_embd // sel.config.n_head))

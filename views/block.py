@@ -1,6 +1,5 @@
 """The Transformer block: two residual updates, x' = x + attn(LN1(x)), then x' + mlp(LN2(x'))."""
 
-import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.teaching import notices
@@ -32,7 +31,7 @@ else:
                               offset=offset),
         plots.position_values(mlp.norm(dim=-1) / mid.norm(dim=-1), q, f"‖Δmlp‖ / ‖x′ₙ‖ · block {b}", "ratio",
                               offset=offset))
-    st.markdown(notices.block_worked(x[-1], attn[-1], mid[-1], mlp[-1], trace.get("resid_post", b)[0, -1],
+    anatomy.worked(notices.block_worked(x[-1], attn[-1], mid[-1], mlp[-1], trace.get("resid_post", b)[0, -1],
                                      offset + trace.T - 1))
 plot(plots.residual_norms(norms, labels, q, "‖residual stream‖ through the blocks", offset=offset))
 anatomy.notice(notices.residual_notice(norms, labels))

@@ -40,6 +40,10 @@ if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
                "equals the scaled vector, which is why the last two rows above, and the two histograms below, "
                "are identical. Training moves g and b.")
+module = sel.weights.model.ln_f if which == "ln_f" else getattr(sel.weights.model.h[sel.block], which)
+anatomy.worked(notices.layernorm_worked(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
+                                     module.weight.detach(), None if module.bias is None else module.bias.detach(),
+                                     sel.config.layer_norm_epsilon, offset + i))
 if trace.T > 1:  # one bar per position says nothing when decode computes a single position
     cols = st.columns(2)
     with cols[0]:

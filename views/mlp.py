@@ -17,7 +17,8 @@ plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activ
                       exact=sel.config.exact_gelu), f"block {b}")
 pre, post = trace.get("mlp.pre", b)[0], trace.get("mlp.post", b)[0]  # [T, 4d] each
 anatomy.notice(notices.mlp_notice(pre, post, notices.weights_kind(sel.weights)))
-st.markdown(notices.mlp_worked(pre, post, sel.weights.model.h[b].mlp.c_proj.weight.detach(), notices.top_neuron(post)))
+w_proj = sel.weights.model.h[b].mlp.c_proj.weight.detach()  # [4d, d]
+anatomy.worked(notices.mlp_worked(pre, post, w_proj, notices.top_neuron(post)))
 st.markdown(notices.mlp_intuition(sel.config.n_embd, sel.config.d_mlp))
 draw_diagram("mlp", sel, "mlp")
 cols = st.columns(2)

@@ -22,7 +22,7 @@ anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size,
 model = sel.weights.model
 w_u = (model.wte.weight.T if sel.config.tied else model.lm_head.weight.T).detach()  # [d, V]
 top2 = trace["logits"][0, -1].topk(2).indices.tolist()
-st.markdown(notices.output_worked(trace["logits"][0, -1].double(), trace["ln_f.out"][0, -1], w_u,
+anatomy.worked(notices.output_worked(trace["logits"][0, -1].double(), trace["ln_f.out"][0, -1], w_u,
                                   {i: readable(i) for i in top2}))
 if "loss" in trace:
     st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")

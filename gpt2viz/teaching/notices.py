@@ -31,6 +31,8 @@ import math
 import torch
 
 from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores, job_sentence, no_induction
+from . import arithmetic
+from .arithmetic import fmt, gelu, term
 
 # The question a learner brings to each component page, by component id: one line.
 QUESTIONS = {
@@ -57,7 +59,7 @@ GPT2_SMALL_INDUCTION = ("In GPT-2 small, tutorials that feed it repeated random 
 
 def fixed(value: float, digits: int = 3) -> str:
     """value to `digits` decimals, never a negative zero ("-0.000" reads as a sign that is not there)."""
-    return f"{round(value, digits) + 0.0:.{digits}f}"
+    return fmt(value, digits)
 
 
 def weights_kind(weights) -> str:
@@ -119,11 +121,6 @@ def _pattern_shape(s) -> str:
               "from position 2 on" if s.previous_token is not None else "")
     return (f"Each row {verb} (its entropy is {s.entropy:.2f} of an even row's: 1 is "
             f"perfectly even, 0 all on one key){shares}.")
-
-
-def gelu(a: float) -> float:
-    """GPT-2's tanh GELU of one number."""
-    return 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
 
 
 def top_neuron(post: torch.Tensor) -> int:
@@ -320,57 +317,114 @@ ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is withi
 
 # ---------------------------------------------------------------------------- worked examples
 # One vector followed through a page's computation with this run's numbers, beside the picture it is
-# drawn from (the printed weights are the chart's).
-def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tensor, keys: list[str]) -> str:
+# drawn from (the printed values are the chart's). Each step is printed as an equation of printed
+# numbers with as many decimals as it takes for a reader's calculator to give the printed result
+# (arithmetic.enough).
+def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tensor, z: torch.Tensor,
+                     keys: list[str]) -> str:
     """The last query of one head: scores [L] (already divided by √dh), its pattern row [L] (the
-    chart's), and the values v [L, dh] it weighs; keys: the L key tokens."""
+    chart's), the values v [L, dh] it weighs and its output z [dh] (the ‖z‖ strip's last bar); keys:
+    the L key tokens."""
     s = scores.double()
-    e = (s - s.max()).exp()  # [L]: subtracting the max changes no weight, and no exponential overflows
+    m = float(s.max())
+    e = (s - m).exp()  # [L]: subtracting the max changes no weight, and no exponential overflows
     total = float(e.sum())
     top = s.topk(min(3, s.numel())).indices.tolist()
-    steps = "; ".join(f"key {j} {keys[j]!r}: score {float(s[j]):.3f}, e^(score − max) = {float(e[j]):.3f}, "
-                      f"÷ {total:.3f} = **{float(pattern[j]):.3f}**" for j in top)
+    w = [fixed(float(pattern[j])) for j in top]  # the chart's weights, as its hover rounds them
+
+    def prints(n: int) -> str:
+        return "; ".join(f"key {j} {keys[j]!r}: e^({fmt(float(s[j]), n)} − {term(fmt(m, n))}) = {fmt(float(e[j]), n)}, "
+                         f"and {fmt(float(e[j]), n)} ÷ {fmt(total, n)} = **{w[i]}**" for i, j in enumerate(top))
     terms = (pattern.double()[:, None] * v.double()).norm(dim=-1)  # [L]: ‖a_j v_j‖
     k = int(terms.argmax())
-    z = (pattern.double()[:, None] * v.double()).sum(0)  # [dh]
-    return (f"**Worked example: the last row.** Its three largest scores through the softmax: {steps}. The row's "
-            f"{s.numel()} weights add to 1. The head's output for this position is z = Σⱼ aⱼ vⱼ, the weighted "
-            f"average of the values; its largest term is key {k} {keys[k]!r} (‖a v‖ = {float(terms[k]):.3f}). "
-            f"‖z‖ = {float(z.norm()):.3f} is the last bar of the ‖z‖ strip: the length of that average, short when "
-            "the weights spread over values that point different ways, long when one value dominates.")
+    return (f"**Worked example: the last row.** Softmax takes each score minus the row's largest, exponentiates it "
+            f"and divides by the sum S of all {s.numel()} exponentials. The three largest scores: "
+            f"{arithmetic.enough(prints, 3)}. The row's {s.numel()} weights add to 1. The head's output for this "
+            f"position is z = Σⱼ aⱼ vⱼ, the weighted average of the values; its largest term is key {k} "
+            f"{keys[k]!r} (‖a v‖ = {float(terms[k]):.3f}). ‖z‖ = {float(z.double().norm()):.3f} is the last bar of "
+            "the ‖z‖ strip: the length of that average, short when the weights spread over values that point "
+            "different ways, long when one value dominates.")
 
 
 def output_worked(logits: torch.Tensor, z_f: torch.Tensor, w_u: torch.Tensor, tokens) -> str:
     """logits [V] of the last position (float64), z_f [d] its final LayerNorm output, w_u [d, V] the
     unembedding (W_Eᵀ when tied); tokens: the readable token of an id (a mapping of the top two at least)."""
     top = logits.topk(2).indices.tolist()
-    gap = float(logits[top[0]] - logits[top[1]])
+    first, second = float(logits[top[0]]), float(logits[top[1]])
+    ratio = math.exp(first - second)  # p(first) / p(second), the softmax's own ratio
+    ratio = fixed(ratio, 3 if ratio < 100 else 1)
     row = w_u[:, top[0]].double()
-    dot = float(z_f.double() @ row)
-    cos = dot / float(z_f.double().norm() * row.norm())
-    return (f"**Worked example: the top two.** {tokens[top[0]]!r} has logit {float(logits[top[0]]):.3f} and "
-            f"{tokens[top[1]]!r} {float(logits[top[1]]):.3f}: a gap of {gap:.3f}, so the first is e^{gap:.3f} = "
-            f"{math.exp(gap):.3f} times as likely as the second, whatever the other tokens' logits. Each logit is a "
-            f"dot product: logit({tokens[top[0]]!r}) = Z_f · W_U[:, {top[0]}] = ‖Z_f‖ ‖W_U[:, {top[0]}]‖ cos θ = "
-            f"{float(z_f.double().norm()):.2f} × {float(row.norm()):.2f} × {cos:.3f} = {dot:.3f}.")
+    nz, nr = float(z_f.double().norm()), float(row.norm())
+    cos = first / (nz * nr)  # the angle's cosine that makes the product the recorded logit
+
+    def gap(n: int) -> str:
+        printed = fmt(round(first, n) - round(second, n), n)  # the difference of the two printed logits
+        return (f"{tokens[top[0]]!r} has logit {fmt(first, n)} and {tokens[top[1]]!r} {fmt(second, n)}: a gap of "
+                f"{fmt(first, n)} − {term(fmt(second, n))} = {printed}, so the first is e^{printed} = {ratio} times as "
+                "likely as the second")
+
+    def dot(n: int) -> str:
+        return (f"logit({tokens[top[0]]!r}) = Z_f · W_U[:, {top[0]}] = ‖Z_f‖ ‖W_U[:, {top[0]}]‖ cos θ = "
+                f"{fmt(nz, n)} × {fmt(nr, n)} × {term(fmt(cos, n + 1))} = {fixed(first)}")
+    return (f"**Worked example: the top two.** {arithmetic.enough(gap, 3)}, whatever the other tokens' logits "
+            f"(the softmax divides both by the same sum). Each logit is a dot product: "
+            f"{arithmetic.enough(dot, 3)}.")
 
 
 def mlp_worked(pre: torch.Tensor, post: torch.Tensor, w_proj: torch.Tensor, neuron: int) -> str:
     """One neuron (the chart's first bar) at the last position: pre, post [T, 4d]; w_proj [4d, d]."""
     a, g = float(pre[-1, neuron]), float(post[-1, neuron])
-    row = w_proj[neuron].double()
-    return (f"**Worked example: neuron #{neuron} at the last position.** Its pre-activation is a = {a:.3f} (Z₂'s "
-            f"dot product with column {neuron} of W_fc, plus its bias); GELU(a) = {g:.3f}. It writes back "
-            f"{g:.3f} × row {neuron} of W_proj, a d-vector of norm {abs(g) * float(row.norm()):.3f} "
-            f"(|{g:.3f}| × {float(row.norm()):.3f}), one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
+    r = float(w_proj[neuron].double().norm())
+
+    def fires(n: int) -> str:
+        return (f"Its pre-activation is a = {fmt(a, n)} (Z₂'s dot product with column {neuron} of W_fc, plus its "
+                f"bias), and GELU({fmt(a, n)}) = {fixed(g)}")
+
+    def writes(n: int) -> str:
+        return (f"It writes back {fixed(g)} × row {neuron} of W_proj, a d-vector of norm {fmt(abs(g), n)} × "
+                f"{fmt(r, n)} = {fixed(abs(g) * r)}")
+    return (f"**Worked example: neuron #{neuron} at the last position.** {arithmetic.enough(fires, 3)}. "
+            f"{arithmetic.enough(writes, 3)}: one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
+
+
+def layernorm_worked(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, gain: torch.Tensor,
+                     bias: torch.Tensor | None, eps: float, position: int) -> str:
+    """One position through a LayerNorm, with the chart's vectors: x entering [d], normalized [d] and
+    out [d] as recorded, gain and bias [d] (bias None: a model without biases). The coordinate taken
+    apart is the chart's tallest bar of the centred row."""
+    x64 = x.double()
+    d, mu = x64.numel(), float(x64.mean())
+    var = float(x64.var(unbiased=False))
+    j = int((x64 - mu).abs().argmax())
+    nj, oj, gj = float(normalized[j]), float(out[j]), float(gain[j])
+    bj = float(bias[j]) if bias is not None else 0.0
+    after = normalized.double()
+    epsilon = f"{eps:.10f}".rstrip("0")  # 0.00001, as a calculator takes it
+
+    def stats(n: int) -> str:  # σ² with 3 more decimals: √ of a small variance magnifies its rounding
+        total, s = fmt(float(x64.sum()), n), fmt(math.sqrt(var + eps), n)
+        return (f"Its {d} numbers add to {total}, so μ = {total} ÷ {d} = {fmt(mu, n)}; their variance is "
+                f"σ² = {fmt(var, n + 3)} (the mean of (x − μ)²), so √(σ² + ε) = √({fmt(var, n + 3)} + {epsilon}) = "
+                f"{s}. Coordinate {j}, the tallest bar of the centred row: ({fmt(float(x[j]), n)} − "
+                f"{term(fmt(mu, n))}) ÷ {s} = {fixed(nj)}")
+
+    def scaled(n: int) -> str:
+        return f"then gain and bias: {fmt(gj, n)} × {term(fmt(nj, n))} + {term(fmt(bj, n))} = {fixed(oj)}"
+    return (f"**Worked example: position {position}.** {arithmetic.enough(stats, 3)}; {arithmetic.enough(scaled, 3)}. "
+            f"After: mean {fixed(float(after.mean()))} and standard deviation {float(after.std(unbiased=False)):.3f}, "
+            "whatever x's scale was.")
 
 
 def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: torch.Tensor,
                  out: torch.Tensor, position: int) -> str:
     """One position's running sum through a block: x, Δattn, x′ = x + Δattn, Δmlp, x + Δattn + Δmlp [d]."""
     n = {k: float(t.double().norm()) for k, t in (("x", x), ("a", attn), ("mid", mid), ("m", mlp), ("out", out))}
+
+    def prints(p: int) -> str:
+        return (f"‖xₙ‖ = {fmt(n['x'], p)}; + Δattn, of norm {fmt(n['a'], p)} (‖Δattn‖ ÷ ‖xₙ‖ = {fmt(n['a'], p)} ÷ "
+                f"{fmt(n['x'], p)} = {n['a'] / n['x']:.2f}, the last bar of the first ratio chart), gives "
+                f"‖x′ₙ‖ = {fmt(n['mid'], p)}; + Δmlp, of norm {fmt(n['m'], p)} (‖Δmlp‖ ÷ ‖x′ₙ‖ = {fmt(n['m'], p)} ÷ "
+                f"{fmt(n['mid'], p)} = {n['m'] / n['mid']:.2f}), gives ‖xₙ₊₁‖ = {fmt(n['out'], p)}")
     return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
-            f"‖xₙ‖ = {n['x']:.2f}; + Δattn (‖Δattn‖ = {n['a']:.2f}, {n['a'] / n['x']:.0%} of ‖xₙ‖) gives "
-            f"‖x′ₙ‖ = {n['mid']:.2f}; + Δmlp (‖Δmlp‖ = {n['m']:.2f}, {n['m'] / n['mid']:.0%} of ‖x′ₙ‖) gives "
-            f"‖xₙ₊₁‖ = {n['out']:.2f}. Norms do not add: two updates pointing different ways lengthen the sum by "
-            "less than their own lengths.")
+            f"{arithmetic.enough(prints, 2)}. Norms do not add: two updates pointing different ways lengthen the "
+            "sum by less than their own lengths.")

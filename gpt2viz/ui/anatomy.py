@@ -186,6 +186,13 @@ def notice(lines: list[str]) -> None:
         st.info("\n".join(f"- {line}" for line in lines), icon=":material/visibility:")
 
 
+def worked(text: str) -> None:
+    """A worked example: one vector through the page's computation with this run's numbers. Its
+    numbers are the page's too, so the handout keeps it."""
+    export.notes([text])
+    st.markdown(text)
+
+
 def footer(page: ComponentPage) -> None:
     """After the picture and what to notice: what the part does in plain words, then how it is
     computed (the equation, the parts inside), then the exact details: shapes in each mode (the

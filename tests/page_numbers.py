@@ -120,7 +120,9 @@ def quantities(url: str, texts: list[str], figures=()) -> dict[str, tuple[list[s
             if (fig := _figure(figures, starts)) is not None:
                 drawn[key] = _bars(fig)[-1]
         if (fig := _figure(figures, "‖residual stream‖")) is not None:
-            lines = np.array([np.asarray(t.y, dtype=np.float64) for t in fig.data])  # [T, points]
+            # a long text's chart draws a mean line in a min-max band
+            mean = [t for t in fig.data if (t.name or "").startswith("mean")]
+            lines = np.array([np.asarray(t.y, dtype=np.float64) for t in mean or fig.data])  # [lines, points]
             drawn["stream's mean norm first"] = lines[:, 0].mean()
             drawn["stream's mean norm last"] = lines[:, -1].mean()
     else:

@@ -15,19 +15,22 @@ text runs on tiny in every mode and on gpt2 in full mode only, and is dropped on
 
 import functools
 import re
+from collections import defaultdict
 
 import pytest
 import torch
+from page_numbers import disagree, quantities
 
 from gpt2viz import plots
 from gpt2viz.analysis import heads
 from gpt2viz.model.demo_model import DEMO_PATH
+from gpt2viz.model.gpt2 import causal_mask
 from gpt2viz.model.modes import run
 from gpt2viz.model.tokenizer import decode, encode, readable
 from gpt2viz.model.weights import load_safetensors, random_model
 from gpt2viz.spec.config import get_config
 from gpt2viz.spec.schema import Mode
-from gpt2viz.teaching import live_checks, notices
+from gpt2viz.teaching import arithmetic, live_checks, notices
 from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
 
 TEXTS = {
@@ -45,7 +48,9 @@ MODES = tuple(Mode)
 TEMPERATURES = (0.0, 0.1, 1.0, 2.0)
 NAMES = ["blocks.*.attn.pattern", "blocks.*.attn.out", "blocks.*.mlp.pre", "blocks.*.mlp.post", "blocks.*.mlp.out",
          "blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "blocks.*.ln1.normalized",
-         "blocks.*.ln1.out", "ln_f.normalized", "ln_f.out", "logits", "embed.out"]
+         "blocks.*.ln1.out", "ln_f.normalized", "ln_f.out", "logits", "embed.out",
+         "blocks.0.attn.scores", "blocks.0.attn.v", "blocks.0.attn.z"]  # the worked example's block
+CHARTED = 64  # the pages' charts are built (slowly) for texts up to this long
 # a sentence that gives a head a job, in any of the notices' phrasings
 JOB_CLAIM = re.compile(r"\b(is|are)\s+(a|an)\s+(previous-token head|induction head|attention sink)"
                        r"|\*\*(A|An) (previous-token head|induction head|attention sink)", re.IGNORECASE)
@@ -251,6 +256,79 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
                     for h, s in enumerate(scores):  # right exactly for the heads within a tie of the best
                         assert bool(live_checks.grade(check, str(h)).ok) == (max(scores) - s < live_checks.HEAD_TIE)
 
+    # Worked examples: every equation holds at its printed precision; each page's numbers for one
+    # quantity agree with each other and with its charts (built as the pages build them, on short texts)
+    pages, figures, worked = page_texts(model, trace, ids, mode, kind, probs, tokens, labels, norms)
+    for url, texts in pages.items():
+        wrong = disagree(quantities(url, texts, figures[url]))
+        assert not wrong, (url, wrong)
+    for text in worked:
+        printed = arithmetic.equations(text)
+        assert len(printed) >= 2 and [eq for eq in printed if not arithmetic.holds(*eq)] == [], printed
+    said += worked
+
     if kind == "random":
         claims = [line for line in said if JOB_CLAIM.search(line)]
         assert not claims, claims
+
+
+def page_texts(model, trace, ids, mode, kind, probs, tokens, labels, norms):
+    """What the five core pages print on this run (their notices and worked examples, by url), the
+    charts they draw beside them (texts up to CHARTED tokens, full sequence), and the worked examples."""
+    cfg, T, offset = model.config, trace.T, trace.P
+    q, keys = [readable(t) for t in ids[offset:offset + T]], [readable(t) for t in ids[:offset + T]]
+    charts = mode is Mode.FULL and T <= CHARTED
+    pages, figures, worked = defaultdict(list), defaultdict(list), []
+    if not offset:  # attention, block 0, every head (decode keeps its cached values out of the trace)
+        scores, pattern = trace["blocks.0.attn.scores"][0], trace["blocks.0.attn.pattern"][0]  # [nh, T, L]
+        v, z = trace["blocks.0.attn.v"][0], trace["blocks.0.attn.z"][0]  # [nh, T, dh]
+        for h in range(cfg.n_head):
+            worked.append(notices.attention_worked(scores[h, -1], pattern[h, -1], v[h], z[h, -1], keys))
+        pages["attention"] += notices.attention_notice(pattern[0], ids, 0, kind, 0, 0) + [worked[0]]
+        if charts:
+            figures["attention"].append(plots.attention_maps(scores[0], pattern[0], z[0].norm(dim=-1), q, keys,
+                                                             "Attention · block 0 head 0", mask=causal_mask(T, T)))
+    logits = trace["logits"][0, -1].double()  # [V]
+    w_u = (model.wte.weight.T if cfg.tied else model.lm_head.weight.T).detach()  # [d, V]
+    worked.append(notices.output_worked(logits, trace["ln_f.out"][0, -1], w_u, readable_ids()))
+    before = torch.softmax(logits, -1)
+    pages["output"] += notices.output_notice(probs[0], tokens[0], cfg.vocab_size, kind) + [worked[-1]]
+    pages["output"] += notices.temperature_notice(before, before, 1.0, None)
+    if charts:
+        figures["output"] += [plots.topk_tokens(probs, tokens, "Next token after"),
+                              plots.topk_tokens(before.topk(10).values.tolist(), tokens, "temperature 1")]
+    for b in range(cfg.n_layer):
+        pre, post = trace[f"blocks.{b}.mlp.pre"][0], trace[f"blocks.{b}.mlp.post"][0]  # [T, 4d]
+        worked.append(notices.mlp_worked(pre, post, model.h[b].mlp.c_proj.weight.detach(), notices.top_neuron(post)))
+    pages["mlp"] += notices.mlp_notice(pre, post, kind) + [worked[-1]]  # the last block's page
+    if charts:
+        figures["mlp"].append(plots.top_neurons(post, q, k=10, title="Most active neurons", offset=offset))
+    x, ln = trace["blocks.0.resid_pre"][0, -1], model.h[0].ln_1
+    n, out = trace["blocks.0.ln1.normalized"][0, -1], trace["blocks.0.ln1.out"][0, -1]
+    eps = cfg.layer_norm_epsilon
+    worked.append(notices.layernorm_worked(x, n, out, ln.weight.detach(), None if ln.bias is None else ln.bias.detach(),
+                                           eps, offset + T - 1))
+    pages["layernorm"] += notices.layernorm_notice(x, n, out, eps) + [worked[-1]]
+    figures["layernorm"].append(plots.layernorm_stages(x, n, out, eps, "One position through ln_1"))
+    if T > 1:
+        for b in range(cfg.n_layer):
+            x, a, mid = (trace[f"blocks.{b}.{s}"][0] for s in ("resid_pre", "attn.out", "resid_mid"))  # [T, d]
+            m, out = trace[f"blocks.{b}.mlp.out"][0], trace[f"blocks.{b}.resid_post"][0]
+            worked.append(notices.block_worked(x[-1], a[-1], mid[-1], m[-1], out[-1], offset + T - 1))
+        pages["block"] += notices.updates_notice(a.norm(dim=-1), m.norm(dim=-1), kind) + [worked[-1]]
+        pages["block"] += notices.residual_notice(norms, labels)
+        if charts:
+            figures["block"] += [
+                plots.position_norms(a, q, "‖Δattn‖ added", offset=offset),
+                plots.position_norms(m, q, "‖Δmlp‖ added", offset=offset),
+                plots.position_values(a.norm(dim=-1) / x.norm(dim=-1), q, "‖Δattn‖ / ‖xₙ‖", "r", offset=offset),
+                plots.position_values(m.norm(dim=-1) / mid.norm(dim=-1), q, "‖Δmlp‖ / ‖x′ₙ‖", "r", offset=offset),
+                plots.residual_norms(norms, labels, q, "‖residual stream‖", offset=offset)]
+    return pages, figures, worked
+
+
+class readable_ids(dict):
+    """Every token id's readable form, as the pages print it."""
+
+    def __missing__(self, i):
+        return readable(i)

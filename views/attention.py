@@ -8,7 +8,7 @@ from gpt2viz.teaching import notices
 from gpt2viz.teaching.prompts import induction_cells
 from gpt2viz.ui import anatomy, dot_view, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
-from gpt2viz.ui.links import draw_diagram
+from gpt2viz.ui.links import demo_beside, draw_diagram
 
 SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z"))
 GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
@@ -34,6 +34,7 @@ dot_view.caveat(sel)
 cfg = sel.config
 anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notices.weights_kind(sel.weights), b, h,
                                         gpt2_small=(cfg.n_layer, cfg.n_head, cfg.n_embd) == (12, 12, 768)))
+demo_beside("attention", sel)
 if not trace.P:  # decode holds the cached values in its cache, not in the trace
     anatomy.worked(notices.attention_worked(scores[-1], pattern[-1], trace.get("attn.v", b)[0, h], z[-1], k))
 if sel.weights.demo:

@@ -5,7 +5,7 @@ from gpt2viz import plots
 from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
-from gpt2viz.ui.links import draw_diagram
+from gpt2viz.ui.links import demo_beside, draw_diagram
 from gpt2viz.ui.overview import residual_norm_series
 
 SHOWS = ("blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "blocks.{b}.attn.out",
@@ -20,11 +20,13 @@ labels, norms = residual_norm_series(trace)
 if trace.T == 1:  # decode: the one position's stream and the two updates added to it
     plot(plots.stacked_vectors([(label, trace.get(short, b)[0, 0]) for label, short in STREAM],
                                f"Block {b} on the new token {q[0]!r}: the stream and its two updates"))
+    demo_beside("block", sel)
 else:
     attn, mlp = trace.get("attn.out", b)[0], trace.get("mlp.out", b)[0]  # [T, d] each
     anatomy.side_by_side(plots.position_norms(attn, q, f"‖Δattn‖ added by block {b}", offset=offset),
                          plots.position_norms(mlp, q, f"‖Δmlp‖ added by block {b}", offset=offset))
     anatomy.notice(notices.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), notices.weights_kind(sel.weights)))
+    demo_beside("block", sel)
     x, mid = trace.get("resid_pre", b)[0], trace.get("resid_mid", b)[0]  # [T, d] each
     anatomy.side_by_side(  # what each update is beside the stream it is added to: the running sum's steps
         plots.position_values(attn.norm(dim=-1) / x.norm(dim=-1), q, f"‖Δattn‖ / ‖xₙ‖ · block {b}", "ratio",

@@ -7,6 +7,7 @@ from gpt2viz import plots
 from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot, selection
+from gpt2viz.ui.links import demo_beside
 from gpt2viz.ui.state import locked
 
 # the checkpoint's names (shown as they go into the URL): component, recorded prefix, the stream it reads
@@ -35,6 +36,7 @@ plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[pref
      f"{which} · position {offset + i}")
 anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
                                         sel.config.layer_norm_epsilon))
+demo_beside("layernorm", sel)
 st.markdown(notices.layernorm_why(*(float(trace[name][0].norm(dim=-1).mean()) for name in ends), sel.config.n_embd))
 if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "

@@ -6,7 +6,7 @@ from gpt2viz import plots
 from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
-from gpt2viz.ui.links import draw_diagram
+from gpt2viz.ui.links import demo_beside, draw_diagram
 
 SHOWS = ("blocks.{b}.mlp.pre", "blocks.{b}.mlp.post", "blocks.{b}.mlp.out")
 
@@ -17,6 +17,7 @@ plot(plots.gelu_curve(trace.get("mlp.pre", b), f"GELU with block {b}'s pre-activ
                       exact=sel.config.exact_gelu), f"block {b}")
 pre, post = trace.get("mlp.pre", b)[0], trace.get("mlp.post", b)[0]  # [T, 4d] each
 anatomy.notice(notices.mlp_notice(pre, post, notices.weights_kind(sel.weights)))
+demo_beside("mlp", sel)
 w_proj = sel.weights.model.h[b].mlp.c_proj.weight.detach()  # [4d, d]
 anatomy.worked(notices.mlp_worked(pre, post, w_proj, notices.top_neuron(post)))
 st.markdown(notices.mlp_intuition(sel.config.n_embd, sel.config.d_mlp))

@@ -9,6 +9,7 @@ from gpt2viz.model.tokenizer import readable
 from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import plot
+from gpt2viz.ui.links import demo_beside
 from gpt2viz.ui.overview import top_next_tokens
 from gpt2viz.ui.state import number
 
@@ -19,6 +20,7 @@ sel, trace = page.sel, page.trace
 probs, tokens = top_next_tokens(trace, k=10)
 plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
 anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights)))
+demo_beside("output", sel)
 model = sel.weights.model
 w_u = (model.wte.weight.T if sel.config.tied else model.lm_head.weight.T).detach()  # [d, V]
 top2 = trace["logits"][0, -1].topk(2).indices.tolist()

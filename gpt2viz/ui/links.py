@@ -17,6 +17,7 @@ from ..teaching.prompts import prompts_for
 from . import export
 from .anatomy import cat_of, run_values
 from .state import Selection, link_label, link_params
+from .trained_view import demo_line
 
 
 def view_href(url: str, **override) -> str:
@@ -82,8 +83,27 @@ def tour_next(url: str, sel: Selection) -> None:
                         + (", in every block" if all(c.startswith("block.") for c in stop.adds) else "") + ")"
                         if added else ""))
     if stop.demo and sel.weights.random and DEMO_PATH.is_file():
-        prompt = prompts_for("demo")["pair" if url == "patch" else "repeat"]
-        extra = {"text_b": prompt.text_b} if prompt.text_b else {}
-        parts.append("random weights learned nothing: " + anchor("see this page on the demo model →", url,
-                                                                   weights="demo", text=prompt.text, **extra))
+        line = demo_line(url) if url not in BESIDE else None  # the component pages say it beside their picture
+        parts.append("random weights learned nothing" + (f"; on the demo model, {line}" if line else "") + " "
+                     + demo_link(url))
     st.caption(" · ".join(parts), unsafe_allow_html=True)
+
+
+# the component pages that show the demo model's line beside their own picture, not in the tour's line
+BESIDE = ("attention", "output", "mlp", "layernorm", "block")
+
+
+def demo_link(url: str) -> str:
+    """A same-tab link to page `url` on the demo model and its ready text (the pair on the patching page)."""
+    prompt = prompts_for("demo")["pair" if url == "patch" else "repeat"]
+    extra = {"text_b": prompt.text_b} if prompt.text_b else {}
+    return anchor("see this page on the demo model →", url, weights="demo", text=prompt.text, **extra)
+
+
+def demo_beside(url: str, sel: Selection) -> None:
+    """On a component page with random weights: what the demo model shows on it, measured, and the
+    link to this page on it, right under the picture and what to notice in it."""
+    if url not in BESIDE or not sel.weights.random or (line := demo_line(url)) is None:
+        return
+    st.caption(f":material/school: **Trained, for contrast.** On the demo model, {line} {demo_link(url)}",
+               unsafe_allow_html=True)

@@ -28,16 +28,19 @@ sel, trace = page.sel, page.trace
 prefix, source = prefix.format(b=sel.block), source.format(b=sel.block)
 q, _, offset = axis_tokens(trace)
 x = trace[source][0]  # [T, d]: the stream this LayerNorm reads
+# the page's answer to its question, with this run's stream, then the picture (its position slider under it)
+st.markdown(notices.layernorm_why(*(float(trace[name][0].norm(dim=-1).mean()) for name in ends), sel.config.n_embd))
+chart = st.container()
 i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params",
                   disabled=locked("ln_pos"))) if trace.T > 1 else 0
-plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
-                            sel.config.layer_norm_epsilon,
-                            f"One position through {which}: {q[i]!r} (position {offset + i})"),
-     f"{which} · position {offset + i}")
+with chart:
+    plot(plots.layernorm_stages(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
+                                sel.config.layer_norm_epsilon,
+                                f"One position through {which}: {q[i]!r} (position {offset + i})"),
+         f"{which} · position {offset + i}")
 anatomy.notice(notices.layernorm_notice(x[i], trace[prefix + "normalized"][0, i], trace[prefix + "out"][0, i],
                                         sel.config.layer_norm_epsilon))
 demo_beside("layernorm", sel)
-st.markdown(notices.layernorm_why(*(float(trace[name][0].norm(dim=-1).mean()) for name in ends), sel.config.n_embd))
 if sel.weights.random:
     st.caption("GPT-2 starts every LayerNorm with gain g = 1 and bias b = 0, and these weights are fresh: out "
                "equals the scaled vector, which is why the last two rows above, and the two histograms below, "

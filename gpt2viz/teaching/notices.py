@@ -217,10 +217,9 @@ def layernorm_why(entering: float, leaving: float, d: int) -> str:
     the stream's mean norm into block 0 and out of the last block."""
     change = "grows" if leaving > entering * 1.05 else "shrinks" if leaving < entering * 0.95 else "stays"
     return (f"**Why rescale?** On this text the stream's mean norm {change} from {entering:.2f} (into block 0) to "
-            f"{leaving:.2f} (out of the last block), as every block adds its updates. LayerNorm hands each sublayer "
-            f"a vector of the same scale whatever that size: mean 0, spread 1, so a norm of about √d = "
-            f"{math.sqrt(d):.1f}. The weights reading it then see inputs of one size at every depth, which keeps "
-            "training stable.")
+            f"{leaving:.2f} (out of the last block), as every block adds its updates. LayerNorm hands each sublayer a "
+            f"vector of mean 0 and spread 1 whatever that size (a norm of about √d = {math.sqrt(d):.1f}), so the "
+            "weights reading it see inputs of one size at every depth, which keeps training stable.")
 
 
 def _plural(n: int, word: str) -> str:

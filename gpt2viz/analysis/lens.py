@@ -47,8 +47,9 @@ class LensRow:
 
 
 def lens_probs(model: GPT2, x: torch.Tensor) -> torch.Tensor:
-    """The lens' next-token probabilities [..., V] of streams x [..., d]."""
-    return torch.softmax(final_layernorm(model, x) @ model.wte.weight.T, -1)  # [..., V]
+    """The lens' next-token probabilities [..., V] of streams x [..., d], in float64: the page prints
+    them, and a float32 softmax over 50,257 tokens rounds their last digit."""
+    return torch.softmax((final_layernorm(model, x) @ model.wte.weight.T).double(), -1)  # [..., V]
 
 
 @torch.no_grad()

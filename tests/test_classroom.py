@@ -191,7 +191,8 @@ def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
     for j, position in enumerate(range(2, 7)):
         rows = logit_lens(tiny, t, position=position)  # prefill too: the model's prediction from the lens
         assert grid.top_ids[:, j].tolist() == [r.top_ids[0] for r in rows]
-        torch.testing.assert_close(grid.top_probs[:, j], torch.tensor([r.top_probs[0] for r in rows]))
+        lens = torch.tensor([r.top_probs[0] for r in rows], dtype=torch.float64)  # [depths]
+        torch.testing.assert_close(grid.top_probs[:, j], lens)
         assert grid.final_ranks[:, j].tolist() == [r.final_rank for r in rows] and rows[-1].final_rank == 0
     assert lens_window(7, 8, width=24) == (0, 7) and lens_window(100, 200, width=24) == (77, 100)
     assert lens_window(3, 200, width=24) == (0, 23)

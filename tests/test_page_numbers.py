@@ -37,3 +37,27 @@ def test_a_core_page_prints_its_charts_numbers_and_arithmetic_that_holds(url, we
     assert len(worked) == 1, page.notes
     printed = arithmetic.equations(worked[0])
     assert len(printed) >= 2 and [eq for eq in printed if not arithmetic.holds(*eq)] == [], printed
+
+
+def in_order(node):
+    """The page's elements top to bottom, those inside containers too."""
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "children", None):
+            yield from in_order(child)
+        else:
+            yield child
+
+
+def test_layernorm_answers_its_question_above_its_picture_with_the_stream_the_block_page_draws():
+    """Its first screen: the question, the answer with this run's numbers (on the default text the
+    stream grows from 0.78 into block 0 to 8.60 out of the last), then the picture; the numbers are
+    the mean norms the Block page's residual chart draws."""
+    at = open_page("layernorm", model="gpt2")
+    shown = list(in_order(at.main))
+    kinds, bodies = [getattr(e, "type", "") for e in shown], [getattr(e, "value", "") for e in shown]
+    why = next(i for i, b in enumerate(bodies) if isinstance(b, str) and b.startswith("**Why rescale?**"))
+    assert why < kinds.index("plotly_chart"), kinds
+    block = open_page("block", model="gpt2").session_state["_page_record"]
+    found = quantities("block", [bodies[why].replace("(into block 0)", "(x)")], [fig for fig, _ in block.charts])
+    assert found["stream's mean norm first"][0] == ["0.78"] and found["stream's mean norm last"][0] == ["8.60"]
+    assert not disagree(found), disagree(found)

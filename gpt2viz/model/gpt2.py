@@ -229,14 +229,26 @@ class GPT2(nn.Module):
         tok = rec("embed.tok", self.wte(ids))  # [B, T, d]
         pos = rec("embed.pos", self.wpe(torch.arange(P, P + T)))  # [T, d]
         x = drop(rec, "embed.dropout_mask", rec("embed.out", tok + pos))  # [B, T, d]
-        presents = []
-        for i, block in enumerate(self.h):  # each block records under the prefix block_name("", i) = "blocks.{i}."
-            x, present = block(x, rec, block_name("", i), past=None if past is None else past[i],
-                               use_cache=use_cache, drop=drop)
+        return self.resume(x, 0, rec, past=past, use_cache=use_cache, drop=drop, last_only=last_only)
+
+    def resume(self, x: torch.Tensor, start: int, rec: Recorder | None = None, *, past=None, use_cache: bool = False,
+               drop=no_dropout, last_only: bool = False):
+        """The rest of forward from the stream `x` [B, T, d] entering block `start` (its resid_pre; the
+        last block's resid_post for start = n_layer): what a run that changes nothing before block
+        `start` computes, without computing the blocks before it again."""
+        rec = rec if rec is not None else Recorder.off()
+        presents = [None] * start
+        for i in range(start, len(self.h)):  # each block records under the prefix block_name("", i) = "blocks.{i}."
+            x, present = self.h[i](x, rec, block_name("", i), past=None if past is None else past[i],
+                                   use_cache=use_cache, drop=drop)
             presents.append(present)
         x = self.ln_f(x, rec, "ln_f.")  # [B, T, d]
         if last_only:
             x = x[:, -1:]  # [B, 1, d]
-        w_u = self.wte.weight if self.config.tied else self.lm_head.weight  # [V, d]
-        logits = rec("logits", F.linear(x, w_u))  # [B, T, V]
+        logits = rec("logits", F.linear(x, self.unembedding))  # [B, T, V]
         return logits, (presents if use_cache else None)
+
+    @property
+    def unembedding(self) -> torch.Tensor:
+        """W_U as F.linear takes it, [V, d]: wte itself when tied (GPT-2), else the output matrix."""
+        return self.wte.weight if self.config.tied else self.lm_head.weight

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from ..model.gpt2 import GPT2
 from ..model.interventions import InterveningRecorder, Intervention, block_of, check_reached
 from ..model.modes import run
+from ..model.record import Recorder
 from ..model.tokenizer import readable, readable_tokens
 from ..model.trace import Trace
 from ..spec.schema import Mode, block_name
@@ -71,6 +72,99 @@ def knockout(model: GPT2, ids, target: Target, method: str, mode=Mode.FULL, name
     return run(model, ids, mode, names=names, interventions=[target.intervention(method)], progress=progress)
 
 
+# ---------------------------------------------------------------------------- a knock-out resumed
+@dataclass(frozen=True)
+class Knocked:
+    """What a knock-out changed, read against the clean run while it ran; its tensors are not kept."""
+    probs: torch.Tensor  # [V]: the next token at the last position
+    loss: torch.Tensor | None  # [T-1]: the loss at each position (None: only the last position unembedded)
+    final: torch.Tensor  # [T, d]: the stream after the final LayerNorm, what the loss is unembedded from
+    intervened: tuple[str, ...]  # what the intervention changed
+    changed: list[tuple[str, float]]  # as changed_most against the clean run
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * (self.probs.numel() + self.final.numel() + (0 if self.loss is None else self.loss.numel()))
+
+
+class _Comparing(InterveningRecorder):
+    """Keeps nothing of the run but how far each tensor the clean run stored moved from it (the
+    relative change of changed_most), and the final LayerNorm's output."""
+
+    def __init__(self, interventions, clean: Trace):
+        super().__init__(interventions, names=("ln_f.out",))
+        self.clean, self.moved = clean, []
+
+    def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        x = super().__call__(name, x)
+        before = self.clean.tensors.get(name)
+        if before is not None and name not in self.intervened and x.shape == before.shape:
+            a, b = x.float(), before.float()
+            if not torch.equal(a, b):
+                self.moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
+        return x
+
+
+_GRAMS: dict[int, tuple[tuple, torch.Tensor]] = {}  # id(W_U) -> (its version, W_U^T W_U [d, d])
+
+
+def _gram(w_u: torch.Tensor) -> torch.Tensor:
+    """W_U^T W_U [d, d], kept per matrix until its values change: ‖Δx W_U^T‖² = Δx G Δx^T gives the
+    logits' change at every position without unembedding them (V x d x d once, not T x V x d a run)."""
+    version = (w_u.data_ptr(), w_u._version)
+    got = _GRAMS.get(id(w_u))
+    if got is None or got[0] != version:
+        got = _GRAMS[id(w_u)] = version, (w_u.T @ w_u).double()  # [d, d]
+    return got[1]
+
+
+def logits_moved(model: GPT2, clean: Trace, final: torch.Tensor) -> float:
+    """‖Δlogits‖ / ‖logits‖ over every position, from the final LayerNorm's outputs [T, d] alone."""
+    before = model.ln_f(clean.get("resid_post", model.config.n_layer - 1), Recorder.off(), "ln_f.")[0]  # [T, d]
+    delta = (final - before).double()  # [T, d]
+    norm = float(((delta @ _gram(model.unembedding)) * delta).sum().clamp_min(0).sqrt())
+    return norm / max(float(clean["logits"].norm()), 1e-12)
+
+
+@torch.no_grad()
+def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_position: bool = True,
+                  progress=None, k: int = 10) -> Knocked:
+    """`target` knocked out by `method` in the text of `clean` (a FULL run storing every block's
+    resid_pre and the logits), computed from block `target.block` on: the blocks before it compute
+    what they did in the clean run, so the run resumes from the clean run's input of that block.
+    Unembeds every position (the loss at each) or, without `every_position`, the last one only.
+    `progress` as run's, told each block computed."""
+    target.check(model.config)
+    if method not in ("zero", "mean"):
+        raise ValueError(f"knock out with zero or mean, not {method!r}")
+    n, b = model.config.n_layer, target.block
+    ivs = [target.intervention(method)]
+    rec = _Comparing(ivs, clean)
+    if progress is not None:
+        def told(name: str) -> None:
+            i = block_of(name)[0]
+            progress(i - b + 1, n - b, f"forward pass: block {i}")
+        rec.on_block = told
+    logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position)  # [1, T or 1, V]
+    check_reached(ivs, rec.intervened)
+    final = rec.tensors["ln_f.out"][0]  # [T, d]
+    moved = rec.moved if every_position else [*rec.moved, ("logits", logits_moved(model, clean, final))]
+    loss = None
+    if every_position:
+        loss = F.cross_entropy(logits[0, :-1], torch.tensor(clean.token_ids[1:]), reduction="none")  # [T-1]
+    return Knocked(torch.log_softmax(logits[0, -1], -1).exp(), loss, final, tuple(dict.fromkeys(rec.intervened)),
+                   sorted(moved, key=lambda m: -m[1])[:k])
+
+
+def loss_from(model: GPT2, final: torch.Tensor, ids) -> torch.Tensor:
+    """Cross-entropy of each next token [T-1] from the final LayerNorm's outputs [T, d], unembedded
+    a slice of positions at a time (the logits of 1,024 positions are 206 MB on gpt2)."""
+    x, targets, step = final[:-1], torch.tensor(list(ids)[1:]), 256  # [T-1, d], [T-1]
+    with torch.no_grad():
+        return torch.cat([F.cross_entropy(F.linear(x[i:i + step], model.unembedding), targets[i:i + step],
+                                          reduction="none") for i in range(0, len(targets), step)])  # [T-1]
+
+
 # ---------------------------------------------------------------------------- reading two runs
 def log_probs(trace: Trace) -> torch.Tensor:
     return torch.log_softmax(trace["logits"][0, -1], dim=-1)  # [V] at the last position
@@ -100,46 +194,56 @@ def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, fl
 
 # ---------------------------------------------------------------------------- batched runs
 @torch.no_grad()
-def last_logits(model: GPT2, ids, interventions) -> torch.Tensor:
+def last_logits(model: GPT2, ids, interventions, clean: Trace | None = None) -> torch.Tensor:
     """Logits at the last position [R, V] of one run of `ids` [T] with row-specific interventions
-    (R rows; one row without any)."""
+    (R rows; one row without any). With `clean`, a FULL run of the same ids storing every block's
+    resid_pre (and the last resid_post), the run resumes from its input of the first block the
+    interventions touch, as the blocks before it would compute the same."""
     rec = InterveningRecorder(interventions, names=())
-    logits, _ = model(torch.as_tensor([list(ids)]), rec=rec, last_only=True)  # [R, 1, V]
+    if clean is None:
+        logits, _ = model(torch.as_tensor([list(ids)]), rec=rec, last_only=True)  # [R, 1, V]
+    else:
+        start = min((block_of(iv.name)[0] or 0 for iv in interventions), default=model.config.n_layer)
+        x = clean.get("resid_pre", start) if start < model.config.n_layer else clean.get("resid_post", start - 1)
+        logits, _ = model.resume(x, start, rec, last_only=True)  # [R, 1, V]
     check_reached(interventions, rec.intervened)
     return logits[:, -1]  # [R, V]
 
 
 def batched(model: GPT2, ids, rows: list[list[Intervention]], measure: Callable[[torch.Tensor], torch.Tensor],
-            batch: int, progress: Progress | None = None) -> torch.Tensor:
+            batch: int, progress: Progress | None = None, clean: Trace | None = None) -> torch.Tensor:
     """measure(logits [R, V]) -> [R] for every row of interventions, `batch` rows a run. Rows are
     taken in the order of the first block they touch, and a run computes the blocks before its
-    rows' first block once, not once a row."""
+    rows' first block once, not once a row (not at all with `clean`: see last_logits)."""
     out = torch.empty(len(rows))
     order = sorted(range(len(rows)), key=lambda r: min(block_of(iv.name)[0] or 0 for iv in rows[r]))
     for start in range(0, len(order), batch):
         chunk = order[start:start + batch]
         ivs = [replace(iv, row=row) for row, r in enumerate(chunk) for iv in rows[r]]
-        out[chunk] = measure(last_logits(model, ids, ivs))
+        out[chunk] = measure(last_logits(model, ids, ivs, clean))
         if progress:
             progress(start + len(chunk), len(rows))
     return out
 
 
 def sweep(model: GPT2, ids, part: str, method: str, token: int, batch: int = 16,
-          progress: Progress | None = None) -> torch.Tensor:
+          progress: Progress | None = None, clean: Trace | None = None) -> torch.Tensor:
     """Knock out every head ([n_layer, n_head]) or every block's MLP or attention ([n_layer, 1]),
-    one at a time: the change in the log-probability of `token` at the last position."""
+    one at a time: the change in the log-probability of `token` at the last position. `clean`: a
+    FULL run of `ids` storing every block's resid_pre and resid_post, to resume from (last_logits)."""
     cfg = model.config
     targets = [Target(b, part, h) for b in range(cfg.n_layer) for h in range(cfg.n_head if part == "head" else 1)]
     targets[0].check(cfg)
     if method not in ("zero", "mean"):
         raise ValueError(f"knock out with zero or mean, not {method!r}")
-    clean = torch.log_softmax(last_logits(model, ids, ())[0], -1)[token]
+    if clean is not None and list(clean.token_ids) != list(ids):
+        raise ValueError("the clean run to resume from is of another text")
+    base = torch.log_softmax(last_logits(model, ids, (), clean)[0], -1)[token]
 
     def effect(logits):  # [R, V] -> [R]
-        return torch.log_softmax(logits, -1)[:, token] - clean
+        return torch.log_softmax(logits, -1)[:, token] - base
     rows = [[t.intervention(method)] for t in targets]
-    return batched(model, ids, rows, effect, batch, progress).view(cfg.n_layer, -1)  # [n_layer, nh or 1]
+    return batched(model, ids, rows, effect, batch, progress, clean).view(cfg.n_layer, -1)  # [n_layer, nh or 1]
 
 
 # ---------------------------------------------------------------------------- patching

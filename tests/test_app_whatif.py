@@ -70,7 +70,9 @@ def test_a_knockout_is_cached_as_what_the_page_shows_not_as_a_trace():
     knocked = [v for k, v in items.items() if k[0] == "knockout" and k[3] == Target(1, "head", 3) and k[4] == "mean"]
     assert len(knocked) == 1 and isinstance(knocked[0], Knocked)
     assert "blocks.1.attn.z" in knocked[0].intervened and knocked[0].changed
-    assert knocked[0].nbytes == 4 * (get_config("tiny").vocab_size + len(knocked[0].loss))
+    cfg = get_config("tiny")
+    assert knocked[0].nbytes == 4 * (cfg.vocab_size + len(knocked[0].loss) + knocked[0].final.numel())
+    assert knocked[0].final.shape == (len(knocked[0].loss) + 1, cfg.n_embd)
 
 
 def test_sweep_button_draws_the_block_by_head_map():
@@ -141,3 +143,38 @@ def test_the_random_weights_note_offers_only_weights_there_are():
     text = text_of(open_page("whatif.py"))
     assert "Random weights: these effects are noise." in text
     assert ("demo model" in text) == DEMO_PATH.is_file()
+
+
+@pytest.fixture
+def local():
+    """The app on the operator's own machine (server.address loopback): its pages are not capped."""
+    from streamlit import config as st_config
+
+    before = st_config.get_option("server.address")
+    st_config.set_option("server.address", "127.0.0.1")
+    yield
+    st_config.set_option("server.address", before)
+
+
+def test_a_long_texts_loss_at_every_position_comes_on_request(local):
+    """Beyond EVERY_POSITION_TOKENS a knock-out unembeds the last position only; the button unembeds
+    them all, and the chart is the full knock-out's change in loss."""
+    from gpt2viz.analysis.whatif import loss_per_position
+    from gpt2viz.ui.whatif_view import EVERY_POSITION_TOKENS
+
+    text = " ".join(f"word{i}" for i in range(EVERY_POSITION_TOKENS))
+    ids = encode(text)
+    assert len(ids) > EVERY_POSITION_TOKENS
+    at = open_page("whatif.py", text=text, block=1, head=0, part="MLP", method="zero")
+    assert not at.exception
+    titles = [s["layout"]["title"]["text"] for s in specs(at)]
+    assert not any(t.startswith("Change in loss") for t in titles)
+    assert "press *Loss at every position*" in text_of(at)
+    at.button(key="loss_everywhere").click().run()
+    assert not at.exception
+    chart = next(s for s in specs(at) if s["layout"]["title"]["text"].startswith("Change in loss"))
+    model = random_model(get_config("tiny"), 0)
+    want = loss_per_position(knockout(model, ids, Target(1, "mlp"), "zero")) - loss_per_position(run(model, ids))
+    got = chart["data"][0]["y"]
+    got = np.frombuffer(base64.b64decode(got["bdata"]), dtype=got["dtype"]) if isinstance(got, dict) else got
+    assert np.allclose(np.asarray(got, dtype=np.float64), want.numpy(), atol=1e-5)

@@ -12,12 +12,13 @@ import torch
 
 from .. import plots
 from ..analysis.whatif import (
+    Knocked,
     Patching,
     Target,
-    changed_most,
     default_answers,
-    knockout,
+    knockout_from,
     log_probs,
+    loss_from,
     loss_per_position,
     patch,
     sweep,
@@ -40,6 +41,7 @@ METHODS = {"zero": "zero", "mean": "mean over positions"}
 MAX_PATCH_TOKENS = 64  # patching every (block, position) takes n_layer x T runs
 SWEEP_SHARE = 4  # a sweep's batch may hold at most 1/4 of the trace budget
 TOP_K = 10
+EVERY_POSITION_TOKENS = 256  # a knock-out's loss at each position comes with it up to here, else on request
 
 RANDOM_WEIGHTS_NOTE = (
     "**Random weights: these effects are noise.** Nothing here has learned anything, so no part matters "
@@ -154,31 +156,35 @@ def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
         return get_trace(sel.weights, ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 
-@dataclass(frozen=True)
-class Knocked:
-    """What the page shows of a knocked-out run, cached instead of its trace: in a class, a full
-    trace for every knock-out a student tried pushed the students' own traces out of the cache."""
-    probs: torch.Tensor  # [V]: the next token at the last position
-    loss: torch.Tensor  # [T-1]: the loss at each position
-    intervened: tuple[str, ...]  # what the intervention changed (Trace.intervened)
-    changed: list[tuple[str, float]]  # changed_most against the clean run
-
-    @property
-    def nbytes(self) -> int:
-        return 4 * (self.probs.numel() + self.loss.numel())
+def every_position(n_tokens: int) -> bool:
+    """Whether a knock-out unembeds every position (the loss at each) or the last one only: the
+    unembedding costs as much as about four of gpt2's blocks, so beyond EVERY_POSITION_TOKENS a
+    knock-out in a late block would take several times what its blocks do."""
+    return n_tokens <= EVERY_POSITION_TOKENS
 
 
 def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Knocked:
-    names = _names(sel, len(sel.ids))
-    key = ("knockout", sel.weights.key, sel.ids, target, method, names)
+    """The knock-out, what the page shows of it only (cached instead of its trace: in a class, a full
+    trace for every knock-out a student tried pushed the students' own traces out of the cache),
+    resumed from the clean run's input of the block it is in."""
+    everywhere = every_position(len(sel.ids))
+    key = ("knockout", sel.weights.key, sel.ids, target, method, everywhere)
+    with working(f"Running blocks {target.block} to {sel.config.n_layer - 1} with {target.label} knocked out…") \
+            as progress:
+        return trace_cache().get_or_compute(
+            key, lambda: knockout_from(sel.weights.model, clean, target, method, everywhere, progress.step),
+            progress=progress, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, ("logits",)))
 
-    with working(f"Running with {target.label} knocked out…") as progress:
-        def compute() -> Knocked:
-            trace = knockout(sel.weights.model, list(sel.ids), target, method, names=names, progress=progress.step)
-            return Knocked(log_probs(trace).exp(), loss_per_position(trace), trace.intervened,
-                           changed_most(clean, trace))
-        return trace_cache().get_or_compute(key, compute, progress=progress,
-                                            estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, names))
+
+def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) -> torch.Tensor:
+    """The knocked-out run's loss at every position [T-1], unembedded from what it kept."""
+    if knocked.loss is not None:
+        return knocked.loss
+    key = ("knockout loss", sel.weights.key, sel.ids, target, method)
+    with working(f"Unembedding all {len(sel.ids):,} positions…"):
+        return trace_cache().get_or_compute(
+            key, lambda: Grid(loss_from(sel.weights.model, knocked.final, sel.ids)),
+            estimate=run_bytes(sel.weights, min(len(sel.ids), 256), Mode.FULL, ("logits",))).values
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
@@ -192,7 +198,9 @@ def _progress(label: str):
     return lambda done, total: bar.progress(done / total, text=f"{label}: {done} of {total} runs")
 
 
-def sweep_grid(sel: Selection, part: str, method: str, token: int) -> Grid:
+def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace | None = None) -> Grid:
+    """Every head's or MLP's knock-out; resumed from `clean` (the page's FULL trace of the text) if
+    given, block by block: the same numbers, bit for bit, without running the blocks before each."""
     cfg = sel.config
     batch = rows_per_run(sel, len(sel.ids), cfg.n_head)
     key = ("sweep", sel.weights.key, sel.ids, part, method, token)
@@ -200,7 +208,7 @@ def sweep_grid(sel: Selection, part: str, method: str, token: int) -> Grid:
 
     def compute():
         values = sweep(sel.weights.model, list(sel.ids), part, method, token, batch,
-                       _progress(f"Knocking out {n} {'heads' if part == 'head' else 'MLPs'} one at a time"))
+                       _progress(f"Knocking out {n} {'heads' if part == 'head' else 'MLPs'} one at a time"), clean)
         return Grid(values)
     return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
                                                                                   Mode.FULL, ("logits",)), heavy=True)
@@ -231,8 +239,10 @@ def top_tokens(trace: Trace, k: int = TOP_K) -> tuple[list[float], list[str], li
     return trace.memo(("top tokens", k), compute)
 
 
-def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
-    """Next-token probabilities side by side, the top token's change, the loss per position."""
+def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target, method: str) -> None:
+    """Next-token probabilities side by side, the top token's change, the loss per position (on
+    request for a long text: see every_position)."""
+    label = target.label
     cols = st.columns(2)
     probs, labels, ids = top_tokens(clean)
     with cols[0]:
@@ -247,7 +257,14 @@ def before_after(clean: Trace, knocked: Knocked, label: str) -> None:
     cols[1].metric("Top token after", repr(readable(new_top)), "unchanged" if new_top == top else "changed",
                    delta_color="off")
     if len(clean.token_ids) > 1:
-        loss_b, loss_a = clean.memo("loss per position", lambda: loss_per_position(clean)), knocked.loss  # [T-1]
+        if knocked.loss is None and not requested(("knockout loss", sel.weights.key, sel.ids, target, method),
+                                                  st.button("Loss at every position", key="loss_everywhere")):
+            cols[2].caption(f"The loss at each of the {len(sel.ids):,} positions needs every position unembedded, "
+                            f"which on {sel.config.name} costs about as much as four blocks: press *Loss at every "
+                            "position* to see it. The charts above need the last position only.")
+            return
+        loss_b, loss_a = clean.memo("loss per position", lambda: loss_per_position(clean)), \
+            knocked_loss(sel, target, method, knocked)  # [T-1]
         cols[2].metric("Mean next-token loss", f"{float(loss_a.mean()):.4f}", f"{float((loss_a - loss_b).mean()):+.4f}",
                        delta_color="inverse")
         plot(plots.position_values(loss_a - loss_b, list(clean.tokens[1:]),
@@ -279,7 +296,7 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
     mlps = cols[1].button(f"Sweep every MLP ({cfg.n_layer} runs)", key="sweep_mlps")
     for part, pressed in (("head", heads), ("mlp", mlps)):
         if requested(("sweep", sel.weights.key, sel.ids, part, method, token), pressed):
-            grid = sweep_grid(sel, part, method, token).values
+            grid = sweep_grid(sel, part, method, token, clean).values
             cols_ = [f"head {h}" for h in range(cfg.n_head)] if part == "head" else ["MLP"]
             plot(plots.matrix_heatmap(grid, [f"block {b}" for b in range(cfg.n_layer)], cols_,
                                       f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "

@@ -9,10 +9,21 @@ GPT-2 small (124M) with random weights (seed 0), fp32, CPU, torch.no_grad().
              `--batch` knock-outs a run (rows of one batch that starts at the block they touch).
   sweep B=1  the same, one knock-out a run (with --unbatched): what batching saves.
 
+At 1,024 tokens (--long; the page's long-text case), per block b of the knock-out (head b.3, zero):
+  plain      modes.run on the text, recording the logits only: a plain forward pass, the baseline.
+  resumed    what the page runs now: analysis.whatif.knockout_from, from the clean trace's resid_pre of
+             block b, recording nothing but the relative changes, unembedding the last position only.
+  full       what the page ran before (at blocks 0, n/2 and n-1; its cost does not depend on b): the
+             knock-out run from the tokens, recording what the page's clean trace records, then the
+             page's numbers from it (the probabilities, the loss at every position, changed_most).
+  Target: resumed <= (n_layer - b) / n_layer x plain + 0.2 s, both measured in the same round.
+  Then the MLP sweep (12 knock-outs) resumed against from the tokens, and with --long-heads the heads'.
+
 Targets (issue 14): knockout <= 0.5 s, the 144-head sweep <= 15 s. The machine is shared: the load
 average and the CPU time the process got (against wall time) are printed beside every figure.
 
 Usage:  .venv/bin/python benchmarks/bench_whatif.py [--rounds 5] [--batch 12] [--unbatched] [--threads N]
+                                                   [--long] [--long-rounds 1] [--long-heads]
 """
 
 import argparse
@@ -26,12 +37,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import torch
 
-from gpt2viz.analysis.whatif import Target, knockout, sweep
+from gpt2viz.analysis.whatif import (
+    Target,
+    changed_most,
+    knockout,
+    knockout_from,
+    log_probs,
+    loss_per_position,
+    sweep,
+)
 from gpt2viz.model.modes import run
 from gpt2viz.model.tokenizer import encode
 from gpt2viz.model.weights import random_model
 from gpt2viz.spec.config import get_config
 from gpt2viz.ui.state import DEFAULT_TEXT
+from gpt2viz.ui.whatif_view import NEEDS
 
 SWEEP_TEXT = "When Mary and John went to the store, John gave a drink to Mary because she was thirsty and"
 
@@ -54,6 +74,9 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=12)
     p.add_argument("--unbatched", action="store_true")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--long", action="store_true", help="the 1,024-token case, per block")
+    p.add_argument("--long-rounds", type=int, default=1)
+    p.add_argument("--long-heads", action="store_true", help="and the 144-head sweep at 1,024 tokens")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     model = random_model(get_config("gpt2"), 0)
@@ -77,6 +100,47 @@ def main() -> None:
         line(f"sweep 144 heads, batch {batch}", wall, cpu, 15)
     wall, cpu = timed(lambda: sweep(model, long_ids, "mlp", "zero", token, batch=a.batch))
     line("sweep 12 MLPs", wall, cpu)
+    if a.long:
+        long_case(model, a)
+
+
+def long_text(n: int) -> list[int]:
+    ids = encode(" ".join([SWEEP_TEXT] * 60))[:n]
+    assert len(ids) == n, len(ids)
+    return ids
+
+
+def long_case(model, a) -> None:
+    """Per block: the plain run, the resumed knock-out (and the full one at three blocks), median of rounds."""
+    ids, n = long_text(1024), model.config.n_layer
+    clean = run(model, ids, names=NEEDS)  # the page's clean trace (not timed: the page has it already)
+    knockout_from(model, clean, Target(0, "head", 3), "zero", every_position=False)  # warm; W_U^T W_U once
+    print(f"\nT = 1,024 · {a.long_rounds} round(s) a block · load {os.getloadavg()[0]:.1f}")
+
+    def full(target):
+        trace = knockout(model, ids, target, "zero", names=NEEDS)
+        return log_probs(trace).exp(), loss_per_position(trace), changed_most(clean, trace)
+
+    print(f"{'block':>5} {'plain s':>8} {'resumed s':>10} {'target s':>9} {'resumed/target':>15} {'full s':>7}  load")
+    for b in range(n):
+        target = Target(b, "head", 3)
+        rounds = [(timed(lambda: run(model, ids, names=["logits"]))[0],
+                   timed(lambda t=target: knockout_from(model, clean, t, "zero", every_position=False))[0],
+                   timed(lambda t=target: full(t))[0] if b in (0, n // 2, n - 1) else float("nan"))
+                  for _ in range(a.long_rounds)]
+        plain, resumed, before = (statistics.median(r[i] for r in rounds) for i in range(3))
+        goal = (n - b) / n * plain + 0.2
+        verdict = "met" if resumed <= goal else "MISSED"
+        print(f"{b:5d} {plain:8.2f} {resumed:10.2f} {goal:9.2f} {resumed / goal:8.2f} {verdict:>6} {before:7.2f}  "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
+    token = int(clean["logits"][0, -1].argmax())
+    parts = [("mlp", 12)] + ([("head", 144)] if a.long_heads else [])
+    for part, count in parts:
+        plain = timed(lambda: run(model, ids, names=["logits"]))[0]
+        old = timed(lambda p=part: sweep(model, ids, p, "zero", token, batch=a.batch))[0]
+        new = timed(lambda p=part: sweep(model, ids, p, "zero", token, batch=a.batch, clean=clean))[0]
+        print(f"sweep {count} {part}s at T = 1,024: from the tokens {old:.2f} s, resumed {new:.2f} s "
+              f"({new / plain:.2f} plain runs; plain {plain:.2f} s) · load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -331,11 +331,47 @@ def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):
     monkeypatch.setattr(tc, "TRIM_IDLE_S", 0.3)
     cache = TraceCache(10**9)
     cache.release = lambda: trims.append(time.monotonic())
+    cache.freed = lambda: 10**9  # freed memory beyond the budget, with what the cache holds
     for key in range(3):
         cache.get_or_compute(key, lambda: make(40))
     assert trims == []  # not between runs
     time.sleep(0.6)
     assert len(trims) == 1
+
+
+@pytest.mark.parametrize("freed,trimmed", [(10**9 - 120, False), (10**9 - 119, True),
+                                           (None, True)])
+def test_an_idle_cache_keeps_the_freed_memory_its_budget_covers(monkeypatch, freed, trimmed):
+    """Freed memory that fits the budget beside the cached traces is kept for the next run (a long
+    Training view faulted its pages in again after each trim); beyond it, or not known, it goes back."""
+    import gpt2viz.server.trace_cache as tc
+
+    trims = []
+    monkeypatch.setattr(tc, "TRIM_IDLE_S", 0.3)
+    cache = TraceCache(10**9)
+    cache.release = lambda: trims.append(1)
+    cache.freed = lambda: freed
+    for key in range(3):
+        cache.get_or_compute(key, lambda: make(40))
+    assert cache.nbytes == 120
+    time.sleep(0.6)
+    assert trims == ([1] if trimmed else [])
+
+
+def test_the_freed_memory_malloc_holds_is_read_where_glibc_tells_it():
+    import platform
+
+    from gpt2viz.model.memory import freed_bytes_held
+
+    held = freed_bytes_held()
+    if platform.libc_ver()[0] != "glibc":
+        assert held is None
+        return
+    block = torch.ones(64, 2**20 // 4)  # 64 MiB from the heap (one arena, large blocks from it)
+    block.add_(1)
+    before = freed_bytes_held()
+    del block
+    assert freed_bytes_held() >= before + 60 * 2**20
 
 
 def test_a_large_evicted_item_goes_back_to_the_system_at_once():

@@ -41,6 +41,23 @@ def reuse_freed_memory_within_a_run() -> bool:
                for param, value in ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, LARGE), (M_TRIM_THRESHOLD, LARGE)))
 
 
+class _Mallinfo2(ctypes.Structure):
+    """glibc's struct mallinfo2 (malloc.h, glibc 2.33 on): every field a size_t."""
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def freed_bytes_held() -> int | None:
+    """The bytes malloc holds free for the next allocations (freed blocks and the heap's unused top:
+    mallinfo2's fordblks), which a trim would give back; None without glibc's mallinfo2."""
+    info = _libc("mallinfo2")
+    if info is None:
+        return None
+    info.restype = _Mallinfo2
+    return int(info().fordblks)
+
+
 def release_freed_memory() -> bool:
     """malloc_trim(0) where glibc has it; whether it ran."""
     trim = _libc("malloc_trim")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..model.memory import release_freed_memory
+from ..model.memory import freed_bytes_held, release_freed_memory
 from ..model.trace import Trace
 
 DEFAULT_BUDGET = 2 * 2**30  # 2 GiB
@@ -110,6 +110,7 @@ class TraceCache:
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self._trim: threading.Timer | None = None  # gives freed memory back once no run computes
         self.release = release_freed_memory  # how: malloc_trim (memory.py)
+        self.freed = freed_bytes_held  # what a trim would give back (None: not known, so trim)
         self._released = True  # False once an item of RELEASE_EVICTED bytes or more was evicted
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
@@ -205,11 +206,11 @@ class TraceCache:
         return trace
 
     def _trim_when_idle(self) -> None:
-        """Give the memory runs freed back to the system once no run has computed for TRIM_IDLE_S,
-        not after every run: the next run reuses it instead of faulting every page in again (on this
-        project's machine 2-6 µs a page, a million pages for a training run at 1,024 tokens). What is
-        kept stays within the budget's peak: one malloc arena (memory.py), and the runs it served
-        fitted the budget together."""
+        """Give the memory runs freed beyond the budget back to the system once no run has computed
+        for TRIM_IDLE_S (_trim_if_idle), not after every run: the next run reuses it instead of
+        faulting every page in again (on this project's machine 2-6 µs a page, a million pages for a
+        training run at 1,024 tokens). What is kept stays within the budget: one malloc arena
+        (memory.py), and what the cache holds with it fits the budget."""
         with self._lock:
             if self._trim is not None:
                 self._trim.cancel()
@@ -218,10 +219,16 @@ class TraceCache:
             self._trim.start()
 
     def _trim_if_idle(self) -> None:
+        """Trim only what the budget does not cover: freed memory that, with the cached traces, fits
+        the budget stays for the next run (the budget is what runs may hold; a long Training view
+        faulted about a million pages in again after each trim)."""
         with self._lock:
             if self.running:
                 return  # the run in progress arms the timer again when it ends
-        self.release()
+            room = self.budget - self._cached()
+        held = self.freed()
+        if held is None or held > room:
+            self.release()
 
     def _cached(self) -> int:
         return sum(t.nbytes for t in self._items.values())

@@ -28,6 +28,7 @@ The last line: `ratio_training_page_vs_transformers T=1024: X.XX` (the page's vi
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import time
@@ -100,9 +101,19 @@ def transformers_worker(conn, threads: int) -> None:
         ids = torch.tensor([ids])  # [1, T]
         hf.zero_grad(set_to_none=True)
         gc.collect()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         hf(input_ids=ids, labels=ids).loss.backward()
-        conn.send(time.perf_counter() - start)
+        conn.send((time.perf_counter() - start, time.process_time() - cpu))
+
+
+def faults_and_cpu(pid: int) -> tuple[int, float]:
+    """(minor page faults, CPU seconds) of a process so far, from /proc/PID/stat; (0, 0) without it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0, 0.0
+    # after the command's ")": state is field 3, minflt 10, utime 14, stime 15 (proc(5))
+    return int(fields[7]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def server_rounds(threads: int, reps: int, T: int) -> tuple[list[float], list[float]]:
@@ -142,11 +153,15 @@ def server_rounds(threads: int, reps: int, T: int) -> tuple[list[float], list[fl
             mine.recv()
             for r in range(reps):
                 text = session_text(901 + r, T)
+                faults, cpu = faults_and_cpu(server.proc.pid)
                 pages.append(asyncio.run(view(server.base, text)))
+                faults, cpu = (a - b for a, b in zip(faults_and_cpu(server.proc.pid), (faults, cpu)))
                 mine.send(encode(text))
-                theirs.append(mine.recv())
-                print(f"  round {r}: page {pages[-1]:.2f} s, transformers {theirs[-1]:.2f} s "
-                      f"({len(encode(text))} tokens)", flush=True)
+                wall, their_cpu = mine.recv()
+                theirs.append(wall)
+                print(f"  round {r}: page {pages[-1]:.2f} s ({faults:,} minor faults, {cpu:.2f} s CPU in the "
+                      f"server), transformers {theirs[-1]:.2f} s ({their_cpu:.2f} s CPU; {len(encode(text))} "
+                      f"tokens) · CPU ratio {cpu / their_cpu:.2f} · load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         mine.send(None)
         worker.join(timeout=60)
@@ -158,12 +173,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="T = 256 only, 3 rounds")
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     ap.add_argument("--server", action="store_true", help="time the Training page's view too (T = 1024)")
+    ap.add_argument("--server-only", action="store_true", help="only the Training page's view (implies --server)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ours = our_model()
     hf, _ = hf_model(ours, "sdpa")
     hf.train()
+    args.server = args.server or args.server_only
     lengths, reps, warmup = ([256], 3, 1) if args.quick else ([256, 1024], 5, 1)
+    lengths = [] if args.server_only else lengths
     load = OtherLoad()
     print(f"bench_training · gpt2 random weights · torch {torch.__version__} · threads {args.threads} · "
           f"{reps} rounds after {warmup} warm-up")

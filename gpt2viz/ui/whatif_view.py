@@ -158,9 +158,15 @@ def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
 
 def every_position(n_tokens: int) -> bool:
     """Whether a knock-out unembeds every position (the loss at each) or the last one only: the
-    unembedding costs as much as about four of gpt2's blocks, so beyond EVERY_POSITION_TOKENS a
-    knock-out in a late block would take several times what its blocks do."""
+    unembedding costs as much as about five of gpt2's blocks (unembedding_blocks), so beyond
+    EVERY_POSITION_TOKENS a knock-out in a late block would take several times what its blocks do."""
     return n_tokens <= EVERY_POSITION_TOKENS
+
+
+def unembedding_blocks(cfg, n_tokens: int) -> float:
+    """How many blocks' work unembedding every position is: 2 d V multiply-adds a position against a
+    block's 24 d² (the projections and the MLP) and about 2 T d (attention, half the keys on average)."""
+    return cfg.vocab_size / (12 * cfg.n_embd + n_tokens)
 
 
 def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Knocked:
@@ -257,11 +263,11 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
     cols[1].metric("Top token after", repr(readable(new_top)), "unchanged" if new_top == top else "changed",
                    delta_color="off")
     if len(clean.token_ids) > 1:
-        if knocked.loss is None and not requested(("knockout loss", sel.weights.key, sel.ids, target, method),
-                                                  st.button("Loss at every position", key="loss_everywhere")):
-            cols[2].caption(f"The loss at each of the {len(sel.ids):,} positions needs every position unembedded, "
-                            f"which on {sel.config.name} costs about as much as four blocks: press *Loss at every "
-                            "position* to see it. The charts above need the last position only.")
+        key = ("knockout loss", sel.weights.key, sel.ids, target, method)
+        if knocked.loss is None and not requested(key, cols[2].button("Loss at every position", key="loss_everywhere")):
+            cols[2].caption(f"The loss at each of the {len(sel.ids):,} positions needs all of them unembedded, about "
+                            f"as much work as {unembedding_blocks(sel.config, len(sel.ids)):.0f} of "
+                            f"{sel.config.name}'s blocks. The charts above need the last position only.")
             return
         loss_b, loss_a = clean.memo("loss per position", lambda: loss_per_position(clean)), \
             knocked_loss(sel, target, method, knocked)  # [T-1]

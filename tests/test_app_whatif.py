@@ -172,6 +172,7 @@ def test_a_long_texts_loss_at_every_position_comes_on_request(local):
     assert "needs all of them unembedded, about as much work as 39 of tiny's blocks" in text_of(at)
     at.button(key="loss_everywhere").click().run()
     assert not at.exception
+    assert "loss_everywhere" not in [b.key for b in at.button]  # gone once pressed
     chart = next(s for s in specs(at) if s["layout"]["title"]["text"].startswith("Change in loss"))
     model = random_model(get_config("tiny"), 0)
     want = loss_per_position(knockout(model, ids, Target(1, "mlp"), "zero")) - loss_per_position(run(model, ids))

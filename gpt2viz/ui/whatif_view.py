@@ -264,11 +264,15 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
                    delta_color="off")
     if len(clean.token_ids) > 1:
         key = ("knockout loss", sel.weights.key, sel.ids, target, method)
-        if knocked.loss is None and not requested(key, cols[2].button("Loss at every position", key="loss_everywhere")):
-            cols[2].caption(f"The loss at each of the {len(sel.ids):,} positions needs all of them unembedded, about "
-                            f"as much work as {unembedding_blocks(sel.config, len(sel.ids)):.0f} of "
-                            f"{sel.config.name}'s blocks. The charts above need the last position only.")
-            return
+        if knocked.loss is None and not requested(key, False):
+            slot = cols[2].empty()  # the button, gone once pressed
+            if requested(key, slot.button("Loss at every position", key="loss_everywhere")):
+                slot.empty()
+            else:
+                cols[2].caption(f"The loss at each of the {len(sel.ids):,} positions needs all of them unembedded, "
+                                f"about as much work as {unembedding_blocks(sel.config, len(sel.ids)):.0f} of "
+                                f"{sel.config.name}'s blocks. The charts above need the last position only.")
+                return
         loss_b, loss_a = clean.memo("loss per position", lambda: loss_per_position(clean)), \
             knocked_loss(sel, target, method, knocked)  # [T-1]
         cols[2].metric("Mean next-token loss", f"{float(loss_a.mean()):.4f}", f"{float((loss_a - loss_b).mean()):+.4f}",

@@ -89,20 +89,39 @@ class Knocked:
 
 class _Comparing(InterveningRecorder):
     """Keeps nothing of the run but how far each tensor the clean run stored moved from it (the
-    relative change of changed_most), and the final LayerNorm's output."""
+    relative change of changed_most), and the final LayerNorm's output. What comes before the first
+    intervention is the clean run's own computation, equal bit for bit, and is not compared."""
 
     def __init__(self, interventions, clean: Trace):
         super().__init__(interventions, names=("ln_f.out",))
         self.clean, self.moved = clean, []
+        self._last: tuple | None = None  # (x, before, change): a block's resid_pre is the last resid_post
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
         x = super().__call__(name, x)
         before = self.clean.tensors.get(name)
-        if before is not None and name not in self.intervened and x.shape == before.shape:
-            a, b = x.float(), before.float()
-            if not torch.equal(a, b):
-                self.moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
+        if before is None or not self.intervened or name in self.intervened or x.shape != before.shape:
+            return x
+        if self._last is not None and self._last[0] is x and self._last[1] is before:
+            change = self._last[2]
+        else:
+            change = _distance(x, before) / max(self.clean.memo(("norm", name), lambda: float(before.norm())), 1e-12)
+            self._last = x, before, change
+        if change != 0:  # equal values, as changed_most's torch.equal (NaN compares unequal there and here)
+            self.moved.append((name, change))
         return x
+
+
+def _distance(a: torch.Tensor, b: torch.Tensor, step: int = 64) -> float:
+    """‖a − b‖ over a slice of positions at a time (the axis of length T, from the end), so that the
+    difference stays in the cache instead of making a tensor of its own: a knock-out in block 0
+    compares 60 tensors of 1,024 positions on gpt2."""
+    axis = a.dim() - 2  # positions are the axis before the last in every layout ([B, T, d], [B, nh, T, dh])
+    total = 0.0
+    for i in range(0, a.shape[axis], step):
+        total += float(torch.sub(a.narrow(axis, i, min(step, a.shape[axis] - i)),
+                                 b.narrow(axis, i, min(step, a.shape[axis] - i))).square().sum(dtype=torch.float64))
+    return total ** 0.5
 
 
 _GRAMS: dict[int, tuple[tuple, torch.Tensor]] = {}  # id(W_U) -> (its version, W_U^T W_U [d, d])

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_forward import OtherLoad, hf_model, our_model, paired_ratio, token_ids  # noqa: E402
 
+from gpt2viz.model.memory import ONE_ARENA_ENV  # noqa: E402
 from gpt2viz.model.modes import run  # noqa: E402
 from gpt2viz.ui.classroom import TRAINING_NEEDS, training_summary  # noqa: E402
 
@@ -174,12 +175,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     ap.add_argument("--server", action="store_true", help="time the Training page's view too (T = 1024)")
     ap.add_argument("--server-only", action="store_true", help="only the Training page's view (implies --server)")
+    ap.add_argument("--one-arena", action="store_true",
+                    help="start the server with MALLOC_ARENA_MAX=1, as `gpt2viz app` and the class server do")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ours = our_model()
     hf, _ = hf_model(ours, "sdpa")
     hf.train()
     args.server = args.server or args.server_only
+    if args.one_arena:
+        os.environ.update([ONE_ARENA_ENV])  # the server inherits it (this process has its arenas already)
     lengths, reps, warmup = ([256], 3, 1) if args.quick else ([256, 1024], 5, 1)
     lengths = [] if args.server_only else lengths
     load = OtherLoad()

@@ -26,6 +26,7 @@ def test_processes_share_a_secret_split_the_budget_and_turn_off_uploads():
     assert (env["GPT2VIZ_ALLOW_UPLOAD"], env["GPT2VIZ_ALLOW_DOWNLOAD"], env["GPT2VIZ_THREADS"]) == ("0", "0", "1")
     assert env["STREAMLIT_CLIENT_SHOW_ERROR_DETAILS"] == "none"  # its loopback processes look local
     assert env["GPT2VIZ_RANDOM_MODELS"] == "gpt2,tiny"  # a link to gpt2-xl builds nothing through it
+    assert env["MALLOC_ARENA_MAX"] == "1"  # every script thread in the heap the last run freed
     asked = replica_env(2, {"GPT2VIZ_ALLOW_UPLOAD": "1", "STREAMLIT_SERVER_COOKIE_SECRET": "s", "GPT2VIZ_THREADS": "2"})
     assert (asked["GPT2VIZ_ALLOW_UPLOAD"], asked["STREAMLIT_SERVER_COOKIE_SECRET"], asked["GPT2VIZ_THREADS"]) == \
         ("1", "s", "2")

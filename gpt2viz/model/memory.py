@@ -24,6 +24,12 @@ def _libc(function: str):
         return None
 
 
+# Set in the environment of a server's process before it starts (`gpt2viz app`, the class server's
+# processes): mallopt's one arena, once Streamlit runs, binds only threads not yet given one, and
+# each session's script runs on a thread of its own; glibc reads this at the process's start.
+ONE_ARENA_ENV = ("MALLOC_ARENA_MAX", "1")
+
+
 @functools.cache
 def reuse_freed_memory_within_a_run() -> bool:
     """Let a run reuse the memory it freed instead of asking the kernel for fresh pages: by default

@@ -42,6 +42,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ..model.memory import ONE_ARENA_ENV
 from ..spec.paths import APP_ROOT
 from ..spec.serving import DEFAULT_RANDOM_MODELS, RANDOM_MODELS
 from .launch import config_flags
@@ -102,6 +103,7 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     env[SHARED_MB_ENV] = str(shared)
     env["GPT2VIZ_TRACE_BUDGET_MB"] = str(max(1, (total - shared) // n))
     env.setdefault("GPT2VIZ_THREADS", "1")
+    env.setdefault(*ONE_ARENA_ENV)  # see memory.py
     env.setdefault("GPT2VIZ_ALLOW_UPLOAD", "0")
     env.setdefault("GPT2VIZ_ALLOW_DOWNLOAD", "0")
     # loopback processes look local, where tracebacks are shown: the class reads one line instead

@@ -9,6 +9,7 @@ import os
 import sys
 import tomllib
 
+from ..model.memory import ONE_ARENA_ENV
 from ..spec.paths import APP_ROOT
 
 
@@ -29,5 +30,6 @@ def app_command(extra: list[str]) -> list[str]:
 def run_app(extra: list[str]) -> int:
     """Replace this process by Streamlit's (signals and exit code are then the server's own)."""
     cmd = app_command(extra)
+    os.environ.setdefault(*ONE_ARENA_ENV)  # see memory.py: a script thread then reuses what the last run freed
     os.execv(cmd[0], cmd)
     return 0  # not reached

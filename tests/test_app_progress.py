@@ -39,7 +39,7 @@ def told(monkeypatch):
     ("attention", "Running tiny on 13 tokens in full mode", 2),
     ("lens", "Running tiny on 13 tokens in full mode", 2),
     ("patch", "Running tiny on 13 tokens in full mode", 2),
-    ("whatif", "Running with head 0.0 knocked out", 2),
+    ("whatif", "Running blocks 0 to 1 with head 0.0 knocked out", 2),
     ("about", "Running tiny on 13 tokens twice: full, then decode", 2),
 ])
 def test_a_page_that_computes_says_what_and_how_far(told, url, words, steps):

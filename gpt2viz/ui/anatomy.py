@@ -15,6 +15,7 @@ import weakref
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from ..anatomy.components import Component, ComponentTree, component_tree
@@ -22,6 +23,7 @@ from ..model import gpt2 as gpt2_model
 from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
 from ..plots import theme
+from ..plots.axes import fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
@@ -404,6 +406,8 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0) -> None:
     caption = source(sel, where) if run else sel.weights.label
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
     export.record(fig, caption)
+    if fill:  # drawn as tall as the screen leaves it: its rows' labels sized for that height
+        fig = fit_rows(go.Figure(fig.to_dict(), _validate=False), present.SMALLEST_CHART_PX, present.FONT_SCALE)
     fig = framed(fig, caption, dark=st.context.theme.type == "dark",
                  font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=share * NARROWEST_PAGE_PX)
     if fill:

@@ -1,0 +1,98 @@
+"""Charts name what matters, in a real browser at 1280x720: up to 32 tokens every query and key of a
+heatmap is written (turned or smaller, none dropped), so the Generation step's new token's key has its
+label; the logit lens writes each cell's predicted token in it. Every address reopens in a fresh
+browser as the same chart. Skipped without Debian's chromium, as test_browser.py is."""
+
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+
+from gpt2viz.model.demo_model import DEMO_PATH  # noqa: E402
+from gpt2viz.teaching.prompts import DEMO_REPEAT  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+PROJECTOR = (1280, 720)
+DEMO = "weights=demo&text=" + quote(DEMO_REPEAT.text)
+
+pytestmark = pytest.mark.skipif(not DEMO_PATH.is_file(), reason="no demo model shipped")
+
+
+@pytest.fixture(scope="module")
+def context():
+    with chromium_for_tests() as b:
+        context = new_context(b, *PROJECTOR)
+        yield context
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def base(context):
+    with StreamlitServer("app.py", cwd=ROOT) as server:
+        server.wait_healthy(timeout=60)
+        yield server.base
+
+
+# the tick labels each chart draws, by axis: {chart title: {"x": [...], "y": [...], "x2": [...]}}
+TICKS_JS = r"""() => Object.fromEntries([...document.querySelectorAll(".js-plotly-plot")].map(gd => {
+  const axes = {};
+  for (const t of gd.querySelectorAll("g[class$='tick'] > text")) {
+    const name = t.parentElement.getAttribute("class").replace("tick", "");
+    (axes[name] = axes[name] || []).push(t.textContent);
+  }
+  return [gd.querySelector(".gtitle")?.textContent ?? "", axes];
+}))"""
+
+
+def open_at(browser_context, url: str, min_charts: int = 1):
+    page = browser_context.new_page()
+    page.goto(url)
+    wait_rendered(page, min_charts, timeout_ms=180_000)
+    page.wait_for_timeout(500)
+    assert page.locator(EXCEPTION).count() == 0, url
+    return page
+
+
+def ticks(page, title_start: str) -> dict:
+    drawn = page.evaluate(TICKS_JS)
+    (axes,) = [axes for title, axes in drawn.items() if title.startswith(title_start)]
+    return axes
+
+
+@pytest.mark.parametrize("present", ["", "&present=1"])
+def test_the_generation_steps_new_key_and_every_query_and_key_are_labelled(context, base, present):
+    """At step 3 the new token reads 14 keys; the one it adds, "13·␣work", has its label, as every other
+    key; on Attention every one of the 12 queries and keys, on the scores and the pattern alike."""
+    url = base + "/generation?" + DEMO + "&step=3" + present
+    page = open_at(context, url, 2)
+    keys = ticks(page, "Step 3: the new token")["x"]
+    page.screenshot(path=str(SHOTS / f"labels-generation-step{present[1:8]}-1280x720.png"))
+    assert len(keys) == 14 and keys[-1] == "13·␣work", keys
+    page.close()
+    page = open_at(context, base + "/attention?" + DEMO + "&block=1&head=3" + present)
+    maps = ticks(page, "Attention · block 1 head 3")
+    page.screenshot(path=str(SHOTS / f"labels-attention{present[1:8]}-1280x720.png"))
+    assert len(maps["y"]) == 12 and len(maps["x"]) == 12 and len(maps["x2"]) == 12, maps
+    page.close()
+    fresh = new_context(context.browser, *PROJECTOR)  # the address, in a browser that never saw it
+    try:
+        again = open_at(fresh, url, 2)
+        assert ticks(again, "Step 3: the new token")["x"] == keys
+    finally:
+        fresh.close()
+
+
+def test_the_lens_writes_each_cells_predicted_token(context, base):
+    page = open_at(context, base + "/lens?" + DEMO)
+    written = page.locator(CHART).first.evaluate(
+        "el => [...el.querySelectorAll('.hm text, g.textpoint text, text.heatmap-text')].map(t => t.textContent)")
+    cells = page.locator(CHART).first.locator(".js-plotly-plot").evaluate("gd => gd.data[0].text")
+    page.screenshot(path=str(SHOTS / "labels-lens-1280x720.png"))
+    assert cells and all(all(c for c in row) for row in cells), cells
+    assert len(written) >= sum(len(row) for row in cells) // 2, written[:20]
+    page.close()

@@ -595,7 +595,7 @@ def test_charts_show_their_toolbar_on_hover_only():
         assert json.loads(chart.proto.config)["displayModeBar"] == "hover"
 
 
-@pytest.mark.parametrize("url,tables", [("params", 2), ("modes", 2)])
+@pytest.mark.parametrize("url,tables", [("params", 1), ("modes", 2)])  # params: its second table fits
 def test_wide_tables_keep_every_cell_whole_and_say_they_scroll(url, tables):
     """Issue 23 (3): in an 800 px window the accounting grid and the modes tables were clipped, and
     their long cells ended in "…" at any width. A wide table now gives each column the width of its
@@ -612,3 +612,20 @@ def test_wide_tables_keep_every_cell_whole_and_say_they_scroll(url, tables):
         for column in data.columns:
             longest = max(len(str(column)), *(len(str(v)) for v in data[column]))
             assert config[column]["width"] >= 7 * longest, (column, config[column]["width"], longest)
+
+
+def test_the_output_pages_title_begins_with_its_navigation_name():
+    """The navigation's "Output" opened a page titled "Unembedding (tied)": a student looked for the page
+    they had clicked."""
+    row = BY_URL["output"]
+    assert component_tree(get_config("tiny"))[row.component].title.startswith(row.title + ":")
+
+
+def test_a_table_that_fits_the_narrowest_page_does_not_say_it_scrolls():
+    """"N columns, scrolls sideways" stood above tables that fit any window."""
+    from gpt2viz.ui.layout import NARROWEST_PAGE_PX, column_widths, scrolls
+
+    narrow = [{"step": 1, "token": "␣the", "p": "0.25"}]
+    wide = [{f"column {i}": "a long cell of text" for i in range(8)}]
+    assert not scrolls(column_widths(narrow)) and sum(column_widths(narrow).values()) < NARROWEST_PAGE_PX
+    assert scrolls(column_widths(wide))

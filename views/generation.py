@@ -5,7 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.model import modes
 from gpt2viz.spec import costs
-from gpt2viz.ui import story
+from gpt2viz.ui import present, story
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
@@ -16,10 +16,11 @@ from gpt2viz.ui.working import working
 
 sel = selection()
 st.title("Generation, step by step")
-st.markdown("Each step is one **decode**: the newest token reads the KV cache of every earlier position "
-            "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "
-            "input of the next step, and its keys and values join the cache.")
-story.offer(sel, "generation")
+with present.folded(sel.present):  # projected, the first chart starts in the first screen
+    st.markdown("Each step is one **decode**: the newest token reads the KV cache of every earlier position "
+                "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "
+                "input of the next step, and its keys and values join the cache.")
+    story.offer(sel, "generation")
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
@@ -27,8 +28,9 @@ text_notes(sel)
 cols = st.columns(4)
 steps = number(cols[0], "Steps", 1, 32, 8, key="steps")
 temperature = number(cols[1], "Temperature (0 = greedy)", 0.0, 5.0, 0.0, key="temperature", step=0.1)
-st.caption("Greedy (temperature 0) takes the most likely token; the chart then shows the model's probabilities. "
-           "Sampling draws from softmax(logits / temperature), kept to the top-k.")
+if not sel.present:  # projected, the lecturer says it
+    st.caption("Greedy (temperature 0) takes the most likely token; the chart then shows the model's "
+               "probabilities. Sampling draws from softmax(logits / temperature), kept to the top-k.")
 top_k = number(cols[2], "Top-k (0 = all)", 0, 50257, 0, key="top_k") or None
 seed = number(cols[3], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
 room = modes.room(sel.config.n_positions, len(sel.ids))
@@ -39,7 +41,8 @@ with working(f"Generating {steps} tokens step by step…") as progress:
     gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed, progress=progress)
 random_note(sel)
 rows = generation_rows(gen, sel.config, temperature, top_k)
-wide_table(rows)
+with present.folded(sel.present, "The steps, as a table"):  # projected, the charts come first
+    wide_table(rows)
 st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
 L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))

@@ -5,7 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.analysis.lens import decompose, lens_grid, lens_window, logit_lens
 from gpt2viz.model.tokenizer import readable_tokens
-from gpt2viz.ui import code_panel
+from gpt2viz.ui import code_panel, present
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
 from gpt2viz.ui.layout import wide_table
@@ -13,11 +13,13 @@ from gpt2viz.ui.text import code_span
 
 sel = selection()
 st.title("Logit lens and residual decomposition")
-st.markdown(
-    "**Logit lens.** Read the next-token prediction from the residual stream at every depth as if the model "
-    "stopped there: apply the final LayerNorm, with its mean and variance **recomputed from the stream at that "
-    "depth** (its gain and bias are the final ones), then multiply by the transpose of the token table, W_Eᵀ "
-    "(GPT-2's unembedding is tied to its token embedding). At the last depth this is exactly the model's output.")
+with present.folded(sel.present):  # projected, the first chart starts in the first screen
+    st.markdown(
+        "**Logit lens.** Read the next-token prediction from the residual stream at every depth as if the model "
+        "stopped there: apply the final LayerNorm, with its mean and variance **recomputed from the stream at that "
+        "depth** (its gain and bias are the final ones), then multiply by the transpose of the token table, W_Eᵀ "
+        "(GPT-2's unembedding is tied to its token embedding). At the last depth this is exactly the model's "
+        "output.")
 trace = selection_trace(sel, needs=["blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "logits"])
 if trace is None:
     st.stop()

@@ -141,8 +141,9 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
                             xaxis=f"x{s}", yaxis=f"y{s}"))
         middle = [y[r * T + T // 2] for r in range(len(heads))]
         xaxis, yaxis, margin = fixed_margins(
-            token_axis(xlabels, "key", PROJECTOR_PLOT_PX * (1 - gap) / cols,
-                       pointed_cells(patterns[heads.start], query_offset)[0]),
+            # the browser thins its keys: a column a quarter of the width has no room for 13 px labels of
+            # every key, and a smaller type is too small for the back row
+            category_axis(xlabels, "key"),
             # "h3", as the diagram's boxes: "head 3" did not fit the gap between columns in an 800 px
             # window and hid under the column to its left
             dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"h{h}" for h in heads],

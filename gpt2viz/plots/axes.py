@@ -86,7 +86,10 @@ LABEL_THINNED = 20
 MIN_LABEL_PX = 8  # the smallest a token axis shrinks its labels to, to keep every one
 # the plot area of a full-width chart in a 1280 px window with the sidebar open, measured (px):
 # what token axes shrink their labels for, so that on the projector every label is drawn
-PROJECTOR_PLOT_PX = 760
+PROJECTOR_PLOT_PX = 700
+# a token axis turns its labels upright when they do not fit flat: turned 45 degrees, plotly let
+# neighbours touch at spacings where upright ones are apart
+UPRIGHT_ANGLES = (0, -90)
 LABEL_PITCH = 1.25  # a label needs 1.25 font sizes of its axis' length beside its neighbours
 
 
@@ -116,7 +119,8 @@ def token_axis(labels: list[str], title: str, axis_px: float, keep=(), **extra) 
     shown = kept_labels(len(labels), keep)
     font = label_font(axis_px, len(labels), shown)
     return dict(category_axis(labels, title, **extra), tickmode="array", tickvals=[labels[i] for i in shown],
-                ticktext=[short(labels[i]) for i in shown], tickfont=dict(size=font))
+                ticktext=[short(labels[i]) for i in shown], tickfont=dict(size=font),
+                autotickangles=list(UPRIGHT_ANGLES))
 
 
 def fit_rows(fig: go.Figure, chart_px: float, scale: float = 1.0) -> go.Figure:

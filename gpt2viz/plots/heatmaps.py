@@ -31,8 +31,8 @@ from .axes import (
 ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
 NARROWEST_PX = 360  # the plot area of a full-width chart in an 800 px window (sidebar open, 13 px labels)
 CELL_CHAR_PX = 6.7  # width of a digit of the CELL_PX cell text
-LENS_TEXT_PX = 9  # the logit lens' tokens written in its cells
-LENS_CHAR_PX = 5.0  # width of a character of them, generously
+LENS_TEXT_PX = CELL_PX  # the logit lens' tokens written in its cells
+LENS_CHAR_PX = 6.2  # width of a character of them, generously
 
 MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
 

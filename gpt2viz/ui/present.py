@@ -111,6 +111,12 @@ def scaled_fonts(fig: go.Figure, factor: float) -> go.Figure:
     return go.Figure(spec, _validate=False)
 
 
+def folded(presenting: bool, label: str = "About this page"):
+    """Where a page's introduction goes: in presentation mode a closed one-line expander, so that the page's
+    first chart starts in the first screen (the lecturer says the introduction); else the page itself."""
+    return st.expander(label, icon=":material/info:") if presenting else nullcontext()
+
+
 def screen(fill: bool):
     """The box the page's first chart fills in presentation mode, the first screen below the title: the
     chart is drawn with height="stretch" and no height of its own."""

@@ -1,7 +1,8 @@
-"""Charts name what matters, in a real browser at 1280x720: up to 32 tokens every query and key of a
+"""The lecturer's charts and pages in a real browser. At 1280x720: up to 32 tokens every query and key of a
 heatmap is written (turned or smaller, none dropped), so the Generation step's new token's key has its
 label; the logit lens writes each cell's predicted token in it. Every address reopens in a fresh
-browser as the same chart. Skipped without Debian's chromium, as test_browser.py is."""
+browser as the same chart. At 800x900 the demo model's note is one line. Skipped without Debian's
+chromium, as test_browser.py is."""
 
 import sys
 from pathlib import Path
@@ -95,4 +96,40 @@ def test_the_lens_writes_each_cells_predicted_token(context, base):
     page.screenshot(path=str(SHOTS / "labels-lens-1280x720.png"))
     assert cells and all(all(c for c in row) for row in cells), cells
     assert len(written) >= sum(len(row) for row in cells) // 2, written[:20]
+    page.close()
+
+
+def test_the_demo_models_note_is_one_line_with_more_in_a_narrow_window(context, base):
+    """At 800x900 on the demo weights the note about the demo model is one line that says "more" (it was a
+    nine-line paragraph above every chart); opened, it says the whole note."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(base + "/attention?" + DEMO)
+    wait_rendered(page, 1, timeout_ms=180_000)
+    note = page.locator(".st-key-demo-note summary")
+    box = note.bounding_box()
+    page.screenshot(path=str(SHOTS / "demo-note-800x900.png"))
+    assert box["height"] <= 56 and note.inner_text().rstrip().endswith("more"), (box, note.inner_text())
+    note.click()
+    page.get_by_text("knows no English: no grammar").wait_for(timeout=30_000)
+    page.close()
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, (1920, 1080)])
+@pytest.mark.parametrize("path", ["whatif", "patch", "generation", "lens"])
+def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, base, path, size):
+    """Presented on the demo weights, the page's first chart starts in the upper part of the first screen
+    (What if and Compare and patch put it at y = 690 of 720, under their introduction and controls); the
+    introduction is one line that opens; the address reopens in a fresh browser, presented."""
+    url = f"{base}/{path}?{DEMO}&present=1"
+    page = context.new_page()
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(url)
+    wait_rendered(page, 1, timeout_ms=180_000)
+    page.wait_for_timeout(500)
+    assert page.locator(EXCEPTION).count() == 0
+    top = page.locator(CHART).first.bounding_box()["y"]
+    page.screenshot(path=str(SHOTS / f"present-{path}-{size[0]}x{size[1]}.png"))
+    assert top <= 0.65 * size[1], (path, size, top)
+    assert not page.get_by_test_id("stSidebar").is_visible()
     page.close()

@@ -629,3 +629,12 @@ def test_a_table_that_fits_the_narrowest_page_does_not_say_it_scrolls():
     wide = [{f"column {i}": "a long cell of text" for i in range(8)}]
     assert not scrolls(column_widths(narrow)) and sum(column_widths(narrow).values()) < NARROWEST_PAGE_PX
     assert scrolls(column_widths(wide))
+
+
+def test_the_parameters_chart_names_the_size_it_counts_not_the_sidebars_text():
+    """For gpt2-xl the chart's caption named the tiny random weights and the sidebar's text it never used."""
+    at = open_page("params", params_size="gpt2-xl")
+    (chart,) = charts(at)
+    notes = [a["text"] for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
+    assert any(n.startswith("gpt2-xl: from its sizes alone") for n in notes), notes
+    assert not any("The quick" in n or "random" in n for n in notes), notes

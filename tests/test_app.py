@@ -638,3 +638,18 @@ def test_the_parameters_chart_names_the_size_it_counts_not_the_sidebars_text():
     notes = [a["text"] for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
     assert any(n.startswith("gpt2-xl: from its sizes alone") for n in notes), notes
     assert not any("The quick" in n or "random" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("url,key", [("output", "topp"), ("generation", "topp")])
+def test_top_p_sits_beside_temperature_and_top_k_in_the_url_and_is_bounded(url, key):
+    """Top-p (nucleus) on Output and Generation: read from the link, said in the charts; out of its range
+    (0.01 to 1) the link's value gives way to 1, with no traceback."""
+    params = {"temp": "1", "temperature": "1"} if url == "output" else {"temperature": "1"}
+    at = open_page(url, **params, **{key: "0.5"})
+    assert not at.exception
+    (box,) = [n for n in at.number_input if n.label.startswith("Top-p")]
+    assert box.value == 0.5
+    said = " ".join(json.dumps(json.loads(c.proto.spec)["layout"].get("title", {})) for c in charts(at))
+    assert "top-p 0.5" in said, said
+    bad = open_page(url, **params, **{key: "7"})
+    assert not bad.exception and [n.value for n in bad.number_input if n.label.startswith("Top-p")] == [1.0]

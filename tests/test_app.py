@@ -486,7 +486,7 @@ def test_upload_limit_says_the_cap_the_server_enforces(monkeypatch):
     assert any("Up to 700 MB per file" in c.value for c in at.sidebar.caption)
 
 
-@pytest.mark.parametrize("params,says", [({}, "before any temperature or top-k"),
+@pytest.mark.parametrize("params,says", [({}, "before any temperature, top-k or top-p"),
                                          ({"temperature": 1.2, "top_k": 40}, "after temperature 1.2 and top-k 40")])
 def test_generation_counts_steps_one_way_and_says_which_probabilities(params, says):
     """Issue 12 (5): the table counted steps 0-7 while the chart ran 1-8; the probabilities chart

@@ -46,8 +46,10 @@ def distribution_label(temperature: float, top_k: int | None, top_p: float | Non
     """Which probabilities `shown_distribution` gives: before or after temperature, top-k and top-p."""
     if temperature <= 0:
         return "the model's own (greedy: before any temperature, top-k or top-p)"
-    cuts = (f", top-k {top_k}" if top_k else "") + (f", top-p {top_p:g}" if top_p else "")
-    return f"after temperature {temperature:g}{cuts}: what was sampled from"
+    cuts = ([f"temperature {temperature:g}"] + ([f"top-k {top_k}"] if top_k else [])
+            + ([f"top-p {top_p:g}"] if top_p else []))
+    said = cuts[0] if len(cuts) == 1 else ", ".join(cuts[:-1]) + " and " + cuts[-1]
+    return f"after {said}: what was sampled from"
 
 
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10,

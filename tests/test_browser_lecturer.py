@@ -118,7 +118,7 @@ def test_the_demo_models_note_is_one_line_with_more_in_a_narrow_window(context, 
 @pytest.mark.parametrize("size", [PROJECTOR, (1920, 1080)])
 @pytest.mark.parametrize("path", ["whatif", "patch", "generation", "lens"])
 def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, base, path, size):
-    """Presented on the demo weights, the page's first chart starts in the upper part of the first screen
+    """Presented on the demo weights, the page's first chart starts in the upper 70% of the first screen
     (What if and Compare and patch put it at y = 690 of 720, under their introduction and controls); the
     introduction is one line that opens; the address reopens in a fresh browser, presented."""
     url = f"{base}/{path}?{DEMO}&present=1"
@@ -130,6 +130,6 @@ def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, b
     assert page.locator(EXCEPTION).count() == 0
     top = page.locator(CHART).first.bounding_box()["y"]
     page.screenshot(path=str(SHOTS / f"present-{path}-{size[0]}x{size[1]}.png"))
-    assert top <= 0.65 * size[1], (path, size, top)
+    assert top <= 0.7 * size[1], (path, size, top)  # 200 px of it and more in view at 720
     assert not page.get_by_test_id("stSidebar").is_visible()
     page.close()

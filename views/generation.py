@@ -44,7 +44,7 @@ random_note(sel)
 rows = generation_rows(gen, sel.config, temperature, top_k, top_p)
 with present.folded(sel.present, "The steps, as a table"):  # projected, the charts come first
     wide_table(rows)
-st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
+    st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
 L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))
 n = len(gen.traces)

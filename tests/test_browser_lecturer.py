@@ -132,4 +132,17 @@ def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, b
     page.screenshot(path=str(SHOTS / f"present-{path}-{size[0]}x{size[1]}.png"))
     assert top <= 0.7 * size[1], (path, size, top)  # 200 px of it and more in view at 720
     assert not page.get_by_test_id("stSidebar").is_visible()
+    written = page.url  # the address the app wrote, in a browser that never saw this one
     page.close()
+    if size != PROJECTOR:
+        return
+    fresh = new_context(context.browser, *size)
+    try:
+        again = fresh.new_page()
+        again.goto(written)
+        wait_rendered(again, 1, timeout_ms=180_000)
+        again.wait_for_timeout(500)
+        assert abs(again.locator(CHART).first.bounding_box()["y"] - top) <= 8, written
+        assert not again.get_by_test_id("stSidebar").is_visible() and "weights=demo" in written
+    finally:
+        fresh.close()

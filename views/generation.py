@@ -25,7 +25,8 @@ if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
     st.stop()
 text_notes(sel)
-cols = st.columns(5)
+# five inputs in one row keep their buttons on a projector; an 800 px window fits four a row
+cols = st.columns(5) if sel.present else [*st.columns(4), st.columns(4)[0]]
 steps = number(cols[0], "Steps", 1, 32, 8, key="steps")
 temperature = number(cols[1], "Temperature (0 = greedy)", 0.0, 5.0, 0.0, key="temperature", step=0.1)
 if not sel.present:  # projected, the lecturer says it

@@ -70,4 +70,7 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
     else:
         tour_next(page.url_path, selection)
     if page_may_run(selection, page.url_path or DEFAULT):
-        page.run()
+        try:
+            page.run()
+        finally:  # a page that stops early (st.stop) still leaves the controls it drew
+            lesson_view.remember(page.url_path or DEFAULT)

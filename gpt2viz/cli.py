@@ -248,21 +248,29 @@ def cmd_trace(a) -> int:
     trace = run(model, ids, a.mode, names=a.names, seed=a.seed, dropout=a.dropout)
     if a.hook_names and not a.out:
         raise UsageError("trace: --hook-names is for --out FILE")
+    shapes = None  # the tensors as the file names them, when it names them otherwise than the trace
     if a.out and a.hook_names:
+        from safetensors import safe_open
+
         from .anatomy.hooks import save_as_hooks
 
-        save_as_hooks(trace, a.out, model.config.layer_norm_epsilon)
+        written = save_as_hooks(trace, a.out, model.config.layer_norm_epsilon)
+        with safe_open(str(a.out), framework="pt") as f:  # read back from the file: what it holds
+            shapes = {n: list(f.get_slice(n).get_shape()) for n in written}
     elif a.out:
         trace.save(a.out)
     if a.json:
         print(json.dumps({"model": trace.model, "mode": trace.mode.value, "token_ids": list(trace.token_ids),
                           "tokens": list(trace.tokens), "P": trace.P, "L": trace.L,
-                          "tensors": {n: list(trace[n].shape) for n in trace.names}}))
+                          "tensors": shapes or {n: list(trace[n].shape) for n in trace.names}}))
     else:
         print(f"{trace.model} · {trace.mode.value} · {len(trace.token_ids)} tokens · P={trace.P} L={trace.L} · "
               f"{len(trace.names)} tensors, {trace.nbytes / 2**20:,.1f} MiB held"
               + (f" → {a.out}" if a.out else ""))
-        for name in trace.names:  # derived ones computed one at a time
+        if shapes:  # what the file holds, under TransformerLens' names and in its layouts
+            for name, shape in shapes.items():
+                print(f"  {name:40s} {shape}")
+        for name in () if shapes else trace.names:  # derived ones computed one at a time
             print(f"  {name:40s} {list(trace[name].shape)}")
     return 0
 

@@ -285,3 +285,24 @@ def test_a_page_reached_from_a_stop_offers_the_way_back():
     assert "Attention on the demo model" in back and f'href="/whatif?lesson={signed}&amp;stop=3"' in back
     at = visit("merge", weights="demo", from_lesson=signed.replace(".", ".A", 1), from_stop="3")
     assert not [m.value for m in at.caption if "back to the lesson" in m.value]  # not signed here: no way back
+
+
+def test_the_builder_records_the_pages_own_controls_as_the_lecturer_left_them():
+    """Set on the Experiments page itself ("no mask"), the experiment goes with the stop added afterwards,
+    the stop table shows it, students may be let change it, and the lesson's link opens on it, locked."""
+    at = visit("experiments", model="tiny")
+    at.radio(key="experiment").set_value("no mask").run()
+    at.switch_page("views/lesson.py").run()
+    at.selectbox(key="lesson_page").select("experiments").run()
+    assert any('{"experiment": "no mask"}' in c.value for c in at.caption)
+    at.button(key="lesson_add").click().run()
+    assert at.session_state["_lesson_draft_stops"][0]["values"] == {"experiment": "no mask"}
+    assert any("no mask" in d.value.to_string() for d in at.dataframe)  # the stop table shows it
+    assert "experiment" in at.multiselect(key="lesson_free").options
+    lesson = lf.parse({"title": "t", "weights": {"source": "random", "model": "tiny"}, "text": "Hi there",
+                       "stops": at.session_state["_lesson_draft_stops"]})
+    signed = lf.sign(lesson, KEY.encode())
+    opened = visit("experiments", lesson=signed, stop="0", experiment="no scale")
+    assert opened.radio(key="experiment").value == "no mask" and opened.radio(key="experiment").disabled
+    free = lf.parse({**lesson.as_dict(), "free": ["experiment"]})
+    assert "experiment" not in free.locked(0)

@@ -67,3 +67,12 @@ def test_classroom_pages_have_the_code_panel(url, says):
     if url == "lens":
         assert "position=3" in ours and "seen[d][0, 3]" in theirs
     assert any(f"gpt2viz-{url}.py" in d.proto.label for d in at.get("download_button"))
+
+
+def test_the_output_panel_follows_the_pages_temperature_top_k_and_top_p():
+    """At temperature 2, top-k 3 the panel printed the temperature-1 top 10; both snippets now apply the
+    page's controls (tests/test_snippets.py runs them against the page's numbers)."""
+    at = open_page("output", temp=2, topk=3, topp=0.9)
+    assert not at.exception
+    for code in snippets_shown(at):
+        assert "/ 2.0  # temperature 2" in code and "# top-k 3" in code and "0.9  # top-p 0.9" in code, code

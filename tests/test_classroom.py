@@ -36,6 +36,24 @@ def test_top_k_keeps_only_k_tokens():
         distribution(logits, -1, None)
 
 
+def test_top_p_keeps_the_fewest_tokens_that_reach_p():
+    """Nucleus sampling: softmax [0.64, 0.24, 0.09, 0.03] (logits 3, 2, 1, 0 scaled): p 0.7 keeps the first two
+    (0.64 alone is short of it), p 0.5 the first alone, p 1 every token; after top-k; bounded (0, 1]."""
+    logits = torch.tensor([3.0, 0.0, 2.0, 1.0], dtype=torch.float64)
+    full = torch.softmax(logits, -1)
+    p = distribution(logits, 1.0, None, 0.7)
+    assert (p > 0).tolist() == [True, False, True, False]
+    torch.testing.assert_close(p[[0, 2]], full[[0, 2]] / full[[0, 2]].sum())
+    assert (distribution(logits, 1.0, None, 0.5) > 0).tolist() == [True, False, False, False]
+    torch.testing.assert_close(distribution(logits, 1.0, None, 1.0), full)
+    assert (distribution(logits, 1.0, 1, 0.99) > 0).sum() == 1  # top-k first
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="top-p"):
+            distribution(logits, 1.0, None, bad)
+    a = Sampler(temperature=1.0, seed=3, top_p=0.5)
+    assert {a(logits) for _ in range(20)} == {0}  # only the nucleus is drawn
+
+
 def test_generation_traces_grow_the_cache(tiny):
     gen = generate(tiny, IDS, 3)
     assert [(t.P, t.L) for t in gen.traces] == [(7, 8), (8, 9), (9, 10)]

@@ -121,3 +121,19 @@ def test_merge_draws_the_decode_story_in_order():
 def test_attention_drawing_says_merging_transposes_first():
     svg = unescape(draw("attention"))
     assert "transpose to [B, T, nh, dh], then reshape" in svg and "(a reshape)" not in svg
+
+
+@pytest.mark.parametrize("kind", ["block", "attention", "overview"])
+def test_no_boxs_line_can_run_past_its_edge_in_a_wide_fallback_font(kind):
+    """In the handout, opened without Source Sans, "Query, key and value projection W_QKV" touched its box's
+    edge: a line that a wide fallback font (DejaVu Sans bold) would push past the box is told its length."""
+    svg = draw(kind)
+    boxes = re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*/>((?:<text [^>]*>[^<]*</text>)+)', svg)
+    assert boxes
+    for _, width, texts in boxes:
+        for attrs, line in re.findall(r"<text ([^>]*)>([^<]*)</text>", texts):
+            room = float(width) - 2 * diagram.BOX_PAD
+            fitted = re.search(r'textLength="([\d.]+)"', attrs)
+            if len(unescape(line)) * diagram.FONT * diagram.FALLBACK_EM > room:
+                assert fitted and float(fitted.group(1)) <= room, (line, width)
+    assert kind != "attention" or 'textLength="344"' in svg  # the projection's long name, in its 360 px box

@@ -21,7 +21,7 @@ def test_every_chart_saves_an_svg_the_size_of_a_slide_named_after_page_and_chart
     assert len(options) >= 2
     for o in options:
         assert o["format"] == "svg" and o["width"] * o["scale"] == 1600 and o["height"] * o["scale"] >= 900
-    assert options[0]["filename"] == "attention-attention-block-1-head-2"
+    assert options[0]["filename"] == "attention-block-1-head-2"  # the page's name once
     assert options[1]["filename"] == "attention-every-head-of-block-1"
 
 
@@ -79,3 +79,11 @@ def test_presenting_start_here_leads_to_the_tours_first_stop_and_the_last_to_not
     last = open_page("training", present=1)
     assert not last.exception and not [m for m in last.markdown if "present-next" in m.value]
     assert last.button(key="present-exit")  # the way back, with no next
+
+
+def test_the_handout_writes_emphasis_as_plain_words():
+    """A page's *followed* reached the handout with its asterisks; a product's stars stay."""
+    from gpt2viz.teaching.handout import _plain
+
+    assert _plain("the word that *followed* it, **bold**, *two words*") == "the word that followed it, bold, two words"
+    assert _plain("2 * 3 * 4 and a*b*c") == "2 * 3 * 4 and a*b*c"

@@ -41,6 +41,8 @@ def test_trace_out_with_hook_names(tmp_path):
     saved = load_file(str(out))
     assert saved["blocks.0.attn.hook_z"].shape == (1, 2, 4, 16) and "logits" in saved and "hook_embed" in saved
     assert "blocks.0.attn.z" not in saved
+    printed = {line.split()[0] for line in done.stdout.splitlines()[1:]}  # the names it lists: the file's
+    assert printed == set(saved) and "blocks.0.attn.hook_z" in printed
     bad = subprocess.run([sys.executable, "-m", "gpt2viz", "trace", "--model", "tiny", "--text", "Hi", "--hook-names"],
                          cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "--hook-names is for --out" in bad.stderr

@@ -188,3 +188,25 @@ def test_the_qr_code_is_an_svg_of_the_link():
     assert root.tag.endswith("svg") and root.find(".//{http://www.w3.org/2000/svg}path") is not None
     size = (segno.make(link, error="m").symbol_size(scale=6, border=4))
     assert (int(float(root.get("width"))), int(float(root.get("height")))) == size
+
+
+def test_every_url_bound_control_of_a_page_can_be_set_by_a_stop_and_freed():
+    """The experiment, the lens's position and depth, the head finder's axes and opened head, What if's tracked
+    token, Compare and patch's answers and top-p: a stop sets them, checked as the pages offer them, and
+    `free` may name them."""
+    from gpt2viz.analysis.experiments import EXPERIMENTS
+    from gpt2viz.ui.heads_view import LABELS
+
+    assert tuple(EXPERIMENTS) == lf.EXPERIMENT_KEYS and tuple(LABELS) == lf.SCORE_LABELS
+    stops = [{"page": "experiments", "values": {"experiment": "no mask"}},
+             {"page": "lens", "values": {"lens_pos": 3, "lens_depth": 1}},
+             {"page": "heads", "values": {"score_x": "induction", "score_y": "entropy", "open_block": 1}},
+             {"page": "whatif", "values": {"track": "␣after"}},
+             {"page": "output", "values": {"topp": 0.9}}]
+    lesson = lf.parse(with_(stops=stops, free=["lens_pos"]))
+    assert lesson.pins(1)["lens_depth"] == 1 and "lens_pos" not in lesson.locked(1)
+    assert "experiment" in lesson.locked(0)
+    with pytest.raises(lf.LessonError, match="stops.0..values.experiment: 'no wheel' is not one of"):
+        lf.parse(with_(stops=[{"page": "experiments", "values": {"experiment": "no wheel"}}]))
+    with pytest.raises(lf.LessonError, match="free: 'lens_depth' is not a list of controls"):
+        lf.parse(with_(free=["lens_depth"]))  # no stop on the lens: nothing of it to free

@@ -114,18 +114,24 @@ def test_attention_heatmap_decode_row_sits_at_position_P():
     assert fig.data[0].z.shape == (1, P + 1) and list(fig.data[0].y) == ["5·␣dog"]
 
 
-def test_attention_heatmap_long_sequence_is_thinned_by_the_browser_and_unannotated():
-    """Issue 23 (2): no fixed array of tick labels (it overlapped into a smear in an 800 px window):
-    plotly picks the labels that fit the chart's width in this window, and turns them if it must."""
+def test_attention_heatmap_long_sequence_keeps_the_cells_it_points_at_and_is_unannotated():
+    """Beyond 32 tokens about 20 labels (an 800 px window's width of them, upright), always with the last
+    query, the key it reads most and, in decode, the new token's own key; no value written in cells."""
     n = 300
-    tokens = ["␣the"] * n
-    fig = plots.attention_heatmap(causal_pattern(n, n), tokens, tokens, "long")
+    tokens = [f"␣w{i}" for i in range(n)]
+    pattern = causal_pattern(n, n)
+    pattern[-1] = 0
+    pattern[-1, 137] = 1
+    fig = plots.attention_heatmap(pattern, tokens, tokens, "long")
     assert fig.data[0].texttemplate is None
+    labels = plots.position_labels(tokens)
+    assert labels[137] in fig.layout.xaxis.tickvals and labels[-1] in fig.layout.yaxis.tickvals
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
-        assert axis.tickmode == "auto" and axis.tickvals is None and axis.ticktext is None
-        assert not axis.nticks  # 0: plotly's own count, from the axis' length in px
-        assert axis.autotickangles == plots.TICK_ANGLES
+        assert axis.tickmode == "array" and len(axis.tickvals) <= plots.LABEL_THINNED + 2
+        assert axis.autotickangles == (0, -90)  # upright when they do not fit flat
     assert fig.layout.height <= 560
+    decode = plots.attention_heatmap(pattern[-1:], tokens[-1:], tokens, "d", query_offset=n - 1)
+    assert labels[-1] in decode.layout.xaxis.tickvals and labels[137] in decode.layout.xaxis.tickvals
 
 
 def category_axes(fig: go.Figure) -> list:
@@ -134,15 +140,51 @@ def category_axes(fig: go.Figure) -> list:
             and fig.layout[name].showticklabels is not False]
 
 
-def test_every_token_axis_leaves_its_labels_to_the_browser():
-    """Every axis of tokens, positions or parts: plotly's own thinning (tickmode auto, no count),
+def token_axes(fig: go.Figure) -> list:
+    return [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))
+            and fig.layout[name].type == "category" and fig.layout[name].tickmode == "array"
+            and not str(fig.layout[name].ticktext[0]).startswith("h")]
+
+
+@pytest.mark.parametrize("n", [6, 12, 32])
+def test_every_query_and_key_of_a_heatmap_is_labelled_up_to_32_tokens(n):
+    """Up to 32 tokens each query and key has its label (none dropped): shrunk to fit, never below 8 px,
+    13 px where the projector's width has room; the lens writes its positions all too."""
+    tokens = [f"␣word{i}" for i in range(n)]
+    pattern = causal_pattern(n, n)
+    figures = [plots.attention_heatmap(pattern, tokens, tokens, "a"),
+               plots.attention_heatmap(pattern[-1:], tokens[-1:], tokens, "d", query_offset=n - 1, share=0.5),
+               plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m")]
+    for fig in figures:
+        axes = token_axes(fig)
+        assert axes, fig.layout.title.text
+        for axis in axes:
+            assert len(axis.tickvals) == len(set(fig.data[0].x if axis is fig.layout.xaxis else axis.tickvals))
+            assert plots.MIN_LABEL_PX <= axis.tickfont.size <= 13
+        assert len(fig.layout.xaxis.tickvals) == n
+    if n <= 12:
+        assert plots.attention_heatmap(pattern, tokens, tokens, "a").layout.yaxis.tickfont.size == 13
+
+
+def test_the_lens_writes_each_cells_token_cut_to_what_it_holds():
+    tokens = [f"␣t{i}" for i in range(12)]
+    fig = plots.lens_heatmap(np.full((3, 12), 0.5), [["␣everything"] * 12] * 3, np.zeros((3, 12)),
+                             ["a", "b", "c"], tokens, "lens")
+    assert fig.layout.xaxis.tickvals == tuple(plots.position_labels(tokens))
+    assert all(cell.endswith("…") and 2 <= len(cell) <= 5 for row in fig.data[0].text for cell in row)
+    wide = plots.lens_heatmap(np.full((3, 200), 0.5), [["␣x"] * 200] * 3, np.zeros((3, 200)), ["a", "b", "c"],
+                              ["␣t"] * 200, "lens")
+    assert wide.data[0].text is None  # 2 px cells hold nothing
+
+
+def test_every_other_token_axis_leaves_its_labels_to_the_browser():
+    """Axes of positions or parts beside the heatmaps, and the keys of the grid of every head (a quarter of the
+    width each): plotly's own thinning (tickmode auto, no count),
     long labels cut by an alias, whatever the length of the text."""
     for n in (6, 300):
         tokens = [f"␣word{i}" for i in range(n)]
         pattern = causal_pattern(n, n)
-        figures = [plots.attention_heatmap(pattern, tokens, tokens, "a"),
-                   plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m"),
-                   plots.heads_grid(np.stack([pattern[-4:]] * 3), tokens[-4:], tokens, "g", query_offset=n - 4),
+        figures = [plots.heads_grid(np.stack([pattern[-4:]] * 3), tokens[-4:], tokens, "g", query_offset=n - 4),
                    plots.position_norms(pattern, tokens, "n"), plots.loss_per_token(pattern[0, :-1], tokens, "l"),
                    plots.residual_norms(pattern[:3], DEPTH, tokens, "r"),
                    plots.matrix_heatmap(np.ones((2, n)), ["a", "b"], [str(i) for i in range(n)], "h", "v"),

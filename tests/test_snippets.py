@@ -12,6 +12,7 @@ from gpt2viz.analysis.heads import PATTERNS, score_trace
 from gpt2viz.analysis.lens import logit_lens
 from gpt2viz.analysis.whatif import Target, default_answers, knockout, log_probs, patch
 from gpt2viz.api import load
+from gpt2viz.model.generation import distribution  # noqa: E402
 from gpt2viz.model.modes import Mode, run
 from gpt2viz.model.tokenizer import encode
 from gpt2viz.model.weights import random_model, to_transformers
@@ -51,6 +52,10 @@ def page_numbers(page: str, v: View) -> torch.Tensor:
         return trace.get("attn.pattern", b, head=h)[0]  # [T, L]
     if page == "mlp":
         return trace.get("mlp.post", b)[0]
+    if page == "output" and v.values:  # views/output.py: the ten likeliest, after its temperature, top-k, top-p
+        logits = trace["logits"][0, -1].double()
+        after = distribution(logits, v.value("temp", 1.0), int(v.value("topk", 0)) or None, v.value("topp"))
+        return after[logits.softmax(-1).topk(10).indices]
     if page == "output":
         return torch.tensor(top_next_tokens(trace, k=10)[0], dtype=torch.float64)  # the page computes in float64
     if page == "overview":
@@ -211,3 +216,15 @@ def test_a_checkpoint_file_in_view(tmp_path):
     assert f"load_file({str(path)!r})" in snippet("mlp", v, "transformers")
     check("mlp", v, "transformers")
     check("attention", v, "gpt2viz")
+
+
+
+@pytest.mark.parametrize("kind", ["gpt2viz", "transformers"])
+@pytest.mark.parametrize("values", [(("temp", 2.0), ("topk", 3.0)), (("temp", 0.7), ("topp", 0.8)),
+                                    (("temp", 2.0), ("topk", 5.0), ("topp", 0.5)), (("temp", 0.0),)])
+def test_the_output_snippets_follow_the_pages_temperature_top_k_and_top_p(values, kind):
+    """The Output page at temperature 2, top-k 3 printed the temperature-1 top 10: now each snippet prints the
+    page's after-sampling numbers for its own controls."""
+    v = view("demo", "full", values)
+    check("output", v, kind)
+    assert "temperature" in snippet("output", v, kind)

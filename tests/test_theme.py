@@ -54,7 +54,7 @@ def test_light_and_dark(dark, palette):
     layout = spec(theme.themed(maps(), dark=dark))["layout"]
     assert layout["font"]["color"] == palette.text
     assert layout["hoverlabel"]["bgcolor"] == palette.hover_bg
-    assert layout["paper_bgcolor"] == "rgba(0,0,0,0)"  # the page's own background shows
+    assert layout["paper_bgcolor"] == palette.page  # opaque, the page's own colour: a saved SVG is not see-through
     for name in ("xaxis", "xaxis2", "xaxis3", "yaxis"):  # every axis the figure has
         assert layout[name]["tickfont"]["color"] == palette.text, name
     for name in ("coloraxis", "coloraxis2"):

@@ -5,25 +5,29 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.analysis.lens import decompose, lens_grid, lens_window, logit_lens
 from gpt2viz.model.tokenizer import readable_tokens
-from gpt2viz.ui import code_panel
+from gpt2viz.ui import code_panel, present
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
 from gpt2viz.ui.layout import wide_table
+from gpt2viz.ui.state import locked
 from gpt2viz.ui.text import code_span
 
 sel = selection()
 st.title("Logit lens and residual decomposition")
-st.markdown(
-    "**Logit lens.** Read the next-token prediction from the residual stream at every depth as if the model "
-    "stopped there: apply the final LayerNorm, with its mean and variance **recomputed from the stream at that "
-    "depth** (its gain and bias are the final ones), then multiply by the transpose of the token table, W_Eᵀ "
-    "(GPT-2's unembedding is tied to its token embedding). At the last depth this is exactly the model's output.")
+with present.folded(sel.present):  # projected, the first chart starts in the first screen
+    st.markdown(
+        "**Logit lens.** Read the next-token prediction from the residual stream at every depth as if the model "
+        "stopped there: apply the final LayerNorm, with its mean and variance **recomputed from the stream at that "
+        "depth** (its gain and bias are the final ones), then multiply by the transpose of the token table, W_Eᵀ "
+        "(GPT-2's unembedding is tied to its token embedding). At the last depth this is exactly the model's "
+        "output.")
 trace = selection_trace(sel, needs=["blocks.*.resid_*", "blocks.*.attn.out", "blocks.*.mlp.out", "logits"])
 if trace is None:
     st.stop()
 random_note(sel)
 q, _, offset = axis_tokens(trace)
 i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="lens_pos", bind="query-params",
+                  disabled=locked("lens_pos"),
                   help="the position whose prediction the table reads; the chart shows the positions up to it")) \
     if trace.T > 1 else 0
 first, last = lens_window(i, trace.T)
@@ -41,8 +45,9 @@ wide_table(rows, height="content")
 n_layer = sel.config.n_layer
 # it opens on the stream after the last block, every block's part in it (block 0's input is the embedding alone)
 depth = int(st.slider("Taken apart", 0, n_layer, n_layer, key="lens_depth", bind="query-params",
-                      format="%d", help=f"the stream entering block n; {n_layer}: the output of the last block, "
-                                        "which the final LayerNorm reads"))
+                      disabled=locked("lens_depth"), format="%d",
+                      help=f"the stream entering block n; {n_layer}: the output of the last block, "
+                           "which the final LayerNorm reads"))
 where = f"block {depth} input" if depth < n_layer else "after the last block"
 st.subheader(f"The stream {'entering block ' + str(depth) if depth < n_layer else 'after the last block'}, "
              "taken apart")

@@ -16,7 +16,7 @@ from gpt2viz.server.received import LESSON_UPLOAD_MB
 from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
-from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, server_key
+from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
 from gpt2viz.ui.site_download import site_download
 from gpt2viz.ui.upload import read_once
 from gpt2viz.ui.visitor import visitor_address
@@ -93,6 +93,10 @@ page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title
                          index=lf.PAGES.index("attention"))
 cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
 if page in lf.PAGE_VALUES:
+    seen = seen_values(page)
+    st.caption(f"{BY_URL[page].title}'s own controls as you left them on it: "
+               + (f"`{json.dumps(seen, ensure_ascii=False)}`, kept with the stop unless you type others below"
+                  if seen else "not seen yet in this session (open the page and set them, or type them below)"))
     st.text_input("The page's own controls (JSON, optional)", key="lesson_values", max_chars=300,
                   placeholder=json.dumps({k: v[0] if isinstance(v, tuple) else " after" if v is str else 0 for k, v in
                                           list(lf.PAGE_VALUES[page].items())[:2]}),
@@ -106,6 +110,8 @@ def add_stop() -> None:
     stop = {"page": ss["lesson_page"], "mode": ss.get("mode", "full"), "block": int(ss.get("block", 0)),
             "head": int(ss.get("head", 0))} | ({"note": ss["lesson_note"]} if ss.get("lesson_note") else {})
     raw = ss.get("lesson_values", "").strip() if stop["page"] in lf.PAGE_VALUES else ""
+    if not raw and (seen := seen_values(stop["page"])):  # the page's controls as the lecturer left them
+        stop["values"] = seen
     if raw:
         try:
             stop["values"] = json.loads(raw)
@@ -119,11 +125,16 @@ st.button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",
           disabled=len(stops) >= lf.MAX_STOPS, on_click=add_stop)
 st.caption(f"Stop {len(stops) + 1} would be {BY_URL[page].title} in {sel.mode.value} mode, block {sel.block}, "
            f"head {sel.head}.")
-free = st.multiselect("Students may change", lf.CONTROLS, key="lesson_free",
+# the sidebar's controls and the page values the stops set (a student may move the lens's position)
+set_here = (k for s in stops if isinstance(s.get("values"), dict) for k in s["values"])
+freeable = list(dict.fromkeys([*lf.CONTROLS, *set_here]))
+free = st.multiselect("Students may change", freeable, key="lesson_free",
                       help="every other control the lesson sets is shown but locked")
 built = None
 if stops:
-    st.dataframe(stops, width="stretch")
+    # the page's own controls as one column, as the file writes them
+    st.dataframe([{k: json.dumps(v, ensure_ascii=False) if k == "values" else v for k, v in s.items()} for s in stops],
+                 width="stretch")
     if st.button("Remove the last stop", icon=":material/undo:"):
         stops.pop()
         st.rerun()

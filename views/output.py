@@ -11,7 +11,7 @@ from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import plot
 from gpt2viz.ui.links import demo_beside
 from gpt2viz.ui.overview import top_next_tokens
-from gpt2viz.ui.state import number
+from gpt2viz.ui.state import nucleus, number
 
 SHOWS = ("ln_f.out", "logits", "loss.per_token", "loss")
 
@@ -30,20 +30,23 @@ if "loss" in trace:
     st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
     plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
 plot(plots.histogram(trace["logits"][0, -1], "Logits of the last position", "logit"))
-st.subheader("Temperature and top-k: the same logits, another distribution")
+st.subheader("Temperature, top-k and top-p: the same logits, another distribution")
 st.markdown("Sampling divides the logits by a **temperature** before the softmax: below 1 the top tokens take "
             "more of the probability (0 keeps only the top one: greedy), above 1 it spreads out. **Top-k** then "
-            "keeps the k most likely tokens and renormalises them to add to 1. Try them on this text:")
-cols = st.columns(2)
+            "keeps the k most likely tokens and renormalises them to add to 1; **top-p** (nucleus) keeps the "
+            "fewest most likely tokens whose probabilities add up to p. Try them on this text:")
+cols = st.columns(3)
 temperature = number(cols[0], "Temperature", 0.0, 5.0, 1.0, key="temp", step=0.1)
 top_k = number(cols[1], "Top-k (0 = all)", 0, sel.config.vocab_size, 0, key="topk") or None
+top_p = nucleus(cols[2])
 logits = trace["logits"][0, -1].double()  # [V]: float64, so that the printed digits are the distribution's
-before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k)  # [V] each
+before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k, top_p)  # [V] each
 shown = before.topk(10).indices  # the same ten tokens in both charts: the ten most likely at temperature 1
 labels = [readable(int(i)) for i in shown]
 anatomy.side_by_side(
     plots.topk_tokens(before[shown].tolist(), labels, "softmax(logits): temperature 1, every token"),
     plots.topk_tokens(after[shown].tolist(), labels,
-                      f"temperature {temperature:g}" + (f", top-{top_k}" if top_k else ", every token")))
+                      f"temperature {temperature:g}" + (f", top-{top_k}" if top_k else "")
+                      + (f", top-p {top_p:g}" if top_p else "") + ("" if top_k or top_p else ", every token")))
 anatomy.notice(notices.temperature_notice(before, after, temperature, top_k))
 anatomy.footer(page)

@@ -32,7 +32,8 @@ wide_table(component_rows(report), height=520)
 leaves = [c for c in report["components"]
           if c["rows"] and not any(o["parent"] == c["id"] for o in report["components"])]
 plot(plots.param_breakdown([c["title"] + (f" ×{c['instances']}" if c["instances"] > 1 else "") for c in leaves],
-                           [c["total"] for c in leaves], f"{size}: where the parameters are"))
+                           [c["total"] for c in leaves], f"{size}: where the parameters are"),
+     sizes_of=size)  # the size chosen here, not the sidebar's weights and text
 st.download_button("Accounting table (CSV)", accounting_csv(report), file_name=f"{size}-parameters.csv",
                    mime="text/csv", icon=":material/download:")
 st.subheader("Other totals you will meet")

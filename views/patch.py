@@ -2,16 +2,17 @@
 
 import streamlit as st
 
-from gpt2viz.ui import code_panel, story
+from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection, token_notes
 
 sel = selection()
 st.title("Compare and patch")
-st.markdown("Text A is the sidebar's text; text B is below. Run both, compare what the chosen head attends to "
-            "and what each predicts, then move one piece of A's computation into B's run at a time "
-            "(**activation patching**) to find where the difference between their answers is carried.")
-story.offer(sel, "patch")
+with present.folded(sel.present):  # projected, the first chart starts in the first screen
+    st.markdown("Text A is the sidebar's text; text B is below. Run both, compare what the chosen head attends "
+                "to and what each predicts, then move one piece of A's computation into B's run at a time "
+                "(**activation patching**) to find where the difference between their answers is carried.")
+    story.offer(sel, "patch")
 text_b = wv.text_b_box(sel)
 ids_b, cut_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
 wv.stop_without_text(sel, error_b)

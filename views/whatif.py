@@ -2,17 +2,18 @@
 
 import streamlit as st
 
-from gpt2viz.ui import code_panel, story
+from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("What if: knock a part out")
-st.markdown("Replace one part's output by zero, or by its average over the text, run the rest of the model on "
-            "as usual, and compare the prediction with the untouched run. A part whose removal changes the "
-            "prediction was doing something for it.")
-story.offer(sel, "whatif", says=wv.demo_knockouts())
+with present.folded(sel.present):  # projected, the first chart starts in the first screen
+    st.markdown("Replace one part's output by zero, or by its average over the text, run the rest of the model "
+                "on as usual, and compare the prediction with the untouched run. A part whose removal changes the "
+                "prediction was doing something for it.")
+    story.offer(sel, "whatif", says=wv.demo_knockouts())
 wv.stop_without_text(sel)
 sel = capped(sel, "whatif")
 target, method = wv.target_controls(sel)

@@ -333,7 +333,7 @@ SPECS = (
           ("resid_post",), ("ln_f.mean", "ln_f.var", "ln_f.normalized", "ln_f.out"),
           rows=(("gain g_f and bias b_f", ("ln_f.weight", "ln_f.bias")),),
           refs=("openai.ln_f", "openai.norm", "hf.ln_f_def", "hf.ln_f_call")),
-    _Spec("unembed", "model", "Unembedding (tied)",
+    _Spec("unembed", "model", "Output: the unembedding (tied)",
           r"\text{logits} = Z_f\,W_U, \quad W_U = W_E^{\top} \in \mathbb{R}^{d \times V}",
           f"Scores every vocabulary entry by the dot product of Z_f, the final LayerNorm's output (not the "
           f"stream itself), with its token-table row: V {link('logit', 'logits')} per position.",

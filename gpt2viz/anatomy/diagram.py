@@ -60,6 +60,20 @@ def _text(x, y, s: str, size: int = FONT, anchor: str = "middle", weight: str = 
             f'fill="currentColor" fill-opacity="{opacity}">{escape(s)}</text>')
 
 
+# a bold character of a fallback sans (DejaVu Sans, wider than Source Sans), in font sizes: a handout opened
+# offline has no Source Sans, and a box's longest line touched its edge
+FALLBACK_EM = 0.66
+BOX_PAD = 8  # px in viewBox units kept free inside a box's edge
+
+
+def _fitted(text: str, s: str, room: float) -> str:
+    """A box's <text> that a wide fallback font would push past `room` (viewBox px), told to fit it
+    (`textLength`): never wider than its box, in any font."""
+    if len(s) * FONT * FALLBACK_EM <= room:
+        return text
+    return text.replace("<text ", f'<text textLength="{room:g}" lengthAdjust="spacingAndGlyphs" ', 1)
+
+
 def _line(x1, y1, x2, y2, arrow: bool = True) -> str:
     head = ' marker-end="url(#gpt2viz-arrow)"' if arrow else ""
     return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="currentColor" stroke-width="1.5"{head}/>'
@@ -97,8 +111,9 @@ class Box:
         fill, stroke, width = (HIGHLIGHT_FILL, ACCENT, 3) if lit else (BOX_FILL, "currentColor", 1.2)
         step = FONT + 3
         top = self.y + self.h / 2 - step * (len(self.lines) - 1) / 2 + FONT / 3
-        body = "".join(_text(self.x + self.w / 2, round(top + i * step, 1), s, weight="bold" if i == 0 else "normal",
-                             opacity=1.0 if i == 0 else 0.85)
+        body = "".join(_fitted(_text(self.x + self.w / 2, round(top + i * step, 1), s,
+                                     weight="bold" if i == 0 else "normal", opacity=1.0 if i == 0 else 0.85),
+                               s, self.w - 2 * BOX_PAD)
                        for i, s in enumerate(self.lines))
         rect = (f'<rect x="{self.x}" y="{self.y}" width="{self.w}" height="{self.h}" rx="8" fill="{fill}" '
                 f'stroke="{stroke}" stroke-width="{width}"/>')

@@ -40,14 +40,20 @@ from .attention import attention_heatmap, attention_maps, heads_grid, token_line
 from .axes import (
            CHAR_PX,
            DIVERGING,
+           LABEL_ALL,
+           LABEL_THINNED,
            MASKED_GREY,
            MAX_TICKS,
+           MIN_LABEL_PX,
            SEQUENTIAL,
            SUBTITLE_PX,
            TICK_ANGLES,
            TICK_CHARS,
            TICK_PX,
            TITLE_PX,
+           fit_rows,
+           kept_labels,
+           position_labels,
 )
 from .bars import loss_per_token, param_breakdown, position_norms, position_values, top_neurons, topk_tokens
 from .cache import cache_growth, kv_cache_diagram
@@ -59,7 +65,8 @@ from .scatter import head_scatter
 from .vectors import heads_merged, layernorm_stages, sorted_products, stacked_vectors
 
 __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "SEQUENTIAL", "SUBTITLE_PX", "TICK_CHARS",
-           "TICK_ANGLES", "TICK_PX", "TITLE_PX",
+           "TICK_ANGLES", "TICK_PX", "TITLE_PX", "LABEL_ALL", "LABEL_THINNED", "MIN_LABEL_PX",
+           "fit_rows", "kept_labels", "position_labels",
            "attention_heatmap", "attention_maps", "cache_growth", "depth_bars", "gelu_curve", "heads_grid",
            "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
            "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",

@@ -12,6 +12,7 @@ from .axes import (
     DIVERGING,
     GREYS,
     MASKED_GREY,
+    PROJECTOR_PLOT_PX,
     SEQUENTIAL,
     SUBTITLE_PX,
     TICK_PX,
@@ -22,6 +23,7 @@ from .axes import (
     figure_layout,
     fixed_margins,
     position_labels,
+    token_axis,
     top_margin,
 )
 from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
@@ -54,15 +56,40 @@ def _attention_axes(T: int, L: int, query_tokens, key_tokens, query_offset) -> t
     return position_labels(queries, query_offset), position_labels(keys)
 
 
-def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], subtitle: str | None = None,
-                    **extra) -> dict:
-    xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
-                                         category_axis(ylabels, "query", autorange="reversed"), top_margin(subtitle),
-                                         xlabels, ylabels)
+def pointed_cells(pattern: np.ndarray, query_offset: int, marks=()) -> tuple[set[int], set[int]]:
+    """(keys, query rows) whose labels a long pattern [T, L] keeps: the last query (the one a
+    decode step or a prediction is about), the key it gives the most weight (its argmax), in decode
+    the new token's own key, and the cells `marks` outlines (query positions absolute)."""
+    T, L = pattern.shape
+    keys, rows = {int(np.argmax(pattern[-1]))}, {T - 1}
+    if T == 1:
+        keys.add(L - 1)
+    for q, k in marks:
+        if 0 <= q - query_offset < T and 0 <= k < L:
+            rows.add(q - query_offset)
+            keys.add(k)
+    return keys, rows
+
+
+def _token_axes(xlabels: list[str], ylabels: list[str], x_px: float, top: int, plot_px: int, max_height: int,
+                pointed: tuple[set[int], set[int]]) -> tuple[dict, dict, dict, int]:
+    """(xaxis, yaxis, margin, height) of a key x query heatmap: every label up to LABEL_ALL of each
+    (kept_labels beyond, with the pointed cells), the keys' font sized for an x axis x_px long, the
+    queries' for the plot height left under max_height."""
+    xaxis = token_axis(xlabels, "key", x_px, pointed[0])
+    rough = fixed_margins(xaxis, category_axis(ylabels, "query"), top, xlabels, ylabels)[2]
+    plot_px = min(plot_px, max_height - rough["t"] - rough["b"])
+    yaxis = token_axis(ylabels, "query", plot_px, pointed[1], autorange="reversed")
+    xaxis, yaxis, margin = fixed_margins(xaxis, yaxis, top, xlabels, ylabels)
+    return xaxis, yaxis, margin, margin["t"] + margin["b"] + plot_px
+
+
+def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], x_px: float,
+                    pointed: tuple[set[int], set[int]], subtitle: str | None = None, **extra) -> dict:
     # at least MIN_PLOT_PX of plot, so that a decode row's colour bar stays readable
-    plot_px = max(MIN_PLOT_PX, 20 * len(ylabels))
-    return figure_layout(title, height=min(margin["t"] + margin["b"] + plot_px, 560), subtitle=subtitle,
-                         xaxis=xaxis, yaxis=yaxis, margin=margin, **extra)
+    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, x_px, top_margin(subtitle),
+                                               max(MIN_PLOT_PX, 20 * len(ylabels)), 560, pointed)
+    return figure_layout(title, height=height, subtitle=subtitle, xaxis=xaxis, yaxis=yaxis, margin=margin, **extra)
 
 
 def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
@@ -79,7 +106,9 @@ def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence
                     zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=14))
     annotate(probs, T, L, share * NARROWEST_PX)
     cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
-    return figure([probs], _heatmap_layout(title, ylabels, xlabels, subtitle=MASKED_NOTE if cover else None,
+    return figure([probs], _heatmap_layout(title, ylabels, xlabels, share * PROJECTOR_PLOT_PX,
+                                           pointed_cells(pattern, query_offset),
+                                           subtitle=MASKED_NOTE if cover else None,
                                            **({"shapes": cover} if cover else {})))
 
 
@@ -112,6 +141,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
                             xaxis=f"x{s}", yaxis=f"y{s}"))
         middle = [y[r * T + T // 2] for r in range(len(heads))]
         xaxis, yaxis, margin = fixed_margins(
+            # the browser thins its keys: a column a quarter of the width has no room for 13 px labels of
+            # every key, and a smaller type is too small for the back row
             category_axis(xlabels, "key"),
             # "h3", as the diagram's boxes: "head 3" did not fit the gap between columns in an 800 px
             # window and hid under the column to its left
@@ -166,8 +197,10 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     # the title, a subtitle when something is veiled, then the panels' own titles above them
     outlined = _outlines(marks, query_offset, T, L)
     top = top_margin("subtitle") + (SUBTITLE_PX + 12 if veil or grey or outlined else 0)  # panel titles under the title
-    xaxis, yaxis, margin = fixed_margins(category_axis(xlabels, "key"),
-                                         category_axis(ylabels, "query", autorange="reversed"), top, xlabels, ylabels)
+    # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.47 px tall each
+    pointed = pointed_cells(pattern, query_offset, marks)
+    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, (SCORES[1] - SCORES[0]) * PROJECTOR_PLOT_PX, top,
+                                               max(MIN_MAPS_PX, 20 * T), 600, pointed)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
     # overlaps in an 800 px window; what the veils mean goes into the subtitle
     bar = dict(thickness=12, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=TICK_PX),
@@ -193,8 +226,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     if veil or grey or outlined:
         layout["shapes"] = veil + grey + outlined
     return figure(traces, dict(layout, **figure_layout(
-        # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.47 px tall each
-        title, height=min(top + margin["b"] + max(MIN_MAPS_PX, 20 * T), 600), subtitle=" · ".join(overlaid) or None,
+        title, height=height, subtitle=" · ".join(overlaid) or None,
         margin=dict(margin, r=56),
         yaxis=yaxis)))
 

@@ -79,6 +79,69 @@ def category_axis(labels: list[str], title: str, **extra) -> dict:
     return dict(axis, **({"labelalias": cut} if cut else {}), **extra)
 
 
+LABEL_ALL = 32  # token axes of up to this many labels write every one of them
+# beyond, about this many, and the ones the page points at: 20 upright 13 px labels fit the narrowest
+# window's plot (a fixed array of every label there overlapped into a smear)
+LABEL_THINNED = 20
+MIN_LABEL_PX = 8  # the smallest a token axis shrinks its labels to, to keep every one
+# the plot area of a full-width chart in a 1280 px window with the sidebar open, measured (px):
+# what token axes shrink their labels for, so that on the projector every label is drawn
+PROJECTOR_PLOT_PX = 700
+# a token axis turns its labels upright when they do not fit flat: turned 45 degrees, plotly let
+# neighbours touch at spacings where upright ones are apart
+UPRIGHT_ANGLES = (0, -90)
+LABEL_PITCH = 1.25  # a label needs 1.25 font sizes of its axis' length beside its neighbours
+
+
+def kept_labels(n: int, keep=()) -> list[int]:
+    """Which of n labels a token axis writes: every one up to LABEL_ALL; beyond, every k-th (about
+    LABEL_THINNED of them) and always those in `keep` (the cells the page points at), thinned ones
+    that would touch a kept one left out."""
+    if n <= LABEL_ALL:
+        return list(range(n))
+    step = math.ceil(n / LABEL_THINNED)
+    keep = {i for i in keep if 0 <= i < n}
+    near = {j for k in keep for j in range(k - step // 2, k + step // 2 + 1)}
+    return sorted(keep | {i for i in range(0, n, step) if i not in near})
+
+
+def label_font(axis_px: float, n: int, shown: list[int]) -> int:
+    """The tick font (px) that gives each of the shown labels of n its room on an axis axis_px long:
+    TICK_PX where it fits, smaller down to MIN_LABEL_PX (turned labels then touch, but none is dropped)."""
+    gap = min((b - a for a, b in zip(shown, shown[1:])), default=n) or 1
+    return int(max(MIN_LABEL_PX, min(TICK_PX, axis_px / max(n, 1) * gap / LABEL_PITCH)))
+
+
+def token_axis(labels: list[str], title: str, axis_px: float, keep=(), **extra) -> dict:
+    """A category axis of token labels that writes the ones `kept_labels` keeps (every one up to
+    LABEL_ALL, turned by the browser as TICK_ANGLES say and shrunk to fit an axis axis_px long), cut to
+    TICK_CHARS (hover keeps them whole)."""
+    shown = kept_labels(len(labels), keep)
+    font = label_font(axis_px, len(labels), shown)
+    return dict(category_axis(labels, title, **extra), tickmode="array", tickvals=[labels[i] for i in shown],
+                ticktext=[short(labels[i]) for i in shown], tickfont=dict(size=font),
+                autotickangles=list(UPRIGHT_ANGLES))
+
+
+def fit_rows(fig: go.Figure, chart_px: float, scale: float = 1.0) -> go.Figure:
+    """`fig` (changed in place) with the font of its token rows (a `token_axis` as its y axis) sized for
+    a chart drawn chart_px tall, its type then made `scale` times larger: a chart that fills a screen
+    has less height than it asked for, and its rows' labels would overlap."""
+    axis = fig.layout.yaxis
+    if axis.type != "category" or axis.tickmode != "array" or not axis.tickvals or not fig.data:
+        return fig
+    rows = list(fig.data[0].y or ())
+    if not set(axis.tickvals) <= set(rows):
+        return fig
+    margin = fig.layout.margin
+    plot_px = chart_px - (margin.t or 0) - (margin.b or 0)
+    shown = [rows.index(v) for v in axis.tickvals]
+    gap = min((b - a for a, b in zip(shown, shown[1:])), default=len(rows)) or 1
+    size = plot_px / max(len(rows), 1) * gap / LABEL_PITCH / scale
+    axis.tickfont.size = round(max(MIN_LABEL_PX / scale, min(axis.tickfont.size or TICK_PX, size)), 1)
+    return fig
+
+
 def shown_labels(axis: dict, labels: list[str]) -> list[str]:
     """The labels a category axis writes when it writes them all: cut as its `labelalias` says."""
     alias = axis.get("labelalias") or {}
@@ -97,10 +160,11 @@ def fixed_margins(xaxis: dict, yaxis: dict, top: int, x_labels: list[str], y_lab
     labels and automargin off: measuring labels in the browser (automargin) cost a tenth of a second
     per heatmap redraw. The bottom margin has room for the x labels turned upright, the steepest of
     TICK_ANGLES the browser may need in a narrow window."""
-    x_chars = label_chars(shown_labels(xaxis, x_labels))
+    x_chars = label_chars(xaxis.get("ticktext") or shown_labels(xaxis, x_labels))
     y_chars = label_chars(yaxis.get("ticktext") or shown_labels(yaxis, y_labels))
-    bottom = 34 + TICK_PX + CHAR_PX * x_chars  # the axis title, then the labels upright
-    left = 36 + CHAR_PX * y_chars
+    x_px, y_px = (axis.get("tickfont", {}).get("size", TICK_PX) for axis in (xaxis, yaxis))
+    bottom = 34 + x_px + CHAR_PX * x_px / TICK_PX * x_chars  # the axis title, then the labels upright
+    left = 36 + CHAR_PX * y_px / TICK_PX * y_chars
     return (dict(xaxis, automargin=False), dict(yaxis, automargin=False),
             dict(l=int(left), r=20, t=top, b=int(bottom)))
 

@@ -14,6 +14,7 @@ from .axes import (
     MARGIN_BOTTOM,
     MARGIN_LEFT,
     ORANGE,
+    PROJECTOR_PLOT_PX,
     SEQUENTIAL,
     category_axis,
     checked_positions,
@@ -24,11 +25,14 @@ from .axes import (
     figure_layout,
     label_px,
     short,
+    token_axis,
 )
 
 ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
 NARROWEST_PX = 360  # the plot area of a full-width chart in an 800 px window (sidebar open, 13 px labels)
 CELL_CHAR_PX = 6.7  # width of a digit of the CELL_PX cell text
+LENS_TEXT_PX = CELL_PX  # the logit lens' tokens written in its cells
+LENS_CHAR_PX = 6.2  # width of a character of them, generously
 
 MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
 
@@ -125,13 +129,16 @@ def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, de
                     "the final prediction's rank here: %{customdata[1]}", colorscale=colorscale(SEQUENTIAL),
                     zmin=0, zmax=1, customdata=[[[t, int(r)] for t, r in zip(tr, rr)] for tr, rr in zip(top, ranks)],
                     colorbar=dict(title=dict(text="p(top)")))
-    if NARROWEST_PX / n_p >= 6 * CELL_CHAR_PX:  # a 5-character token fits the cell
-        trace.update(text=[[short(t, 5) for t in row] for row in top], texttemplate="%{text}", textfont=dict(size=9))
+    fits = int((NARROWEST_PX / n_p - 4) // LENS_CHAR_PX)  # characters of a token a cell holds
+    if fits >= 2:  # each cell's token, cut to what the cell holds in the narrowest window ("…"): never clipped
+        trace.update(text=[[short(t, fits) for t in row] for row in top], texttemplate="%{text}",
+                     textfont=dict(size=LENS_TEXT_PX))
     at = None if chosen is None else checks.index(chosen, n_p, "chosen")
     outline = [] if at is None else [dict(type="rect", xref="x", yref="paper", x0=at - 0.5, x1=at + 0.5, y0=0, y1=1,
                                           line=dict(color=ORANGE, width=3))]
     # at least 300 px: a colour bar of a few rows' height crowded its 13 px ticks
     return figure([trace], figure_layout(title, height=clamp_height(max(300, 150 + 26 * n_d)), shapes=outline,
                                          margin=default_margin(l=label_px(rows, MARGIN_LEFT), b=MARGIN_BOTTOM + 20),
-                                         xaxis=category_axis(cols, "position · token"),
+                                         xaxis=token_axis(cols, "position · token", PROJECTOR_PLOT_PX,
+                                                          () if at is None else (at,)),
                                          yaxis=category_axis(rows, "depth", autorange="reversed")))

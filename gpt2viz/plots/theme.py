@@ -39,12 +39,13 @@ class Palette:
     grid: str  # grid, zero and tick lines
     hover_bg: str
     hover_border: str
+    page: str  # Streamlit's background of this theme: the chart's own, so that a saved SVG is not see-through
 
 
 LIGHT = Palette(text="#808495", heading="#2F2D2B", legend="#262730", grid="#e6eaf1",
-                hover_bg="#FFFFFF", hover_border="#DCD8D4")
+                hover_bg="#FFFFFF", hover_border="#DCD8D4", page="#FFFFFF")
 DARK = Palette(text="#e6eaf1", heading="#EDEBE8", legend="#fafafa", grid="#31333F",
-               hover_bg="#171614", hover_border="#4A4742")
+               hover_bg="#171614", hover_border="#4A4742", page="#0E1117")
 
 
 def _looks(p: Palette) -> tuple[dict, dict, dict, dict]:
@@ -54,7 +55,8 @@ def _looks(p: Palette) -> tuple[dict, dict, dict, dict]:
         font=dict(color=p.text, family=FONT, size=TICK_PX),
         title=dict(font=dict(family=FONT, size=TITLE_PX, color=p.heading, weight=700)),
         legend=dict(font=dict(size=TICK_PX, color=p.legend), bordercolor="rgba(0,0,0,0)"),
-        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",  # the page shows through
+        # the page's colour, opaque: the camera's SVG had no background (dark text on a dark slide vanished)
+        paper_bgcolor=p.page, plot_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(bgcolor=p.hover_bg, bordercolor=p.hover_border,
                         font=dict(color=p.text, family=FONT, size=TICK_PX)),
         margin=dict(pad=8),

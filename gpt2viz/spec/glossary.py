@@ -155,6 +155,9 @@ ENTRIES = [
           "generation", RUNNING),
     Entry("Top-k", ("Keeps only the k most likely tokens, renormalised, before sampling, so an unlikely token from "
                     "the long tail is never drawn."), "generation", RUNNING),
+    Entry("Top-p", ("Nucleus sampling: keeps the fewest most likely tokens whose probabilities add up to p, "
+                    "renormalised, so the number kept follows how sure the model is (after top-k, if both)."),
+          "generation", RUNNING, ("nucleus sampling",)),
     Entry("Loss", ("How surprised the model is by the true next token: −ln of the probability it gave it, "
                    "averaged over positions (cross-entropy, in nats). A uniform guess among N tokens scores ln N."),
           "training", RUNNING, ("cross-entropy",)),

@@ -49,8 +49,12 @@ def unlinked(svg: str) -> str:
     return re.sub(r"<a\b[^>]*>", "<g>", svg).replace("</a>", "</g>")
 
 
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")  # one *word* or *words*, in italics
+
+
 def _plain(line: str) -> str:
     """A notice line without its Markdown emphasis and Streamlit's :material/...: icons."""
     for mark in ("**", "`"):
         line = line.replace(mark, "")
+    line = _EMPHASIS.sub(r"\1", line)  # *followed* -> followed
     return " ".join(w for w in line.split(" ") if not (w.startswith(":material/") and w.endswith(":")))

@@ -37,15 +37,25 @@ MAX_JSON_BYTES = 64 * 1024  # what a payload may inflate to
 PAGES = tuple(row.url for row in APP_PAGES if row.url != "lesson")
 # a page's own URL-bound controls that a stop may set, and the values each takes: its options, int
 # (a slider), float (a number input: the app's hold floats, ui/state.py number) or bool (a toggle)
+# (tests/test_lessons.py checks the options against the pages' own lists)
+EXPERIMENT_KEYS = ("no scale", "temperature", "no mask", "no positions")
+SCORE_LABELS = ("previous token", "induction", "first token", "entropy", "mean distance")
 PAGE_VALUES: dict[str, dict[str, type | tuple]] = {
-    "whatif": {"part": ("head", "attention", "MLP", "neuron"), "method": ("zero", "mean"), "neuron": float},
+    # track: the token followed, as the page writes it ("␣after"), one of the 10 most likely
+    "whatif": {"part": ("head", "attention", "MLP", "neuron"), "method": ("zero", "mean"), "neuron": float,
+               "track": str},
     "attention": {"qi": int, "kj": int},  # the cell whose dot product is taken apart
     "attribution": {"answer": str, "versus": str, "position": int},  # one-token strings, such as " after"
     "layernorm": {"ln": ("ln_1", "ln_2", "ln_f"), "ln_pos": int},
-    "output": {"temp": float, "topk": float},
-    "generation": {"steps": float, "temperature": float, "top_k": float, "gen_seed": float, "step": int},
+    "output": {"temp": float, "topk": float, "topp": float},
+    "generation": {"steps": float, "temperature": float, "top_k": float, "topp": float, "gen_seed": float,
+                   "step": int},
     "training": {"dropout": bool},
     "exercises": {"set": float, "questions": float},
+    "experiments": {"experiment": EXPERIMENT_KEYS},
+    "lens": {"lens_pos": int, "lens_depth": int},  # the position read, the depth taken apart
+    "heads": {"score_x": SCORE_LABELS, "score_y": SCORE_LABELS, "open_block": int, "open_head": int},
+    "patch": {"answer_a": str, "answer_b": str},  # tokens as the page writes them
 }
 # the weights a lesson may name (not a session's upload); "folder" by its name in GPT2VIZ_MODEL_DIRS
 SOURCES = ("random", "demo", "hf-cache", "folder")
@@ -264,9 +274,13 @@ def parse(d) -> Lesson:
     text = _str(_need(d, "text", ""), "text", MAX_TEXT)
     text_b = _str(d["text_b"], "text_b", MAX_TEXT) if d.get("text_b") is not None else None
     free = d.get("free", [])
-    if not isinstance(free, list) or any(f not in CONTROLS for f in free):
-        bad = free if not isinstance(free, list) else next(f for f in free if f not in CONTROLS)
-        raise LessonError(f"free: {bad!r:.40} is not a list of controls from {', '.join(CONTROLS)}")
+    stops = d.get("stops")
+    # the sidebar's controls, and the page values of the lesson's pages (a student may move them)
+    freeable = CONTROLS + tuple(k for s in (stops if isinstance(stops, list) else ()) if isinstance(s, dict)
+                                for k in PAGE_VALUES.get(s.get("page"), {}))
+    if not isinstance(free, list) or any(f not in freeable for f in free):
+        bad = free if not isinstance(free, list) else next(f for f in free if f not in freeable)
+        raise LessonError(f"free: {bad!r:.40} is not a list of controls from {', '.join(dict.fromkeys(freeable))}")
     expires = _int(d["expires"], "expires", 0, 2**40) if d.get("expires") is not None else None
     stops = _need(d, "stops", "")
     if not isinstance(stops, list) or not 1 <= len(stops) <= MAX_STOPS:

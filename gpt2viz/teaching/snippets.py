@@ -198,8 +198,37 @@ def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
                 "p = patch(model.model, encode(TEXT), encode(TEXT_B), answers)",
                 f"result = p.resid[{v.block}]  # restored fraction, block {v.block}'s input at each position"], \
             ["from gpt2viz.analysis.whatif import patch"]
+    if page == "output" and _sampling(v):
+        return ['logits = run["logits"][0, -1].double()  # [V]: float64, as the page', *_sampled(v)], []
     t = _target(page, v)
     return [f"result = {t.ours}  # {t.what}"], []
+
+
+def _sampling(v: View) -> tuple[float, int, float] | None:
+    """The Output page's (temperature, top-k, top-p) when they change its distribution (None: temperature
+    1, every token)."""
+    t, k, p = float(v.value("temp", 1.0)), int(v.value("topk", 0) or 0), float(v.value("topp", 1.0) or 1.0)
+    return None if (t, k, p) == (1.0, 0, 1.0) else (t, k, p)
+
+
+def _sampled(v: View) -> list[str]:
+    """From `logits` [V] (float64): the page's ten tokens' probabilities after its temperature, top-k and
+    top-p, in torch alone (gpt2viz.model.generation.distribution does the same)."""
+    t, k, p = _sampling(v)
+    lines = [f"shown = logits.softmax(-1).topk({TOP_K}).indices  # the page's ten: the likeliest at temperature 1"]
+    if t == 0:
+        lines += ["probs = torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).double()  # greedy"]
+    else:
+        lines += [f"z = (logits - logits.max()) / {t!r}  # temperature {t:g}"]
+        if k:
+            lines += [f"z = z.masked_fill(z < z.topk({k}).values[-1], float('-inf'))  # top-k {k}"]
+        lines += ["probs = z.softmax(-1)"]
+        if p < 1:
+            lines += ["ordered, order = probs.sort(descending=True)",
+                      f"kept = (ordered.cumsum(-1) - ordered) < {p!r}  # top-p {p:g}: the fewest that reach it",
+                      "probs = torch.zeros_like(probs).scatter(0, order[kept], ordered[kept])",
+                      "probs = probs / probs.sum()"]
+    return lines + ["result = probs[shown]  # the page's after-sampling chart, its ten tokens"]
 
 
 # ---------------------------------------------------------------------------- transformers
@@ -283,6 +312,9 @@ def _theirs_body(page: str, v: View) -> list[str]:
         return _attribution(v)
     if page == "patch":
         return _patch(v)
+    if page == "output" and _sampling(v):
+        return ["with torch.no_grad():", *_forward(page, v),
+                "logits = out.logits[0, -1].double()  # [V]: float64, as the page", *_sampled(v)]
     t = _target(page, v)
     hook = [*KEEP, f'hf.{t.module}.register_forward_hook(keep("out"))'] if t.module else []
     return hook + ["with torch.no_grad():", *_forward(page, v), f"result = {t.theirs}  # {t.what}"]

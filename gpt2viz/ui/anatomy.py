@@ -15,6 +15,7 @@ import weakref
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from ..anatomy.components import Component, ComponentTree, component_tree
@@ -22,6 +23,7 @@ from ..model import gpt2 as gpt2_model
 from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
 from ..plots import theme
+from ..plots.axes import fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
@@ -393,17 +395,21 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
     return fig
 
 
-def plot(fig, where: str = "", run: bool = True, share: float = 1.0) -> None:
+def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None) -> None:
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its top-right corner (`where`: the block, head…;
-    `run=False`: a figure of the model alone, such as the parameter accounting, names only it).
+    `run=False`: a figure of the model alone names only it; `sizes_of`: a figure of a configuration's sizes
+    alone, such as another size's parameter accounting, names that configuration and nothing of the run).
     `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
     wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX). The page's handout keeps it
     (ui/export.py); its camera button saves an SVG."""
     sel = selection()
-    caption = source(sel, where) if run else sel.weights.label
+    caption = (f"{sizes_of}: from its sizes alone" if sizes_of else source(sel, where) if run
+               else sel.weights.label)
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
     export.record(fig, caption)
+    if fill:  # drawn as tall as the screen leaves it: its rows' labels sized for that height
+        fig = fit_rows(go.Figure(fig.to_dict(), _validate=False), present.SMALLEST_CHART_PX, present.FONT_SCALE)
     fig = framed(fig, caption, dark=st.context.theme.type == "dark",
                  font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=share * NARROWEST_PAGE_PX)
     if fill:

@@ -463,14 +463,15 @@ GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")
 
 
 def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, temperature: float,
-                   top_k: int | None, seed: int, progress: Progress | None = None) -> Generation:
+                   top_k: int | None, seed: int, progress: Progress | None = None,
+                   top_p: float | None = None) -> Generation:
     """Cached in the trace cache (within its budget) by everything that determines it (greedy
-    ignores top-k and seed); the weights by their identity. Each step records only what the page
+    ignores top-k, top-p and seed); the weights by their identity. Each step records only what the page
     shows."""
     if temperature <= 0:
-        temperature, top_k, seed = 0.0, None, 0
-    choose = Sampler(temperature, top_k, seed) if temperature > 0 else greedy
-    key = ("generation", weights.key, ids, steps, temperature, top_k, seed)
+        temperature, top_k, seed, top_p = 0.0, None, 0, None
+    choose = Sampler(temperature, top_k, seed, top_p) if temperature > 0 else greedy
+    key = ("generation", weights.key, ids, steps, temperature, top_k, seed, top_p)
     estimate = steps * run_bytes(weights, last_keys(len(ids), steps), Mode.DECODE, GENERATION_NAMES)
     return trace_cache().get_or_compute(
         key, lambda: generate(weights.model, list(ids), steps, choose=choose, names=GENERATION_NAMES,

@@ -21,34 +21,42 @@ DROPOUT_SITES = [("attn.pattern_dropout_mask", "attention pattern"), ("attn.out_
                  ("mlp.out_dropout_mask", "Δmlp")]
 
 
-def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k: int | None) -> list[dict]:
+def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k: int | None,
+                    top_p: float | None = None) -> list[dict]:
     rows = []
     for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):  # steps count from 1, as the charts do
-        probs = shown_distribution(trace, temperature, top_k)  # [V]
+        probs = shown_distribution(trace, temperature, top_k, top_p)  # [V]
         rows.append({"step": i + 1, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
                      "KV cache after the step (fp32)": costs.human_bytes(costs.kv_cache_bytes(cfg, 1, trace.L).value),
                      "chosen": readable(chosen), "p(chosen)": f"{float(probs[chosen]):.4f}"})
     return rows
 
 
-def shown_distribution(trace: Trace, temperature: float, top_k: int | None) -> torch.Tensor:
+def shown_distribution(trace: Trace, temperature: float, top_k: int | None,
+                       top_p: float | None = None) -> torch.Tensor:
     """What the page shows as probabilities [V]: the distribution sampled from, or, for greedy
     decoding (temperature 0, a one-hot choice), the model's own softmax."""
     logits = trace["logits"][0, -1]  # [V]
-    return distribution(logits, temperature if temperature > 0 else 1.0, top_k if temperature > 0 else None)
+    sampled = temperature > 0
+    return distribution(logits, temperature if sampled else 1.0, top_k if sampled else None,
+                        top_p if sampled else None)
 
 
-def distribution_label(temperature: float, top_k: int | None) -> str:
-    """Which probabilities `shown_distribution` gives: before or after temperature and top-k."""
+def distribution_label(temperature: float, top_k: int | None, top_p: float | None = None) -> str:
+    """Which probabilities `shown_distribution` gives: before or after temperature, top-k and top-p."""
     if temperature <= 0:
-        return "the model's own (greedy: before any temperature or top-k)"
-    return f"after temperature {temperature:g}" + (f" and top-k {top_k}" if top_k else "") + ": what was sampled from"
+        return "the model's own (greedy: before any temperature, top-k or top-p)"
+    cuts = ([f"temperature {temperature:g}"] + ([f"top-k {top_k}"] if top_k else [])
+            + ([f"top-p {top_p:g}"] if top_p else []))
+    said = cuts[0] if len(cuts) == 1 else ", ".join(cuts[:-1]) + " and " + cuts[-1]
+    return f"after {said}: what was sampled from"
 
 
-def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10):
+def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10,
+                 top_p: float | None = None):
     """(probabilities, labels, index of the chosen token) of the k most likely tokens, and of the
     chosen one when sampling picked a token outside them."""
-    probs = shown_distribution(trace, temperature, top_k)  # [V]
+    probs = shown_distribution(trace, temperature, top_k, top_p)  # [V]
     ids = probs.topk(k).indices.tolist()
     if chosen not in ids:  # a sampled token from further down: show it too, last
         ids.append(chosen)

@@ -8,7 +8,8 @@ import streamlit as st
 from ..teaching.snippets import KINDS, View, cells, snippet
 from .state import Selection
 
-PAGE_VALUES = {"layernorm": ("ln",)}  # the page's own controls the snippet follows (session keys)
+# the page's own controls the snippets follow (session keys)
+PAGE_VALUES = {"layernorm": ("ln",), "output": ("temp", "topk", "topp")}
 
 
 def view_of(sel: Selection, values: tuple = ()) -> View | None:

@@ -25,8 +25,16 @@ def vocabulary(path) -> tuple[int, ...]:
     return tuple(demo_vocabulary(path))
 
 
+# one line at any width, above the page's charts; the whole note one click away
+SUMMARY = ":material/school: Demo model: it copies, knows no English · more"
+_ONE_LINE = ("<style>.st-key-demo-note summary p {white-space: nowrap; overflow: hidden; text-overflow: ellipsis}"
+             "</style>")
+
+
 def note(view) -> None:
-    st.caption(NOTE.format(cfg=view.config, n=len(vocabulary(DEMO_PATH))))
+    st.html(_ONE_LINE)
+    with st.expander(SUMMARY, key="demo-note"):
+        st.caption(NOTE.format(cfg=view.config, n=len(vocabulary(DEMO_PATH))))
 
 
 def vocabulary_section(ids) -> None:

@@ -9,13 +9,14 @@ from ..model.tokenizer import readable, readable_tokens
 from ..spec.schema import Mode
 from .anatomy import plot, side_by_side
 from .cache import run_bytes, trace_cache
-from .state import Selection
+from .state import Selection, locked
 from .text import plain
 
 
 def pick() -> Experiment:
     """The experiment shown, bound to the URL (?experiment=no+mask)."""
     key = st.radio("Experiment", list(EXPERIMENTS), horizontal=True, key="experiment", bind="query-params",
+                   disabled=locked("experiment"),
                    help=" · ".join(f"{k}: {e.title}" for k, e in EXPERIMENTS.items()))
     return EXPERIMENTS[key]
 

@@ -69,10 +69,11 @@ def slug(text: str) -> str:
 
 def image_options(fig: go.Figure) -> dict:
     """Plotly's `toImageButtonOptions`: an SVG of 1600 x 900 px (a figure taller than a slide keeps its
-    height), named after the page and the chart's title ("attention-attention-block-1-head-2.svg")."""
+    height), named after the page and the chart's title ("attention-block-1-head-2.svg": the page's name
+    once where the title starts with it)."""
     page = _page()
-    title = fig.layout.title.text or ""
-    name = "-".join(s for s in (slug(page.url) if page else "gpt2viz", slug(title)) if s)
+    where, title = slug(page.url) if page else "gpt2viz", slug(fig.layout.title.text or "")
+    name = title if title == where or title.startswith(where + "-") else "-".join(s for s in (where, title) if s)
     return {"format": "svg", "filename": name, "width": IMAGE_WIDTH, "scale": IMAGE_SCALE,
             "height": max(IMAGE_HEIGHT, fig.layout.height or 0)}
 

@@ -14,7 +14,7 @@ from ..teaching.notices import weights_kind
 from .anatomy import notice, plot, text_notes
 from .cache import get_trace
 from .links import anchor
-from .state import MAX_TEXT_CHARS, MODE_LABELS, Selection
+from .state import MAX_TEXT_CHARS, MODE_LABELS, Selection, locked
 from .working import working
 
 # the scores as the page's controls show them (and the URL carries them)
@@ -90,9 +90,11 @@ def scatter(sel: Selection, rows: list[dict]) -> None:
     """Two scores against each other, chosen in URL-bound boxes (previous token × induction to start)."""
     shown = [label for label, key in LABELS.items() if rows[0][key] is not None]
     c = st.columns(2)
-    x = c[0].selectbox("Across", shown, index=0, key="score_x", bind="query-params")
+    x = c[0].selectbox("Across", shown, index=0, key="score_x", bind="query-params",
+                       disabled=locked("score_x"))
     up = next((label for label in ("induction", "first token") if label in shown), shown[-1])
-    y = c[1].selectbox("Up", shown, index=shown.index(up), key="score_y", bind="query-params")
+    y = c[1].selectbox("Up", shown, index=shown.index(up), key="score_y", bind="query-params",
+                       disabled=locked("score_y"))
     kx, ky = LABELS[x], LABELS[y]
     fig = plots.head_scatter([r[kx] for r in rows], [r[ky] for r in rows], [r["block"] for r in rows],
                              [r["head"] for r in rows], f"Every head: {x} and {y}", heads.SCORES[kx].title,
@@ -108,8 +110,10 @@ def open_head(sel: Selection, rows: list[dict]) -> None:
     cfg = sel.config
     lead = (heads.ranked(rows, "induction") or heads.ranked(rows, "previous_token") or heads.ranked(rows, "entropy"))[0]
     c = st.columns([1, 1, 3], vertical_alignment="bottom")
-    b = c[0].selectbox("Block", list(range(cfg.n_layer)), index=lead["block"], key="open_block", bind="query-params")
-    h = c[1].selectbox("Head", list(range(cfg.n_head)), index=lead["head"], key="open_head", bind="query-params")
+    b = c[0].selectbox("Block", list(range(cfg.n_layer)), index=lead["block"], key="open_block", bind="query-params",
+                       disabled=locked("open_block"))
+    h = c[1].selectbox("Head", list(range(cfg.n_head)), index=lead["head"], key="open_head", bind="query-params",
+                       disabled=locked("open_head"))
     row = rows[b * cfg.n_head + h]
     c[2].markdown(head_link(row, f"Open block {b} head {h} on the Attention page →"), unsafe_allow_html=True)
     st.caption(" · ".join(f"{heads.SCORES[k].title} {row[k]:.2f}" for k in heads.SCORES if row[k] is not None))

@@ -19,12 +19,18 @@ def column_widths(rows: list[dict]) -> dict[str, int]:
             for col in rows[0]}
 
 
+def scrolls(widths: dict[str, int]) -> bool:
+    """Whether a table of these column widths (px) is wider than the page in an 800 px window."""
+    return sum(widths.values()) > NARROWEST_PAGE_PX
+
+
 def wide_table(rows: list[dict], **kwargs) -> None:
     """A table that may be wider than the page: every cell whole, the first column pinned
-    at the left while the rest scroll under it, and a line above that says so."""
+    at the left while the rest scroll under it, and a line above that says so when it may."""
     if not rows:
         return
-    config = {col: st.column_config.Column(width=px, pinned=i == 0)
-              for i, (col, px) in enumerate(column_widths(rows).items())}
-    st.caption(SCROLL_NOTE.format(n=len(rows[0])))
+    widths = column_widths(rows)
+    config = {col: st.column_config.Column(width=px, pinned=i == 0) for i, (col, px) in enumerate(widths.items())}
+    if scrolls(widths):  # a table that fits the narrowest page says nothing of scrolling
+        st.caption(SCROLL_NOTE.format(n=len(rows[0])))
     st.dataframe(rows, hide_index=True, column_config=config, **kwargs)

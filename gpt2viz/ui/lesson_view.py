@@ -315,3 +315,32 @@ def check_claims(opened: OpenLesson, sel: Selection) -> None:
         prompt = prompt_logit_diff(sel.weights.model, sel.text) \
             if c["measure"] == "logit_diff" and not isinstance(m, str) else None
         (st.success if ok else st.warning)(claim_text(c, m, prompt), icon=":material/fact_check:")
+
+
+SEEN = "_lesson_page_values"  # session key: {page: its own controls as the lecturer last left them}
+
+
+def remember(url: str) -> None:
+    """The page's own controls (lessons.PAGE_VALUES) as this run left them, for the lesson builder: a stop
+    added afterwards keeps the view the lecturer set on the page."""
+    kinds = lf.PAGE_VALUES.get(url)
+    if not kinds:
+        return
+    seen = {k: _as(kinds[k], st.session_state[k]) for k in kinds if st.session_state.get(k) is not None}
+    st.session_state.setdefault(SEEN, {})[url] = {k: v for k, v in seen.items() if v is not None}
+
+
+def _as(kind, value):
+    """A widget's value as a lesson file says it (None: not one a stop can hold)."""
+    if isinstance(kind, tuple) or kind is str:
+        return value if isinstance(value, str) and value else None
+    if kind is bool:
+        return bool(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if kind is float else int(value)
+
+
+def seen_values(url: str) -> dict:
+    """The page's own controls as the lecturer last left them on it in this session ({} if never seen)."""
+    return dict(st.session_state.get(SEEN, {}).get(url, {}))

@@ -15,6 +15,9 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
+# the first chart's box on the smallest projector (720 px less the 14rem of bar and title, 20 px a rem),
+# less a few lines of a stop's note: what its rows' labels are sized for
+SMALLEST_CHART_PX = 400
 FONT_SCALE = 1.4  # the charts' type, as the page's (16 px -> 20 px) and a little more: read from the back row
 KEY = "present"  # the toggle's key and its URL key; links that keep the view carry it (state.SELECTION_KEYS)
 
@@ -106,6 +109,12 @@ def scaled_fonts(fig: go.Figure, factor: float) -> go.Figure:
     spec = fig.to_dict()
     _scale_fonts(spec, factor)
     return go.Figure(spec, _validate=False)
+
+
+def folded(presenting: bool, label: str = "About this page"):
+    """Where a page's introduction goes: in presentation mode a closed one-line expander, so that the page's
+    first chart starts in the first screen (the lecturer says the introduction); else the page itself."""
+    return st.expander(label, icon=":material/info:") if presenting else nullcontext()
 
 
 def screen(fill: bool):

@@ -345,6 +345,15 @@ def number(container, label: str, lo, hi, default, key: str, **kw):
     return type(default)(value)
 
 
+def nucleus(container) -> float | None:
+    """The URL-bound top-p (nucleus sampling: keep the fewest most likely tokens whose probabilities reach
+    p), from 0.01 to 1; None at 1 (every token)."""
+    p = number(container, "Top-p (1 = all)", 0.01, 1.0, 1.0, key="topp", step=0.01,
+               help="nucleus sampling, after top-k: keep the fewest most likely tokens whose probabilities add "
+                    "up to p, and renormalise them")
+    return None if p >= 1 else p
+
+
 def sidebar_footer() -> None:
     """Below the controls (after st.navigation, which page links need): the way to the glossary."""
     st.sidebar.page_link("views/glossary.py", label="Glossary: B, T, P, L, d, nh, dh, V…", icon=":material/menu_book:")

@@ -296,6 +296,7 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
     ids = top_tokens(clean)[2]
     shown = [readable(i) for i in ids]
     token = ids[shown.index(st.selectbox("Token to track", shown, key="track", bind="query-params",
+                                         disabled=locked("track"),
                                          help="one of the 10 most likely next tokens before any knock-out"))]
     st.caption(f"Each cell: log p({readable(token)!r}) at the last position with that one part knocked out "
                f"({METHODS[method]}), minus the same without any knock-out. Orange: the part helped this token.")
@@ -336,7 +337,7 @@ def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:
                                               "Against a token for B (what B's run predicts instead)")):
         ids = top_tokens(trace)[2]
         shown = [readable(i) for i in ids]
-        pick = col.selectbox(label, shown, index=ids.index(token), key=key, bind="query-params",
+        pick = col.selectbox(label, shown, index=ids.index(token), key=key, bind="query-params", disabled=locked(key),
                              help="one of this text's 10 most likely next tokens")
         chosen.append(ids[shown.index(pick)])
     return chosen[0], chosen[1]

@@ -19,7 +19,7 @@ At 1,024 tokens (--long; the page's long-text case), per block b of the knock-ou
   Target: resumed <= (n_layer - b) / n_layer x plain + 0.2 s, both measured in the same round.
   Then the MLP sweep (12 knock-outs) resumed against from the tokens, and with --long-heads the heads'.
 
-Targets (issue 14): knockout <= 0.5 s, the 144-head sweep <= 15 s. The machine is shared: the load
+Targets: knockout <= 0.5 s, the 144-head sweep <= 15 s. The machine is shared: the load
 average and the CPU time the process got (against wall time) are printed beside every figure.
 
 Usage:  .venv/bin/python benchmarks/bench_whatif.py [--rounds 5] [--batch 12] [--unbatched] [--threads N]

@@ -1,4 +1,4 @@
-"""Uploads on a class server (issue 25): K students upload the same checkpoint at once, and what an
+"""Uploads on a class server: K students upload the same checkpoint at once, and what an
 idle session costs after it visited every page. Spoken in Streamlit's protocol (st_protocol.Session,
 whose `upload` does what the browser's file uploader does), against `streamlit run app.py` with
 GPT2VIZ_ALLOW_UPLOAD=1, GPT2VIZ_THREADS=1 and the trace budget given.

@@ -88,7 +88,7 @@ def test_changing_mode_changes_what_is_shown():
 
 
 def test_out_of_range_url_values_fall_back_and_say_so_at_the_top():
-    """Issue 12 (5): the notes stand above the page's title, where the reader looks, not at the
+    """The notes stand above the page's title, where the reader looks, not at the
     bottom of the sidebar."""
     at = first_run(block=99, head=-3, mode="sideways")
     assert not at.exception
@@ -105,7 +105,7 @@ def test_one_token_cannot_be_trained_on():
 
 
 def test_an_empty_text_is_refused_and_spaces_are_run():
-    """Issue 23 (6): whitespace-only text was refused, though GPT-2 tokenizes spaces."""
+    """Whitespace-only text was refused, though GPT-2 tokenizes spaces."""
     at = open_page("tokens", text="   \n")
     assert not at.exception and not at.warning
     assert "".join(at.dataframe[0].value["token"]) == "␣␣␣↵"
@@ -114,7 +114,7 @@ def test_an_empty_text_is_refused_and_spaces_are_run():
 
 
 def test_endoftext_typed_in_the_text_is_said_to_be_one_special_token():
-    """Issue 23 (6): `<|endoftext|>` typed in the text silently became token 50256."""
+    """`<|endoftext|>` typed in the text silently became token 50256."""
     at = open_page("tokens", text="One.<|endoftext|>Two.")
     assert not at.exception
     note = " ".join(i.value for i in at.info)
@@ -422,7 +422,7 @@ def test_pages_draw_their_diagram_with_links_that_keep_the_view(url, label, lit)
 
 @pytest.mark.parametrize("how", ["link", "sidebar"])
 def test_shapes_open_on_the_selected_mode(how):
-    """Issue 12 (1): "Shapes in each mode" shows the selected mode's tab first (and so open),
+    """"Shapes in each mode" shows the selected mode's tab first (and so open),
     whether the mode came from the link or from the sidebar."""
     if how == "link":
         at = open_page("attention", mode="decode")
@@ -436,7 +436,7 @@ def test_shapes_open_on_the_selected_mode(how):
 
 
 def test_open_inside_keeps_the_selection_in_the_same_tab():
-    """Issue 12 (2): the links under a component's equation are page links (same tab) carrying the
+    """The links under a component's equation are page links (same tab) carrying the
     selection; children shown on the page itself link to sections of their own."""
     from urllib.parse import parse_qs
 
@@ -461,7 +461,7 @@ def test_open_inside_keeps_the_selection_in_the_same_tab():
 
 
 def test_layernorm_page_says_which_layernorm():
-    """Issue 12 (5): the title names the LayerNorm the charts show (it said "LayerNorm 1" for ln_f),
+    """The title names the LayerNorm the charts show (it said "LayerNorm 1" for ln_f),
     and the charts follow the choice."""
     first_chart = {}
     for ln, title in [("ln_1", "LayerNorm 1"), ("ln_2", "LayerNorm 2"), ("ln_f", "Final LayerNorm")]:
@@ -472,7 +472,7 @@ def test_layernorm_page_says_which_layernorm():
 
 
 def test_upload_limit_says_the_cap_the_server_enforces(monkeypatch):
-    """Issue 12 (5): the upload widget said 1GB (Streamlit writes any limit above 512 MB so) while
+    """The upload widget said 1GB (Streamlit writes any limit above 512 MB so) while
     the server caps uploads at 700 MB: the app says the cap itself (test_browser checks the screen). The
     route's limit where model uploads are on is the uploader's (server/received.py)."""
     from gpt2viz.server.received import max_upload_mb
@@ -489,7 +489,7 @@ def test_upload_limit_says_the_cap_the_server_enforces(monkeypatch):
 @pytest.mark.parametrize("params,says", [({}, "before any temperature, top-k or top-p"),
                                          ({"temperature": 1.2, "top_k": 40}, "after temperature 1.2 and top-k 40")])
 def test_generation_counts_steps_one_way_and_says_which_probabilities(params, says):
-    """Issue 12 (5): the table counted steps 0-7 while the chart ran 1-8; the probabilities chart
+    """The table counted steps 0-7 while the chart ran 1-8; the probabilities chart
     did not say whether it was before or after temperature and top-k."""
     at = open_page("generation", steps=4, step=2, **params)
     assert not at.exception
@@ -506,7 +506,7 @@ def test_generation_counts_steps_one_way_and_says_which_probabilities(params, sa
 
 
 def test_glossary_names_h_and_z_as_one_tensor():
-    """Issue 12 (5): the glossary's H and the Attention page's z are the same tensor, said so."""
+    """The glossary's H and the Attention page's z are the same tensor, said so."""
     from gpt2viz.spec.glossary import SYMBOLS
 
     (row,) = [r for r in SYMBOLS if "attn.z" in r[2]]
@@ -514,7 +514,7 @@ def test_glossary_names_h_and_z_as_one_tensor():
 
 
 def test_an_unreadable_answer_asks_again_and_reveals_nothing():
-    """Issue 23 (6): "355M" counted as answered, marked wrong and opened the worked answer."""
+    """"355M" counted as answered, marked wrong and opened the worked answer."""
     from gpt2viz.teaching import exercises as ex
 
     at = open_page("exercises", set=3, questions=2)
@@ -533,7 +533,7 @@ def test_an_unreadable_answer_asks_again_and_reveals_nothing():
 
 
 def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
-    """Issue 23 (6): a chart of depth × position with the position to read chosen, in the URL."""
+    """A chart of depth × position with the position to read chosen, in the URL."""
     at = open_page("lens", lens_pos=3)
     assert not at.exception
     heat = next(json.loads(c.proto.spec) for c in charts(at) if "top next token at every depth" in c.proto.spec)
@@ -572,7 +572,7 @@ def in_order(node) -> list:
 
 @pytest.mark.parametrize("url", [row.url for row in PAGES if row.component])
 def test_random_weights_are_said_beside_the_values_and_the_badge_names_parameters(url):
-    """Issue 23 (3): the eight component pages said "random weights" only in a "(?)" tooltip, and a
+    """The eight component pages said "random weights" only in a "(?)" tooltip, and a
     blue "learned" badge on every breadcrumb read as "trained". Now one line in the page's body,
     under "Intermediate states" and before the first chart; the badge says what it means."""
     at = open_page(url)
@@ -590,14 +590,14 @@ def test_random_weights_are_said_beside_the_values_and_the_badge_names_parameter
 
 
 def test_charts_show_their_toolbar_on_hover_only():
-    """Issue 23 (2): the toolbar covered chart titles and legends."""
+    """The toolbar covered chart titles and legends."""
     for chart in charts(open_page("generation")):
         assert json.loads(chart.proto.config)["displayModeBar"] == "hover"
 
 
 @pytest.mark.parametrize("url,tables", [("params", 1), ("modes", 2)])  # params: its second table fits
 def test_wide_tables_keep_every_cell_whole_and_say_they_scroll(url, tables):
-    """Issue 23 (3): in an 800 px window the accounting grid and the modes tables were clipped, and
+    """In an 800 px window the accounting grid and the modes tables were clipped, and
     their long cells ended in "…" at any width. A wide table now gives each column the width of its
     longest cell, pins its first column, and the line above it says that it scrolls sideways."""
     at = open_page(url)

@@ -1,4 +1,4 @@
-"""Issue 21 (1), in the app: a signed lesson link opens on its stop with the lesson's values (a value
+"""A signed lesson link opens on its stop with the lesson's values (a value
 added to the link by hand changes nothing), the pinned controls locked, the note shown, and next and
 back step to the end; a tampered, expired or unverifiable link says so in one line and shows nothing
 of the lesson; the Lessons page opens a file (a malformed one names its field), builds a lesson, and

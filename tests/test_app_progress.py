@@ -1,4 +1,4 @@
-"""Issue 23 (5): every page that computes says what it is doing, with the run's progress, and
+"""Every page that computes says what it is doing, with the run's progress, and
 every page that cuts the text says so (the app through AppTest, on the tiny model)."""
 
 import pytest

@@ -185,7 +185,7 @@ POSITION_LABEL = re.compile(r"^\d+·")  # a token axis' label, "3·␣the"
 
 
 def check_text(page, url: str, size: tuple[int, int]) -> None:
-    """Issue 23 (2, 3): at this window size no text of a chart overlaps another, runs past the chart's
+    """At this window size no text of a chart overlaps another, runs past the chart's
     edge or hides under a plot, no metric or table is cut without a way to read it whole, and the page is not wider than
     the window. At 1280x720 (a projector) tick, token, legend and colour-bar labels are at least 13 px
     as rendered, titles at least 18 px, values written in cells at least 11 px."""
@@ -249,7 +249,7 @@ def test_page_other_modes(context, base, url, mode):
 
 
 def test_out_of_range_link_warns_at_the_top(context, base):
-    """Issue 12 (5): the notes stand above the title, in the first screen, not under the sidebar."""
+    """The notes stand above the title, in the first screen, not under the sidebar."""
     page = open_view(context, base, "attention?model=tiny&block=99&head=-3&mode=sideways", MIN_CHARTS["attention"])
     try:
         assert exceptions(page) == []
@@ -322,7 +322,7 @@ def test_export_downloads_the_tensors_of_the_view(context, base, mode):
 
 
 def test_block_and_head_controls_in_the_first_screen(context, base):
-    """Issue 12 (visual): at 1280x720 the Block and Head sliders are reachable without scrolling
+    """At 1280x720 the Block and Head sliders are reachable without scrolling
     past the page links (the navigation is in the top bar)."""
     page = open_view(context, base, "attention?model=tiny", MIN_CHARTS["attention"])
     try:
@@ -335,7 +335,7 @@ def test_block_and_head_controls_in_the_first_screen(context, base):
 
 
 def test_open_inside_keeps_the_selection_in_the_same_tab(context, base):
-    """Issue 12 (2): the links under the equation open in the same tab with the same text, mode,
+    """The links under the equation open in the same tab with the same text, mode,
     block and head; the attention page's own parts scroll to sections of their own."""
     page = open_view(context, base, "attention?model=tiny&block=1&head=2&mode=decode&text=Hello+there+world",
                      MIN_CHARTS["attention"])
@@ -356,7 +356,7 @@ def test_open_inside_keeps_the_selection_in_the_same_tab(context, base):
 
 
 def test_shapes_follow_the_sidebar_mode(context, base):
-    """Issue 12 (1): after the sidebar's Mode changes, "Shapes in each mode" shows that mode."""
+    """After the sidebar's Mode changes, "Shapes in each mode" shows that mode."""
     page = open_view(context, base, "attention?model=tiny", MIN_CHARTS["attention"])
     try:
         page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(
@@ -373,7 +373,7 @@ def test_shapes_follow_the_sidebar_mode(context, base):
 
 
 def test_upload_says_the_cap_the_server_enforces(context, base):
-    """Issue 12 (5): Streamlit wrote the 700 MB cap as "1GB per file"; the sidebar says 700 MB."""
+    """Streamlit wrote the 700 MB cap as "1GB per file"; the sidebar says 700 MB."""
     page = open_view(context, base, "about?model=tiny&weights=upload")
     try:
         sidebar = page.get_by_test_id("stSidebar").inner_text()
@@ -427,7 +427,7 @@ def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, bas
         page.close()
 
 
-# ---- Issue 23 (1): every kind of link the app writes, followed and then reopened -------------------
+# ---- every kind of link the app writes, followed and then reopened -------------------
 
 VIEW_JS = """() => {
   const side = document.querySelector("[data-testid='stSidebar']");
@@ -509,7 +509,7 @@ def test_a_followed_link_reopens_as_the_same_view(context, base, kind, start):
 
 
 def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, base):
-    """Issue 23 (4): on the demo model in decode mode, the Attention page's link to a text that repeats
+    """On the demo model in decode mode, the Attention page's link to a text that repeats
     opens in this tab (no in-app link has target=_blank), in full mode at the induction head, with the
     cells where an induction head looks outlined on its pattern."""
     from gpt2viz.model.demo_model import DEMO_PATH, demo_heads
@@ -565,7 +565,7 @@ def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
         again.close()
 
 
-# ---- Issue 21 (2, 3): the lecturer's kit --------------------------------------------------------
+# ---- the lecturer's kit --------------------------------------------------------
 
 
 @pytest.mark.parametrize("size", [PROJECTOR, (1920, 1080)])
@@ -672,7 +672,7 @@ _TOOLBAR_JS = """
 @pytest.mark.parametrize("url", ["generation", "modes", "whatif", "attention"])
 @pytest.mark.parametrize("size", [PROJECTOR, NARROW])
 def test_the_toolbar_leaves_titles_and_legends_readable(context, base, url, size):
-    """Issue 23 (2): plotly's toolbar covered chart titles and legends (Generation, What if, Modes).
+    """Plotly's toolbar covered chart titles and legends (Generation, What if, Modes).
     It shows only while the pointer is over a chart, and then above the title, not on it."""
     page = open_view(context, base, f"{url}?model=tiny", MIN_CHARTS[url])
     try:

@@ -1,4 +1,4 @@
-"""Issue 21 (1) in a real browser: a signed lesson link opens on stop 1 with the pinned controls
+"""A signed lesson link opens on stop 1 with the pinned controls
 locked, next and back step in the same tab; a tampered and an expired link say so in one line; the
 Lessons page names a malformed file's field, builds a lesson and signs its link after the password.
 Presented (`present=1`, or the toggle at any stop) at 1280x720 and 1920x1080, a lesson hides the

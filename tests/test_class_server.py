@@ -1,4 +1,4 @@
-"""Issue 24 (2): one command starts a class server on every core, N app processes behind nginx,
+"""One command starts a class server on every core, N app processes behind nginx,
 and stops all it started; without nginx it refuses in one line. Issue 35: one host among several
 (a backend host without nginx, a front host with other hosts' processes as upstreams)."""
 

@@ -155,7 +155,7 @@ def test_checking_count_answers():
 
 @pytest.mark.parametrize("text", ["355M", "354.8 million", "", "twelve", "[1, 12, 1, 64]", "1e6"])
 def test_an_unreadable_answer_is_not_an_answer(text):
-    """Issue 23 (6): "355M" counted as answered (and wrong) and revealed the worked answer."""
+    """"355M" counted as answered (and wrong) and revealed the worked answer."""
     e = ex.params_exercise("gpt2-medium", "model")
     with pytest.raises(ex.Unreadable) as raised:
         ex.check(e, text)
@@ -200,7 +200,7 @@ def test_generation_reaches_the_last_position_of_the_context(tiny):
 
 @pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.TRAINING])
 def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
-    """Issue 23 (6): the lens over depth × position, cell by cell the one-position lens."""
+    """The lens over depth × position, cell by cell the one-position lens."""
     from gpt2viz.analysis.lens import lens_grid, lens_window
 
     t = run(tiny, IDS, mode, grads=False) if mode is Mode.TRAINING else run(tiny, IDS, mode)

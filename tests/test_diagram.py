@@ -104,7 +104,7 @@ def test_svg_is_one_line_scaled_to_its_container():
 
 
 def test_merge_draws_the_decode_story_in_order():
-    """Issue 23 (6): the Merge page draws H [1, 12, 1, 64] → transpose → [1, 1, 12, 64] → reshape →
+    """The Merge page draws H [1, 12, 1, 64] → transpose → [1, 1, 12, 64] → reshape →
     [1, 1, 768] → W_O (590,592) → Δattn; merging is a transpose then a reshape, labelled so."""
     svg = unescape(draw("merge", current="merge"))
     story = ["H = z", "[1, 12, 1, 64]", "Transpose heads and positions", "[B, nh, T, dh] → [B, T, nh, dh]",

@@ -1,4 +1,4 @@
-"""Issue 22 (2): the notebook examples run as scripts, and the API they use says what the app says."""
+"""The notebook examples run as scripts, and the API they use says what the app says."""
 
 import os
 import subprocess

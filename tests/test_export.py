@@ -1,4 +1,4 @@
-"""Issue 21 (2, 3): the lecturer's kit in AppTest: presentation mode from the URL and its way back,
+"""The lecturer's kit in AppTest: presentation mode from the URL and its way back,
 charts whose camera button saves a slide-sized SVG, diagrams and the page as downloads. The browser
 half (the files themselves, the screen at 1280x720) is in test_browser.py."""
 

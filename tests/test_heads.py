@@ -1,4 +1,4 @@
-"""Issue 21 (5), the head finder: its scores against their written-out definitions on a fixed
+"""The head finder: its scores against their written-out definitions on a fixed
 pattern; the CLI's JSON contract and one-line errors; the demo model's heads ranked as it was
 trained to have them (a block-1 induction head, block 0 head 0 on the previous token)."""
 

@@ -1,4 +1,4 @@
-"""Issue 22 (4): TransformerLens' hook names and layouts for the recorded tensors, in a run and in a
+"""TransformerLens' hook names and layouts for the recorded tensors, in a run and in a
 saved file; each layout checked against what it must equal in our own recording."""
 
 import subprocess

@@ -1,4 +1,4 @@
-"""Issue 22 (1): the package installs, and its one `gpt2viz` command answers from any folder: the
+"""The package installs, and its one `gpt2viz` command answers from any folder: the
 verbs print what `python -m gpt2viz` prints from the checkout, and `gpt2viz app` serves the app with
 the project's settings. Installed with pip into a temporary folder (`--target`, no dependencies: they
 are this venv's), and run from another folder, so nothing of the checkout is on the path."""

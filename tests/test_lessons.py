@@ -1,4 +1,4 @@
-"""Issue 21 (1): a lesson file is checked field by field, travels in a signed link that only the key
+"""A lesson file is checked field by field, travels in a signed link that only the key
 opens, expires when told, and the command line prints the link (or one line saying why not)."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 23 (1): a view is a link, and the links the app writes survive a reload.
+"""A view is a link, and the links the app writes survive a reload.
 
 A URL with a key given twice means the key's last value (the rule `settle_url` applies before any
 control reads the URL), with no note about a value the controls could not take; a change made in

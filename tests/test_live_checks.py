@@ -1,4 +1,4 @@
-"""Issue 21 (4): live checks graded against the student's own run, right and wrong; an answer that
+"""Live checks graded against the student's own run, right and wrong; an answer that
 cannot be read is asked again, never graded or revealed."""
 
 import pytest

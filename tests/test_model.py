@@ -130,7 +130,7 @@ def test_context_limit_is_enforced(tiny):
     (Mode.DECODE, ["caching the 7 tokens before: block 0", "caching the 7 tokens before: block 1",
                    "the new token: block 0", "the new token: block 1"])])
 def test_a_run_tells_its_progress_block_by_block(tiny, mode, steps):
-    """Issue 23 (5): a long run (33 s of training on 1,024 tokens of gpt2) says how far it got."""
+    """A long run (33 s of training on 1,024 tokens of gpt2) says how far it got."""
     told = []
     run(tiny, IDS, mode, progress=lambda done, total, what: told.append((done, total, what)))
     assert told == [(i + 1, len(steps), what) for i, what in enumerate(steps)]

@@ -112,7 +112,7 @@ def test_a_component_page_opens_with_its_question_then_the_picture_then_what_to_
                                             ("1", "5", "the other 50,252 get exactly 0"),
                                             ("2", "0", "all 50,257 tokens keep one")])
 def test_output_page_changes_the_distribution_with_temperature_and_top_k(temp, topk, kept):
-    """Issue 20 (3): softmax(logits / temperature), kept to the top k, on this text's logits, from the URL."""
+    """Softmax(logits / temperature), kept to the top k, on this text's logits, from the URL."""
     from streamlit.testing.v1 import AppTest
 
     from gpt2viz.spec.pages import BY_URL

@@ -214,7 +214,7 @@ def test_header_of_a_transformers_checkpoint(hf_dir):
 
 @pytest.mark.parametrize("model", ["gpt2", "gpt2-medium", "distilgpt2", "tiny", "shakespeare"])
 def test_the_accounting_csv_sums_to_the_total_and_says_what_it_counted(model):
-    """Issue 23 (6): the CSV mixed parents and children (its "parameters" summed to 224,469,504 for
+    """The CSV mixed parents and children (its "parameters" summed to 224,469,504 for
     gpt2) and did not record a custom size's config. Now: leaves only, each with its parent, the
     `parameters` column summing to the total, and the config on every line."""
     import csv

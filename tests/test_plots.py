@@ -82,7 +82,7 @@ def test_attention_heatmap_full():
 
 @pytest.mark.parametrize("L", [4, 10, 16])
 def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
-    """Issue 12 (visual): cell numbers readable or not written, never clipped or overlapping."""
+    """Cell numbers readable or not written, never clipped or overlapping."""
     pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
     tokens = [f"t{i}" for i in range(L)]
     from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX
@@ -199,7 +199,7 @@ def test_every_other_token_axis_leaves_its_labels_to_the_browser():
 
 @pytest.mark.parametrize("T, L", [(1, 6), (6, 6)])
 def test_colour_bars_are_tall_enough_to_read(T, L):
-    """Issue 23 (2): colour bars were about 60 px tall; at least 100 px of bar now, in decode too."""
+    """Colour bars were about 60 px tall; at least 100 px of bar now, in decode too."""
     pattern = causal_pattern(T, L)
     q, k = TOKENS[L - T:L], TOKENS[:L]
     heat = plots.attention_heatmap(pattern, q, k, "h", query_offset=L - T)
@@ -297,7 +297,7 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert "score %{z:.3f}" in s.hovertemplate and "attention %{z:.3f}" in p.hovertemplate and "‖z‖" in z.hovertemplate
     assert "−∞" in fig.layout.title.subtitle.text and "grey: masked" in fig.layout.title.subtitle.text
     assert fig.layout.title.text == "block 0 head 1"
-    # issue 12 (5): the ‖z‖ strip has a colour scale of its own, from 0 to the largest norm
+    # the ‖z‖ strip has a colour scale of its own, from 0 to the largest norm
     strip = fig.layout.coloraxis3
     assert strip.showscale is not False and strip.colorbar.title.text == "‖z‖" and (strip.cmin, strip.cmax) == (0, T)
     scores_bar, p_bar, z_bar = (a.colorbar for a in (fig.layout.coloraxis, fig.layout.coloraxis2, strip))
@@ -571,7 +571,7 @@ def test_cache_growth_two_axes():
 
 @pytest.mark.parametrize("largest", [0, 1, 700, 737_280, 3_000_000, 5 * 2**30])
 def test_byte_axes_are_binary_like_the_text_beside_them(largest):
-    """Issue 12 (5): the Modes page said 720.0 KiB beside a chart that said 700 kB. The bytes axis
+    """The Modes page said 720.0 KiB beside a chart that said 700 kB. The bytes axis
     has ticks in the unit costs.human_bytes would write, never an SI prefix, up to the largest size."""
     from gpt2viz.spec.costs import human_bytes
 
@@ -583,7 +583,7 @@ def test_byte_axes_are_binary_like_the_text_beside_them(largest):
 
 
 def test_value_axes_write_tiny_numbers_without_si_prefixes():
-    """Issue 12 (5): μ is the mean on the LayerNorm page; an axis must not write 2e-6 as "2μ"."""
+    """Μ is the mean on the LayerNorm page; an axis must not write 2e-6 as "2μ"."""
     fig = plots.position_values([2e-6, -1e-6], ["a", "b"], "μ per position", "mean μ")
     assert fig.layout.yaxis.exponentformat == "power"
     assert plots.histogram(np.full(10, 1e-7), "h", "value").layout.xaxis.exponentformat == "power"
@@ -674,7 +674,7 @@ def test_lens_heatmap_shows_probabilities_tokens_and_the_chosen_position():
 
 
 def test_one_decode_step_reads_as_step_1():
-    """Issue 23 (6): with one step the axis read 0.6…1.4; steps are whole numbers."""
+    """With one step the axis read 0.6…1.4; steps are whole numbers."""
     axis = plots.cache_growth([5], [1_000], "one step").layout.xaxis
     assert list(axis.tickvals) == [1] and tuple(axis.range) == (0.5, 1.5)
     many = plots.cache_growth(list(range(1, 101)), list(range(100, 10_100, 100)), "many").layout.xaxis
@@ -703,7 +703,7 @@ def test_attention_maps_outline_marked_cells_of_the_rows_drawn():
 
 
 def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
-    """Issue 23 (3): in one of two columns of an 800 px window a title such as "Before: next token
+    """In one of two columns of an 800 px window a title such as "Before: next token
     after '␣because'" ran past the chart's edge and was cut. Given the narrowest width the chart is
     drawn at, the title takes as many lines as it needs and the plot moves down for them."""
     from gpt2viz.plots import theme

@@ -1,5 +1,5 @@
 """The words the pages say: facts checked against the code that computes them, one symbol per
-meaning, every term in the glossary, and no developer words in what a student reads (issue 20)."""
+meaning, every term in the glossary, and no developer words in what a student reads."""
 
 import ast
 import re

@@ -130,7 +130,7 @@ def font_sizes(node, path: str = "") -> list[tuple[str, float]]:
 
 
 def test_every_text_is_readable_from_the_back_row():
-    """Issue 23 (2): sized for a projector. Tick and token labels, legends, colour bars and notes at
+    """Sized for a projector. Tick and token labels, legends, colour bars and notes at
     least 13 px, titles at least 18 px, in every figure as drawn (builder and look together); only
     values written into heatmap cells and bars may be smaller, and not below 11 px."""
     assert theme.TICK_PX >= 13 and theme.TITLE_PX >= 18
@@ -146,5 +146,5 @@ def test_every_text_is_readable_from_the_back_row():
 
 
 def test_the_toolbar_shows_on_hover_only():
-    """Issue 23 (2): plotly's toolbar covered chart titles and legends; it shows on hover now."""
+    """Plotly's toolbar covered chart titles and legends; it shows on hover now."""
     assert theme.CONFIG["displayModeBar"] == "hover" and theme.CONFIG["displaylogo"] is False

@@ -28,7 +28,7 @@ def test_readable_pieces():
 
 
 def test_empty_text_is_refused_and_whitespace_is_text():
-    """Issue 23 (6): GPT-2 tokenizes spaces; only an empty text has nothing to run."""
+    """GPT-2 tokenizes spaces; only an empty text has nothing to run."""
     with pytest.raises(tok.TextError, match="empty"):
         tok.encode("")
     ids = tok.encode("   \n\t")

@@ -1,4 +1,4 @@
-"""Issue 20 (6): the tour teaches. Its first part adds each part's parameters to a running tally that
+"""The tour teaches. Its first part adds each part's parameters to a running tally that
 ends at the model's total; its second part visits the classroom pages; stops whose values matter
 say, on random weights, where the demo model shows them."""
 

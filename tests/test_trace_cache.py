@@ -233,7 +233,7 @@ def test_freed_memory_is_given_back_on_glibc():
 
 # ---------------------------------------------------------------------------- what a waiting asker is told
 def test_an_asker_of_a_run_another_started_is_told_so_with_its_steps():
-    """Issue 23 (5): a session waiting on a run that another session started says so, and shows
+    """A session waiting on a run that another session started says so, and shows
     that run's progress; the session running it sees its own steps."""
     from gpt2viz.server.trace_cache import Progress
 

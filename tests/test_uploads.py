@@ -1,4 +1,4 @@
-"""Uploads on a shared server (issue 25): offered on loopback or when the operator says; on disk,
+"""Uploads on a shared server: offered on loopback or when the operator says; on disk,
 not in the session, once received; one parse at a time; counted against their own allowance, and
 refused in one line, leaving nothing behind, when they do not fit."""
 

@@ -314,11 +314,14 @@ def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_oth
     backend_app = f"127.0.0.1:{backend_port}"
     backend = cli("--backends-only", "--address", "127.0.0.1", "--port", str(backend_port), "--processes", "1",
                   env=env)
-    front = cli("--processes", "1", "--port", str(front_port), "--address", "127.0.0.1", "--upstream", backend_app,
-                env=env)
+    front = None
     base = f"http://127.0.0.1:{front_port}"
     try:
+        # the backend first: the front host picks free ports for its own process, and must not pick the
+        # backend's before that is bound (on one machine, not across hosts)
         wait_healthy(f"http://{backend_app}", backend, "the backend host")
+        front = cli("--processes", "1", "--port", str(front_port), "--address", "127.0.0.1", "--upstream",
+                    backend_app, env=env)
         wait_healthy(base, front, "the front host")
         # the backend host restarts its own process, on the port the front host names
         os.kill(next(c for c in children(backend.pid) if "streamlit" in
@@ -372,5 +375,5 @@ def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_oth
         assert "starting it again (restart 1 of 3)" in backend_err
     finally:
         for p in (front, backend):
-            if p.poll() is None:
+            if p is not None and p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)

@@ -1,11 +1,13 @@
-"""Issue 35: runs shared by a host's processes. A run one process computed is mapped by another from
+"""Runs shared by a host's processes. A run one process computed is mapped by another from
 the host's folder, every tensor as it was (derived ones too); two processes asking for one run at
 once compute it once; the folder's budget evicts the oldest file no process maps, and keeps a run
 that would not fit its process's own."""
 
-import multiprocessing
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -52,8 +54,9 @@ def test_only_keys_alike_in_every_process_are_shared():
     assert digest(key(Mode.FULL)) == digest(key(Mode.FULL)) != digest(key(Mode.FULL, "Another text."))
 
 
-def _ask(folder, out):
-    """One process of the host: asks for the run; 'ran' if it computed it, 'mapped' if it read it."""
+def ask(folder: str) -> None:
+    """One process of the host: asks for the run; prints 'ran' if it computed it, 'mapped' if it read it,
+    and the logits' sum."""
     m = random_model(get_config("tiny"), 0)
     ran = []
 
@@ -62,18 +65,18 @@ def _ask(folder, out):
         time.sleep(1.0)  # the other process asks meanwhile
         return run(m, encode(TEXT), Mode.FULL)
     t = SharedRuns(folder, 64 * 2**20).get_or_run(key(Mode.FULL), slow, m)
-    out.put(("ran" if ran else "mapped", float(t["logits"].sum())))
+    print("ran" if ran else "mapped", float(t["logits"].sum()))
 
 
 def test_two_processes_asking_one_run_at_once_compute_it_once(tmp_path):
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_ask, args=(str(tmp_path), out)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    answers = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
+    # new interpreters, not multiprocessing's spawn: that re-runs the worker's __main__, which an AppTest
+    # earlier in the same pytest process may have left pointing at app.py
+    here = str(Path(__file__).parent)
+    code = f"import sys; sys.path.insert(0, {here!r}); import test_shared_runs as t; t.ask(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    answers = [p.communicate(timeout=180)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs), answers
     assert sorted(a for a, _ in answers) == ["mapped", "ran"] and answers[0][1] == answers[1][1]
 
 

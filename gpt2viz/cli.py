@@ -1,5 +1,5 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,attribute,lesson,convert,class-server,app}`:
-the command line of DESIGN.md.
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,attribute,lesson,convert,weights,
+class-server,app}`: the command line of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
 """
@@ -121,6 +121,12 @@ def build_parser() -> Parser:
     _recipe_options(p)
     p.add_argument("--out", help="where to write model.safetensors (default: the app's demo model)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+
+    p = sub.add_parser("weights", help="write a preset's random weights (the app's seeded draw) to a .safetensors")
+    p.add_argument("--model", default="gpt2", help=f"preset: {', '.join(PRESETS)} (default gpt2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random weights (the app's seed; default 0)")
+    p.add_argument("--out", required=True, help="the file to write, in the Hugging Face layout (transformers' "
+                   "GPT2LMHeadModel reads it with load_state_dict)")
 
     p = sub.add_parser("ablate", help="knock out a head, a block's attention, its MLP or a neuron, and compare")
     p.add_argument("--text", required=True)
@@ -407,6 +413,16 @@ def cmd_train_demo(a) -> int:
     return 0
 
 
+def cmd_weights(a) -> int:
+    from .model.weights import random_model, save_safetensors
+
+    model = random_model(get_config(a.model), a.seed)
+    save_safetensors(model, a.out)
+    print(f"wrote {a.out}: random {a.model} weights, seed {a.seed}, "
+          f"{sum(p.numel() for p in model.parameters()):,} parameters (as the app draws them)")
+    return 0
+
+
 def cmd_convert(a) -> int:
     from .model.convert import check_loadable, convert_nanogpt
 
@@ -495,7 +511,7 @@ def lesson_export(lesson, a) -> int:
 COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
             "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "attribute": cmd_attribute,
-            "lesson": cmd_lesson, "convert": cmd_convert}
+            "lesson": cmd_lesson, "convert": cmd_convert, "weights": cmd_weights}
 
 
 def main(argv=None) -> int:

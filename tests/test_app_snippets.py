@@ -19,8 +19,8 @@ def open_page(url: str, **params) -> AppTest:
 
 
 def snippets_shown(at) -> list[str]:
-    """The code blocks of the panel: the ones that load weights the gpt2viz way."""
-    return [c.value for c in at.code if "gpt2viz.load(" in c.value]
+    """The code blocks of the panel: its two snippets (gpt2viz's, transformers')."""
+    return [c.value for c in at.code if c.value.startswith("# The ") and ", recomputed with " in c.value]
 
 
 @pytest.mark.parametrize("url", COMPONENT_PAGES)
@@ -30,7 +30,9 @@ def test_every_component_page_has_the_code_panel(url):
     assert [t.label for t in at.tabs if t.label in ("gpt2viz", "transformers")] == ["gpt2viz", "transformers"]
     ours, theirs = snippets_shown(at)
     assert "model.run(TEXT, mode='decode')" in ours and "gpt2viz.load('random:tiny:seed=0')" in ours
-    assert "to_transformers(" in theirs and "cache=cache" in theirs and "register_forward_hook" in theirs \
+    assert "python -m gpt2viz weights --model tiny --seed 0 --out tiny-seed0.safetensors" in theirs
+    assert "import gpt2viz" not in theirs and "from gpt2viz" not in theirs
+    assert "hf(ids[:, -1:], cache, use_cache=True)" in theirs and "register_forward_hook" in theirs \
         or url == "output"
     downloads = at.get("download_button")
     assert any(f"gpt2viz-{url}.py" in d.proto.label for d in downloads)
@@ -49,7 +51,8 @@ def test_the_panel_follows_the_view():
 def test_the_demo_models_snippet_reads_the_file():
     at = open_page("mlp", weights="demo")
     ours, theirs = snippets_shown(at)
-    assert "gpt2viz.load('demo')" in ours and "load_file(DEMO_PATH)" in theirs and "mlp.act" in theirs
+    assert "gpt2viz.load('demo')" in ours and "mlp.act" in theirs
+    assert "assets/demo-model/model.safetensors'" in theirs and "load_file(PATH)" in theirs
 
 
 @pytest.mark.parametrize("url,says", [("whatif", "knockout(model.model"), ("lens", "logit_lens(model.model"),
@@ -76,3 +79,16 @@ def test_the_output_panel_follows_the_pages_temperature_top_k_and_top_p():
     assert not at.exception
     for code in snippets_shown(at):
         assert "/ 2.0  # temperature 2" in code and "# top-k 3" in code and "0.9  # top-p 0.9" in code, code
+
+
+def test_the_generation_panel_follows_the_pages_sampling_controls():
+    """The Generation page had no Code panel; its snippets now draw with the page's steps, temperature,
+    top-k, top-p and sampling seed (tests/test_snippets.py runs them against the page's tokens)."""
+    at = open_page("generation", steps=4, temperature=0.7, top_k=5, topp=0.9, gen_seed=3)
+    assert not at.exception, at.exception[0].value
+    ours, theirs = snippets_shown(at)
+    assert "Sampler(0.7, 5, 3, 0.9)" in ours and "generate(model.model, encode(TEXT), 4" in ours
+    for code in (ours, theirs):
+        assert "4 steps, temperature 0.7, top-k 5, top-p 0.9, seed 3" in code, code
+    assert "manual_seed(3)" in theirs and "range(4)" in theirs and "z.topk(5)" in theirs and "< 0.9" in theirs
+    assert any("gpt2viz-generation.py" in d.proto.label for d in at.get("download_button"))

@@ -138,3 +138,21 @@ def test_whatif_bad_input_is_one_line_exit_2(args, needle):
     p = cli(*args)
     assert p.returncode == 2, p.stdout
     assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr
+
+
+def test_weights_writes_the_apps_random_weights(tmp_path):
+    """`weights` writes a preset's seeded draw, the one the app shows, for transformers to read (the Code
+    panel's transformers snippets ask for it on random weights)."""
+    import torch
+
+    from gpt2viz.model.weights import load_safetensors, random_model
+    from gpt2viz.spec.config import get_config
+
+    out = tmp_path / "tiny-seed3.safetensors"
+    p = cli("weights", "--model", "tiny", "--seed", "3", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {out}: random tiny weights, seed 3" in p.stdout
+    theirs, ours = load_safetensors(out).model.state_dict(), random_model(get_config("tiny"), 3).state_dict()
+    assert theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in ours)
+    bad = cli("weights", "--model", "huge", "--out", str(tmp_path / "x.safetensors"))
+    assert bad.returncode == 2 and "unknown model 'huge'" in bad.stderr and len(bad.stderr.splitlines()) == 1

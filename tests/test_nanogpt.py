@@ -307,11 +307,12 @@ def test_code_panel_snippets_run_on_the_folder(converted, kind, mode):
     from gpt2viz.teaching.snippets import View, snippet
 
     text = "ROMEO:\nBut soft"
-    v = View(text, str(converted), mode, 1, 2, n_layer=2, n_head=4, d_head=16, bias=False, tied=True,
-             n_tokens=len(text), folder=True)
+    model = gpt2viz.load(str(converted))
+    v = View(text, str(converted), mode, 1, 2, config=model.config, ids=tuple(model.vocabulary.encode(text)),
+             folder=True)
     namespace = {}
     exec(compile(snippet("mlp", v, kind), f"<mlp {kind}>", "exec"), namespace)
-    want = gpt2viz.load(str(converted)).run(text, mode=mode).trace.get("mlp.post", 1)[0]
+    want = model.run(text, mode=mode).trace.get("mlp.post", 1)[0]
     torch.testing.assert_close(namespace["result"], want, rtol=0, atol=1e-4)
 
 

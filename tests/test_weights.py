@@ -3,6 +3,7 @@
 import json
 import math
 import struct
+from dataclasses import replace
 
 import pytest
 import torch
@@ -288,3 +289,32 @@ def test_the_header_alone_gives_the_checked_config(tmp_path):
     assert checkpoint_config(path) == load_safetensors(path).model.config
     with pytest.raises(WeightsError, match="width 8 is not divisible by 3 heads"):
         checkpoint_config(path, n_head=3)
+
+
+
+def write_padded(path, state: dict, header_bytes: int) -> None:
+    """A safetensors file whose header (its JSON padded with spaces, as the format allows) is exactly
+    `header_bytes` long."""
+    header, chunks, offset = {}, [], 0
+    for key, t in state.items():
+        raw = t.contiguous().numpy().tobytes()
+        header[key] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", header_bytes) + text.ljust(header_bytes) + b"".join(chunks))
+
+
+@pytest.mark.parametrize("header_bytes", [640, 896, 1152, 1408])
+def test_a_safetensors_header_whose_length_looks_like_a_pickles_start_is_read(tmp_path, header_bytes):
+    """A header of 1,408 bytes begins the file with 80 05, a protocol-5 pickle's first two bytes (a bias-free,
+    untied tiny model's file was refused as a pickle); 640, 896 and 1,152 bytes give 80 02 to 80 04."""
+    cfg = replace(get_config("tiny"), bias=False, tied=False, n_layer=1)
+    state = random_model(cfg, 0).state_dict()
+    path = tmp_path / "model.safetensors"
+    write_padded(path, state if header_bytes > 1000 else {"wte.weight": state["wte.weight"]}, header_bytes)
+    assert path.read_bytes()[:2] == bytes([0x80, header_bytes >> 8])
+    assert list(read_header(path).entries) == list(state)[: len(read_header(path).entries)]
+    if header_bytes > 1000:  # the whole model: it loads
+        loaded = load_safetensors(path, config=cfg).model
+        assert torch.equal(loaded.lm_head.weight, state["lm_head.weight"]) and not loaded.config.bias

@@ -5,7 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.model import modes
 from gpt2viz.spec import costs
-from gpt2viz.ui import present, story
+from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
@@ -62,3 +62,6 @@ with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k, top_p=top_p)
     plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, the chosen token highlighted",
                            highlight=chosen_at, subtitle=distribution_label(temperature, top_k, top_p)), share=0.5)
+# the snippets draw as the page does: its steps, temperature, top-k, top-p and sampling seed
+code_panel.section("generation", sel, (("steps", steps), ("temp", temperature), ("topk", top_k or 0),
+                                       ("topp", top_p or 1.0), ("gen_seed", seed)))

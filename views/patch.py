@@ -32,4 +32,4 @@ if len(sel.ids) != len(ids_b):
                "of one token.", icon=":material/straighten:")
     st.stop()
 answers = wv.patching_section(sel, a, b)
-code_panel.section("patch", sel, (("text_b", text_b), ("answers", answers)))
+code_panel.section("patch", sel, (("text_b", text_b), ("ids_b", ids_b), ("answers", answers)))

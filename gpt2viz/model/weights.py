@@ -65,8 +65,13 @@ class Header:
 
 
 def _is_pickle(head: bytes) -> bool:
-    """A pickle of protocol 2 to 5 (torch.save's own, or pickle.dump's), or torch's zip of one."""
-    return head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") or head[:4] == b"PK\x03\x04"
+    """A pickle of protocol 2 to 5 (torch.save's own, or pickle.dump's), or torch's zip of one, from a
+    file's first 9 bytes. A safetensors header of 640, 896, 1,152 or 1,408 bytes starts with the same two
+    bytes (its length, little-endian: 80 02 ... 80 05); its length's high bytes are zero and its JSON
+    starts at byte 8, which no pickle's opcodes give."""
+    safetensors = head[3:8] == bytes(5) and head[8:9] == b"{"
+    return head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") and not safetensors \
+        or head[:4] == b"PK\x03\x04"
 
 
 def _refuse_pickle(path: Path, head: bytes) -> None:
@@ -82,8 +87,9 @@ def read_header(path) -> Header:
         raise WeightsError(f"no weights file at {path}")
     size = path.stat().st_size
     with open(path, "rb") as f:
+        _refuse_pickle(path, f.read(9))
+        f.seek(0)
         head = f.read(8)
-        _refuse_pickle(path, head)
         if len(head) < 8:
             raise WeightsError(f"{path.name} is not a safetensors file: only {size} bytes")
         (n,) = struct.unpack("<Q", head)

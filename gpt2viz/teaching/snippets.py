@@ -1,17 +1,22 @@
 """Show me the code: for a page and its view, the source of a short script that
-recomputes the page's main numbers, with gpt2viz's API or with plain `transformers` (forward hooks on
+recomputes the page's main numbers, with gpt2viz's API or with `transformers` alone (forward hooks on
 its modules) on the same weights. Pure: text in, text out; the app shows it, the tests exec() it.
 
 Every snippet ends by assigning the page's numbers to `result` (a tensor) and printing them.
-transformers' GPT-2 is given the view's weights: read from the checkpoint file in view (the demo
-model, real GPT-2 in the Hugging Face cache), or, for random weights, made by gpt2viz and copied in
-by `gpt2viz.model.weights.to_transformers`. Its tokens are gpt2viz's: tiktoken's GPT-2 BPE, the same ids
-as transformers' GPT2Tokenizer, which would need the network to fetch its files.
+The transformers snippet imports torch, safetensors and transformers, nothing of gpt2viz: the page's
+token ids written out (transformers' GPT2Tokenizer gives the same ids, but needs its vocabulary files
+from the Hub), transformers' own GPT2Config with the page's model's sizes, and the weights read from the
+checkpoint file in view. Random weights are gpt2viz's seeded draw, which transformers' initialisation
+does not repeat: the snippet says how to write them to a file (`python -m gpt2viz weights`) and reads
+that. Its KV cache goes in by position, the one spelling transformers 4 (past_key_values=) and 5
+(cache=) both take.
 """
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
-from ..spec.config import PRESETS
+from ..model.demo_recipe import DEMO_PATH
+from ..spec.config import PRESETS, GPT2Config
 from ..spec.pages import BY_URL
 
 KINDS = ("gpt2viz", "transformers")
@@ -29,17 +34,29 @@ class View:
     head: int = 0
     seed: int = 0  # training's dropout seed (the app uses the random weights' seed)
     values: tuple[tuple[str, object], ...] = ()
-    n_layer: int = 12  # of the weights in view (the overview reads every block, the head finder every head)
-    n_head: int = 12
-    d_head: int = 64
-    bias: bool = True  # False or untied: transformers gets the weights through gpt2viz
-    tied: bool = True
-    n_tokens: int = 2  # the text's tokens (decode with a single token has no cache to build)
-    cut: bool = False  # the text is longer than the context: the page runs its first n_tokens tokens
-    folder: bool = False  # weights from a folder: its own vocabulary, and transformers gets them through gpt2viz
+    config: GPT2Config = PRESETS["gpt2"]  # of the weights in view: transformers' GPT2Config gets its sizes
+    ids: tuple[int, ...] = ()  # the page's tokens: the text's, cut to the context
+    cut: bool = False  # the text is longer than the context: the page runs its first len(ids) tokens
+    folder: bool = False  # weights from a folder: its own vocabulary, its model.safetensors
 
     def value(self, key: str, default=None):
         return dict(self.values).get(key, default)
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.ids)
+
+    @property
+    def n_layer(self) -> int:  # the overview reads every block, the head finder every head
+        return self.config.n_layer
+
+    @property
+    def n_head(self) -> int:
+        return self.config.n_head
+
+    @property
+    def d_head(self) -> int:
+        return self.config.d_head
 
 
 @dataclass(frozen=True)
@@ -86,7 +103,7 @@ def _target(page: str, v: View) -> Target:
 
 
 COMPONENT_PAGES = ("overview", "tokens", "block", "layernorm", "attention", "merge", "mlp", "output")
-PAGES = COMPONENT_PAGES + ("whatif", "attribution", "patch", "lens", "heads")
+PAGES = COMPONENT_PAGES + ("whatif", "attribution", "patch", "lens", "heads", "generation")
 # pages that run the whole text in full mode, whatever the sidebar's mode
 FULL_ONLY = ("whatif", "attribution", "patch", "heads")
 TOP_K = 10  # the What if page's tokens: the untouched run's ten most likely next tokens
@@ -102,7 +119,7 @@ def weights_comment(spec: str) -> str:
 
 
 def _mode(page: str, v: View) -> str:
-    return "full" if page in FULL_ONLY else v.mode
+    return "decode" if page == "generation" else "full" if page in FULL_ONLY else v.mode
 
 
 def _header(page: str, v: View, kind: str) -> list[str]:
@@ -110,7 +127,8 @@ def _header(page: str, v: View, kind: str) -> list[str]:
              "whatif": _knockout(v)[0], "heads": "every head",
              "attribution": _attributed(v)[0] if page == "attribution" else "",
              "patch": f"A into B, block {v.block}'s input",
-             "overview": "every block", "tokens": "", "output": "the last position"}.get(page, f"block {v.block}")
+             "overview": "every block", "tokens": "", "output": "the last position",
+             "generation": _generated(v)}.get(page, f"block {v.block}")
     return [f"# The {BY_URL[page].title} page, recomputed with {kind}",
             "# " + " · ".join(x for x in (where, f"{_mode(page, v)} mode", weights_comment(v.weights)) if x),
             f"TEXT = {v.text!r}", *([f"TEXT_B = {v.value('text_b')!r}"] if page == "patch" else [])]
@@ -138,6 +156,20 @@ def _attributed(v: View) -> tuple[str, str, str | None, int]:
     return f"{target} at position {position}", answer, versus, position
 
 
+def _generation(v: View) -> tuple[int, float, int, float, int]:
+    """The Generation page's (steps, temperature (0: greedy), top-k (0: all), top-p (1: all), sampling seed)."""
+    return (int(v.value("steps", 8)), float(v.value("temp", 0.0)), int(v.value("topk", 0) or 0),
+            float(v.value("topp", 1.0) or 1.0), int(v.value("gen_seed", 0)))
+
+
+def _generated(v: View) -> str:
+    steps, t, k, p, seed = _generation(v)
+    if t == 0:
+        return f"{steps} steps, greedy"
+    cuts = [f"temperature {t:g}", *([f"top-k {k}"] if k else []), *([f"top-p {p:g}"] if p < 1 else [])]
+    return f"{steps} steps, {', '.join(cuts)}, seed {seed}"
+
+
 def _knockout(v: View) -> tuple[str, str, int, str]:
     """The What if page's (label, part, index, method): part head, attn, mlp or neuron."""
     part, method = v.value("part", "head"), v.value("method", "zero")
@@ -152,12 +184,13 @@ def _ours(page: str, v: View) -> list[str]:
     seed = f", seed={v.seed}" if v.mode == "training" and page not in FULL_ONLY else ""
     text = _tokens(v) if v.cut else "TEXT"
     body, imports = _ours_body(page, v)
-    needs_encode = v.cut or page in ("whatif", "patch")
-    run = [] if page in ("patch", "attribution") else \
+    needs_encode = v.cut or page in ("whatif", "patch", "generation")
+    run = [] if page in ("patch", "attribution", "generation") else \
         [f"run = model.run({text}, mode={_mode(page, v)!r}{seed})  # every tensor, named as in the app"]
     own = ["encode = model.vocabulary.encode  # the folder's own vocabulary"] if needs_encode and v.folder else []
-    return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz",
-            *(["from gpt2viz.model.tokenizer import encode"] if needs_encode and not v.folder else []), *imports, "",
+    imports = sorted([*imports, *(["from gpt2viz.model.tokenizer import encode"] if needs_encode and not v.folder
+                                  else [])])
+    return [*(["import torch", ""] if "torch." in "".join(body) else []), "import gpt2viz", *imports, "",
             f"model = gpt2viz.load({v.weights!r})", *own, *run, *body, "print(result)"]
 
 
@@ -200,8 +233,31 @@ def _ours_body(page: str, v: View) -> tuple[list[str], list[str]]:
             ["from gpt2viz.analysis.whatif import patch"]
     if page == "output" and _sampling(v):
         return ['logits = run["logits"][0, -1].double()  # [V]: float64, as the page', *_sampled(v)], []
+    if page == "generation":
+        return _ours_generation(v)
     t = _target(page, v)
     return [f"result = {t.ours}  # {t.what}"], []
+
+
+def _ours_generation(v: View) -> tuple[list[str], list[str]]:
+    steps, t, k, p, seed = _generation(v)
+    if t == 0:
+        return [f"gen = generate(model.model, {_tokens(v)}, {steps})  # greedy: the likeliest token each step",
+                "chosen = gen.ids  # the token chosen at each step",
+                "# p(chosen): the model's own probability of each (greedy shows the softmax)",
+                'result = torch.stack([t["logits"][0, -1].softmax(-1)[c]',
+                "                      for t, c in zip(gen.traces, chosen)])",
+                "print(chosen)"], ["from gpt2viz.model.modes import generate"]
+    args = f"{t!r}, {k or None}, {p if p < 1 else None}"
+    return [f"sampler = Sampler({t!r}, {k or None}, {seed}, {p if p < 1 else None})  # temperature, top-k, seed, "
+            "top-p",
+            f"gen = generate(model.model, {_tokens(v)}, {steps}, choose=sampler)  # one decode step per token",
+            "chosen = gen.ids  # the token drawn at each step",
+            "# p(chosen): the probability each was drawn with, after temperature, top-k and top-p",
+            f'result = torch.stack([distribution(t["logits"][0, -1], {args})[c]',
+            "                      for t, c in zip(gen.traces, chosen)])",
+            "print(chosen)"], ["from gpt2viz.model.generation import Sampler, distribution",
+                               "from gpt2viz.model.modes import generate"]
 
 
 def _sampling(v: View) -> tuple[float, int, float] | None:
@@ -219,45 +275,93 @@ def _sampled(v: View) -> list[str]:
     if t == 0:
         lines += ["probs = torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).double()  # greedy"]
     else:
-        lines += [f"z = (logits - logits.max()) / {t!r}  # temperature {t:g}"]
-        if k:
-            lines += [f"z = z.masked_fill(z < z.topk({k}).values[-1], float('-inf'))  # top-k {k}"]
-        lines += ["probs = z.softmax(-1)"]
-        if p < 1:
-            lines += ["ordered, order = probs.sort(descending=True)",
-                      f"kept = (ordered.cumsum(-1) - ordered) < {p!r}  # top-p {p:g}: the fewest that reach it",
-                      "probs = torch.zeros_like(probs).scatter(0, order[kept], ordered[kept])",
-                      "probs = probs / probs.sum()"]
+        lines += _drawn(t, k, p)
     return lines + ["result = probs[shown]  # the page's after-sampling chart, its ten tokens"]
 
 
+def _drawn(t: float, k: int, p: float, indent: str = "") -> list[str]:
+    """From `logits` [V], `probs` [V]: softmax(logits / t) kept to the top k, then to the top p, in torch
+    alone (gpt2viz.model.generation.distribution does the same)."""
+    lines = [f"z = (logits - logits.max()) / {t!r}  # temperature {t:g}"]
+    if k:
+        lines += [f"z = z.masked_fill(z < z.topk({k}).values[-1], float('-inf'))  # top-k {k}"]
+    lines += ["probs = z.softmax(-1)"]
+    if p < 1:
+        lines += ["ordered, order = probs.sort(descending=True)",
+                  f"kept = (ordered.cumsum(-1) - ordered) < {p!r}  # top-p {p:g}: the fewest that reach it",
+                  "probs = torch.zeros_like(probs).scatter(0, order[kept], ordered[kept])",
+                  "probs = probs / probs.sum()"]
+    return [indent + line for line in lines]
+
+
 # ---------------------------------------------------------------------------- transformers
-def _is_file(spec: str) -> bool:
-    return spec == "demo" or spec.endswith(".safetensors") or "/" in spec
+def _file(v: View) -> str | None:
+    """The safetensors file transformers reads: the checkpoint in view; None for random weights."""
+    if v.weights == "demo":
+        return str(DEMO_PATH)
+    if v.weights.startswith("random:") or v.weights in PRESETS:
+        return None
+    return str(PurePath(v.weights) / "model.safetensors") if v.folder else v.weights
 
 
-def _load_transformers(v: View) -> tuple[list[str], list[str]]:
-    """(imports, lines) that give `hf`, transformers' GPT-2 with the view's weights."""
-    if _is_file(v.weights) and v.bias and v.tied and not v.folder:
-        path = "DEMO_PATH" if v.weights == "demo" else repr(v.weights)
-        return [*(["from gpt2viz.model.demo_model import DEMO_PATH"] if v.weights == "demo" else []),
-                "from gpt2viz.model.weights import hf_config"], [
-            "# transformers' GPT-2 of the checkpoint's sizes, eager attention",
-            f"hf = GPT2LMHeadModel(hf_config(gpt2viz.load({v.weights!r}).config)).eval()",
-            "# its weights, read from the file (which may also hold attn.bias: a mask, not a weight)",
-            f"state = {{k.removeprefix('transformer.'): w for k, w in load_file({path}).items()}}",
-            "missing = hf.transformer.load_state_dict(state, strict=False).missing_keys",
-            "assert not missing, missing  # every weight came from the file"]
-    return ["from gpt2viz.model.weights import to_transformers"], [
-        "# gpt2viz makes the weights; to_transformers copies each tensor into transformers' GPT-2",
-        f"hf = to_transformers(gpt2viz.load({v.weights!r}).model)  # GPT2LMHeadModel, eager attention"]
+def _wrapped(start: str, items: list[str], end: str) -> list[str]:
+    """`start` + the items joined by ", " + `end`, broken into lines the panel shows whole."""
+    lines, line, pad = [], start, " " * len(start)
+    for i, item in enumerate(items):
+        piece = item + (", " if i < len(items) - 1 else end)
+        if len(line) + len(piece.rstrip()) > WIDTH and line.strip():
+            lines.append(line.rstrip())
+            line = pad
+        line += piece
+    return lines + [line]
+
+
+def _config_args(cfg: GPT2Config) -> list[str]:
+    """transformers' GPT2Config keywords for a model of these sizes, with eager attention (the fused
+    kernels return no attention weights)."""
+    return [f"n_layer={cfg.n_layer}", f"n_head={cfg.n_head}", f"n_embd={cfg.n_embd}",
+            f"n_positions={cfg.n_positions}", f"vocab_size={cfg.vocab_size}",
+            *([f"n_inner={cfg.n_inner}"] if cfg.n_inner else []), f"activation_function={cfg.activation!r}",
+            f"layer_norm_epsilon={cfg.layer_norm_epsilon!r}", *([] if cfg.tied else ["tie_word_embeddings=False"]),
+            "attn_implementation='eager'"]
+
+
+def _load_transformers(v: View) -> list[str]:
+    """Lines that give `hf`, transformers' GPT-2 of the view's sizes holding the view's weights."""
+    path, cfg = _file(v), v.config
+    if path is None:
+        name, _, seed = v.weights.removeprefix("random:").partition(":seed=")
+        path = f"{name}-seed{seed or 0}.safetensors"
+        where = ["# the page's random weights are gpt2viz's seeded draw, which transformers' own",
+                 "# initialisation does not repeat: write them to a file once, in a shell:",
+                 f"#   python -m gpt2viz weights --model {name} --seed {seed or 0} --out {path}"]
+    else:
+        where = [f"# the checkpoint: {weights_comment(v.weights)}" if v.weights == "demo" else
+                 "# the checkpoint: the folder's model.safetensors" if v.folder else "# the checkpoint file"]
+    lines = [*where, f"PATH = {path!r}", "", "# GPT-2 of the page's model's sizes; eager attention returns its weights",
+             *_wrapped("config = GPT2Config(", _config_args(cfg), ")"),
+             "hf = GPT2LMHeadModel(config).eval()  # eval: no dropout",
+             "# GPT-2's names; a file saved from GPT2LMHeadModel has them under 'transformer.'",
+             "state = {k.removeprefix('transformer.'): w for k, w in load_file(PATH).items()}"]
+    if not cfg.tied:
+        lines += ["hf.lm_head.load_state_dict({'weight': state.pop('lm_head.weight')})  # untied: its own matrix"]
+    lines += ["missing = hf.transformer.load_state_dict(state, strict=False).missing_keys"]
+    if cfg.bias:
+        return lines + ["assert not missing, missing  # every weight came from the file (attn.bias in it: a mask)"]
+    return lines + ["assert all(k.endswith('.bias') for k in missing), missing  # the file has no biases",
+                    "with torch.no_grad():  # transformers' GPT-2 has biases: zero ones are the same function",
+                    "    for k in missing:", "        hf.transformer.get_parameter(k).zero_()"]
+
+
+CACHE = ["    cache = DynamicCache()  # the KV cache: each call adds its tokens' keys and values",
+         "    # the cache goes in by position: transformers 4 names it past_key_values, 5 cache"]
 
 
 def _forward(page: str, v: View, out: str = "out") -> list[str]:
     mode = _mode(page, v)
     if mode == "decode" and v.n_tokens > 1:
-        return ["    cache = hf(ids[:, :-1], use_cache=True).cache  # the KV cache of the P tokens before",
-                f"    {out} = hf(ids[:, -1:], cache=cache)  # decode: the last token reads P + 1 keys"]
+        return [*CACHE, "    hf(ids[:, :-1], cache, use_cache=True)  # the P tokens before the last",
+                f"    {out} = hf(ids[:, -1:], cache, use_cache=True)  # decode: the last token reads P + 1 keys"]
     if mode == "prefill":
         return [f"    {out} = hf(ids, use_cache=True)  # prefill: every token at once, filling the KV cache"]
     return [f"    {out} = hf(ids)  # every token at once"]
@@ -265,36 +369,43 @@ def _forward(page: str, v: View, out: str = "out") -> list[str]:
 
 KEEP = ["seen = {}", "", "", "def keep(name):  # a forward hook that keeps what its module returns in seen[name]",
         "    return lambda module, args, out: seen.update({name: out})", "", ""]
+# a block's hook: transformers 5's GPT2Block returns the stream, 4's a tuple that starts with it
+KEEP_STREAM = ["seen = {}", "", "", "def keep(name):  # a forward hook that keeps the stream a block returns",
+               "    def hook(module, args, out):  # the output (transformers 5), or a tuple's first (4)",
+               "        seen[name] = out[0] if isinstance(out, tuple) else out", "    return hook", "", ""]
+
+
+def _ids(name: str, ids, *what: str) -> list[str]:
+    """`name = torch.tensor([[...]])`: token ids written out, with comment lines above."""
+    return [*(f"# {line}" for line in what), *_wrapped(f"{name} = torch.tensor([[", [str(int(i)) for i in ids], "]])")]
 
 
 def _theirs(page: str, v: View) -> list[str]:
-    imports, load = _load_transformers(v)
-    file = "load_file(" in "".join(load)
-    lines = ["import torch", *(["from safetensors.torch import load_file"] if file else []),
-             "from transformers import GPT2LMHeadModel", "", "import gpt2viz",
-             *([] if v.folder else ["from gpt2viz.model.tokenizer import encode"]),
-             *imports, "", *load,
-             *([f"encode = gpt2viz.load({v.weights!r}).vocabulary.encode  # the folder's own vocabulary"]
-               if v.folder else []),
-             f"ids = torch.tensor([{_tokens(v)}])  # [1, T]: the model's tokens", ""]
+    load, body = _load_transformers(v), _theirs_body(page, v)
+    names = ["DynamicCache"] * ("DynamicCache(" in "".join(body)) + ["GPT2Config", "GPT2LMHeadModel"]
+    what = [f"the page's {v.n_tokens} tokens [1, T], in the folder's own vocabulary"] if v.folder else [
+        f"the page's {v.n_tokens} tokens [1, T], GPT-2's BPE: transformers' GPT2Tokenizer gives the",
+        "same ids, but needs its vocabulary files from the Hub"]
+    lines = ["import torch", "from safetensors.torch import load_file", f"from transformers import {', '.join(names)}",
+             "", *load, "", *_ids("ids", v.ids, *what), ""]
     if _mode(page, v) == "training":
         lines += ["# training: the page's dropout masks are gpt2viz's seeded draws, which transformers cannot",
                   "# repeat; this runs without dropout, as gpt2viz's model.run(TEXT, 'training', dropout=False)", ""]
-    return lines + _theirs_body(page, v) + ["print(result)"]
+    return lines + body + ["print(result)"]
 
 
 def _theirs_body(page: str, v: View) -> list[str]:
     n = v.n_layer
     if page in ("overview", "lens"):
-        hooks = [*KEEP, "for i, block in enumerate(hf.transformer.h):",
+        hooks = [*KEEP_STREAM, "for i, block in enumerate(hf.transformer.h):",
                  "    block.register_forward_hook(keep(i + 1))  # seen[i + 1]: the stream leaving block i"]
         if page == "overview":
             return hooks + ["with torch.no_grad():", *_forward(page, v),
                             f"# ‖stream‖ leaving each block, per position [{n}, T]",
                             f"result = torch.stack([seen[i + 1][0].norm(dim=-1) for i in range({n})])"]
         i = _position(v)
-        return [*KEEP, "hf.transformer.drop.register_forward_hook(keep(0))  # seen[0]: x0, the embeddings' sum",
-                *hooks[len(KEEP):],
+        return [*KEEP_STREAM, "hf.transformer.drop.register_forward_hook(keep(0))  # seen[0]: x0, the embeddings'",
+                *hooks[len(KEEP_STREAM):],
                 "with torch.no_grad():", *_forward(page, v),
                 f"    x = torch.stack([seen[d][0, {i}] for d in range({n + 1})])  # position {i}, every depth",
                 "    probs = hf.lm_head(hf.transformer.ln_f(x)).softmax(-1)  # ln_f, then the token table",
@@ -315,14 +426,35 @@ def _theirs_body(page: str, v: View) -> list[str]:
     if page == "output" and _sampling(v):
         return ["with torch.no_grad():", *_forward(page, v),
                 "logits = out.logits[0, -1].double()  # [V]: float64, as the page", *_sampled(v)]
+    if page == "generation":
+        return _generate(v)
     t = _target(page, v)
-    hook = [*KEEP, f'hf.{t.module}.register_forward_hook(keep("out"))'] if t.module else []
+    keep = KEEP_STREAM if page == "block" else KEEP
+    hook = [*keep, f'hf.{t.module}.register_forward_hook(keep("out"))'] if t.module else []
     return hook + ["with torch.no_grad():", *_forward(page, v), f"result = {t.theirs}  # {t.what}"]
+
+
+def _generate(v: View) -> list[str]:
+    steps, t, k, p, seed = _generation(v)
+    if t == 0:
+        draw = ["        chosen.append(int(logits.argmax()))  # greedy: the likeliest",
+                "        p.append(logits.softmax(-1)[chosen[-1]])  # the model's own probability of it"]
+    else:
+        draw = [*_drawn(t, k, p, " " * 8), "        chosen.append(int(torch.multinomial(probs, 1, generator=draws)))",
+                "        p.append(probs[chosen[-1]])  # the probability it was drawn with"]
+    return [*([f"draws = torch.Generator().manual_seed({seed})  # the page's sampling seed: its draws"] * (t > 0)),
+            "chosen, p = [], []", "with torch.no_grad():", *CACHE,
+            *(["    hf(ids[:, :-1], cache, use_cache=True)  # the text's tokens before its last"] * (v.n_tokens > 1)),
+            "    token = ids[:, -1:]  # [1, 1]: step 1 decodes the text's last token",
+            f"    for step in range({steps}):  # one decode step per new token",
+            "        logits = hf(token, cache, use_cache=True).logits[0, -1]  # [V]",
+            *draw, "        token = torch.tensor([chosen[-1:]])  # [1, 1]: the next step's input",
+            "result = torch.stack(p)  # p(chosen) at each step", "print(chosen)  # the tokens chosen"]
 
 
 def _patch(v: View) -> list[str]:
     a, b = v.value("answers")
-    return ["ids_b = torch.tensor([encode(TEXT_B)])  # B: as long as A", f"block = hf.transformer.h[{v.block}]",
+    return [*_ids("ids_b", v.value("ids_b"), "B's tokens, as many as A's"), f"block = hf.transformer.h[{v.block}]",
             "", "", f"def margin(logits):  # the metric: logit({a}) − logit({b}) at the last position",
             f"    return logits[0, -1, {a}] - logits[0, -1, {b}]", "", "",
             "def from_a(position):  # a forward pre-hook: B's stream, one position taken from A's",
@@ -341,7 +473,9 @@ def _patch(v: View) -> list[str]:
 
 def _attribution(v: View) -> list[str]:
     label, answer, versus, position = _attributed(v)
-    u = f"w_u[encode({answer!r})[0]]" + ("" if versus is None else f" - w_u[encode({versus!r})[0]]")
+    u = f"w_u[{v.value('answer')}]" + ("" if versus is None else f" - w_u[{v.value('versus')}]")
+    tokens = f"token {v.value('answer')} is {answer!r}" + ("" if versus is None else
+                                                          f", token {v.value('versus')} {versus!r}")
     return ["seen = {}", f"for b in range({v.n_layer}):  # c_proj's input: the heads' z side by side [1, T, d]",
             "    hf.transformer.h[b].attn.c_proj.register_forward_pre_hook(",
             "        lambda module, args, b=b: seen.update({b: args[0]}))",
@@ -350,7 +484,7 @@ def _attribution(v: View) -> list[str]:
             "with torch.no_grad():", *_forward("attribution", v),
             f"    x = seen['x'][0, {position}].double()  # the final stream at position {position}",
             "    sigma = (x.var(unbiased=False) + ln_f.eps).sqrt()  # ln_f's scale there, held fixed",
-            f"    gu = ln_f.weight.double() * ({u})  # g ⊙ u",
+            f"    gu = ln_f.weight.double() * ({u})  # g ⊙ u: {tokens}",
             f"    result = torch.zeros({v.n_layer}, {v.n_head}, dtype=torch.float64)",
             f"    for b in range({v.n_layer}):",
             f"        z = seen[b][0, {position}].double().view({v.n_head}, {v.d_head})  # each head's z",

@@ -18,13 +18,12 @@ def view_of(sel: Selection, values: tuple = ()) -> View | None:
     spec = f"random:{w.model_name}:seed={w.seed}" if w.random else "demo" if w.demo else w.path
     if spec is None:
         return None
-    return View(sel.text, spec, sel.mode.value, sel.block, sel.head, seed=w.seed, values=values,
-                n_layer=cfg.n_layer, n_head=cfg.n_head, d_head=cfg.d_head, bias=cfg.bias, tied=cfg.tied,
-                n_tokens=len(sel.ids), cut=bool(sel.cut), folder=bool(w.path) and Path(w.path).is_dir())
+    return View(sel.text, spec, sel.mode.value, sel.block, sel.head, seed=w.seed, values=values, config=cfg,
+                ids=tuple(sel.ids), cut=bool(sel.cut), folder=bool(w.path) and Path(w.path).is_dir())
 
 
 def section(page: str, sel: Selection, values: tuple = ()) -> None:
-    """The Code section of a page without a component (What if, Logit lens, Head finder)."""
+    """The Code section of a page without a component (What if, Logit lens, Head finder, Generation)."""
     st.subheader("Code")
     snippets(page, sel, values)
 
@@ -37,8 +36,8 @@ def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
         st.caption("The snippets need a text and weights gpt2viz.load can open.")
         return
     st.markdown("**Recompute this page's numbers yourself**, for this view (text, weights, mode, block, head): with "
-                "gpt2viz, or with plain `transformers` on the same weights (forward hooks on its modules). Each "
-                "script leaves the numbers in `result`.")
+                "gpt2viz, or with `transformers` alone on the same weights read from their file (forward hooks on its "
+                "modules). Each script leaves the numbers in `result`.")
     for tab, kind in zip(st.tabs(list(KINDS)), KINDS):
         with tab:
             st.code(snippet(page, view, kind), language="python", wrap_lines=True)  # narrow windows wrap

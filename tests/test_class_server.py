@@ -1,5 +1,5 @@
 """One command starts a class server on every core, N app processes behind nginx,
-and stops all it started; without nginx it refuses in one line. Issue 35: one host among several
+and stops all it started; without nginx it refuses in one line. One host among several
 (a backend host without nginx, a front host with other hosts' processes as upstreams)."""
 
 import contextlib

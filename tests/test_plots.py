@@ -615,7 +615,7 @@ def test_every_figure_is_compact_with_titled_axes():
         plots.cache_growth([1], [1], "c"),
     ]
     for fig in figures:
-        # 500: issue 23 gave the toolbar a strip above the title, and text and colour bars projector sizes
+        # 500: the toolbar has a strip above the title, and text and colour bars have projector sizes
         assert 200 <= fig.layout.height <= 500 and fig.layout.title.text
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         right_axis = "yaxis2" in fig.layout and fig.layout["yaxis2"].side == "right"  # room for its labels, title

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz.ui import attribution_view as av
 from gpt2viz.ui import code_panel, story
-from gpt2viz.ui.anatomy import random_note, selection, text_notes
+from gpt2viz.ui.anatomy import random_note, selection, text_or_stop
 
 sel = selection()
 st.title("Who wrote the answer")
@@ -14,10 +14,7 @@ st.markdown("The final stream at a position is a sum: the embedding, plus what e
             "a second token, the **logit difference** splits likewise.")
 story.offer(sel, "attribution", says="the model copies after from the first time round. Which heads write its "
             "logit, and does knocking them out tell the same story?")
-if sel.text_error:
-    st.warning(sel.text_error, icon=":material/edit:")
-    st.stop()
-text_notes(sel)
+text_or_stop(sel)
 st.caption("Runs the whole text (full mode, no dropout), whatever the sidebar's mode.")
 trace = av.full_trace(sel)
 answer, versus, position, error = av.controls(sel, trace)

@@ -6,7 +6,7 @@ from gpt2viz import plots
 from gpt2viz.model import modes
 from gpt2viz.spec import costs
 from gpt2viz.ui import code_panel, present, story
-from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_notes
+from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_or_stop
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
 from gpt2viz.ui.layout import wide_table
@@ -21,10 +21,7 @@ with present.folded(sel.present):  # projected, the first chart starts in the fi
                 "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "
                 "input of the next step, and its keys and values join the cache.")
     story.offer(sel, "generation")
-if sel.text_error:
-    st.warning(sel.text_error, icon=":material/edit:")
-    st.stop()
-text_notes(sel)
+text_or_stop(sel)
 # five inputs in one row keep their buttons on a projector; an 800 px window fits four a row
 cols = st.columns(5) if sel.present else [*st.columns(4), st.columns(4)[0]]
 steps = number(cols[0], "Steps", 1, 32, 8, key="steps")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.spec import costs
-from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
+from gpt2viz.ui.anatomy import plot, random_note, selection, text_or_stop
 from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap, why_decode_waits_on_memory
 
@@ -16,10 +16,7 @@ st.markdown(
     "same with dropout on, scores every position against the next token, and runs backward. **Prefill** "
     "reads a prompt once and keeps every layer's keys and values (the KV cache). **Decode** then feeds one "
     "new token, which reads the P cached positions and its own: L = P + 1 keys, so no earlier work is redone.")
-if sel.text_error:
-    st.warning(sel.text_error, icon=":material/edit:")
-    st.stop()
-text_notes(sel)
+text_or_stop(sel)
 
 st.subheader("Why a decode step is cheap")
 st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))

@@ -100,6 +100,14 @@ def text_notes(sel: Selection) -> None:
     token_notes(sel.ids, sel.cut, sel.config.n_positions)
 
 
+def text_or_stop(sel: Selection) -> None:
+    """The page's text notes; or, where the text cannot run, why in one line, and the page ends there."""
+    if sel.text_error:
+        st.warning(sel.text_error, icon=":material/edit:")
+        st.stop()
+    text_notes(sel)
+
+
 def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "The text") -> None:
     """What became of a typed text on its way to tokens: the end cut off at the context, and
     `<|endoftext|>` read as the one special token."""

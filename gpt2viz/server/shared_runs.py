@@ -105,10 +105,12 @@ class SharedRuns:
             return None
 
     def _write(self, name: str, trace: Trace) -> bool:
-        arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
-        size = sum(a.nbytes for a in arrays.values())
-        if trace.intervened or not self._room(size):
+        if trace.intervened:
             return False
+        size = sum(t.numel() * t.element_size() for t in trace.tensors.values())
+        if not self._room(size):  # a run larger than the folder, or the folder all mapped: no copy made
+            return False
+        arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
         tmp = self.dir / f"{name}.{os.getpid()}.tmp"
         try:
             meta = trace.metadata() | {"order": json.dumps(list(trace.order)),

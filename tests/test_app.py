@@ -653,3 +653,5 @@ def test_top_p_sits_beside_temperature_and_top_k_in_the_url_and_is_bounded(url, 
     assert "top-p 0.5" in said, said
     bad = open_page(url, **params, **{key: "7"})
     assert not bad.exception and [n.value for n in bad.number_input if n.label.startswith("Top-p")] == [1.0]
+    said = "The link asked for topp=`'7'`, which is not available here (0.01 to 1); showing topp=`1`."
+    assert any(said in c.value for c in bad.caption), [c.value for c in bad.caption]  # said in one line, not silently

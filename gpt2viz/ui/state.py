@@ -9,6 +9,7 @@ weights do not have moves quietly to the nearest one they do.
 """
 
 import contextlib
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -341,8 +342,19 @@ def number(container, label: str, lo, hi, default, key: str, **kw):
     if isinstance(default, int):
         kw = {"step": 1.0, "format": "%.0f", **kw}
     kw.setdefault("disabled", locked(key))
+    asked = st.query_params.get(key)
     value = container.number_input(label, float(lo), float(hi), float(default), key=key, bind="query-params", **kw)
+    if asked is not None and not _same_number(asked, value):  # Streamlit put its default in its place
+        container.caption(f"The link asked for {key}={code_span(repr(asked[:40]))}, which is not available "
+                          f"here ({lo:g} to {hi:g}); showing {key}={code_span(f'{type(default)(value):g}')}.")
     return type(default)(value)
+
+
+def _same_number(text: str, value: float) -> bool:
+    try:
+        return math.isclose(float(text), value, rel_tol=1e-9, abs_tol=1e-12)
+    except ValueError:
+        return False
 
 
 def nucleus(container) -> float | None:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
@@ -413,7 +414,9 @@ def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, bas
         page.wait_for_url("**mode=decode**")
         wait_rendered(page, 1)
         diagram = page.locator("svg[aria-label='tiny Transformer block']")
-        assert "decode: T = 1" in diagram.text_content()
+        # The URL changes when the widget does, before the rerun has drawn; on a loaded machine the
+        # old diagram can still be on screen here, so wait for the new one (a minute, then fail).
+        expect(diagram).to_contain_text("decode: T = 1", timeout=60_000)
         screenshot(page, "block-diagram-decode")
         diagram.locator("a[data-target='block.attn']").click()
         page.wait_for_url("**/attention?**")
@@ -454,10 +457,22 @@ def change_in_the_sidebar(page) -> None:
         has=page.get_by_text("Mode", exact=True)).click()
     page.get_by_role("option", name="decode").click()
     page.wait_for_url("**mode=decode**")
-    wait_rendered(page)
+    wait_links_carry(page, "mode=decode")
     page.get_by_test_id("stSlider").filter(has_text="Block").get_by_role("slider").focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_url("**block=1**")
+    wait_links_carry(page, "mode=decode", "block=1")
+
+
+def wait_links_carry(page, *pairs: str) -> None:
+    """Wait until the rerun a sidebar change asked for has drawn: every link in the page that carries
+    a view carries `pairs`. The URL changes with the widget, before that run, so on a loaded machine
+    waiting for the URL and then for an idle app can still find the old page and its old links."""
+    page.wait_for_function("""pairs => {
+      const links = [...document.querySelectorAll("[data-testid='stMain'] a")]
+          .map(a => a.getAttribute("href") || "").filter(h => h.includes("?"));
+      return links.length > 0 && links.every(h => pairs.every(p => h.includes(p)));
+    }""", arg=list(pairs), timeout=60_000)
     wait_rendered(page)
 
 

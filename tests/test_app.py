@@ -655,3 +655,15 @@ def test_top_p_sits_beside_temperature_and_top_k_in_the_url_and_is_bounded(url, 
     assert not bad.exception and [n.value for n in bad.number_input if n.label.startswith("Top-p")] == [1.0]
     said = "The link asked for topp=`'7'`, which is not available here (0.01 to 1); showing topp=`1`."
     assert any(said in c.value for c in bad.caption), [c.value for c in bad.caption]  # said in one line, not silently
+
+
+@pytest.mark.parametrize("url,params,says", [
+    ("output", {"temp": "0.5", "topp": "0.9"}, "head, and this page's temperature and top-p)"),
+    ("generation", {}, "head, and this page's steps, temperature, top-k, top-p and sampling seed)"),
+    ("attention", {}, "(text, weights, mode, block, head)"),
+])
+def test_the_code_panel_names_every_control_its_snippets_follow(url, params, says):
+    """The Code panel's first sentence lists what its scripts follow: the page's own controls too."""
+    at = open_page(url, **params)
+    intro = [m.value for m in at.markdown if m.value.startswith("**Recompute this page's numbers yourself**")]
+    assert len(intro) == 1 and says in intro[0], intro

@@ -22,6 +22,22 @@ def view_of(sel: Selection, values: tuple = ()) -> View | None:
                 ids=tuple(sel.ids), cut=bool(sel.cut), folder=bool(w.path) and Path(w.path).is_dir())
 
 
+# What each page control a snippet follows is called where the page shows it (ids_b has no control).
+VALUE_WORDS = {"ln": "which LayerNorm", "temp": "temperature", "topk": "top-k", "topp": "top-p", "steps": "steps",
+               "gen_seed": "sampling seed", "text_b": "second text", "answers": "answers", "answer": "answer",
+               "versus": "versus token", "position": "position", "part": "part knocked out", "method": "method",
+               "neuron": "neuron", "lens_pos": "position"}
+
+
+def view_words(values: tuple = ()) -> str:
+    """'text, weights, mode, block, head', then the page's own controls that the snippets follow."""
+    own = list(dict.fromkeys(VALUE_WORDS[k] for k, _ in values if k in VALUE_WORDS))
+    shared = "text, weights, mode, block, head"
+    if not own:
+        return shared
+    return f"{shared}, and this page's {own[0] if len(own) == 1 else ', '.join(own[:-1]) + ' and ' + own[-1]}"
+
+
 def section(page: str, sel: Selection, values: tuple = ()) -> None:
     """The Code section of a page without a component (What if, Logit lens, Head finder, Generation)."""
     st.subheader("Code")
@@ -35,7 +51,7 @@ def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
     if view is None:
         st.caption("The snippets need a text and weights gpt2viz.load can open.")
         return
-    st.markdown("**Recompute this page's numbers yourself**, for this view (text, weights, mode, block, head): with "
+    st.markdown(f"**Recompute this page's numbers yourself**, for this view ({view_words(values)}): with "
                 "gpt2viz, or with `transformers` alone on the same weights read from their file (forward hooks on its "
                 "modules). Each script leaves the numbers in `result`.")
     for tab, kind in zip(st.tabs(list(KINDS)), KINDS):

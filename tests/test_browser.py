@@ -21,7 +21,16 @@ import pytest
 from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from streamlit_server import (  # noqa: E402
+    CHART,
+    EXCEPTION,
+    StreamlitServer,
+    chromium_for_tests,
+    leave,
+    new_context,
+    tab,
+    wait_rendered,
+)
 from test_app import h1_ok  # noqa: E402
 
 from gpt2viz.spec.config import get_config  # noqa: E402
@@ -53,7 +62,7 @@ def server(context):
         # The first request of this fresh server is a deep link (test_deep_link_on_fresh_server).
         page = open_view(context, server.base, "attention?model=tiny", MIN_CHARTS["attention"])
         server.first_view = {"exceptions": exceptions(page), "h1": page.locator("h1").all_inner_texts()}
-        page.close()
+        leave(page)
         yield server
     finally:
         server.stop()
@@ -65,7 +74,7 @@ def base(server):
 
 
 def open_view(context, base: str, path: str, min_charts: int = 0):
-    page = context.new_page()
+    page = tab(context)
     page.goto(base + "/" + path.lstrip("/"))
     wait_rendered(page, min_charts)
     return page
@@ -236,7 +245,7 @@ def check_page(context, base: str, url: str, mode: str) -> None:
         charts = page.locator(CHART).count()
         assert charts >= MIN_CHARTS.get(url, 0), f"{charts} charts on {url} in {mode}"
     finally:
-        page.close()
+        leave(page)
 
 
 @pytest.mark.parametrize("url", URLS)
@@ -261,7 +270,7 @@ def test_out_of_range_link_warns_at_the_top(context, base):
         assert alerts.first.bounding_box()["y"] < page.locator("h1").first.bounding_box()["y"] < DESKTOP[1]
         assert any("block 0 head 0" in t for t in chart_titles(page))  # what is shown instead
     finally:
-        page.close()
+        leave(page)
 
 
 @pytest.mark.parametrize("block,head", [(0, 0), (1, 2)])
@@ -272,7 +281,7 @@ def test_url_chooses_block_and_head(context, base, block, head):
         assert any(f"block {block} head {head}" in t for t in titles), titles
         assert not any(f"block {1 - block}" in t for t in titles), titles
     finally:
-        page.close()
+        leave(page)
 
 
 def test_slider_changes_view_and_link(context, base):
@@ -285,7 +294,7 @@ def test_slider_changes_view_and_link(context, base):
         assert exceptions(page) == []
         assert "block=1" in page.url
     finally:
-        page.close()
+        leave(page)
 
 
 def test_deep_link_on_fresh_server(server):
@@ -314,7 +323,7 @@ def test_export_downloads_the_tensors_of_the_view(context, base, mode):
         tensors = load(Path(download.value.path()).read_bytes())
         assert exceptions(page) == []
     finally:
-        page.close()
+        leave(page)
     trace = run(random_model(get_config("tiny"), 0), encode(DEFAULT_TEXT), Mode(mode))
     names = [f"blocks.1.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")]
     assert sorted(tensors) == sorted(names)
@@ -332,7 +341,7 @@ def test_block_and_head_controls_in_the_first_screen(context, base):
             box = page.get_by_test_id("stSidebar").get_by_text(label, exact=True).first.bounding_box()
             assert box is not None and box["y"] + box["height"] < PROJECTOR[1], (label, box)
     finally:
-        page.close()
+        leave(page)
 
 
 def test_open_inside_keeps_the_selection_in_the_same_tab(context, base):
@@ -353,7 +362,7 @@ def test_open_inside_keeps_the_selection_in_the_same_tab(context, base):
             assert part in page.url, (part, page.url)
         assert any("block 1" in t for t in chart_titles(page)), chart_titles(page)
     finally:
-        page.close()
+        leave(page)
 
 
 def test_shapes_follow_the_sidebar_mode(context, base):
@@ -370,7 +379,7 @@ def test_shapes_follow_the_sidebar_mode(context, base):
             .all_inner_texts()  # the first tabs: shapes (the Code panel's come later)
         assert [t.strip() for t in selected] == ["Decode (KV cache)"]
     finally:
-        page.close()
+        leave(page)
 
 
 def test_upload_says_the_cap_the_server_enforces(context, base):
@@ -380,7 +389,7 @@ def test_upload_says_the_cap_the_server_enforces(context, base):
         sidebar = page.get_by_test_id("stSidebar").inner_text()
         assert "Up to 700 MB per file" in sidebar and "1GB" not in sidebar
     finally:
-        page.close()
+        leave(page)
 
 
 @pytest.mark.parametrize("path,button,must_see,min_charts", [
@@ -398,7 +407,7 @@ def test_whatif_buttons_draw_their_maps(context, base, path, button, must_see, m
         assert exceptions(page) == []
         assert page.locator(CHART).count() >= min_charts
     finally:
-        page.close()
+        leave(page)
 
 
 def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, base):
@@ -427,7 +436,7 @@ def test_a_diagram_box_opens_its_page_in_the_same_tab_with_the_view(context, bas
             assert kept in page.url, (kept, page.url)
         assert any("block 1 head 0" in t for t in chart_titles(page))
     finally:
-        page.close()
+        leave(page)
 
 
 # ---- every kind of link the app writes, followed and then reopened -------------------
@@ -507,7 +516,7 @@ def test_a_followed_link_reopens_as_the_same_view(context, base, kind, start):
         followed, url = view_of(page), page.url
         assert exceptions(page) == [] and followed["warnings"] == []
     finally:
-        page.close()
+        leave(page)
     query = parse_qs(urlsplit(url).query)
     assert all(len(v) == 1 for v in query.values()), url
     assert {k: v[0] for k, v in query.items()}.items() >= {"model": "tiny", "mode": "decode", "block": "1"}.items(), url
@@ -556,7 +565,7 @@ def test_the_demo_repeat_link_stays_in_the_tab_and_shows_the_stripe(context, bas
         assert outlines == len(induction_cells(encode(DEMO_REPEAT.text)))  # the text the link sets
         screenshot(page, "attention-demo-repeat")
     finally:
-        page.close()
+        leave(page)
 
 
 def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
@@ -571,13 +580,13 @@ def test_a_prediction_shows_the_answer_and_goes_into_the_link(context, base):
         url = page.url
         assert exceptions(page) == [] and "predict_no_mask=every" in url and "experiment=no" in url, url
     finally:
-        page.close()
+        leave(page)
     again = open_view(context, base, url.removeprefix(base), 1)
     try:
         assert "How far each position" in " ".join(chart_titles(again)) and exceptions(again) == []
         assert "the run agrees" in again.locator("[data-testid='stAlertContentSuccess']").inner_text()
     finally:
-        again.close()
+        leave(again)
 
 
 # ---- the lecturer's kit --------------------------------------------------------
@@ -607,7 +616,7 @@ def test_presentation_mode_fills_the_screen_and_leads_to_the_next_stop(context, 
         page.wait_for_function("() => !location.search.includes('present')", timeout=10_000)
         assert page.get_by_role("link", name="Next: MLP →").count() == 0
     finally:
-        page.close()
+        leave(page)
 
 
 def test_a_charts_camera_saves_an_svg_that_keeps_its_source(context, base):
@@ -622,7 +631,7 @@ def test_a_charts_camera_saves_an_svg_that_keeps_its_source(context, base):
         assert download.value.suggested_filename == "attention-block-1-head-2.svg"  # the page's name once
         svg = Path(download.value.path()).read_text()
     finally:
-        page.close()
+        leave(page)
     assert 'width="1600"' in svg and 'height="900"' in svg, svg[:300]
     assert re.search(r'<rect[^>]*style="fill: rgb\(255, 255, 255\); fill-opacity: 1', svg), svg[:600]  # opaque
     caption = re.sub(r"<[^>]+>", " ", svg)  # the caption's lines are tspans
@@ -639,7 +648,7 @@ def test_a_drawn_diagram_downloads_as_an_svg_file(context, base):
         assert download.value.suggested_filename == "block-block-diagram.svg"
         svg = Path(download.value.path()).read_text()
     finally:
-        page.close()
+        leave(page)
     root = ET.fromstring(svg)  # a well-formed file, not only markup a page tolerates
     assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("aria-label") == "tiny Transformer block"
     assert "decode: T = 1" in "".join(root.itertext())
@@ -656,7 +665,7 @@ def test_the_page_downloads_as_an_offline_handout_with_its_charts(context, base,
         path = tmp_path / download.value.suggested_filename  # a file:// page is HTML by its name
         download.value.save_as(path)
     finally:
-        page.close()
+        leave(page)
     size = path.stat().st_size
     print(f"handout of the attention page (tiny, {drawn} charts): {size:,} bytes")
     offline = context.browser.new_context()
@@ -708,7 +717,7 @@ def test_the_toolbar_leaves_titles_and_legends_readable(context, base, url, size
                     apart = r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1
                     assert apart, f"{url} at {size}: the toolbar covers {text!r}"
     finally:
-        page.close()
+        leave(page)
 
 
 def test_a_glossary_anchor_lands_on_its_term_and_where_it_shows_opens_the_head(context, base):
@@ -719,7 +728,7 @@ def test_a_glossary_anchor_lands_on_its_term_and_where_it_shows_opens_the_head(c
     if not DEMO_PATH.is_file():
         pytest.skip("no demo model shipped")
     block, head, _ = demo_heads(DEMO_PATH)["induction"]
-    page = context.new_page()
+    page = tab(context)
     try:
         page.set_viewport_size({"width": PROJECTOR[0], "height": PROJECTOR[1]})
         page.goto(base + "/glossary?model=tiny#induction-head")
@@ -738,13 +747,13 @@ def test_a_glossary_anchor_lands_on_its_term_and_where_it_shows_opens_the_head(c
         assert shown["text"].startswith(" people play one good game") and "weights=demo" in page.url
         assert "induction" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
     finally:
-        page.close()
+        leave(page)
 
 
 def test_the_decomposition_opens_with_every_blocks_parts(context, base):
     """At 1280x720 the Logit lens page's decomposition shows the stream after the last block: the
     embedding and each block's attention and MLP (block 0's input was one 'embed' bar)."""
-    page = context.new_page()
+    page = tab(context)
     try:
         page.set_viewport_size({"width": PROJECTOR[0], "height": PROJECTOR[1]})
         page.goto(base + "/lens?model=tiny")
@@ -757,4 +766,4 @@ def test_the_decomposition_opens_with_every_blocks_parts(context, base):
         assert "after the last block" in " ".join(chart_titles(page))
         page.screenshot(path=str(SHOTS / "lens-decomposition-1280x720.png"))
     finally:
-        page.close()
+        leave(page)

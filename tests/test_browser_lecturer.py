@@ -12,7 +12,16 @@ from urllib.parse import quote
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from streamlit_server import (  # noqa: E402
+    CHART,
+    EXCEPTION,
+    StreamlitServer,
+    chromium_for_tests,
+    leave,
+    new_context,
+    tab,
+    wait_rendered,
+)
 
 from gpt2viz.model.demo_model import DEMO_PATH  # noqa: E402
 from gpt2viz.teaching.prompts import DEMO_REPEAT  # noqa: E402
@@ -52,7 +61,7 @@ TICKS_JS = r"""() => Object.fromEntries([...document.querySelectorAll(".js-plotl
 
 
 def open_at(browser_context, url: str, min_charts: int = 1):
-    page = browser_context.new_page()
+    page = tab(browser_context)
     page.goto(url)
     wait_rendered(page, min_charts, timeout_ms=180_000)
     page.wait_for_timeout(500)
@@ -75,12 +84,12 @@ def test_the_generation_steps_new_key_and_every_query_and_key_are_labelled(conte
     keys = ticks(page, "Step 3: the new token")["x"]
     page.screenshot(path=str(SHOTS / f"labels-generation-step{present[1:8]}-1280x720.png"))
     assert len(keys) == 14 and keys[-1] == "13·␣work", keys
-    page.close()
+    leave(page)
     page = open_at(context, base + "/attention?" + DEMO + "&block=1&head=3" + present)
     maps = ticks(page, "Attention · block 1 head 3")
     page.screenshot(path=str(SHOTS / f"labels-attention{present[1:8]}-1280x720.png"))
     assert len(maps["y"]) == 12 and len(maps["x"]) == 12 and len(maps["x2"]) == 12, maps
-    page.close()
+    leave(page)
     fresh = new_context(context.browser, *PROJECTOR)  # the address, in a browser that never saw it
     try:
         again = open_at(fresh, url, 2)
@@ -97,13 +106,13 @@ def test_the_lens_writes_each_cells_predicted_token(context, base):
     page.screenshot(path=str(SHOTS / "labels-lens-1280x720.png"))
     assert cells and all(all(c for c in row) for row in cells), cells
     assert len(written) >= sum(len(row) for row in cells) // 2, written[:20]
-    page.close()
+    leave(page)
 
 
 def test_the_demo_models_note_is_one_line_with_more_in_a_narrow_window(context, base):
     """At 800x900 on the demo weights the note about the demo model is one line that says "more" (it was a
     nine-line paragraph above every chart); opened, it says the whole note."""
-    page = context.new_page()
+    page = tab(context)
     page.set_viewport_size({"width": 800, "height": 900})
     page.goto(base + "/attention?" + DEMO)
     wait_rendered(page, 1, timeout_ms=180_000)
@@ -113,7 +122,7 @@ def test_the_demo_models_note_is_one_line_with_more_in_a_narrow_window(context, 
     assert box["height"] <= 56 and note.inner_text().rstrip().endswith("more"), (box, note.inner_text())
     note.click()
     page.get_by_text("knows no English: no grammar").wait_for(timeout=30_000)
-    page.close()
+    leave(page)
 
 
 def settled_top(page, timeout_s: float = 60.0) -> float:
@@ -135,7 +144,7 @@ def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, b
     (What if and Compare and patch put it at y = 690 of 720, under their introduction and controls); the
     introduction is one line that opens; the address reopens in a fresh browser, presented."""
     url = f"{base}/{path}?{DEMO}&present=1"
-    page = context.new_page()
+    page = tab(context)
     page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(url)
     wait_rendered(page, 1, timeout_ms=180_000)
@@ -146,7 +155,7 @@ def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, b
     assert top <= 0.7 * size[1], (path, size, top)  # 200 px of it and more in view at 720
     assert not page.get_by_test_id("stSidebar").is_visible()
     written = page.url  # the address the app wrote, in a browser that never saw this one
-    page.close()
+    leave(page)
     if size != PROJECTOR:
         return
     fresh = new_context(context.browser, *size)

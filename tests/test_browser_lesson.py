@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, leave, new_context, tab, wait_rendered  # noqa: E402
 
 from gpt2viz.teaching import lessons as lf  # noqa: E402
 
@@ -53,7 +53,7 @@ def link(**kw) -> str:
 
 
 def open_tab(context, url: str):
-    page = context.new_page()
+    page = tab(context)
     page.goto(url)
     wait_rendered(page, 0, timeout_ms=120_000)
     return page
@@ -94,7 +94,7 @@ def test_a_lesson_link_opens_locked_and_steps_in_the_same_tab(context, base):
     page.get_by_text("← back").click()
     wait_for_text(page, "stop 2 of 6")
     assert "induction head" in page.locator("[data-testid='stAlertContentInfo']").first.inner_text()
-    page.close()
+    leave(page)
 
 
 @pytest.mark.parametrize("kind,needle", [("tampered", "signature does not match"), ("expired", "expired on")])
@@ -105,7 +105,7 @@ def test_a_bad_link_says_so_in_one_line_and_shows_nothing_of_it(context, base, k
     assert needle in error
     assert page.get_by_text("Attention on the demo model").count() == 0 and page.get_by_text("stop 1 of").count() == 0
     shot(page, kind)
-    page.close()
+    leave(page)
 
 
 def test_the_lessons_page_names_a_malformed_files_field(context, base, tmp_path):
@@ -118,7 +118,7 @@ def test_the_lessons_page_names_a_malformed_files_field(context, base, tmp_path)
     wait_for_text(page, "stops[1].mode")
     (error,) = errors(page)
     assert error.startswith("stops[1].mode: 'sideways' is not one of full,")
-    page.close()
+    leave(page)
 
 
 def test_the_lessons_page_builds_and_signs_a_link_that_opens(context, base):
@@ -140,8 +140,8 @@ def test_the_lessons_page_builds_and_signs_a_link_that_opens(context, base):
     student = open_tab(context, url)
     wait_for_text(student, "Built in the browser")
     assert student.get_by_text("Look at the diagonal.").count() == 1
-    page.close()
-    student.close()
+    leave(page)
+    leave(student)
 
 
 def test_devtools_history_navigation_does_not_change_a_locked_lesson(context, base):
@@ -188,7 +188,7 @@ def projected(page, size: tuple[int, int], place: str) -> None:
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
 def test_a_lesson_presents_through_next_back_and_a_reload(context, base, size):
-    page = context.new_page()
+    page = tab(context)
     page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(base + link() + "&present=1")
     projected(page, size, "stop 1 of 6 · Attention")
@@ -205,11 +205,11 @@ def test_a_lesson_presents_through_next_back_and_a_reload(context, base, size):
     page.reload()
     projected(page, size, "stop 2 of 6 · Attention")
     assert "induction head" in page.locator(".st-key-present-note").inner_text()
-    page.close()
+    leave(page)
 
 
 def test_the_lecturer_presents_from_any_stop_with_the_toggle(context, base):
-    page = context.new_page()
+    page = tab(context)
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(base + link().replace("stop=0", "stop=3"))
     wait_for_text(page, "stop 4 of 6 · What if")
@@ -225,7 +225,7 @@ def test_the_lecturer_presents_from_any_stop_with_the_toggle(context, base):
     page.get_by_role("button", name="Exit").click()
     page.get_by_test_id("stSidebar").wait_for(state="visible", timeout=30_000)
     wait_for_text(page, "stop 5 of 6 · What if")
-    page.close()
+    leave(page)
 
 
 # ---- a lesson keeps its students --------------------------------------------------------------------
@@ -260,7 +260,7 @@ def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
     from urllib.parse import parse_qs, urlsplit
 
     lesson = lf.load(DEMO)
-    page = context.new_page()
+    page = tab(context)
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(base + link().replace("stop=0", "stop=1"))
     wait_for_text(page, "stop 2 of 6")
@@ -287,12 +287,12 @@ def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
     wait_rendered(page, timeout_ms=120_000)
     page.wait_for_timeout(500)
     views[("navigation",)] = page.url.removeprefix(base)
-    page.close()
+    leave(page)
     assert len(views) >= 5, views
     fresh = new_context(context.browser, 1280, 720)  # no session, cookies or storage of the first
     try:
         for url in views.values():
-            again = fresh.new_page()
+            again = tab(fresh)
             again.goto(base + url)
             wait_rendered(again, timeout_ms=120_000)
             shown = view(again)
@@ -306,7 +306,7 @@ def test_every_link_at_a_stop_keeps_the_lessons_view(context, base):
             if "from_lesson=" in url:  # the way back to the stop it left
                 back = again.get_by_role("link", name="← back to the lesson, stop 2")
                 assert "stop=1" in back.get_attribute("href") and "lesson=" in back.get_attribute("href"), url
-            again.close()
+            leave(again)
     finally:
         fresh.close()
 
@@ -333,4 +333,4 @@ def test_signing_at_localhost_warns_and_takes_the_address_students_open(context,
     url = page.locator("[data-testid='stCode'] code").first.inner_text().strip()
     assert url.startswith("http://class.example.edu:8501/attention?lesson="), url
     shot(page, "signed-base")
-    page.close()
+    leave(page)

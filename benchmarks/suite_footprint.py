@@ -44,7 +44,7 @@ def tree_rss(pid: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    args = argv[argv.index("--") + 1:] if "--" in argv else ["-q"]
+    args = argv[argv.index("--") + 1:] if "--" in argv else ["-q", "-n", "2", "--dist", "loadfile"]  # the README's
     log = Path(tempfile.mkstemp(suffix=".tsv")[1])
     env = {**os.environ, "GPT2VIZ_TEST_MEMORY_LOG": str(log)}
     start = time.monotonic()

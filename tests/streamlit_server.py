@@ -168,36 +168,7 @@ def new_context(browser, width: int = 1400, height: int = 1000):
     context share the HTTP cache, so only the first loads Streamlit's JavaScript from the server."""
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_init_script(_RUN_TIMES_JS)
-    _TABS[id(context)] = ((width, height), [])
     return context
-
-
-# A context's tabs that a view has left (see `leave`), and its window size. Opening the next view in
-# such a tab costs chromium half what a new tab does (12 page loads: 22.7 against 47.9 CPU-s, 17 s
-# against 34 s); the page is still a new document and a new Streamlit session.
-_TABS: dict[int, tuple[tuple[int, int], list]] = {}
-
-
-def tab(context):
-    """A tab of `context` (made by `new_context`) for a new view, at the context's window size: one an
-    earlier view left, else a new one."""
-    (width, height), left = _TABS[id(context)]
-    while left:
-        page = left.pop()
-        if not page.is_closed():
-            page.set_viewport_size({"width": width, "height": height})
-            return page
-    return context.new_page()
-
-
-def leave(page) -> None:
-    """End the view in `page` (its Streamlit session closes) and keep the tab for the next view."""
-    try:
-        page.goto("about:blank")
-    except Exception:  # a tab that crashed or hung is not worth keeping
-        page.close()
-        return
-    _TABS[id(page.context)][1].append(page)
 
 
 def run_times(page) -> tuple[float | None, float | None]:

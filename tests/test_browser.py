@@ -21,16 +21,8 @@ import pytest
 from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import (  # noqa: E402
-    CHART,
-    EXCEPTION,
-    StreamlitServer,
-    chromium_for_tests,
-    leave,
-    new_context,
-    tab,
-    wait_rendered,
-)
+from browser_tabs import leave, tab  # noqa: E402
+from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 from test_app import h1_ok  # noqa: E402
 
 from gpt2viz.spec.config import get_config  # noqa: E402

@@ -12,16 +12,8 @@ from urllib.parse import quote
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import (  # noqa: E402
-    CHART,
-    EXCEPTION,
-    StreamlitServer,
-    chromium_for_tests,
-    leave,
-    new_context,
-    tab,
-    wait_rendered,
-)
+from browser_tabs import leave, tab  # noqa: E402
+from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
 from gpt2viz.model.demo_model import DEMO_PATH  # noqa: E402
 from gpt2viz.teaching.prompts import DEMO_REPEAT  # noqa: E402

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, leave, new_context, tab, wait_rendered  # noqa: E402
+from browser_tabs import leave, tab  # noqa: E402
+from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
 from gpt2viz.teaching import lessons as lf  # noqa: E402
 

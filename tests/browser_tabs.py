@@ -1,23 +1,22 @@
 """Tabs that browser tests reuse. Opening the next view in a tab an earlier view left costs chromium
 half what a new tab does (12 page loads: 22.7 against 47.9 CPU-s, 17 s against 34 s); the page is
 still a new document and a new Streamlit session. A test that needs a browser that never saw the
-app makes a context of its own."""
-
-_LEFT: dict[int, list] = {}  # a context's tabs that a view has left
-_SIZE: dict[int, dict] = {}  # a context's window size, as its first tab had it
+app makes a context of its own. What a context left is kept on the context itself, so that a later
+context never finds an earlier one's tabs or window size."""
 
 
 def tab(context):
     """A tab of `context` for a new view, at the context's window size: one an earlier view left,
     else a new one."""
-    left = _LEFT.setdefault(id(context), [])
+    left = getattr(context, "gpt2viz_left", [])
     while left:
         page = left.pop()
         if not page.is_closed():
-            page.set_viewport_size(_SIZE[id(context)])
+            page.set_viewport_size(context.gpt2viz_size)
             return page
     page = context.new_page()
-    _SIZE.setdefault(id(context), page.viewport_size)
+    if not hasattr(context, "gpt2viz_size"):
+        context.gpt2viz_size = page.viewport_size  # the size the context was made with
     return page
 
 
@@ -28,4 +27,7 @@ def leave(page) -> None:
     except Exception:  # a tab that crashed or hung is not worth keeping
         page.close()
         return
-    _LEFT.setdefault(id(page.context), []).append(page)
+    context = page.context
+    if not hasattr(context, "gpt2viz_left"):
+        context.gpt2viz_left = []
+    context.gpt2viz_left.append(page)

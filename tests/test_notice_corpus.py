@@ -288,6 +288,10 @@ def page_texts(model, trace, ids, mode, kind, probs, tokens, labels, norms):
         v, z = trace["blocks.0.attn.v"][0], trace["blocks.0.attn.z"][0]  # [nh, T, dh]
         for h in range(cfg.n_head):
             worked.append(notices.attention_worked(scores[h, -1], pattern[h, -1], v[h], z[h, -1], keys))
+            listed = len(re.findall(r"key \d+ .{1,40}?: e\^\(", worked[-1]))  # the review's U2: "three" said always
+            assert listed == min(3, T), worked[-1]
+            assert ("The only score:" if T == 1 else f"The row's {['two', 'three'][T - 2]} scores:" if T <= 3 else
+                    "The three largest scores:") in worked[-1]
         pages["attention"] += notices.attention_notice(pattern[0], ids, 0, kind, 0, 0) + [worked[0]]
         if charts:
             figures["attention"].append(plots.attention_maps(scores[0], pattern[0], z[0].norm(dim=-1), q, keys,
@@ -313,6 +317,9 @@ def page_texts(model, trace, ids, mode, kind, probs, tokens, labels, norms):
     worked.append(notices.layernorm_worked(x, n, out, ln.weight.detach(), None if ln.bias is None else ln.bias.detach(),
                                            eps, offset + T - 1))
     pages["layernorm"] += notices.layernorm_notice(x, n, out, eps) + [worked[-1]]
+    var = float(x.double().var(unbiased=False))  # the review's M8: "whatever x's scale was" beside 0.994
+    assert "whatever" not in worked[-1] and ("takes out x's scale" in worked[-1]) == (var >= 1000 * eps)
+    assert ("standard deviation 1.000" in worked[-1]) >= ("takes out x's scale" in worked[-1]), worked[-1]
     figures["layernorm"].append(plots.layernorm_stages(x, n, out, eps, "One position through ln_1"))
     if T > 1:
         for b in range(cfg.n_layer):

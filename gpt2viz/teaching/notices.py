@@ -316,29 +316,41 @@ ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is withi
 
 # ---------------------------------------------------------------------------- worked examples
 # One vector followed through a page's computation with this run's numbers, beside the picture it is
-# drawn from (the printed values are the chart's). Each step is printed as an equation of printed
-# numbers with as many decimals as it takes for a reader's calculator to give the printed result
-# (arithmetic.enough).
+# drawn from. Each step is printed as an equation of printed numbers whose result is computed from those
+# printed numbers (arithmetic.Sheet), so it holds to the last digit for a reader who redoes it; a
+# result the next step uses is used as printed. The operands get as many decimals as it takes for each
+# result to be the chart's value as its hover rounds it (arithmetic.enough).
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three"}
+
+
 def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tensor, z: torch.Tensor,
                      keys: list[str]) -> str:
     """The last query of one head: scores [L] (already divided by √dh), its pattern row [L] (the
     chart's), the values v [L, dh] it weighs and its output z [dh] (the ‖z‖ strip's last bar); keys:
     the L key tokens."""
     s = scores.double()
+    L = s.numel()
     m = float(s.max())
     e = (s - m).exp()  # [L]: subtracting the max changes no weight, and no exponential overflows
     total = float(e.sum())
-    top = s.topk(min(3, s.numel())).indices.tolist()
-    w = [fixed(float(pattern[j])) for j in top]  # the chart's weights, as its hover rounds them
+    top = s.topk(min(3, L)).indices.tolist()
 
-    def prints(n: int) -> str:
-        return "; ".join(f"key {j} {keys[j]!r}: e^({fmt(float(s[j]), n)} − {term(fmt(m, n))}) = {fmt(float(e[j]), n)}, "
-                         f"and {fmt(float(e[j]), n)} ÷ {fmt(total, n)} = **{w[i]}**" for i, j in enumerate(top))
+    def prints(w: arithmetic.Sheet) -> str:
+        steps = []
+        for j in top:
+            ej = w.result(f"e^({w.num(float(s[j]))} − {term(w.num(m))})", float(e[j]), w.fewer)
+            aj = w.result(f"{ej} ÷ {w.num(total)}", float(pattern[j]), 3)  # the chart's weight, as its hover rounds it
+            steps.append(f"key {j} {keys[j]!r}: e^({w.num(float(s[j]))} − {term(w.num(m))}) = {ej}, "
+                         f"and {ej} ÷ {w.num(total)} = **{aj}**")
+        return "; ".join(steps)
     terms = (pattern.double()[:, None] * v.double()).norm(dim=-1)  # [L]: ‖a_j v_j‖
     k = int(terms.argmax())
+    listed = ("The only score" if L == 1 else f"The row's {NUMBER_WORDS[L]} scores" if len(top) == L else
+              f"The {NUMBER_WORDS[len(top)]} largest scores")
+    weights = "The row's one weight is 1." if L == 1 else f"The row's {L} weights add to 1."
     return (f"**Worked example: the last row.** Softmax takes each score minus the row's largest, exponentiates it "
-            f"and divides by the sum S of all {s.numel()} exponentials. The three largest scores: "
-            f"{arithmetic.enough(prints, 3)}. The row's {s.numel()} weights add to 1. The head's output for this "
+            f"and divides by the sum S of all {L} exponential{'s' if L > 1 else ''}. {listed}: "
+            f"{arithmetic.enough(prints, 3)}. {weights} The head's output for this "
             f"position is z = Σⱼ aⱼ vⱼ, the weighted average of the values; its largest term is key {k} "
             f"{keys[k]!r} (‖a v‖ = {float(terms[k]):.3f}). ‖z‖ = {float(z.double().norm()):.3f} is the last bar of "
             "the ‖z‖ strip: the length of that average, short when the weights spread over values that point "
@@ -351,39 +363,51 @@ def output_worked(logits: torch.Tensor, z_f: torch.Tensor, w_u: torch.Tensor, to
     top = logits.topk(2).indices.tolist()
     first, second = float(logits[top[0]]), float(logits[top[1]])
     ratio = math.exp(first - second)  # p(first) / p(second), the softmax's own ratio
-    ratio = fixed(ratio, 3 if ratio < 100 else 1)
     row = w_u[:, top[0]].double()
     nz, nr = float(z_f.double().norm()), float(row.norm())
     cos = first / (nz * nr)  # the angle's cosine that makes the product the recorded logit
 
-    def gap(n: int) -> str:
-        printed = fmt(round(first, n) - round(second, n), n)  # the difference of the two printed logits
-        return (f"{tokens[top[0]]!r} has logit {fmt(first, n)} and {tokens[top[1]]!r} {fmt(second, n)}: a gap of "
-                f"{fmt(first, n)} − {term(fmt(second, n))} = {printed}, so the first is e^{printed} = {ratio} times as "
-                "likely as the second")
+    def gap(w: arithmetic.Sheet) -> str:
+        a, b = w.num(first), w.num(second)
+        difference = w.result(f"{a} − {term(b)}", None)  # the difference of the two printed logits
+        times = w.result(f"e^{difference}", ratio, 3 if ratio < 100 else 1)
+        return (f"{tokens[top[0]]!r} has logit {a} and {tokens[top[1]]!r} {b}: a gap of "
+                f"{a} − {term(b)} = {difference}, so the first is e^{difference} = {times} times as likely as "
+                "the second")
 
-    def dot(n: int) -> str:
+    def dot(w: arithmetic.Sheet) -> str:
         return (f"logit({tokens[top[0]]!r}) = Z_f · W_U[:, {top[0]}] = ‖Z_f‖ ‖W_U[:, {top[0]}]‖ cos θ = "
-                f"{fmt(nz, n)} × {fmt(nr, n)} × {term(fmt(cos, n + 1))} = {fixed(first)}")
+                + w.equation(f"{w.num(nz)} × {w.num(nr)} × {term(w.num(cos, 1))}", first, 3))
     return (f"**Worked example: the top two.** {arithmetic.enough(gap, 3)}, whatever the other tokens' logits "
             f"(the softmax divides both by the same sum). Each logit is a dot product: "
             f"{arithmetic.enough(dot, 3)}.")
+
+
+def exact_gelu(pre: torch.Tensor, post: torch.Tensor) -> bool:
+    """Whether post is the exact (erf) GELU of pre rather than GPT-2's tanh form: the nearer of the two."""
+    x, y = pre.double().flatten(), post.double().flatten()
+    tanh = torch.nn.functional.gelu(x, approximate="tanh")
+    return bool((torch.nn.functional.gelu(x) - y).abs().sum() < (tanh - y).abs().sum())
 
 
 def mlp_worked(pre: torch.Tensor, post: torch.Tensor, w_proj: torch.Tensor, neuron: int) -> str:
     """One neuron (the chart's first bar) at the last position: pre, post [T, 4d]; w_proj [4d, d]."""
     a, g = float(pre[-1, neuron]), float(post[-1, neuron])
     r = float(w_proj[neuron].double().norm())
+    exact = exact_gelu(pre[-1], post[-1])  # a nanoGPT model's exact GELU, a × Φ(a)
 
-    def fires(n: int) -> str:
-        return (f"Its pre-activation is a = {fmt(a, n)} (Z₂'s dot product with column {neuron} of W_fc, plus its "
-                f"bias), and GELU({fmt(a, n)}) = {fixed(g)}")
-
-    def writes(n: int) -> str:
-        return (f"It writes back {fixed(g)} × row {neuron} of W_proj, a d-vector of norm {fmt(abs(g), n)} × "
-                f"{fmt(r, n)} = {fixed(abs(g) * r)}")
-    return (f"**Worked example: neuron #{neuron} at the last position.** {arithmetic.enough(fires, 3)}. "
-            f"{arithmetic.enough(writes, 3)}: one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
+    def steps(w: arithmetic.Sheet) -> str:
+        pa = w.num(a)
+        applied = f"{pa} × Φ({pa})" if exact else f"GELU({pa})"
+        fired = w.result(applied, g, w.fewer)  # the chart's bar; the next step's operand, as printed
+        form = "GELU(a), here the exact form a × Φ(a) (Φ: the standard normal distribution function), is " \
+            if exact else ""
+        norm = w.result(f"{fired.lstrip('-')} × {w.num(r)}", abs(g) * r, 3)
+        return (f"Its pre-activation is a = {pa} (Z₂'s dot product with column {neuron} of W_fc, plus its "
+                f"bias), and {form}{applied} = {fired}. It writes back {fired} × row {neuron} of W_proj, a "
+                f"d-vector of norm {fired.lstrip('-')} × {w.num(r)} = {norm}")
+    return (f"**Worked example: neuron #{neuron} at the last position.** {arithmetic.enough(steps, 3)}: "
+            f"one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
 
 
 def layernorm_worked(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, gain: torch.Tensor,
@@ -400,18 +424,27 @@ def layernorm_worked(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tenso
     after = normalized.double()
     epsilon = f"{eps:.10f}".rstrip("0")  # 0.00001, as a calculator takes it
 
-    def stats(n: int) -> str:  # σ² with 3 more decimals: √ of a small variance magnifies its rounding
-        total, s = fmt(float(x64.sum()), n), fmt(math.sqrt(var + eps), n)
-        return (f"Its {d} numbers add to {total}, so μ = {total} ÷ {d} = {fmt(mu, n)}; their variance is "
-                f"σ² = {fmt(var, n + 3)} (the mean of (x − μ)²), so √(σ² + ε) = √({fmt(var, n + 3)} + {epsilon}) = "
-                f"{s}. Coordinate {j}, the tallest bar of the centred row: ({fmt(float(x[j]), n)} − "
-                f"{term(fmt(mu, n))}) ÷ {s} = {fixed(nj)}")
+    def steps(w: arithmetic.Sheet) -> str:  # σ² with 3 more decimals: √ of a small variance magnifies its rounding
+        total, variance = w.num(float(x64.sum())), w.num(var, 3)
+        mean = w.result(f"{total} ÷ {d}", mu)
+        root = w.result(f"√({variance} + {epsilon})", math.sqrt(var + eps))
+        centred = f"({w.num(float(x[j]))} − {term(mean)}) ÷ {root}"
+        scaled = w.result(centred, nj, w.fewer)  # the chart's bar; the next step's operand, as printed
+        return (f"Its {d} numbers add to {total}, so μ = {total} ÷ {d} = {mean}; their variance is "
+                f"σ² = {variance} (the mean of (x − μ)²), so √(σ² + ε) = √({variance} + {epsilon}) = "
+                f"{root}. Coordinate {j}, the tallest bar of the centred row: {centred} = {scaled}; then gain and "
+                f"bias: " + w.equation(f"{w.num(gj)} × {term(scaled)} + {term(w.num(bj))}", oj, 3))
+    if var >= LN_SCALE_FREE * eps:  # then √(σ² ÷ (σ² + ε)), the standard deviation after, is 1 to 3 decimals
+        scale = (f"σ² is {var / eps:,.0f} times ε, so dividing by √(σ² + ε) takes out x's scale")
+    else:
+        scale = (f"dividing by √(σ² + ε) leaves a standard deviation of √(σ² ÷ (σ² + ε)), and ε = {epsilon} is "
+                 f"not negligible beside this vector's σ² = {var:.2g}, only {var / eps:,.0f} times ε")
+    return (f"**Worked example: position {position}.** {arithmetic.enough(steps, 3)}. "
+            f"After: mean {fixed(float(after.mean()))} and standard deviation "
+            f"{float(after.std(unbiased=False)):.3f}: {scale}.")
 
-    def scaled(n: int) -> str:
-        return f"then gain and bias: {fmt(gj, n)} × {term(fmt(nj, n))} + {term(fmt(bj, n))} = {fixed(oj)}"
-    return (f"**Worked example: position {position}.** {arithmetic.enough(stats, 3)}; {arithmetic.enough(scaled, 3)}. "
-            f"After: mean {fixed(float(after.mean()))} and standard deviation {float(after.std(unbiased=False)):.3f}, "
-            "whatever x's scale was.")
+
+LN_SCALE_FREE = 1000  # σ² at least this many times ε: LayerNorm's output has standard deviation 1 to 3 decimals
 
 
 def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: torch.Tensor,
@@ -419,11 +452,13 @@ def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: to
     """One position's running sum through a block: x, Δattn, x′ = x + Δattn, Δmlp, x + Δattn + Δmlp [d]."""
     n = {k: float(t.double().norm()) for k, t in (("x", x), ("a", attn), ("mid", mid), ("m", mlp), ("out", out))}
 
-    def prints(p: int) -> str:
-        return (f"‖xₙ‖ = {fmt(n['x'], p)}; + Δattn, of norm {fmt(n['a'], p)} (‖Δattn‖ ÷ ‖xₙ‖ = {fmt(n['a'], p)} ÷ "
-                f"{fmt(n['x'], p)} = {n['a'] / n['x']:.2f}, the last bar of the first ratio chart), gives "
-                f"‖x′ₙ‖ = {fmt(n['mid'], p)}; + Δmlp, of norm {fmt(n['m'], p)} (‖Δmlp‖ ÷ ‖x′ₙ‖ = {fmt(n['m'], p)} ÷ "
-                f"{fmt(n['mid'], p)} = {n['m'] / n['mid']:.2f}), gives ‖xₙ₊₁‖ = {fmt(n['out'], p)}")
+    def prints(w: arithmetic.Sheet) -> str:
+        first = w.result(f"{w.num(n['a'])} ÷ {w.num(n['x'])}", n["a"] / n["x"], 2)  # the ratio chart's last bar
+        second = w.result(f"{w.num(n['m'])} ÷ {w.num(n['mid'])}", n["m"] / n["mid"], 2)
+        return (f"‖xₙ‖ = {w.num(n['x'])}; + Δattn, of norm {w.num(n['a'])} (‖Δattn‖ ÷ ‖xₙ‖ = {w.num(n['a'])} ÷ "
+                f"{w.num(n['x'])} = {first}, the last bar of the first ratio chart), gives "
+                f"‖x′ₙ‖ = {w.num(n['mid'])}; + Δmlp, of norm {w.num(n['m'])} (‖Δmlp‖ ÷ ‖x′ₙ‖ = {w.num(n['m'])} ÷ "
+                f"{w.num(n['mid'])} = {second}), gives ‖xₙ₊₁‖ = {w.num(n['out'])}")
     return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
             f"{arithmetic.enough(prints, 2)}. Norms do not add: two updates pointing different ways lengthen the "
             "sum by less than their own lengths.")

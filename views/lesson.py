@@ -15,6 +15,7 @@ import streamlit as st
 from gpt2viz.server.received import LESSON_UPLOAD_MB
 from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lessons as lf
+from gpt2viz.teaching.lesson_text import shipped_lessons
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
 from gpt2viz.ui.site_download import site_download
@@ -35,8 +36,8 @@ sel = replace(sel, weights=None)
 st.title("Lessons")
 st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
             "page with its view and your note or question. Students open one link, land on stop 1, and step "
-            "with **next** and **back**; the controls you pin are shown but locked. A lesson is also a small "
-            "JSON or TOML file you can write by hand (`lessons/` has two).")
+            "with **next** and **back**; the controls you pin are shown but locked. "
+            + shipped_lessons(len([*SHIPPED.glob("*.json"), *SHIPPED.glob("*.toml")])))
 
 
 def summary(lesson: lf.Lesson) -> None:

@@ -1,0 +1,77 @@
+"""What a lesson's claim box says: the claim, its source, and what was measured on the weights in view,
+in words a student reads (no code keys, every threshold with its unit), and plainly whether it agrees.
+Pure: a claim (the lesson file's dict) and its measurement (analysis/claims.py `Measured`) in, text out.
+
+A share whose denominator is below the lesson's bar (analysis/claims.py `share_of`) is never said to
+agree: the box says it is not measurable on these weights, why, and the number.
+"""
+
+from ..analysis.claims import AT_LEAST, Measured
+
+
+def _pct(x: float) -> str:
+    """A share as a percentage: whole percents from 10 % on, two significant digits below."""
+    return f"{x:.0%}" if abs(x) >= 0.095 else f"{100 * x:.2g}%"
+
+
+def _bar(kind: str, threshold: float) -> str:
+    """The lesson's threshold, with the unit of the measure it bounds."""
+    bound = "at least" if AT_LEAST[kind] else "at most"
+    if kind == "induction":
+        return f"a lowest induction score of {bound} {threshold:g}"
+    if kind == "logit_diff":
+        return f"a mean logit difference of {bound} {threshold:g}"
+    if kind == "attribution":
+        return f"{bound} {_pct(threshold)} of the difference written by the listed heads"
+    return f"{bound} {_pct(threshold)} of the difference left"
+
+
+def _reading(m: Measured) -> str:
+    """What was measured, in words, with its numbers."""
+    s = m.seen
+    if m.kind == "induction":
+        best = (f"; the best other head, {s['best_other'][0]}.{s['best_other'][1]}, scores "
+                f"{s['best_other_score']:.2f}") if "best_other" in s else ""
+        spread = (f"they score {s['lowest']:.2f} to {s['highest']:.2f}" if s["listed"] > 1 else
+                  f"it scores {s['lowest']:.2f}")
+        return (f"{m.value:.3g}, the lowest induction score of the listed heads (on {s['half']} random tokens "
+                f"repeated once, {spread}{best})")
+    if m.kind == "logit_diff":
+        return (f"a mean logit difference logit(IO) − logit(S) of {m.value:+.3g} over {s['prompts']} prompts, "
+                f"{s['preferring']} of which ({_pct(s['preferring'] / s['prompts'])}) prefer the right name")
+    if m.kind == "attribution":
+        return (f"the listed heads write {_pct(m.value)} of the mean logit difference ({s['written']:+.3g} of "
+                f"{s['clean']:+.3g}, directly, over {s['prompts']} prompts)")
+    return (f"with the listed heads zeroed together, {_pct(m.value)} of the clean mean logit difference is left "
+            f"({s['clean']:+.3g} → {s['knocked']:+.3g}, over {s['prompts']} prompts)")
+
+
+def not_measurable(m: Measured) -> str:
+    """Why a share claim has no value on these weights: its denominator, the clean mean logit
+    difference, is below the lesson's bar for a clear preference."""
+    s = m.seen
+    what = "share" if m.kind == "attribution" else "keep"
+    return (f"not measurable on these weights: they do not clearly prefer the indirect object (the clean mean "
+            f"logit difference over {s['prompts']} prompts is {s['clean']:+.3g}, below the {s['floor']:g} this "
+            f"lesson counts as a clear preference), so there is no difference for the heads to {what}, and a "
+            "share of a number this near 0 could be anything")
+
+
+def claim_reading(claim: dict, m: Measured | str, prompt: tuple[str, str, float] | None = None) -> str:
+    """The claim box: the claim and its source, then what was measured here and whether it agrees by
+    the lesson's threshold. `m` a string: why the claim cannot be measured on these weights (a head they
+    lack). `prompt`: (IO, S, logit(IO) − logit(S)) on the prompt in view, for the logit difference."""
+    published = f" (published: {claim['published']:g})" if "published" in claim else ""
+    head = f"**Claim** ({claim['citation']}): {claim['text']}{published}."
+    if isinstance(m, str):
+        return f"{head}  \n**Measured here**: not measurable on these weights: {m}."
+    if not m.measurable:
+        return f"{head}  \n**Measured here**: {not_measurable(m)}."
+    verdict = "**agrees**" if m.agrees else "**differs**"
+    own = "" if prompt is None else (f" On the prompt in view alone, logit({prompt[0]}) − logit({prompt[1]}) = "
+                                     f"{prompt[2]:+.3g}.")
+    return (f"{head}  \n**Measured here**: {_reading(m)}. The lesson counts {_bar(m.kind, claim['threshold'])} "
+            f"as agreeing: {verdict}.{own}")
+
+
+SENTENCES = (claim_reading, not_measurable)

@@ -19,6 +19,7 @@ from ..analysis.claims import measurable
 
 NEAR_ZERO = 0.1  # a target under a tenth of what its parts move (Σ|row|) is mostly their cancelling
 MOST = 0.5  # "most" of a target: at least half of it
+TINY = 1e-6  # rows whose sizes add up to less are all 0 (two answers with one unembedding row, say)
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 COLOURS = ("Purple cells add to it, orange ones take away (head b.h: block b, head h); the cells and the bars add "
@@ -67,10 +68,13 @@ def headline(label: str, target: float, heads: list[tuple[int, int, float]], oth
     rows = [r[2] for r in heads] + [x for _, x in others]
     moved = sum(abs(x) for x in rows)
     chance = " These weights are random: which head leads is chance, not a job it learned." if random else ""
+    if moved < TINY:
+        return (f"**No part writes to {label} directly: every row is 0** (the value above, {target:+.3g}, is the "
+                "forward pass's float32 rounding).")
     if not shares_measurable(target, moved):
         adds, takes = sum(x for x in rows if x > 0), sum(x for x in rows if x < 0)
         lead = (f"**Of the heads, head {b}.{h} adds the most to {label} directly: {v:+.3g}.**" if v > 0 else
-                f"**No head adds to {label} directly**: the largest head row is {v:+.3g}.")
+                f"**No head adds to {label} directly**: the largest head row, head {b}.{h}'s, is {v:+.3g}.")
         why = (f"{label} is {target:+.3g}, not above 0, so it has no shares to give." if target <= 0 else
                f"{label} is {target:+.3g}, what is left when parts that add {adds:+.3g} and take {takes:+.3g} "
                f"cancel, under a tenth of what they move: a share of it would measure their cancelling, not who "
@@ -83,7 +87,8 @@ def headline(label: str, target: float, heads: list[tuple[int, int, float]], oth
         lead = (f"**Of the heads, head {b}.{h} writes the largest direct share of {label}: {v:+.3g} of "
                 f"{target:.3g} ({pct(share)}).**")
     else:
-        lead = f"**No head adds to {label} directly**: the largest head row is {v:+.3g}, of {target:.3g}."
+        lead = (f"**No head adds to {label} directly**: the largest head row, head {b}.{h}'s, is {v:+.3g}, of "
+                f"{target:.3g}.")
     parts = groups(heads, others)
     listed = "; ".join(f"{name} {verb} {x:+.3g} ({pct(x / target)})" for name, verb, x in parts[:2])
     g = max(parts, key=lambda g: g[2])

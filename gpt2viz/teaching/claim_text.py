@@ -14,6 +14,11 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if abs(x) >= 0.095 else f"{100 * x:.2g}%"
 
 
+def score(x: float) -> str:
+    """An induction score: two decimals from 0.1 on, two significant digits below (0.013, not 0.01)."""
+    return f"{x:.2f}" if abs(x) >= 0.095 else f"{x:.2g}"
+
+
 def _bar(kind: str, threshold: float) -> str:
     """The lesson's threshold, with the unit of the measure it bounds."""
     bound = "at least" if AT_LEAST[kind] else "at most"
@@ -30,10 +35,11 @@ def _reading(m: Measured) -> str:
     """What was measured, in words, with its numbers."""
     s = m.seen
     if m.kind == "induction":
-        best = (f"; the best other head, {s['best_other'][0]}.{s['best_other'][1]}, scores "
-                f"{s['best_other_score']:.2f}") if "best_other" in s else ""
-        spread = (f"they score {s['lowest']:.2f} to {s['highest']:.2f}" if s["listed"] > 1 else
-                  f"it scores {s['lowest']:.2f}")
+        best = (f"; the best other head, head {s['best_other'][0]}.{s['best_other'][1]}, scores "
+                f"{score(s['best_other_score'])}") if "best_other" in s else ""
+        low, high = score(s["lowest"]), score(s["highest"])
+        spread = (f"it scores {low}" if s["listed"] == 1 else f"they all score {low}" if low == high else
+                  f"they score {low} to {high}")
         return (f"{m.value:.3g}, the lowest induction score of the listed heads (on {s['half']} random tokens "
                 f"repeated once, {spread}{best})")
     if m.kind == "logit_diff":

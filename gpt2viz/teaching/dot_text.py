@@ -11,7 +11,16 @@ from its printed operands.
 
 import math
 
+from .arithmetic import fmt
+
 TOP = 3  # the products of largest size named
+
+
+def _three(x: float) -> str:
+    """A positive number to at least 3 significant digits, written out (no exponent, which a reader's
+    arithmetic cannot redo), thousands separated."""
+    d = max(0, 2 - math.floor(math.log10(x)))
+    return f"{float(fmt(x, d)):,.{d}f}"
 
 
 def agree_cancel(products: list[float], dot: float) -> str:
@@ -68,7 +77,7 @@ def in_softmax(query: int, key: int, masked: bool, readable: int, weight: float,
     than = "next largest" if gap >= 0 else "largest"
     exponent = f"{-gap:+.3g}"
     return (f"{head} The {than} other score in the row is {best_other:.4g}, {abs(gap):.3g} "
-            f"{'lower' if gap >= 0 else 'higher'}: it gets e^({exponent}) = {math.exp(float(exponent)):.3g} times "
+            f"{'lower' if gap >= 0 else 'higher'}: it gets e^({exponent}) = {_three(math.exp(float(exponent)))} times "
             "this key's weight. The softmax turns differences of scores into ratios of weights.")
 
 

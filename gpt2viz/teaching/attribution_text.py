@@ -198,4 +198,5 @@ def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, rand
     return lines
 
 
+NOT_SENTENCES = (pct, ordinal, groups)  # formatting helpers and the parts' grouping, used by the sentences
 SENTENCES = (headline, totals, likeliest, sweep_button, sweep_offer, comparison_table, verdict, margin_reason)

@@ -80,4 +80,5 @@ def claim_reading(claim: dict, m: Measured | str, prompt: tuple[str, str, float]
             f"as agreeing: {verdict}.{own}")
 
 
+NOT_SENTENCES = (score,)  # a formatting helper
 SENTENCES = (claim_reading, not_measurable)

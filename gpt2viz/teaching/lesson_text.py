@@ -37,4 +37,13 @@ def shipped_lessons(n: int) -> str:
             f"(`lessons/` has {count}{' to start from' if n else ''}).")
 
 
-SENTENCES = (missing_weights, lesson_refused, place, shipped_lessons)
+def password_wait(seconds: float) -> str:
+    return f"Too many wrong passwords on this server: try again in {seconds:.0f} s."
+
+
+def link_length(n: int, until: str | None) -> str:
+    """Under a signed link: its length, and until when it works (`until` None: until the key changes)."""
+    return f"{n:,} characters. " + (f"It works until {until}." if until else "It works until the server's key changes.")
+
+
+SENTENCES = (missing_weights, lesson_refused, place, shipped_lessons, password_wait, link_length)

@@ -459,6 +459,11 @@ def test_a_share_of_a_clear_preference_is_measured_and_judged():
         said = claim_text.claim_reading(c, m)
         assert f"{value:.0%}" in said and "**agrees**" in said and "%" in said
     assert math.isnan(claims.share_of(1.0, 0.5, 2.0)) and not claims.measurable(float("nan"), 0.0)
+    for clean, says in ((-0.02, "near 0"), (-5.0, "they prefer the repeated name")):
+        m = claims.Measured("knockout", claims.share_of(1.0, clean, 2.0), False,
+                            {"prompts": 16, "clean": clean, "knocked": 1.0, "floor": 2.0})
+        said = claim_text.not_measurable(m)
+        assert says in said and f"{clean:+.3g}" in said and ("near 0" in said) == (abs(clean) < 2.0)
 
 
 # ---------------------------------------------------------------------------- the lesson's own lines

@@ -54,13 +54,16 @@ def _reading(m: Measured) -> str:
 
 def not_measurable(m: Measured) -> str:
     """Why a share claim has no value on these weights: its denominator, the clean mean logit
-    difference, is below the lesson's bar for a clear preference."""
+    difference, is below the lesson's bar for a clear preference (near 0, or the other name's way)."""
     s = m.seen
     what = "share" if m.kind == "attribution" else "keep"
-    return (f"not measurable on these weights: they do not clearly prefer the indirect object (the clean mean "
-            f"logit difference over {s['prompts']} prompts is {s['clean']:+.3g}, below the {s['floor']:g} this "
-            f"lesson counts as a clear preference), so there is no difference for the heads to {what}, and a "
-            "share of a number this near 0 could be anything")
+    seen = (f"the clean mean logit difference over {s['prompts']} prompts is {s['clean']:+.3g}, below the "
+            f"{s['floor']:g} this lesson counts as a clear preference")
+    if s["clean"] <= -s["floor"]:
+        return (f"not measurable on these weights: they prefer the repeated name, not the indirect object ({seen}), "
+                f"so there is no preference for the indirect object for the heads to {what}")
+    return (f"not measurable on these weights: they do not clearly prefer the indirect object ({seen}), so there "
+            f"is no difference for the heads to {what}, and a share of a number this near 0 could be anything")
 
 
 def claim_reading(claim: dict, m: Measured | str, prompt: tuple[str, str, float] | None = None) -> str:

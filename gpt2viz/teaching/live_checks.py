@@ -8,7 +8,8 @@ Grading tolerates what the run cannot tell apart from its answer, and nothing mo
 space (" Paris" = "Paris"); a probability within 10 % of its own size (no absolute floor: on random
 weights the answer is a few ten-thousandths, and a floor of 0.01 passed "0"); any head whose
 previous-token score is within HEAD_TIE of the best (the pages print whole percents, and on random
-weights every head of a block lies within a few). The head check needs a text of MIN_ROWS + 2 tokens,
+weights every head of a block lies within a few); any head whose direct share the Attribution map
+prints as the largest's (WRITER_DIGITS decimals). The head check needs a text of MIN_ROWS + 2 tokens,
 so that the score reads positions where the previous token is not the first. An answer that cannot
 be read (not a number, not yes or no, a head that does not exist) is not graded: the student is
 asked again, and nothing is revealed.

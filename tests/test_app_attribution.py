@@ -61,7 +61,7 @@ def test_on_the_demo_repeat_the_page_names_the_writer_and_says_why_the_knockouts
     text = shown(at)
     assert (f"Of the heads, head {b}.{h} writes the largest direct share of logit(␣after): {v:+.3g} of "
             f"{a.target:.3g} ({v / a.target:.0%})") in text and "writes most of logit" not in text  # 35 %: not most
-    assert "The 8 heads together write most of it" in text  # measured: +8.96 of 9.44
+    assert "The 8 heads together write +8.96 (95%), most of it" in text  # measured: +8.96 of 9.44
     assert (b, h) == (1, 1)  # measured: 1.1 +3.27, 1.3 +3.02 of 9.44
     m = metrics(at)
     assert m["logit(␣after)"] == m["Sum of the 14 rows"] == f"{a.target:.6g}"

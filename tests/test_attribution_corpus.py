@@ -132,8 +132,11 @@ def test_the_headline_says_most_only_of_half_and_shares_only_of_a_measurable_tar
     if not measurable:
         assert "not measurable" in said or "not above 0" in said
     # every "most" is of a share of half or more, recomputed here
-    for name, _ in re.findall(r"(Head \d+\.\d+|[Tt]he \d+ heads together|[Tt]he \d+ MLPs|[Tt]he MLP|"
-                              r"[Tt]he embedding|[Tt]he \d+ attention biases b_O|ln_f's bias) (writes?) most", said):
+    named = r"(Head \d+\.\d+|[Tt]he \d+ heads together|[Tt]he \d+ MLPs|[Tt]he MLP|[Tt]he embedding|" \
+        r"[Tt]he \d+ attention biases b_O|ln_f's bias) (writes?)"
+    mosts = re.findall(named + " most", said) + re.findall(named + rf" {NUMBER} \({NUMBER}%\), most of it", said)
+    assert len(mosts) == said.count("most of")  # every "most" is one of these, checked below
+    for name, _ in mosts:
         if name.startswith("Head"):
             b, h = map(int, name.split()[1].split("."))
             part = float(a.heads()[b, h])

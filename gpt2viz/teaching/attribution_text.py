@@ -90,13 +90,18 @@ def headline(label: str, target: float, heads: list[tuple[int, int, float]], oth
         lead = (f"**No head adds to {label} directly**: the largest head row, head {b}.{h}'s, is {v:+.3g}, of "
                 f"{target:.3g}.")
     parts = groups(heads, others)
-    listed = "; ".join(f"{name} {verb} {x:+.3g} ({pct(x / target)})" for name, verb, x in parts[:2])
     g = max(parts, key=lambda g: g[2])
+    most = g[2] / target >= MOST
+    listed = "; ".join(f"{name} {verb} {x:+.3g} ({pct(x / target)})" + (", most of it" if most and (name, verb, x) == g
+                                                                          else "") for name, verb, x in parts[:2])
     name, verb, x = g
-    own = "" if g in parts[:2] else f": {x:+.3g} ({pct(x / target)})"
-    most = (f" {name[0].upper()}{name[1:]} {verb} most of it{own}." if x / target >= MOST else
-            f" No group of parts writes half of it; {name} {verb} the largest share{own or ''}.")
-    return f"{lead} {listed[0].upper()}{listed[1:]}.{most}{chance}"
+    if g in parts[:2]:
+        rest = "" if most else f" No group of parts writes half of it; {name} {verb} the largest share."
+    else:
+        rest = (f" {name[0].upper()}{name[1:]} {verb} most of it" if most else
+                f" No group of parts writes half of it; {name} {verb} the largest share") + \
+            f": {x:+.3g} ({pct(x / target)})."
+    return f"{lead} {listed[0].upper()}{listed[1:]}.{rest}{chance}"
 
 
 def totals(label: str, target: float, n_rows: int, total: float, residual: float) -> list[tuple[str, str, str]]:

@@ -482,3 +482,11 @@ def test_the_lessons_page_counts_the_shipped_lessons_and_a_refusal_speaks_to_the
     assert lesson_text.password_wait(59.6) == "Too many wrong passwords on this server: try again in 60 s."
     assert lesson_text.link_length(1207, None).startswith("1,207 characters. It works until the server's key")
     assert lesson_text.link_length(693, "2026-12-05 10:00 UTC").endswith("It works until 2026-12-05 10:00 UTC.")
+
+
+def test_the_gpt2_induction_heads_are_credited_to_the_tutorials_that_list_them():
+    """Olsson et al. name no GPT-2 small heads; the list is the TransformerLens and ARENA tutorials'."""
+    (c,) = [c for s in LESSONS["induction-gpt2.json"].stops for c in s.claims]
+    assert c["citation"].startswith("the TransformerLens and ARENA tutorials") and "block 5 heads 1 and 5" in c["text"]
+    cli = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert "GPT-2 small heads (Olsson et al. 2022" not in cli and "TransformerLens and ARENA tutorials" in cli

@@ -28,7 +28,9 @@ def _bar(kind: str, threshold: float) -> str:
         return f"a mean logit difference of {bound} {threshold:g}"
     if kind == "attribution":
         return f"{bound} {_pct(threshold)} of the difference written by the listed heads"
-    return f"{bound} {_pct(threshold)} of the difference left"
+    if kind == "knockout":
+        return f"{bound} {_pct(threshold)} of the difference left"
+    raise ValueError(f"no threshold's unit for the measure {kind!r}")
 
 
 def _reading(m: Measured) -> str:
@@ -48,8 +50,10 @@ def _reading(m: Measured) -> str:
     if m.kind == "attribution":
         return (f"the listed heads write {_pct(m.value)} of the mean logit difference ({s['written']:+.3g} of "
                 f"{s['clean']:+.3g}, directly, over {s['prompts']} prompts)")
-    return (f"with the listed heads zeroed together, {_pct(m.value)} of the clean mean logit difference is left "
-            f"({s['clean']:+.3g} → {s['knocked']:+.3g}, over {s['prompts']} prompts)")
+    if m.kind == "knockout":
+        return (f"with the listed heads zeroed together, {_pct(m.value)} of the clean mean logit difference is "
+                f"left ({s['clean']:+.3g} → {s['knocked']:+.3g}, over {s['prompts']} prompts)")
+    raise ValueError(f"no reading for the measure {m.kind!r}")  # a new measure says what it saw here
 
 
 def not_measurable(m: Measured) -> str:

@@ -19,18 +19,20 @@ def score(x: float) -> str:
     return f"{x:.2f}" if abs(x) >= 0.095 else f"{x:.2g}"
 
 
+UNITS = {  # each measure's threshold, in its unit
+    "induction": "a lowest induction score of {bound} {number}",
+    "logit_diff": "a mean logit difference of {bound} {number}",
+    "attribution": "{bound} {share} of the difference written by the listed heads",
+    "knockout": "{bound} {share} of the difference left",
+}
+
+
 def _bar(kind: str, threshold: float) -> str:
     """The lesson's threshold, with the unit of the measure it bounds."""
-    bound = "at least" if AT_LEAST[kind] else "at most"
-    if kind == "induction":
-        return f"a lowest induction score of {bound} {threshold:g}"
-    if kind == "logit_diff":
-        return f"a mean logit difference of {bound} {threshold:g}"
-    if kind == "attribution":
-        return f"{bound} {_pct(threshold)} of the difference written by the listed heads"
-    if kind == "knockout":
-        return f"{bound} {_pct(threshold)} of the difference left"
-    raise ValueError(f"no threshold's unit for the measure {kind!r}")
+    if kind not in UNITS:
+        raise ValueError(f"no threshold's unit for the measure {kind!r}")
+    return UNITS[kind].format(bound="at least" if AT_LEAST[kind] else "at most", number=f"{threshold:g}",
+                              share=_pct(threshold))
 
 
 def _reading(m: Measured) -> str:

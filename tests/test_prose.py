@@ -203,7 +203,7 @@ def test_aliases_name_the_other_libraries_and_their_layouts():
 
 # Bold that marks emphasis or a widget's label, not a term
 EMPHASIS = {"one thing", "one query", "next", "last", "back", "demo", "mode", "measured here", "they agree",
-            "they differ", "through later parts", "direct effect"}  # the last: said within its entry's text
+            "they differ", "through later parts", "direct effect", "claim"}  # the last: said within its entry's text
 # words the pages use as terms without marking them
 TERM_WORDS = ("neuron", "entropy", "nats", "logit difference", "margin", "pre-activation")
 # symbols the notices and worked examples print

@@ -24,7 +24,7 @@ if error:
     st.stop()
 a = av.attribution(sel, trace, answer, versus, position)
 av.totals(a)
-st.markdown(av.named(a))
+st.markdown(av.named(a, sel.weights.random))
 random_note(sel)
 av.charts(sel, a)
 st.markdown(av.DIRECT_ONLY)

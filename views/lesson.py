@@ -14,6 +14,7 @@ import streamlit as st
 
 from gpt2viz.server.received import LESSON_UPLOAD_MB
 from gpt2viz.spec.pages import BY_URL, DEFAULT
+from gpt2viz.teaching import lesson_text
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
@@ -35,8 +36,8 @@ sel = replace(sel, weights=None)
 st.title("Lessons")
 st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
             "page with its view and your note or question. Students open one link, land on stop 1, and step "
-            "with **next** and **back**; the controls you pin are shown but locked. A lesson is also a small "
-            "JSON or TOML file you can write by hand (`lessons/` has two).")
+            "with **next** and **back**; the controls you pin are shown but locked. "
+            + lesson_text.shipped_lessons(len([*SHIPPED.glob("*.json"), *SHIPPED.glob("*.toml")])))
 
 
 def summary(lesson: lf.Lesson) -> None:
@@ -181,7 +182,7 @@ elif not st.session_state.get(LECTURER):
         if st.form_submit_button("Unlock signing", icon=":material/lock_open:"):
             wait = password_guesses().wait()
             if wait:
-                st.error(f"Too many wrong passwords on this server: try again in {wait:.0f} s.", icon=":material/lock:")
+                st.error(lesson_text.password_wait(wait), icon=":material/lock:")
             elif hmac.compare_digest(given.encode(), password.encode()):
                 st.session_state[LECTURER] = True
                 st.rerun()
@@ -222,6 +223,5 @@ else:
                 st.image(lf.qr_svg(link), caption="The same link as a QR code, for the projector",
                          width=QR_PRESENTED_PX if sel.present else 280)
                 until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lf.verify(token, key).expires or 0))
-                st.caption(f"{len(link):,} characters. " + (f"It works until {until}." if hours else
-                                                             "It works until the server's key changes."))
+                st.caption(lesson_text.link_length(len(link), until if hours else None))
                 st.markdown(f'<a href="{path}" target="_self">Open stop 1 →</a>', unsafe_allow_html=True)

@@ -1,14 +1,15 @@
 """Live checks: questions answered only by looking at the student's own run, graded against that run.
 How many tokens is the text; which token comes next, and with what
 probability; which head of block n attends most to the previous token; after knocking out a head,
-does the top next token change; which head writes most of the top token's logit directly? Pure: the
+does the top next token change; which head writes the largest direct share of the top token's logit? Pure: the
 numbers of the run in, questions and grades out.
 
 Grading tolerates what the run cannot tell apart from its answer, and nothing more: GPT-2's leading
 space (" Paris" = "Paris"); a probability within 10 % of its own size (no absolute floor: on random
 weights the answer is a few ten-thousandths, and a floor of 0.01 passed "0"); any head whose
 previous-token score is within HEAD_TIE of the best (the pages print whole percents, and on random
-weights every head of a block lies within a few). The head check needs a text of MIN_ROWS + 2 tokens,
+weights every head of a block lies within a few); any head whose direct share the Attribution map
+prints as the largest's (WRITER_DIGITS decimals). The head check needs a text of MIN_ROWS + 2 tokens,
 so that the score reads positions where the previous token is not the first. An answer that cannot
 be read (not a number, not yes or no, a head that does not exist) is not graded: the student is
 asked again, and nothing is revealed.
@@ -98,16 +99,28 @@ def head_check(ids, patterns: torch.Tensor, block: int, key: str, random: bool) 
                      top=len(scores), accept=tied)
 
 
-def writer_check(heads: torch.Tensor, token: str, key: str) -> LiveCheck:
-    """Which head writes most of the top token's logit directly? `heads` [n_layer, nh]: each head's direct
-    logit attribution (analysis/attribution.py) to that logit at the last position."""
+WRITER_DIGITS = 2  # the Attribution map prints each head's share to 2 decimals (cell_text "+.2f")
+
+
+def writer_check(heads: torch.Tensor, token: str, key: str, random: bool = False) -> LiveCheck:
+    """Which head writes the largest direct share of the top token's logit? `heads` [n_layer, nh]: each
+    head's direct logit attribution (analysis/attribution.py) to that logit at the last position. Any head
+    the map prints with the largest head's value (to WRITER_DIGITS decimals) counts: the page cannot tell
+    them apart."""
     n_layer, nh = heads.shape
     i = int(heads.flatten().argmax())
     b, h = divmod(i, nh)
-    return LiveCheck(f"{key}:writer", f"Which head writes most of the logit of {token!r} directly? (Who wrote "
-                     "the answer page.) Answer block.head, such as 1.3.", "block.head", (b, h),
-                     f"Head **{b}.{h}**: {float(heads[b, h]):+.3g} of the logit, the largest of the "
-                     f"{n_layer * nh} heads' direct shares.", "block.head, such as 1.3", top=nh, blocks=n_layer)
+    shown = round(float(heads[b, h]), WRITER_DIGITS)
+    tied = tuple(divmod(j, nh) for j in range(n_layer * nh)
+                 if j != i and round(float(heads.flatten()[j]), WRITER_DIGITS) == shown)
+    also = (" (or " + ", ".join(f"{tb}.{th}" for tb, th in tied)
+            + f": the map prints them all as {shown:+.{WRITER_DIGITS}f})" if tied else "")
+    chance = " These weights are random: the heads' shares differ by chance." if random else ""
+    return LiveCheck(f"{key}:writer", f"Which head writes the largest direct share of the logit of {token!r}? (Who "
+                     f"wrote the answer page.) Answer block.head, such as 1.3.{chance}", "block.head", (b, h),
+                     f"Head **{b}.{h}**{also}: {float(heads[b, h]):+.3g} of the logit, the largest of the "
+                     f"{n_layer * nh} heads' direct shares.", "block.head, such as 1.3", top=nh, blocks=n_layer,
+                     accept=tied)
 
 
 def knockout_check(top: int, block: int, head: int, key: str) -> LiveCheck:
@@ -157,7 +170,7 @@ def grade(check: LiveCheck, text: str) -> Grade:
         b, h = int(m.group(1)), int(m.group(2))
         if b >= check.blocks or h >= check.top:
             return Grade(None, f"There is no head {b}.{h}: type {check.hint}.")
-        ok = (b, h) == check.answer
+        ok = (b, h) == check.answer or (b, h) in check.accept
         return Grade(ok, "Right." if ok else f"Not {b}.{h}.")
     word = given.lower()
     if word not in ("yes", "y", "no", "n"):

@@ -17,7 +17,7 @@ from html import escape
 
 import streamlit as st
 
-from ..analysis.claims import AT_LEAST, Measured, measure, prompt_logit_diff
+from ..analysis.claims import Measured, measure, prompt_logit_diff, share_floor
 from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode, readable
@@ -25,6 +25,9 @@ from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
+from ..teaching.claim_text import claim_reading
+from ..teaching.lesson_text import lesson_refused, missing_weights
+from ..teaching.lesson_text import place as place_text
 from . import present
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
@@ -107,7 +110,7 @@ def open_lesson() -> OpenLesson | None:
         lesson = None
     missing = lesson is not None and _missing_weights(lesson.weights)
     if missing:
-        st.error(f"This lesson uses {missing}, which this server does not offer.", icon=":material/error:")
+        st.error(lesson_refused(*missing), icon=":material/error:")
         lesson = None
     if lesson is None:
         st.session_state.pop(LOCKED, None)  # out of a lesson: every control is the reader's again
@@ -120,16 +123,15 @@ def open_lesson() -> OpenLesson | None:
     return opened
 
 
-def _missing_weights(weights: dict) -> str | None:
-    """What of the lesson's weights this server lacks (a source, a checkpoint), or None."""
+def _missing_weights(weights: dict) -> tuple[str, str | None] | None:
+    """What of the lesson's weights this server lacks (a source, a checkpoint), and the checkpoint to
+    download where that is what is missing; None when nothing is."""
     if weights["source"] == "folder" and weights["name"] not in model_dirs():  # by name: never a path
-        return f"the folder {weights['name']} (its operator lists it in {MODEL_DIRS})"
+        return missing_weights("folder", name=weights["name"], model_dirs_env=MODEL_DIRS), None
     if weights["source"] not in sources_enabled():
-        return f"the {weights['source']} weights"
+        return missing_weights(weights["source"]), None
     if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
-        return (f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download {weights['checkpoint']} fetches "
-                "it; meanwhile lessons/induction-demo.json, opened on the Lessons page, checks the demo model's "
-                "own induction heads the same way)")
+        return missing_weights("hf-cache", checkpoint=weights["checkpoint"]), weights["checkpoint"]
     return None
 
 
@@ -171,7 +173,7 @@ def _stop_link(opened: OpenLesson, presenting: bool, container=st):
 
 def place(opened: OpenLesson) -> str:
     """Where the class is: "stop 3 of 6 · Output"."""
-    return f"stop {opened.i + 1} of {len(opened.lesson.stops)} · {BY_URL[opened.stop.page].title}"
+    return place_text(opened.i, len(opened.lesson.stops), BY_URL[opened.stop.page].title)
 
 
 def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
@@ -280,41 +282,28 @@ def warm(opened: OpenLesson, sel: Selection) -> None:
 
 # ---------------------------------------------------------------------------- published claims, measured here
 @st.cache_resource(max_entries=64, show_spinner="Measuring the published claim on these weights…")
-def _measured(weights_key, claim_json: str, _sel: Selection) -> Measured | str:
+def _measured(weights_key, claim_json: str, floor: float, _sel: Selection) -> Measured | str:
     """A claim measured on the weights in view, once per weights and claim on this server; or why it
-    cannot be (the weights lack a head it names)."""
+    cannot be (the weights lack a head it names). `floor`: the lesson's bar for a share's denominator."""
     c = json.loads(claim_json)
     vocabulary = demo_vocabulary() if c["tokens"] == "demo" and DEMO_PATH.is_file() else None
     try:
         return measure(_sel.weights.model, c["measure"], c["heads"], c["threshold"], vocabulary, c["prompts"],
-                       c["seed"])
+                       c["seed"], floor)
     except ValueError as e:
         return str(e)
 
 
-def claim_text(c: dict, m: Measured | str, prompt: tuple[int, int, float] | None = None) -> str:
-    """Published beside measured here, and plainly whether they agree; for the logit difference, the
-    prompt in view's own beside the mean (`prompt`: IO, S and their difference)."""
-    published = f" {c['published']:g}" if "published" in c else ""
-    head = f"**Published{published}**: {c['text']} ({c['citation']})."
-    if isinstance(m, str):
-        return f"{head}  \n**Measured here**: not measurable on these weights: {m}."
-    bound = "at least" if AT_LEAST[c["measure"]] else "at most"
-    verdict = "**agrees**" if m.agrees else "**differs**"
-    own = "" if prompt is None else (f" On the prompt in view alone, logit({readable(prompt[0])}) − "
-                                     f"logit({readable(prompt[1])}) = {prompt[2]:+.3g}.")
-    return (f"{head}  \n**Measured here**: {m.value:.3g} ({c['measure']}; {m.detail}). The lesson counts "
-            f"{bound} {c['threshold']:g} as agreeing: {verdict}.{own}")
-
-
 def check_claims(opened: OpenLesson, sel: Selection) -> None:
     """Under the stop's note: each published claim beside its measurement on the weights in view."""
+    floor = share_floor(c for s in opened.lesson.stops for c in s.claims)
     for c in opened.stop.claims:
-        m = _measured(sel.weights.key, json.dumps(c, sort_keys=True), sel)
+        m = _measured(sel.weights.key, json.dumps(c, sort_keys=True), floor, sel)
         ok = not isinstance(m, str) and m.agrees
         prompt = prompt_logit_diff(sel.weights.model, sel.text) \
             if c["measure"] == "logit_diff" and not isinstance(m, str) else None
-        (st.success if ok else st.warning)(claim_text(c, m, prompt), icon=":material/fact_check:")
+        named = None if prompt is None else (readable(prompt[0]), readable(prompt[1]), prompt[2])
+        (st.success if ok else st.warning)(claim_reading(c, m, named), icon=":material/fact_check:")
 
 
 SEEN = "_lesson_page_values"  # session key: {page: its own controls as the lecturer last left them}

@@ -39,7 +39,7 @@ def live_checks(sel: Selection) -> None:
     asked.append(knockout_check(top, sel.block, sel.head, key))
     attributed = full_trace(sel)
     a = attribution(sel, attributed, top, None, attributed.T - 1)
-    asked.append(writer_check(a.heads(), readable(top).replace("␣", " "), key))
+    asked.append(writer_check(a.heads(), readable(top).replace("␣", " "), key, random=sel.weights.random))
     grades = st.session_state.setdefault("live_results", {})  # check id -> (ok, message, worked)
     score = st.empty()
     for i, check in enumerate(asked, 1):

@@ -325,3 +325,25 @@ def where_from_env(env=os.environ) -> str:
             raise Unavailable(f"{DATABASE_URL_ENV} is not a postgresql:// URL")
         return url
     return str(Path(env.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR) / SQLITE_NAME)
+
+
+RESULT_COLUMNS = ("lesson", "stop", "round", "state", "question", "voters", "counts", "median", "right",
+                  "share_right")
+
+
+def result_rows(summaries: Sequence[Summary]) -> list[dict]:
+    """One row per round: the voters, the count per choice ("choice: n; ..."), or the median of the
+    numbers, and how many were right (blank where the round's question is unknown)."""
+    out = []
+    for s in summaries:
+        q, counts, right = s.question or {}, s.counts(), s.right()
+        ordered = sorted(s.answers)
+        n = len(ordered)
+        median = "" if not n or counts is not None else (
+            ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
+        out.append({"lesson": s.lesson, "stop": s.stop + 1, "round": s.round, "state": s.state,
+                    "question": q.get("text", ""), "voters": n,
+                    "counts": "; ".join(f"{c}: {k}" for c, k in zip(q["choices"], counts)) if counts else "",
+                    "median": median, "right": "" if right is None else right,
+                    "share_right": "" if right is None or not n else round(right / n, 4)})
+    return out

@@ -2,6 +2,8 @@
 through the same `Store`: rounds, one vote per browser per round (the last counts), bounds, the schema's
 upgrade from its first version, results and clearing, and a database that is not there."""
 
+import csv
+import json
 import math
 import multiprocessing
 import sqlite3
@@ -236,3 +238,43 @@ def test_a_lesson_with_questions_at_every_stop_fits_a_link():
                                  for i in range(6)]})
     token = lf.sign(lesson, b"k" * 32)
     assert len(token) < 8 * 1024
+
+
+# ---------------------------------------------------------------------------- the command line
+def test_class_results_and_clear_on_the_command_line(tmp_path, monkeypatch, capsys):
+    from gpt2viz.cli import main
+
+    key = "k" * 32
+    monkeypatch.setenv("GPT2VIZ_LESSON_KEY", key)
+    monkeypatch.setenv("GPT2VIZ_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("GPT2VIZ_DATABASE_URL", raising=False)
+    path = tmp_path / "lesson.json"
+    path.write_text(json.dumps(_lesson(CHOICE)))
+    token = lf.sign(lf.load(path), key.encode())
+    store = Store(tmp_path / "votes.sqlite3")
+    ident = lf.digest(token)
+    store.open_round(ident, 0, CHOICE)
+    for voter, choice in (("a", 0), ("b", 1), ("c", 1)):
+        store.vote(ident, 0, 1, voter, choice)
+    store.open_round("another lesson", 0, CHOICE)
+    assert main(["class", "results", "--lesson", str(path), "--csv", str(tmp_path / "r.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "r.csv").read_text().splitlines()))
+    assert [(r["voters"], r["counts"], r["right"], r["share_right"]) for r in rows] == \
+        [("3", "1.0: 1; 1.1: 2; 1.2: 0", "2", "0.6667")]
+    link = f"http://h/attention?lesson={token}&stop=0"
+    assert main(["class", "results", "--lesson", link]) == 0
+    assert "3 voters, 2 right" in capsys.readouterr().out
+    assert main(["class", "clear", "--lesson", link, "--before", "not a day"]) == 2
+    assert "YYYY-MM-DD" in capsys.readouterr().err
+    assert main(["class", "clear", "--lesson", link]) == 0
+    assert "deleted 3 votes" in capsys.readouterr().out
+    assert [s.lesson for s in store.summaries()] == ["another lesson"]
+
+
+def test_class_results_without_the_database_is_one_line(monkeypatch, capsys):
+    from gpt2viz.cli import main
+
+    monkeypatch.setenv("GPT2VIZ_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    assert main(["class", "results"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be reached" in err

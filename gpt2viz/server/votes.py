@@ -51,8 +51,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 VERSION = len(MIGRATIONS)
 
 
-class Unavailable(RuntimeError):
-    """The database cannot be reached or used: one line, for the page and the log."""
+class Unavailable(ConnectionError):
+    """The database cannot be reached or used: one line, for the page, the log and the command line."""
 
 
 class Refused(ValueError):

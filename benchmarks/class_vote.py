@@ -152,8 +152,9 @@ def main() -> None:
             env["GPT2VIZ_DATABASE_URL"] = stack.enter_context(postgres())
         os.environ.update(env)
         if a.processes:
-            from gpt2viz.server.class_server import ClassServer
             from streamlit_server import free_port
+
+            from gpt2viz.server.class_server import ClassServer
             server = ClassServer(a.processes, free_port(), address="127.0.0.1")
             stack.callback(server.stop)
             server.start()

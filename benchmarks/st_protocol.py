@@ -185,8 +185,8 @@ class Session:
     async def act(self, page: str, query: str, values: dict[str, bool | int | float | str],
                   timeout: float = 120.0) -> ViewResult:
         """A rerun of `page` with widget values, as the browser sends them when a button is pressed: a
-        button's id with True (its trigger), a radio's with its option as shown (a string), a number input's with a float,
-        a text input's with a string.
+        button's id with True (its trigger), a radio's with its option as shown (a string), a number
+        input's with a float, a text input's with a string.
         Sent once, with this rerun only (a trigger is not held)."""
         for wid, value in values.items():
             state = WidgetState(id=wid)

@@ -38,8 +38,10 @@ def spread_line(question: dict, answers: list[float], revealed: bool) -> str:
         return line
     ordered = sorted(answers)
     middle = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-    line = (f"{n} {'answer' if n == 1 else 'answers'}, from {ordered[0]:,.6g} to {ordered[-1]:,.6g}; "
-            f"the median is {middle:,.6g}.")
+    if ordered[0] == ordered[-1]:
+        line = f"{n} answers, all {ordered[0]:,.6g}." if n > 1 else f"1 answer: {ordered[0]:,.6g}."
+    else:
+        line = (f"{n} answers, from {ordered[0]:,.6g} to {ordered[-1]:,.6g}; the median is {middle:,.6g}.")
     if revealed:
         right = sum(abs(a - question["number"]) <= question["tolerance"] for a in answers)
         within = f"within {question['tolerance']:,.6g} of it" if question["tolerance"] else "exactly it"

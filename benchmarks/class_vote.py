@@ -15,6 +15,8 @@ choice and a number question, and reports:
   ("Your answer is in");
 - the lecturer's spread: how long after the last acknowledged vote the lecturer's view counts them all;
 - stored: the counts per choice in the database against those sent (every vote once);
+- with --kill-one, one app process is killed (SIGKILL) half way through the voting: its students'
+  websockets close; every vote that a page acknowledged must still be in the database, as it was sent;
 - the load average beside the figures, and the compute floor is not relevant here (no model run).
 
 The students all come from 127.0.0.1, as a class behind one NAT address does.
@@ -22,9 +24,12 @@ The students all come from 127.0.0.1, as a class behind one NAT address does.
 
 import argparse
 import asyncio
+import contextlib
 import json
+import math
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -37,7 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from st_protocol import Session  # noqa: E402
+from st_protocol import Disconnected, Session  # noqa: E402
 
 PASSWORD = "lecturer-pass-for-the-benchmark"
 CHOICES = ["block 0 head 0", "block 1 head 1", "block 1 head 2", "none of them"]
@@ -78,6 +83,13 @@ def counted(result) -> int | None:
 
 async def vote(student: Session, page: str, query: str, choice: int, delay: float) -> tuple[float, bool]:
     await asyncio.sleep(delay)
+    try:
+        return await _vote(student, page, query, choice)
+    except Disconnected:  # its process was killed: not acknowledged
+        return math.nan, False
+
+
+async def _vote(student: Session, page: str, query: str, choice: int) -> tuple[float, bool]:
     r = await student.view(page, query)
     ids = r.widgets
     t0 = time.perf_counter()
@@ -87,7 +99,8 @@ async def vote(student: Session, page: str, query: str, choice: int, delay: floa
     return time.perf_counter() - t0, acknowledged and done.ok
 
 
-async def class_vote(base: str, key: bytes, students: int, within: float, seed: int = 0) -> dict:
+async def class_vote(base: str, key: bytes, students: int, within: float, seed: int = 0, kill=None) -> dict:
+    """The vote; `kill`, a function called half way through the voting (a process killed)."""
     page, query = "attention", signed_query(key)
     rng = random.Random(seed)
     lecturer = Session(base)
@@ -100,9 +113,12 @@ async def class_vote(base: str, key: bytes, students: int, within: float, seed: 
     await asyncio.gather(*(s.open(page, query) for s in sessions))  # opened beforehand, not timed
     choices = [rng.randrange(len(CHOICES)) for _ in sessions]
     t0 = time.perf_counter()
+    killer = asyncio.get_running_loop().call_later(within / 2, kill) if kill else None
     outcomes = await asyncio.gather(*(vote(s, page, query, c, rng.uniform(0, within))
                                       for s, c in zip(sessions, choices)))
     last_ack = time.perf_counter()
+    if killer:
+        killer.cancel()
     spread_s = None
     while time.perf_counter() - last_ack < 30:
         if counted(await lecturer.view(page, query)) == sum(ok for _, ok in outcomes):
@@ -110,14 +126,34 @@ async def class_vote(base: str, key: bytes, students: int, within: float, seed: 
             break
         await asyncio.sleep(0.2)
     revealed = await press(lecturer, page, query, "Reveal the answer")
-    await asyncio.gather(*(s.close() for s in [*sessions, lecturer]))
-    times = sorted(t for t, _ in outcomes)
+    acknowledged = {_voter_id(s): c for s, c, (_, ok) in zip(sessions, choices, outcomes) if ok}
+    for s in [*sessions, lecturer]:
+        with contextlib.suppress(Exception):
+            await s.close()
+    times = sorted(t for t, ok in outcomes if ok)
     sent = [choices.count(i) for i in range(len(CHOICES))]
     return {"students": students, "acknowledged": sum(ok for _, ok in outcomes), "sent": sent,
             "voting_s": round(last_ack - t0, 2), "vote_p50_s": round(statistics.median(times), 3),
             "vote_p95_s": round(times[int(0.95 * (len(times) - 1))], 3),
             "spread_complete_after_s": None if spread_s is None else round(spread_s, 2),
-            "revealed": revealed.ok, "loadavg": os.getloadavg()}
+            "revealed": revealed.ok, "loadavg": os.getloadavg(), "acknowledged_by_voter": acknowledged}
+
+
+def _voter_id(session: Session) -> str | None:
+    value = next((c.value for c in session.cookies if c.name == "gpt2viz_voter"), None)
+    return value.split(".")[0] if value else None
+
+
+def kept(env: dict, key: bytes) -> dict[str, int]:
+    """Stop 1, round 1's stored answers by browser id, read from the database itself."""
+    from gpt2viz.server import votes
+    from gpt2viz.teaching import lessons as lf
+    store = votes.Store(votes.where_from_env(env))
+    with store._lock:
+        rows = store._run([("SELECT voter, answer FROM votes WHERE lesson = ? AND stop = 0 AND round = 1",
+                            (lf.digest(lf.sign(lf.parse(LESSON), key)),))], fetch=True)
+    store.close()
+    return {voter: int(answer) for voter, answer in rows}
 
 
 def stored(env: dict, key: bytes) -> list[int]:
@@ -138,6 +174,7 @@ def main() -> None:
     ap.add_argument("--within", type=float, default=10.0, help="seconds over which the votes arrive")
     ap.add_argument("--processes", type=int, default=2, help="class-server processes (0: one serve.py)")
     ap.add_argument("--postgres", action="store_true", help="a PostgreSQL server the benchmark starts")
+    ap.add_argument("--kill-one", action="store_true", help="kill one app process half way through the voting")
     a = ap.parse_args()
     from postgres_server import postgres
     from streamlit_server import StreamlitServer
@@ -146,7 +183,6 @@ def main() -> None:
     data = tempfile.mkdtemp(prefix="gpt2viz-votes-")
     env = dict(os.environ, GPT2VIZ_LESSON_KEY=key.decode(), GPT2VIZ_TEACHER_PASSWORD=PASSWORD,
                GPT2VIZ_DATA_DIR=data, GPT2VIZ_PASSWORD_GUESSES="1000")
-    import contextlib
     with contextlib.ExitStack() as stack:
         if a.postgres:
             env["GPT2VIZ_DATABASE_URL"] = stack.enter_context(postgres())
@@ -159,13 +195,20 @@ def main() -> None:
             stack.callback(server.stop)
             server.start()
             base = server.base
+            victim = server.apps[0]
         else:
             srv = stack.enter_context(StreamlitServer(ROOT / "serve.py", ROOT))
             srv.wait_healthy(120)
             base = srv.base
-        report = asyncio.run(class_vote(base, key, a.students, a.within))
+            victim = srv.proc
+        kill = (lambda: os.killpg(victim.pid, signal.SIGKILL)) if a.kill_one else None
+        report = asyncio.run(class_vote(base, key, a.students, a.within, kill=kill))
         report["stored"] = stored(env, key)
-        report["every_vote_once"] = report["stored"] == report["sent"]
+        acknowledged, in_db = report.pop("acknowledged_by_voter"), kept(env, key)
+        report["acknowledged_votes_lost"] = sum(in_db.get(v) != c for v, c in acknowledged.items())
+        # without a kill every vote sent is stored once; with one, exactly the acknowledged ones are
+        report["every_vote_once"] = (len(in_db) == len(acknowledged) if a.kill_one
+                                     else report["stored"] == report["sent"])
         report["database"] = "postgresql" if a.postgres else "sqlite"
         report["processes"] = a.processes or 1
     print(json.dumps(report, indent=1))

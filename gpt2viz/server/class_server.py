@@ -4,7 +4,8 @@
     python -m gpt2viz class-server --processes 3 --address 0.0.0.0
 
 One Streamlit process runs the app's Python on one core, so a class of 30 queues on it while the
-other cores idle. This starts N processes (`streamlit run app.py` on 127.0.0.1 and ports of their
+other cores idle. This starts N processes (`streamlit run serve.py`, app.py behind its upload gate and the
+class vote's browser id, on 127.0.0.1 and ports of their
 own) and nginx in front of them with the tested `deploy/nginx.conf.template` (websockets passed
 through, session affinity by cookie, a lost process's students moved to another). The processes
 share one cookie secret (Streamlit signs its XSRF cookie with it) and one lesson key where one is
@@ -52,7 +53,7 @@ from .shared_runs import DIR_ENV as SHARED_DIR_ENV
 
 ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
-APP = ROOT / "app.py"
+APP = ROOT / "serve.py"  # app.py behind the upload gate and the class vote's cookie (serve.py)
 DEFAULT_BUDGET_MB = 2048
 RESTARTS_ENV, RESTARTS = "GPT2VIZ_RESTARTS", 3
 REPLICA_HEADER_ENV = "GPT2VIZ_REPLICA_HEADER"  # "1": responses name the replica that answered (tests)

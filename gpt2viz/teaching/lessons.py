@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import time
 import tomllib
 import zlib
@@ -82,6 +83,7 @@ class Stop:
     values: dict = field(default_factory=dict)  # the page's own controls (PAGE_VALUES)
     note: str = ""
     claims: tuple[dict, ...] = ()  # published claims this stop checks on the weights in view (_claim)
+    question: dict | None = None  # a question the class votes on at this stop (_question)
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ def _value(page: str, key: str, value, where: str):
     return _int(value, f"{where}.{key}")
 
 
-STOP_FIELDS = ("page", "mode", "block", "head", "values", "note", "claims")
+STOP_FIELDS = ("page", "mode", "block", "head", "values", "note", "claims", "question")
 CLAIM_MEASURES = ("induction", "logit_diff", "attribution", "knockout")  # analysis/claims.py measures each
 CLAIM_FIELDS = ("text", "citation", "measure", "heads", "published", "threshold", "tokens", "prompts", "seed")
 MAX_CLAIMS, MAX_CLAIM_TEXT = 4, 300
@@ -241,7 +243,48 @@ def _claim(d, where: str) -> dict:
 def _number(value, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LessonError(f"{where}: expected a number, got {value!r:.40}")
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        raise LessonError(f"{where}: {value!r:.40} is not a finite number of at most {MAX_NUMBER:.0e} in size")
     return float(value)
+
+
+QUESTION_FIELDS = ("text", "choices", "answer", "number", "tolerance", "reveal")
+MAX_QUESTION, MAX_CHOICE, MIN_CHOICES, MAX_CHOICES = 300, 80, 2, 6
+MAX_NUMBER = 1e12  # a number answer, its tolerance and a student's vote are at most this in size
+
+
+def _question(d, where: str) -> dict:
+    """A question the class votes on: `text` and either `choices` (2 to 6 strings) with `answer` (the index
+    of the right one), or `number` (the right value) with `tolerance` (how far from it still counts as
+    right, at least 0); `reveal: "after"` hides the stop's charts until the lecturer reveals the answer
+    (predict, then see)."""
+    _only(d, where, QUESTION_FIELDS)
+    out: dict = {"text": _str(_need(d, "text", where), f"{where}.text", MAX_QUESTION)}
+    if ("choices" in d) == ("number" in d):
+        raise LessonError(f"{where}: give either choices and answer, or number and tolerance")
+    if "choices" in d:
+        if "number" in d or "tolerance" in d:
+            raise LessonError(f"{where}: a question with choices has no number or tolerance")
+        choices = d["choices"]
+        if not isinstance(choices, list) or not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+            raise LessonError(f"{where}.choices: expected a list of {MIN_CHOICES} to {MAX_CHOICES} choices")
+        out["choices"] = [_str(c, f"{where}.choices[{j}]", MAX_CHOICE) for j, c in enumerate(choices)]
+        if len(set(out["choices"])) < len(out["choices"]):
+            raise LessonError(f"{where}.choices: two choices are the same")
+        out["answer"] = _int(_need(d, "answer", where), f"{where}.answer", 0, len(choices) - 1)
+    else:
+        if "answer" in d:
+            raise LessonError(f"{where}.answer: a number question gives its answer as number")
+        out["number"] = _number(d["number"], f"{where}.number")
+        out["tolerance"] = _number(_need(d, "tolerance", where), f"{where}.tolerance")
+        if out["tolerance"] < 0:
+            raise LessonError(f"{where}.tolerance: {out['tolerance']:g} is below 0")
+    reveal = d.get("reveal")
+    if reveal is not None:
+        if reveal != "after":
+            raise LessonError(f"{where}.reveal: {reveal!r:.40} is not after (the stop's charts wait for the reveal)")
+        out["reveal"] = "after"
+    return out
 
 
 def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
@@ -262,8 +305,9 @@ def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
     claims = d.get("claims", [])
     if not isinstance(claims, list) or len(claims) > MAX_CLAIMS:
         raise LessonError(f"{where}.claims: expected a list of at most {MAX_CLAIMS} claims")
+    question = _question(d["question"], f"{where}.question") if d.get("question") is not None else None
     return Stop(page, mode, block, head, values, _str(d.get("note", ""), f"{where}.note", MAX_NOTE, empty=True),
-                tuple(_claim(c, f"{where}.claims[{j}]") for j, c in enumerate(claims)))
+                tuple(_claim(c, f"{where}.claims[{j}]") for j, c in enumerate(claims)), question)
 
 
 def parse(d) -> Lesson:

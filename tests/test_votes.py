@@ -278,3 +278,24 @@ def test_class_results_without_the_database_is_one_line(monkeypatch, capsys):
     assert main(["class", "results"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be reached" in err
+
+
+# ---------------------------------------------------------------------------- the page, without a database
+def test_a_stop_with_a_question_still_shows_when_the_database_is_down(monkeypatch):
+    """The lesson shows as always; the question says in one line that the class vote is unavailable; a
+    `reveal: after` stop draws its charts (there is no vote to wait for)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_links import run
+
+    key = "a-key-for-the-vote-page-test-xxxx"
+    monkeypatch.setenv(lf.KEY_ENV, key)
+    monkeypatch.setenv("GPT2VIZ_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    lesson = lf.parse(_lesson(CHOICE | {"reveal": "after"}) | {"text": " people play one good game people play"})
+    at = run("attention", lesson=lf.sign(lesson, key.encode()), stop="0")
+    assert not at.exception, at.exception[0].value
+    said = " ".join(e.value for kind in ("markdown", "caption") for e in at.get(kind))
+    assert "Which head?" in said and "The class vote is unavailable right now" in said
+    assert len(at.get("plotly_chart")) >= 1  # the page's charts: nothing holds them back

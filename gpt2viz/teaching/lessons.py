@@ -307,6 +307,35 @@ def load(path: str | Path) -> Lesson:
     return loads(text, path.name)
 
 
+# ---------------------------------------------------------------------------- the weights, here
+def missing_weights(weights: dict, env=None) -> str | None:
+    """What of a lesson's weights this machine cannot load, and how to get it, in a clause ("the checkpoint
+    gpt2 (`python -m gpt2viz download gpt2` fetches it)"); None when it can. Random weights are always here."""
+    import os
+
+    from ..model.demo_recipe import DEMO_PATH
+    from ..model.weights import find_hf_checkpoints
+    from ..spec.serving import MODEL_DIRS, model_dirs
+
+    env = os.environ if env is None else env
+    source = weights["source"]
+    if source == "demo" and not DEMO_PATH.is_file():
+        return "the demo model (`python -m gpt2viz train-demo` writes it)"
+    name = weights.get("checkpoint")
+    if source == "hf-cache" and name not in [c.name for c in find_hf_checkpoints(env)]:
+        return f"the checkpoint {name} (`python -m gpt2viz download {name}` fetches it)"
+    if source == "folder" and weights["name"] not in model_dirs(env):
+        return f"the folder {weights['name']} (listed in {MODEL_DIRS})"
+    return None
+
+
+def weights_name(weights: dict) -> str:
+    """The weights as a lesson names them: "the checkpoint gpt2", "the demo model", "random gpt2 weights, seed 0"."""
+    return {"random": lambda: f"random {weights.get('model')} weights, seed {weights.get('seed')}",
+            "demo": lambda: "the demo model", "hf-cache": lambda: f"the checkpoint {weights.get('checkpoint')}",
+            "folder": lambda: f"the folder {weights.get('name')}"}[weights["source"]]()
+
+
 # ---------------------------------------------------------------------------- links
 def server_key(env) -> bytes | None:
     """The signing key from the environment; None when it is unset. A short key is refused."""

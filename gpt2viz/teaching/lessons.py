@@ -307,6 +307,53 @@ def load(path: str | Path) -> Lesson:
     return loads(text, path.name)
 
 
+# ---------------------------------------------------------------------------- a lesson being built, in a URL
+# the builder's fields (views/lesson.py) a draft keeps, each with its cap; its stops as the builder holds them
+DRAFT_FIELDS = {"title": MAX_TITLE, "text_b": MAX_TEXT, "page": 40, "note": MAX_NOTE, "values": 300}
+
+
+def draft_token(draft: dict) -> str:
+    """The Lessons page's builder as a URL value (compact JSON, zlib, URL-safe base64): what a reload or
+    a copied address gives back. Longer than a link may be (MAX_TOKEN_CHARS): a LessonError."""
+    token = _b64(zlib.compress(json.dumps(draft, separators=(",", ":"), ensure_ascii=False).encode(), 9))
+    if len(token) > MAX_TOKEN_CHARS:
+        raise LessonError(f"the draft takes {len(token):,} characters in the address, at most {MAX_TOKEN_CHARS:,}")
+    return token
+
+
+def read_draft(token: str) -> tuple[dict, list[dict], int]:
+    """A builder URL value back: its fields (each a string within its cap, else left out), its stops
+    that a lesson takes (each checked as a lesson's stop) and how many it left out. One line if it is
+    too long or not a draft at all."""
+    if len(token) > MAX_TOKEN_CHARS:
+        raise LessonError(f"{len(token):,} characters, at most {MAX_TOKEN_CHARS:,}")
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(_unb64(token), MAX_JSON_BYTES)
+        if inflate.unconsumed_tail:
+            raise LessonError(f"more than {MAX_JSON_BYTES:,} bytes")
+        d = json.loads(raw)
+    except LessonError:
+        raise
+    except (ValueError, zlib.error):
+        raise LessonError("not a draft of this page") from None
+    if not isinstance(d, dict):
+        raise LessonError("not a draft of this page")
+    fields = {k: v for k, v in d.items() if k in DRAFT_FIELDS and isinstance(v, str) and len(v) <= DRAFT_FIELDS[k]}
+    free = d.get("free")
+    if isinstance(free, list) and len(free) <= 64 and all(isinstance(f, str) and len(f) <= 40 for f in free):
+        fields["free"] = free
+    given = d.get("stops") if isinstance(d.get("stops"), list) else []
+    stops = []
+    for s in given[:MAX_STOPS]:
+        try:
+            _stop(s, 0, None, None)
+        except (LessonError, TypeError, ValueError):
+            continue
+        stops.append(s)
+    return fields, stops, len(given) - len(stops)
+
+
 # ---------------------------------------------------------------------------- the weights, here
 def missing_weights(weights: dict, env=None) -> str | None:
     """What of a lesson's weights this machine cannot load, and how to get it, in a clause ("the checkpoint

@@ -20,6 +20,7 @@ from gpt2viz.ui.lesson_draft import keep as keep_draft
 from gpt2viz.ui.lesson_draft import restore as restore_draft
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
 from gpt2viz.ui.site_download import site_download
+from gpt2viz.ui.text import plain
 from gpt2viz.ui.upload import read_once
 from gpt2viz.ui.visitor import visitor_address
 
@@ -38,11 +39,11 @@ st.title("Lessons")
 st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
             "page with its view and your note or question. Students open one link, land on stop 1, and step "
             "with **next** and **back**; the controls you pin are shown but locked. A lesson is also a small "
-            "JSON or TOML file you can write by hand (`lessons/` has two).")
+            f"JSON or TOML file you can write by hand (`lessons/` holds {len(list(SHIPPED.glob('*.json')))}).")
 
 
 def summary(lesson: lf.Lesson) -> None:
-    st.markdown(f"**{lesson.title}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
+    st.markdown(f"**{plain(lesson.title)}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
                 f"students may change: {', '.join(lesson.free) or 'nothing but the stop'}")
     st.dataframe([{"stop": i, "page": BY_URL[s.page].title, "mode": s.mode, "block": s.block, "head": s.head,
                    "note": s.note} for i, s in enumerate(lesson.stops, 1)], hide_index=True, width="stretch")

@@ -191,3 +191,13 @@ def test_a_students_link_to_such_a_lesson_shows_its_words_as_text_and_what_it_ne
     assert len(notes) == 4 and "\\<script\\>" in notes[0] and "\\*\\*first\\*\\*" in notes[0]
     assert len([c for c in at.caption if c.value.startswith("Published: ")]) == 4
     assert not at.get("plotly_chart") and not at.sidebar.get("slider")  # no page of other weights
+
+
+def test_a_base_that_is_not_http_is_refused_in_one_line(tmp_path, capsys):
+    from gpt2viz.cli import main
+
+    demo = ROOT / "lessons" / "attention-demo.json"
+    assert main(["lesson", "export", str(demo), "--out", str(tmp_path / "s"), "--base", "javascript:alert(1)//"]) == 2
+    assert capsys.readouterr().err == "gpt2viz: error: --base 'javascript:alert(1)//' is not an http(s) address\n"
+    stop = site.StopPage("Attention", "", "", (), live="javascript:alert(1)")
+    assert "javascript" not in site.stop_html(site.Site("L", "", (), [stop]), 0, ["attention"])

@@ -349,7 +349,7 @@ def stop_html(site: Site, i: int, pages: Sequence[str]) -> str:
         view = f'<p class="view">{escape(v.view)}</p>' if v.view else ""
         default = " data-default" if j == stop.default else ""
         parts.append(f'<section class="variant" data-key="{escape(_key(v.values))}"{default}>{view}{body}</section>')
-    if stop.live:
+    if stop.live and re.match(r"(?i)https?://", stop.live):
         parts.append(f'<p><a href="{escape(stop.live)}">Open this view live</a> (in the app, on its server)</p>')
     scripts = (f'<script src="{PLOTLY_JS}"></script><script type="application/json" id="figures">'
                f"{_figure_json(charts)}</script><script>{_SCRIPT % json.dumps(CHART_CONFIG)}</script>")

@@ -77,3 +77,18 @@ def test_a_draft_inflating_past_the_bound_or_holding_a_bad_stop_is_bounded():
     notes = ["".join(words.choices(string.ascii_letters, k=lf.MAX_NOTE)) for _ in range(lf.MAX_STOPS)]
     with pytest.raises(lf.LessonError, match="at most 6,000"):  # a whole lesson's worth of notes, incompressible
         lf.draft_token({"stops": [{"page": "attention", "note": n} for n in notes]})
+
+
+def test_a_draft_longer_than_a_link_stays_in_the_session_and_says_the_address_does_not_keep_it():
+    words = random.Random(1)
+    at = run("lesson", model="tiny")
+    at.text_input(key="lesson_title").input("Long").run()
+    assert "draft" in at.query_params
+    at.session_state["_lesson_draft_stops"] = [
+        {"page": "attention", "note": "".join(words.choices(string.ascii_letters, k=lf.MAX_NOTE))}
+        for _ in range(lf.MAX_STOPS)]
+    at.run()
+    assert not at.exception and "draft" not in at.query_params
+    (said,) = [c.value for c in at.caption if "Not kept in this page's address" in c.value]
+    assert "at most 6,000" in said and "save the lesson as a file" in said
+    assert at.text_input(key="lesson_title").value == "Long"

@@ -126,6 +126,8 @@ def open_lesson() -> OpenLesson | None:
 def unavailable(lesson: lf.Lesson) -> None:
     """A signed lesson whose weights this server lacks: one line saying what its numbers need, then its
     title, notes and claims as text (never as markup), and nothing else: no page of other weights."""
+    st.html("<style>[data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl'], "
+            "[data-testid='stExpandSidebarButton'] {display: none}</style>")  # no controls: nothing to set here
     st.warning(f"This lesson's numbers need {lf.weights_name(lesson.weights)} on the lecturer's server, which "
                "this server does not have: below are its notes without them.", icon=":material/cloud_off:")
     st.header(plain(lesson.title), anchor=False)

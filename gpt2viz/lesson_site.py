@@ -142,18 +142,19 @@ APP_ONLY = (("Type your own text in the sidebar first; every page then shows wha
 
 def public_paths(lesson: lf.Lesson) -> dict[str, str]:
     """This machine's paths a page may print (a Code panel's file), each as the lesson names its weights:
-    the demo model's file from the app's folder, a listed folder by its name, a cached checkpoint by its
-    name, and what is left under the app's folder or the home folder from there ("~")."""
+    the demo model's file from the app's folder, a listed folder by its name, a cached checkpoint where
+    Hugging Face keeps it by default, and what is left under the app's folder or the home folder from
+    there ("~")."""
     from .model.demo_recipe import DEMO_PATH
-    from .model.weights import find_hf_checkpoints
+    from .model.weights import hf_hub_dir
     from .spec.serving import model_dirs
 
     w = lesson.weights
     out = {str(DEMO_PATH): DEMO_PATH.relative_to(APP_ROOT).as_posix()}
     if w["source"] == "folder" and w["name"] in model_dirs():
         out[model_dirs()[w["name"]]] = w["name"]
-    if w["source"] == "hf-cache":
-        out |= {c.path: f"{c.name}/model.safetensors" for c in find_hf_checkpoints() if c.name == w["checkpoint"]}
+    if w["source"] == "hf-cache":  # where Hugging Face keeps it by default, on anyone's machine
+        out[str(hf_hub_dir())] = "~/.cache/huggingface/hub"
     return out | {str(APP_ROOT) + "/": "", str(Path.home()) + "/": "~/"}
 
 

@@ -201,3 +201,13 @@ def test_a_base_that_is_not_http_is_refused_in_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == "gpt2viz: error: --base 'javascript:alert(1)//' is not an http(s) address\n"
     stop = site.StopPage("Attention", "", "", (), live="javascript:alert(1)")
     assert "javascript" not in site.stop_html(site.Site("L", "", (), [stop]), 0, ["attention"])
+
+
+def test_a_checkpoints_code_panel_names_it_where_hugging_face_keeps_it(hf_cache_tiny):
+    lesson = lf.parse({"title": "Real", "weights": {"source": "hf-cache", "checkpoint": "gpt2"}, "text": "Hello world",
+                       "stops": [{"page": "attention"}]})
+    assert lf.missing_weights(lesson.weights) is None
+    stop = lesson_site.stop_page(lesson, 0)
+    html = site.stop_html(site.Site("Real", lesson_site.source_line(lesson), (), [stop]), 0, ["attention"])
+    assert str(hf_cache_tiny.parents[3]) not in html  # the machine's own cache folder
+    assert "~/.cache/huggingface/hub/models--openai-community--gpt2/snapshots/abc/model.safetensors" in html

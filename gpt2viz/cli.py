@@ -485,8 +485,13 @@ def cmd_lesson(a) -> int:
         return lesson_export(lesson, a)
     if a.action == "check":
         claims = sum(len(s.claims) for s in lesson.stops)
+        missing = lf.missing_weights(lesson.weights)
+        checked = "checked live" if not missing else "not measurable here"
         print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})"
-              + (f", {claims} published claim{'s' * (claims != 1)} checked live" if claims else ""))
+              + (f", {claims} published claim{'s' * (claims != 1)} {checked}" if claims else ""))
+        if missing:
+            print(f"gpt2viz: warning: this lesson's numbers need {missing}, which this machine does not have",
+                  file=sys.stderr)
         return 0
     key = lf.server_key(os.environ)
     if key is None:
@@ -509,7 +514,11 @@ def lesson_export(lesson, a) -> int:
         raise UsageError(f"gpt2viz: error: --out {out} is a file, not a folder")
     from .lesson_site import export
 
-    done = export(lesson, out, a.base or "", lambda line: print(line, file=sys.stderr, flush=True))
+    if a.base and not a.base.startswith(("http://", "https://")):
+        raise UsageError(f"gpt2viz: error: --base {a.base[:80]!r} is not an http(s) address")
+    # each stop as it is drawn, to a person at a terminal only: otherwise the result line alone
+    progress = (lambda line: print(line, file=sys.stderr, flush=True)) if sys.stderr.isatty() else (lambda _: None)
+    done = export(lesson, out, a.base or "", progress)
     print(f"{out}: {len(done.files)} files, {done.bytes / 1e6:.1f} MB, written in {done.seconds:.1f} s "
           f"(open {out / 'index.html'})")
     return 0

@@ -17,8 +17,11 @@ from gpt2viz.spec.pages import BY_URL, DEFAULT
 from gpt2viz.teaching import lesson_text
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.lesson_draft import keep as keep_draft
+from gpt2viz.ui.lesson_draft import restore as restore_draft
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
 from gpt2viz.ui.site_download import site_download
+from gpt2viz.ui.text import plain
 from gpt2viz.ui.upload import read_once
 from gpt2viz.ui.visitor import visitor_address
 
@@ -41,7 +44,7 @@ st.markdown("A lesson is a path through the app for a class: the weights, one or
 
 
 def summary(lesson: lf.Lesson) -> None:
-    st.markdown(f"**{lesson.title}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
+    st.markdown(f"**{plain(lesson.title)}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
                 f"students may change: {', '.join(lesson.free) or 'nothing but the stop'}")
     st.dataframe([{"stop": i, "page": BY_URL[s.page].title, "mode": s.mode, "block": s.block, "head": s.head,
                    "note": s.note} for i, s in enumerate(lesson.stops, 1)], hide_index=True, width="stretch")
@@ -86,6 +89,7 @@ st.markdown("The lesson takes the sidebar's weights and text. For each stop, set
 WEIGHTS = {"random": lambda: random_weights,
            "demo": lambda: {"source": "demo"},
            "hf-cache": lambda: {"source": "hf-cache", "checkpoint": st.session_state.get("checkpoint", "")}}
+restore_draft()  # what the builder held when the lecturer left it, or what this page's address holds
 stops = st.session_state.setdefault(DRAFT, [])
 title = st.text_input("Title", max_chars=lf.MAX_TITLE, key="lesson_title", placeholder="Attention, step by step")
 text_b = st.text_input("Text B, for Compare and patch (optional)", max_chars=lf.MAX_TEXT, key="lesson_text_b")
@@ -131,6 +135,7 @@ set_here = (k for s in stops if isinstance(s.get("values"), dict) for k in s["va
 freeable = list(dict.fromkeys([*lf.CONTROLS, *set_here]))
 free = st.multiselect("Students may change", freeable, key="lesson_free",
                       help="every other control the lesson sets is shown but locked")
+keep_draft(stops)
 built = None
 if stops:
     # the page's own controls as one column, as the file writes them

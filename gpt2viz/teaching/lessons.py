@@ -351,6 +351,82 @@ def load(path: str | Path) -> Lesson:
     return loads(text, path.name)
 
 
+# ---------------------------------------------------------------------------- a lesson being built, in a URL
+# the builder's fields (views/lesson.py) a draft keeps, each with its cap; its stops as the builder holds them
+DRAFT_FIELDS = {"title": MAX_TITLE, "text_b": MAX_TEXT, "page": 40, "note": MAX_NOTE, "values": 300}
+
+
+def draft_token(draft: dict) -> str:
+    """The Lessons page's builder as a URL value (compact JSON, zlib, URL-safe base64): what a reload or
+    a copied address gives back. Longer than a link may be (MAX_TOKEN_CHARS): a LessonError."""
+    token = _b64(zlib.compress(json.dumps(draft, separators=(",", ":"), ensure_ascii=False).encode(), 9))
+    if len(token) > MAX_TOKEN_CHARS:
+        raise LessonError(f"the draft takes {len(token):,} characters in the address, at most {MAX_TOKEN_CHARS:,}")
+    return token
+
+
+def read_draft(token: str) -> tuple[dict, list[dict], int]:
+    """A builder URL value back: its fields (each a string within its cap, else left out), its stops
+    that a lesson takes (each checked as a lesson's stop) and how many it left out. One line if it is
+    too long or not a draft at all."""
+    if len(token) > MAX_TOKEN_CHARS:
+        raise LessonError(f"{len(token):,} characters, at most {MAX_TOKEN_CHARS:,}")
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(_unb64(token), MAX_JSON_BYTES)
+        if inflate.unconsumed_tail:
+            raise LessonError(f"more than {MAX_JSON_BYTES:,} bytes")
+        d = json.loads(raw)
+    except LessonError:
+        raise
+    except (ValueError, zlib.error):
+        raise LessonError("not a draft of this page") from None
+    if not isinstance(d, dict):
+        raise LessonError("not a draft of this page")
+    fields = {k: v for k, v in d.items() if k in DRAFT_FIELDS and isinstance(v, str) and len(v) <= DRAFT_FIELDS[k]}
+    free = d.get("free")
+    if isinstance(free, list) and len(free) <= 64 and all(isinstance(f, str) and len(f) <= 40 for f in free):
+        fields["free"] = free
+    given = d.get("stops") if isinstance(d.get("stops"), list) else []
+    stops = []
+    for s in given[:MAX_STOPS]:
+        try:
+            _stop(s, 0, None, None)
+        except (LessonError, TypeError, ValueError):
+            continue
+        stops.append(s)
+    return fields, stops, len(given) - len(stops)
+
+
+# ---------------------------------------------------------------------------- the weights, here
+def missing_weights(weights: dict, env=None) -> str | None:
+    """What of a lesson's weights this machine cannot load, and how to get it, in a clause ("the checkpoint
+    gpt2 (`python -m gpt2viz download gpt2` fetches it)"); None when it can. Random weights are always here."""
+    import os
+
+    from ..model.demo_recipe import DEMO_PATH
+    from ..model.weights import find_hf_checkpoints
+    from ..spec.serving import MODEL_DIRS, model_dirs
+
+    env = os.environ if env is None else env
+    source = weights["source"]
+    if source == "demo" and not DEMO_PATH.is_file():
+        return "the demo model (`python -m gpt2viz train-demo` writes it)"
+    name = weights.get("checkpoint")
+    if source == "hf-cache" and name not in [c.name for c in find_hf_checkpoints(env)]:
+        return f"the checkpoint {name} (`python -m gpt2viz download {name}` fetches it)"
+    if source == "folder" and weights["name"] not in model_dirs(env):
+        return f"the folder {weights['name']} (listed in {MODEL_DIRS})"
+    return None
+
+
+def weights_name(weights: dict) -> str:
+    """The weights as a lesson names them: "the checkpoint gpt2", "the demo model", "random gpt2 weights, seed 0"."""
+    return {"random": lambda: f"random {weights.get('model')} weights, seed {weights.get('seed')}",
+            "demo": lambda: "the demo model", "hf-cache": lambda: f"the checkpoint {weights.get('checkpoint')}",
+            "folder": lambda: f"the folder {weights.get('name')}"}[weights["source"]]()
+
+
 # ---------------------------------------------------------------------------- links
 def server_key(env) -> bytes | None:
     """The signing key from the environment; None when it is unset. A short key is refused."""

@@ -68,6 +68,13 @@ def page_of(cat: ComponentTree, cid: str) -> PageRow:
     return home(cid, {c.id: c.parent for c in cat})[0]
 
 
+def heading(cat: ComponentTree, cid: str) -> str:
+    """The page's h1: its component's title, or the menu's where that says more of the same (the menu's
+    "Tokens and embeddings" for the component "Embeddings"), so a page opens under the name it was chosen by."""
+    title, menu = cat[cid].title, page_of(cat, cid).title
+    return menu if title.lower() in menu.lower() else title
+
+
 def run_values(sel: Selection, mode: Mode) -> dict[str, int]:
     """B, T, P, L (and model symbols) of this text in `mode`."""
     n = max(len(sel.ids), 2 if mode is Mode.TRAINING else 1)
@@ -168,7 +175,7 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     badge = ":blue-badge[uses parameters]" if c.learned else ":gray-badge[parameter-free]"
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
-    st.title(c.title)
+    st.title(heading(cat, c.id))
     if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
         st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)

@@ -31,6 +31,7 @@ from ..teaching.lesson_text import place as place_text
 from . import present
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
+from .text import plain
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
@@ -109,6 +110,8 @@ def open_lesson() -> OpenLesson | None:
     else:
         lesson = None
     missing = lesson is not None and _missing_weights(lesson.weights)
+    if missing and token is not None:
+        unavailable(lesson)  # a student's link: the lesson's words, no page of other weights
     if missing:
         st.error(lesson_refused(*missing), icon=":material/error:")
         lesson = None
@@ -121,6 +124,23 @@ def open_lesson() -> OpenLesson | None:
     opened = OpenLesson(lesson, _stop_index(st.query_params.get("stop"), len(lesson.stops)), token)
     _pin(opened)
     return opened
+
+
+def unavailable(lesson: lf.Lesson) -> None:
+    """A signed lesson whose weights this server lacks: one line saying what its numbers need, then its
+    title, notes and claims as text (never as markup), and nothing else: no page of other weights."""
+    st.html("<style>[data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl'], "
+            "[data-testid='stExpandSidebarButton'] {display: none}</style>")  # no controls: nothing to set here
+    st.warning(f"This lesson's numbers need {lf.weights_name(lesson.weights)} on the lecturer's server, which "
+               "this server does not have: below are its notes without them.", icon=":material/cloud_off:")
+    st.header(plain(lesson.title), anchor=False)
+    for i, s in enumerate(lesson.stops, 1):
+        st.markdown(f"**Stop {i}: {BY_URL[s.page].title}**" + (f"  \n{plain(s.note)}" if s.note else ""))
+        for c in s.claims:
+            st.caption(f"Published: {plain(c['text'])} ({plain(c['citation'])}); not measured here.")
+        if s.question:
+            st.caption(f"Question: {plain(s.question['text'])}")
+    st.stop()
 
 
 def _missing_weights(weights: dict) -> tuple[str, str | None] | None:
@@ -191,7 +211,7 @@ def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
                        place=place(opened), note=carry_view(stop.note), link=_stop_link(opened, True))
     else:
         left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
-        left.markdown(f":material/school: **{opened.lesson.title}** · {place(opened)}"
+        left.markdown(f":material/school: **{plain(opened.lesson.title)}** · {place(opened)}"
                       + ("" if opened.token else " · opened from a file, in this session only"))
         if opened.i > 0:
             _stop_link(opened, False, back)("", "← back", opened.i - 1)
@@ -241,7 +261,7 @@ def back_offer() -> None:
         return  # not a lesson this server signed, or expired: no way back to offer
     i = _stop_index(raw, len(lesson.stops))
     back = escape(lf.href(lesson.stops[i].page, token, i, DEFAULT))
-    st.caption(f':material/school: Outside the lesson **{escape(lesson.title)}** · '
+    st.caption(f':material/school: Outside the lesson **{plain(lesson.title)}** · '
                f'<a href="{back}" target="_self">← back to the lesson, stop {i + 1}</a>', unsafe_allow_html=True)
 
 

@@ -33,6 +33,7 @@ from .teaching import site
 
 APP = APP_ROOT / "app.py"
 LOCAL = "_lesson_local"  # the session key of a lesson opened from a file (ui/lesson_view.py LOCAL)
+STATIC = "_static_export"  # the session flag that leaves a stop's question to the site (ui/vote_view.py STATIC)
 RECORD = "_page_record"  # the session key of what a page drew (ui/export.py)
 # buttons whose results a page computes only when clicked, clicked in this order
 COMPUTE = ("sweep_heads", "sweep_mlps", "attr_sweep", "run_patch")
@@ -181,6 +182,7 @@ def open_stop(lesson: lf.Lesson, i: int):
 
     at = AppTest.from_file(str(APP), default_timeout=RUN_SECONDS)
     at.session_state[LOCAL] = lesson
+    at.session_state[STATIC] = True  # the site writes a stop's question as a self-check of its own
     at.query_params["stop"] = str(i)
     at.switch_page(BY_URL[lesson.stops[i].page].file)
     return at.run()
@@ -252,9 +254,11 @@ def stop_page(lesson: lf.Lesson, i: int, base: str = "") -> site.StopPage:
     try:
         at = open_stop(lesson, i)
     except Exception as e:  # noqa: BLE001 - a page that cannot run headless is said on its stop page
-        return site.StopPage(title, s.note, "", (), cannot=f"{type(e).__name__}: {e}".splitlines()[0], live=live)
+        return site.StopPage(title, s.note, "", (), cannot=f"{type(e).__name__}: {e}".splitlines()[0], live=live,
+                             question=s.question)
     if at.exception:
-        return site.StopPage(title, s.note, "", (), cannot=at.exception[0].value.splitlines()[0], live=live)
+        return site.StopPage(title, s.note, "", (), cannot=at.exception[0].value.splitlines()[0], live=live,
+                             question=s.question)
     source = at.session_state[RECORD].source if RECORD in at.session_state else ""
     drawn, fixed = variants_of(at, lesson)
     variants, default = [], 0
@@ -265,13 +269,15 @@ def stop_page(lesson: lf.Lesson, i: int, base: str = "") -> site.StopPage:
         at.run()
         compute(at)
         if at.exception:
-            return site.StopPage(title, s.note, source, (), cannot=at.exception[0].value.splitlines()[0], live=live)
+            return site.StopPage(title, s.note, source, (), cannot=at.exception[0].value.splitlines()[0], live=live,
+                                 question=s.question)
         if values == {k: own[k] for k in values}:
             default = len(variants)
         variants.append(site.Variant(values, _main(at, lesson, i), _view(at)))
     if len(variants) > 1 and all(v.body == variants[0].body for v in variants):  # the page does not use them
         variants, default = [site.Variant({}, variants[default].body, variants[default].view)], 0
-    return site.StopPage(title, s.note, source, tuple(variants), tuple(fixed), live=live, default=default)
+    return site.StopPage(title, s.note, source, tuple(variants), tuple(fixed), live=live, default=default,
+                         question=s.question)
 
 
 def source_line(lesson: lf.Lesson) -> str:

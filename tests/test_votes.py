@@ -299,3 +299,40 @@ def test_a_stop_with_a_question_still_shows_when_the_database_is_down(monkeypatc
     said = " ".join(e.value for kind in ("markdown", "caption") for e in at.get(kind))
     assert "Which head?" in said and "The class vote is unavailable right now" in said
     assert len(at.get("plotly_chart")) >= 1  # the page's charts: nothing holds them back
+
+
+# ---------------------------------------------------------------------------- the static site's self-check
+def test_the_static_export_asks_each_question_as_a_self_check_with_no_request(tmp_path):
+    """`lesson export` writes a choice and a number question as a question with its answer folded under
+    it (escaped), the app's vote box not at all; opened from file://, the pages ask nothing of a network
+    and the answer shows once opened."""
+    import sys
+    from pathlib import Path
+
+    from gpt2viz.lesson_site import export
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from streamlit_server import chromium_for_tests, new_context
+
+    choice = CHOICE | {"text": "Which <b>head</b>?", "reveal": "after"}
+    lesson = lf.parse({"title": "Q", "weights": {"source": "random", "model": "tiny"}, "text": " people play",
+                       "stops": [{"page": "params", "question": choice}, {"page": "params", "question": NUMBER}]})
+    done = export(lesson, tmp_path / "site", "", lambda line: None)
+    pages = sorted(p for p in done.files if p.name.startswith("stop-"))
+    first, second = (p.read_text() for p in pages)
+    assert "Which &lt;b&gt;head&lt;/b&gt;?" in first and "<b>head</b>" not in first
+    assert "<summary>Show the answer</summary><p>The answer: B: 1.1." in first
+    assert "The answer: 589,824." in second and "Your answer: a number." in second
+    assert "class vote" not in first + second and "Send my answer" not in first + second
+    with chromium_for_tests() as browser:
+        context = new_context(browser, 1280, 720)
+        page = context.new_page()
+        asked = []
+        page.on("request", lambda r: asked.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+        page.goto(pages[0].as_uri())
+        assert not page.get_by_text("The answer: B: 1.1.").is_visible()
+        page.get_by_text("Show the answer").click()
+        assert page.get_by_text("The answer: B: 1.1.").is_visible()
+        page.goto(pages[1].as_uri())
+        context.close()
+    assert asked == []

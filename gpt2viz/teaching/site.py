@@ -62,6 +62,7 @@ class StopPage:
     cannot: str = ""  # why this page could not be exported (then variants may be empty)
     live: str = ""  # the address of this view in the live app, when a base URL was given
     default: int = 0  # the variant shown first: the lesson's own values
+    question: dict | None = None  # the stop's class question, written here as a self-check (no vote, no request)
 
 
 @dataclass
@@ -277,6 +278,7 @@ details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
 .switch button[aria-pressed=true]{background:#1c83e1;color:#fff;border-color:#1c83e1}
 .variant[hidden]{display:none}.diagram svg{max-width:100%;height:auto}
 ol.stops li{margin:.6rem 0}ol.stops p{margin:.1rem 0 .6rem}
+.question{border:1px solid #d5d8de;border-radius:6px;padding:.4rem 1rem;margin:1rem 0}
 """
 
 # each chart is drawn when its variant is first shown (a chart drawn hidden has no width); the variant
@@ -327,12 +329,30 @@ def _bar(site: Site, i: int, pages: Sequence[str]) -> str:
             f"{n} · {escape(site.stops[i].title)}</span>{back}{nxt}</nav>")
 
 
+def question_html(question: dict) -> str:
+    """A stop's class question as a self-check: the question and its choices, then the answer folded
+    (choose, then open it). Plain HTML: no script, no form, no request."""
+    if "choices" in question:
+        choices = "".join(f"<li>{escape(c)}</li>" for c in question["choices"])
+        asked = f'<ol class="choices" type="A">{choices}</ol>'
+        right = question["choices"][question["answer"]]
+        answer = f"{chr(ord('A') + question['answer'])}: {escape(right)}"
+    else:
+        asked = "<p>Your answer: a number.</p>"
+        tolerance = f" (within {question['tolerance']:,.6g})" if question["tolerance"] else ""
+        answer = f"{question['number']:,.6g}{tolerance}"
+    after = " The charts below show why." if question.get("reveal") == "after" else ""
+    return (f'<section class="question"><p><strong>Question:</strong> {escape(question["text"])}</p>{asked}'
+            f"<details><summary>Show the answer</summary><p>The answer: {answer}.{after}</p></details></section>")
+
+
 def stop_html(site: Site, i: int, pages: Sequence[str]) -> str:
     """Stop i's page: the bar (the lesson, the place, back and next), the note, the switch between its
     variants, each variant's drawing, and the way to the live app."""
     stop, base = site.stops[i], site.base
     charts: list[dict] = []
     parts = [f'<div class="note">{markdown(stop.note, base)}</div>' if stop.note else "",
+             question_html(stop.question) if stop.question else "",
              f'<p class="source">Numbers from: {escape(stop.source)}</p>']
     if stop.cannot:
         parts.append(f'<div class="alert warning">This page cannot be exported: {escape(stop.cannot)}</div>')

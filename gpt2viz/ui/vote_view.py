@@ -31,6 +31,7 @@ STUDENT_POLL_S = 2.0  # a student's view follows the lecturer's open, close and 
 LECTURER_POLL_S = 1.0  # the lecturer's count and spread
 RETRY_S = 10.0  # a database that failed is not asked again for this long (a student's poll must not wait on it)
 VOTES_PER_SECOND = 3  # one browser's votes, at most, in any second
+STATIC = "_static_export"  # session flag: the lesson export runs the stop (it writes the question itself)
 _failed: list[float] = [-RETRY_S]
 
 
@@ -97,7 +98,7 @@ def question_box(opened: OpenLesson | None) -> None:
     """At a stop with a question (from app.py, under the stop bar): the question, then the student's
     answer or the lecturer's round, each following the round on its period."""
     q = opened.stop.question if opened else None
-    if not q:
+    if not q or st.session_state.get(STATIC):
         return
     with st.container(border=True, key="class-vote"):
         st.markdown(":material/how_to_vote: **Question:** " + plain(q["text"]))

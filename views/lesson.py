@@ -97,6 +97,15 @@ cols = st.columns([2, 5])  # wide enough for a page title at 800 px; the button 
 page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title, key="lesson_page",
                          index=lf.PAGES.index("attention"))
 cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
+with st.expander("A question the class votes on at this stop (optional)", icon=":material/how_to_vote:"):
+    st.text_input("Question", max_chars=lf.MAX_QUESTION, key="lesson_q_text",
+                  placeholder="Which earlier token will the second 'play' attend to?")
+    st.text_area(f"Choices, one a line ({lf.MIN_CHOICES} to {lf.MAX_CHOICES}); none for a number answer",
+                 max_chars=lf.MAX_CHOICES * (lf.MAX_CHOICE + 1), key="lesson_q_choices", height=120)
+    st.text_input("The answer: the right choice's line (1, 2, ...), or the number", max_chars=24, key="lesson_q_answer")
+    st.text_input("A number answer's tolerance: how far from it still counts as right (0 if empty)", max_chars=24,
+                  key="lesson_q_tolerance")
+    st.selectbox("The stop's charts", lf.REVEALS, key="lesson_q_reveal")
 if page in lf.PAGE_VALUES:
     seen = seen_values(page)
     st.caption(f"{BY_URL[page].title}'s own controls as you left them on it: "
@@ -122,8 +131,15 @@ def add_stop() -> None:
             stop["values"] = json.loads(raw)
         except json.JSONDecodeError:
             stop["values"] = raw  # the lesson's check then names the field: stops[i].values
+    if ss.get("lesson_q_text", "").strip():
+        stop["question"] = lf.question_from_builder(ss["lesson_q_text"], ss.get("lesson_q_choices", ""),
+                                                    ss.get("lesson_q_answer", ""), ss.get("lesson_q_tolerance", ""),
+                                                    ss.get("lesson_q_reveal", lf.REVEALS[0]))
     stops.append(stop)
     ss["lesson_note"] = ss["lesson_values"] = ""
+    for key in ("lesson_q_text", "lesson_q_choices", "lesson_q_answer", "lesson_q_tolerance"):
+        ss[key] = ""
+    ss["lesson_q_reveal"] = lf.REVEALS[0]
 
 
 st.button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",

@@ -287,6 +287,30 @@ def _question(d, where: str) -> dict:
     return out
 
 
+REVEALS = ("shown at once", "hidden until the answer is revealed")  # the builder's words for `reveal`
+
+
+def question_from_builder(text: str, choices: str, answer: str, tolerance: str, reveal: str) -> dict:
+    """The Lessons page builder's question fields as a lesson file's `question`: choices one a line, the
+    answer the right one's line from 1 (or the number), the tolerance 0 when empty. What does not read as
+    a number is kept as typed, so that the lesson's check names the field (`stops[i].question.answer`)."""
+    def number(raw: str):
+        try:
+            return float(raw)
+        except ValueError:
+            return raw.strip()
+
+    lines = [c.strip() for c in choices.splitlines() if c.strip()]
+    out: dict = {"text": text.strip()}
+    if lines:
+        picked = number(answer)
+        out |= {"choices": lines, "answer": int(picked) - 1 if isinstance(picked, float) and picked.is_integer()
+                else picked}
+    else:
+        out |= {"number": number(answer), "tolerance": number(tolerance) if tolerance.strip() else 0.0}
+    return out | ({"reveal": "after"} if reveal == REVEALS[1] else {})
+
+
 def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
     where = f"stops[{i}]"
     _only(d, where, STOP_FIELDS)
@@ -353,7 +377,9 @@ def load(path: str | Path) -> Lesson:
 
 # ---------------------------------------------------------------------------- a lesson being built, in a URL
 # the builder's fields (views/lesson.py) a draft keeps, each with its cap; its stops as the builder holds them
-DRAFT_FIELDS = {"title": MAX_TITLE, "text_b": MAX_TEXT, "page": 40, "note": MAX_NOTE, "values": 300}
+DRAFT_FIELDS = {"title": MAX_TITLE, "text_b": MAX_TEXT, "page": 40, "note": MAX_NOTE, "values": 300,
+                "q_text": MAX_QUESTION, "q_choices": MAX_CHOICES * (MAX_CHOICE + 1), "q_answer": 24, "q_tolerance": 24,
+                "q_reveal": 40}
 
 
 def draft_token(draft: dict) -> str:

@@ -12,7 +12,9 @@ KEPT = "_lesson_builder"  # session key: the builder's fields as last drawn ({"t
 STOPS = "_lesson_draft_stops"  # session key: the stops added so far (views/lesson.py DRAFT)
 # the builder's fields by their draft names, and their widgets' keys
 WIDGETS = {"title": "lesson_title", "text_b": "lesson_text_b", "page": "lesson_page", "note": "lesson_note",
-           "values": "lesson_values", "free": "lesson_free"}
+           "values": "lesson_values", "free": "lesson_free", "q_text": "lesson_q_text",
+           "q_choices": "lesson_q_choices", "q_answer": "lesson_q_answer", "q_tolerance": "lesson_q_tolerance",
+           "q_reveal": "lesson_q_reveal"}
 
 
 def _from_address() -> dict | None:
@@ -46,7 +48,8 @@ def restore() -> None:
     freeable = {*lf.CONTROLS, *(k for s in ss.get(STOPS, []) if isinstance(s.get("values"), dict) for k in s["values"])}
     for name, key in WIDGETS.items():
         value = kept.get(name)
-        if key in ss or value is None or name == "page" and value not in lf.PAGES:
+        if key in ss or value is None or name == "page" and value not in lf.PAGES or \
+                name == "q_reveal" and value not in lf.REVEALS:
             continue
         ss[key] = [f for f in value if f in freeable] if name == "free" else value
 
@@ -55,7 +58,8 @@ def keep(stops: list[dict]) -> None:
     """After the builder's widgets: its fields into the session and, with its stops, into the address
     (left out of it, in one line, when longer than a link may be)."""
     ss = st.session_state
-    fields = {name: ss.get(key) for name, key in WIDGETS.items() if ss.get(key) not in (None, "", [])}
+    fields = {name: ss.get(key) for name, key in WIDGETS.items()
+              if ss.get(key) not in (None, "", [], lf.REVEALS[0])}  # a default says nothing
     ss[KEPT] = fields
     draft = fields | ({"stops": stops} if stops else {})
     if draft.keys() <= {"page"}:  # nothing typed or added yet

@@ -87,17 +87,41 @@ def test_a_wrong_answer_gets_a_hint_not_the_answer_and_a_second_try():
     assert "Hint:" in said and "One more try" in said and e.answer_text not in said
     assert not any(e.worked.splitlines()[0] in m.value for m in at.markdown)  # the working waits
     at = answer(at, e, wrong(e))
-    assert any(e.answer_text in x.value for x in at.error)
-    assert any(e.worked.splitlines()[0] in m.value for m in at.markdown)
+    assert any("Ask your lecturer" in x.value for x in at.error)
+    assert any(e.method.splitlines()[0] in m.value for m in at.markdown)  # the method, in symbols
+    assert not any(e.worked.splitlines()[-1] in m.value for m in at.markdown)  # "So the shape is **[...]**"
 
 
-def test_typing_the_revealed_answer_scores_nothing():
+def page_text(at) -> str:
+    """Everything the page shows as text: markdown, alerts, captions, expanders' labels."""
+    return " ".join(str(x.value) for kind in ("markdown", "error", "success", "warning", "info", "caption")
+                    for x in getattr(at, kind)) + " ".join(x.label for x in at.expander)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["shape", "count"])
+def test_two_wrong_tries_never_show_the_answer_so_a_new_tab_has_nothing_to_copy(which):
+    """The answer, shown after two wrong tries in one tab, scored as correct in a new tab: now no tab
+    ever shows it to a student who did not give it, and the new tab is a fresh attempt under the same rule."""
+    from gpt2viz.teaching import exercises as ex
+
+    e = ex.exercise_set(3, 2)[which]
+    first_tab = answer(answer(exercises_page(), e, wrong(e), which), e, wrong(e), which)
+    shown = page_text(first_tab)
+    assert e.answer_text not in shown and "Ask your lecturer" in shown
+    if e.kind == "params":
+        assert str(e.answer[0]) not in shown.replace(",", "")
+    new_tab = answer(exercises_page(), e, wrong(e), which)  # a fresh attempt: a hint, one more try
+    (said,) = [x.value for x in new_tab.error]
+    assert "Hint:" in said and "One more try" in said and e.answer_text not in page_text(new_tab)
+
+
+def test_an_answer_typed_after_the_last_try_scores_nothing():
     from gpt2viz.teaching import exercises as ex
 
     e = ex.exercise_set(3, 2)[0]
     at = answer(answer(exercises_page(), e, wrong(e)), e, wrong(e))
     assert "Score: 0 of 2" in score(at)
-    at = answer(at, e, e.answer_text)  # the replay: the answer just shown
+    at = answer(at, e, e.answer_text)  # an answer found elsewhere, typed after the last try
     assert "Score: 0 of 2" in score(at) and not at.success
     assert at.text_input(key=f"answer-{e.id}").disabled
 

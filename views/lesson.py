@@ -19,7 +19,7 @@ from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
 from gpt2viz.ui.site_download import site_download
 from gpt2viz.ui.upload import read_once
-from gpt2viz.ui.visitor import visitor_address
+from gpt2viz.ui.visitor import session_id, visitor_address
 
 PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
@@ -179,14 +179,15 @@ elif not st.session_state.get(LECTURER):
     with st.form("lecturer"):
         given = st.text_input("Lecturer password", type="password", max_chars=200, key="lecturer_password")
         if st.form_submit_button("Unlock signing", icon=":material/lock_open:"):
-            wait = password_guesses().wait()
+            who = {"session": session_id(), "address": visitor_address()}
+            wait = password_guesses().wait(**who)
             if wait:
-                st.error(f"Too many wrong passwords on this server: try again in {wait:.0f} s.", icon=":material/lock:")
+                st.error(f"Too many wrong passwords from here: try again in {wait:.0f} s.", icon=":material/lock:")
             elif hmac.compare_digest(given.encode(), password.encode()):
                 st.session_state[LECTURER] = True
                 st.rerun()
             else:
-                password_guesses().failed(visitor_address())
+                password_guesses().failed(**who)
                 time.sleep(1)  # a guess a second, per session
                 st.error("Wrong password.", icon=":material/lock:")
 else:

@@ -77,7 +77,7 @@ def server_key() -> bytes | None:
 
 @st.cache_resource
 def password_guesses() -> GuessLimit:
-    """Wrong lecturer passwords, counted over every session of this server (server/guesses.py)."""
+    """Wrong lecturer passwords, counted per session and per address (server/guesses.py)."""
     return GuessLimit(guesses_allowed())
 
 

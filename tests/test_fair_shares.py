@@ -119,7 +119,8 @@ def page(url: str, **params):
 
 
 @pytest.mark.parametrize("url,mode,cap", [("training", "training", 256), ("whatif", "full", 256),
-                                          ("heads", "full", 512), ("about", "full", 512)])
+                                          ("heads", "full", 512), ("about", "full", 512),
+                                          ("attribution", "full", 256)])
 def test_a_shared_server_runs_the_heavy_pages_on_the_start_of_a_long_text(server_address, url, mode, cap):
     server_address("0.0.0.0")
     at = page(url, model="tiny", mode=mode, text=long_text())

@@ -116,18 +116,20 @@ def held_stream(port: int, cookie: str | None) -> socket.socket:
 def test_one_browser_s_websocket_flood_leaves_its_classmates_behind_the_same_address_room(proxy):
     """400 websockets from one address locked everyone else behind a class's NAT address out. Now one
     browser (its cookie) holds at most 8; a classmate's browser on the same address still connects,
-    and so do 300 more; a client without a cookie shares 8 with the address's other cookieless ones."""
+    and so do 300 more; clients without a cookie, or with one nginx did not make, share 8 per address."""
     held = []
     try:
-        held += [held_stream(proxy.port, "flooder") for _ in range(8)]
+        flooder = "f" * 32  # an affinity key of the form nginx makes
+        held += [held_stream(proxy.port, flooder) for _ in range(8)]
         end = time.monotonic() + 60
         while proxy.replica.seen < 8 and time.monotonic() < end:
             time.sleep(0.05)
         assert proxy.replica.seen == 8
-        with held_stream(proxy.port, "flooder") as ninth:
+        with held_stream(proxy.port, flooder) as ninth:
             assert status_of(ninth) == "HTTP/1.1 503 Service Temporarily Unavailable"
-        held += [held_stream(proxy.port, f"classmate-{i}") for i in range(300)]  # one tab each, one address
-        held += [held_stream(proxy.port, None) for _ in range(8)]
+        held += [held_stream(proxy.port, f"{i:032x}") for i in range(300)]  # one tab each, one address
+        held += [held_stream(proxy.port, None) for _ in range(4)]
+        held += [held_stream(proxy.port, f"forged-{i}") for i in range(4)]  # not nginx's form: the address's 8
         while proxy.replica.seen < 316 and time.monotonic() < end:
             time.sleep(0.05)
         assert proxy.replica.seen == 316  # every classmate's websocket reached the app

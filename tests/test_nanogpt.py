@@ -146,7 +146,7 @@ def test_a_hostile_meta_pkl_is_refused_without_running(tmp_path, nano):
     with open(tmp_path / "meta.pkl", "wb") as f:
         pickle.dump({"vocab_size": 65, "itos": Hostile()}, f)
     save_like_train_py(nano, tmp_path / "ckpt.pt")
-    with pytest.raises(ConvertError, match="refused unread: it holds a STACK_GLOBAL opcode"):
+    with pytest.raises(ConvertError, match="refused without running it: it holds a STACK_GLOBAL opcode"):
         convert_nanogpt(tmp_path / "ckpt.pt", tmp_path / "out", tmp_path / "meta.pkl")
     # the command line says it in one line and exits 2
     r = subprocess.run([sys.executable, "-m", "gpt2viz", "convert", "nanogpt", str(tmp_path / "ckpt.pt"),

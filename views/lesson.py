@@ -2,7 +2,6 @@
 sidebar's weights and text and a sequence of stops, and sign its link once the lecturer's password is
 given (gpt2viz/teaching/lessons.py says what a lesson and its link are)."""
 
-import hmac
 import json
 import os
 import time
@@ -19,15 +18,21 @@ from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
 from gpt2viz.ui.lesson_draft import keep as keep_draft
 from gpt2viz.ui.lesson_draft import restore as restore_draft
-from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
+from gpt2viz.ui.lesson_view import (
+    LOCAL,
+    PASSWORD_ENV,
+    is_lecturer,
+    key_problem,
+    lecturer_form,
+    seen_values,
+    server_key,
+)
 from gpt2viz.ui.site_download import site_download
 from gpt2viz.ui.text import plain
 from gpt2viz.ui.upload import read_once
-from gpt2viz.ui.visitor import visitor_address
 
-PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
-DRAFT, LECTURER = "_lesson_draft_stops", "_lecturer"
+DRAFT = "_lesson_draft_stops"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # a link to them opens the student's own computer
 QR_PRESENTED_PX = 560
 
@@ -79,7 +84,7 @@ if opened is not None:
     with left:
         open_here(opened, "open_file")
     with right:
-        site_download(opened, "open_file", bool(st.session_state.get(LECTURER)))
+        site_download(opened, "open_file", is_lecturer())
 
 
 # ---------------------------------------------------------------------------- build one
@@ -178,7 +183,7 @@ if built is not None:
     with middle:
         open_here(built, "open_built")
     with right:
-        site_download(built, "open_built", bool(st.session_state.get(LECTURER)))
+        site_download(built, "open_built", is_lecturer())
 
 
 # ---------------------------------------------------------------------------- sign
@@ -197,20 +202,8 @@ if key is None:
 elif not password:
     st.info(f"Signing here needs a lecturer password: set `{PASSWORD_ENV}` on the server. Or sign on the "
             "server: `python -m gpt2viz lesson link FILE`.", icon=":material/lock:")
-elif not st.session_state.get(LECTURER):
-    with st.form("lecturer"):
-        given = st.text_input("Lecturer password", type="password", max_chars=200, key="lecturer_password")
-        if st.form_submit_button("Unlock signing", icon=":material/lock_open:"):
-            wait = password_guesses().wait()
-            if wait:
-                st.error(lesson_text.password_wait(wait), icon=":material/lock:")
-            elif hmac.compare_digest(given.encode(), password.encode()):
-                st.session_state[LECTURER] = True
-                st.rerun()
-            else:
-                password_guesses().failed(visitor_address())
-                time.sleep(1)  # a guess a second, per session
-                st.error("Wrong password.", icon=":material/lock:")
+elif not is_lecturer():
+    lecturer_form("lecturer", "Unlock signing")
 else:
     choices = {"the lesson opened above": opened, "the lesson built above": built}
     choices = {k: v for k, v in choices.items() if v is not None}

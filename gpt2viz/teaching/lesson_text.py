@@ -38,7 +38,7 @@ def shipped_lessons(n: int) -> str:
 
 
 def password_wait(seconds: float) -> str:
-    return f"Too many wrong passwords on this server: try again in {seconds:.0f} s."
+    return f"Too many wrong passwords from here: try again in {seconds:.0f} s."
 
 
 def link_length(n: int, until: str | None) -> str:

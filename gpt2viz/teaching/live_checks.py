@@ -177,3 +177,60 @@ def grade(check: LiveCheck, text: str) -> Grade:
         return Grade(None, f"Type {check.hint}.")
     ok = word.startswith("y") == check.answer
     return Grade(ok, "Right." if ok else "No, look again.")
+
+
+# ---------------------------------------------------------------------------- tries
+TRIES = 2  # as the exercises: a wrong answer gets a hint and another try; the answer itself is never told
+WHERE = {"count": "count the chips on the Tokens page, one a token",
+         "token": "the Output page's first bar is the top token; type it as shown there",
+         "probability": "read the first bar's probability on the Output page",
+         "head": "find the head on the page the question names, block by block as it says",
+         "block.head": "the Who wrote the answer page ranks every head's direct share of the logit",
+         "knock-out": "knock the head out on the What if page and compare the top token before and after"}
+
+
+@dataclass(frozen=True)
+class LiveAttempt:
+    """One live check in a session: readable answers so far, whether one was right, what was said."""
+    tries: int = 0
+    ok: bool = False
+    message: str = ""
+    worked: str = ""  # the worked answer: kept only once the student answered right
+
+    @property
+    def closed(self) -> bool:
+        return self.ok or self.tries >= TRIES
+
+
+def attempt(check: LiveCheck, before: LiveAttempt, result: Grade, worked: str, text: str) -> LiveAttempt:
+    """The check after this graded answer. A wrong one is told which way it is off (a hint), then, after
+    the last try, where to look and to ask the lecturer: never the answer. An unreadable answer
+    (result.ok None) and an answer to a closed check change nothing."""
+    if before.closed or result.ok is None:
+        return before
+    tries = before.tries + 1
+    if result.ok:
+        return LiveAttempt(tries, True, result.message, worked)
+    if tries < TRIES:
+        message = f"{result.message} Hint: {nudge(check, text)}. One more try."
+    else:
+        message = f"{result.message} Ask your lecturer, or look again: {WHERE.get(check.kind, 'the page it names')}."
+    return LiveAttempt(tries, False, message)
+
+
+def nudge(check: LiveCheck, text: str) -> str:
+    """Which way a wrong answer is off, without the answer: fewer or more, lower or higher, the block."""
+    given = text.strip().replace(",", "").replace(" ", "")
+    if check.kind == "count" and given.isdigit():
+        return f"your text has {'fewer' if int(given) > check.answer else 'more'} tokens than that"
+    if check.kind == "probability":
+        m = re.fullmatch(r"(\d*\.?\d+(?:[eE][-+]?\d+)?)(%?)", given)
+        if m:
+            p = float(m.group(1)) / (100 if m.group(2) else 1)
+            return f"the probability is {'lower' if p > check.answer else 'higher'} than that"
+    if check.kind == "block.head":
+        m = re.fullmatch(r"(\d+)[.,](\d+)", given)
+        if m:
+            right_block = int(m.group(1)) == check.answer[0]
+            return "the block is right, the head is another" if right_block else "the head is in another block"
+    return WHERE.get(check.kind, "look again at the page the question names")

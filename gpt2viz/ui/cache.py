@@ -42,6 +42,15 @@ LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
 MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
 CORES = os.cpu_count() or 1
 MAX_RUNS = max(2, CORES)  # runs computing at once: side by side, a run takes one core (run_threads)
+# a run of a text longer than this is heavy whatever its bytes (TraceCache: heavy runs hold all but
+# one slot): the heavy pages' capped runs (256-512 tokens) have small estimates, and two tabs on
+# them took both slots of a 2-core server, so a third student's short view waited 15-22 s
+LIGHT_TOKENS = 128
+
+
+def heavy_for(n_tokens: int) -> bool | None:
+    """True for a run of a long text; None: the trace cache decides by the run's estimate."""
+    return True if n_tokens > LIGHT_TOKENS else None
 THREADS_ENV = "GPT2VIZ_THREADS"
 
 
@@ -406,7 +415,7 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
         host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
         return here() if host is None else host.get_or_run(key, here, weights.model)
     return cache.get_or_compute(key, compute, estimate=run_bytes(weights, len(ids), mode, names),
-                                evict_first=not shared, progress=progress)
+                                evict_first=not shared, progress=progress, heavy=heavy_for(len(ids)))
 
 
 def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None, estimate: int,
@@ -456,7 +465,7 @@ def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, 
         trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout,
                     progress=_steps(progress))
         return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
-    return cache.get_or_compute(key, compute, estimate=estimate, progress=progress)
+    return cache.get_or_compute(key, compute, estimate=estimate, progress=progress, heavy=heavy_for(len(ids)))
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

@@ -8,7 +8,7 @@ from ..analysis.experiments import EXPERIMENTS, TEMPERATURE_CHOICES, Experiment,
 from ..model.tokenizer import readable, readable_tokens
 from ..spec.schema import Mode
 from .anatomy import plot, side_by_side
-from .cache import run_bytes, trace_cache
+from .cache import heavy_for, run_bytes, trace_cache
 from .state import Selection, locked
 from .text import plain
 
@@ -51,7 +51,7 @@ def outcome(e: Experiment, sel: Selection) -> Outcome:
     with st.spinner(f"Running {sel.config.name} with and without the change…"):
         return trace_cache().get_or_compute(
             key, lambda: e.measure(sel.weights.model, sel.ids, sel.mode, sel.block, sel.head),
-            estimate=2 * run_bytes(sel.weights, len(sel.ids), sel.mode, ("logits",)))
+            estimate=2 * run_bytes(sel.weights, len(sel.ids), sel.mode, ("logits",)), heavy=heavy_for(len(sel.ids)))
 
 
 def answer(e: Experiment, sel: Selection, predicted: str) -> None:

@@ -9,9 +9,11 @@ free are declared disabled (ui/state.py `locked`). A signed link's next and back
 next and back switch pages within it.
 """
 
+import hmac
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 from html import escape
 
@@ -26,12 +28,13 @@ from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
 from ..teaching.claim_text import claim_reading
-from ..teaching.lesson_text import lesson_refused, missing_weights
+from ..teaching.lesson_text import lesson_refused, missing_weights, password_wait
 from ..teaching.lesson_text import place as place_text
 from . import present
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
 from .text import plain
+from .visitor import session_id, visitor_address
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
@@ -79,9 +82,37 @@ def server_key() -> bytes | None:
     return None
 
 
+PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"  # the lecturer's password: signing links, running the class vote
+LECTURER = "_lecturer"  # the session's flag once the lecturer password was given
+
+
+def is_lecturer() -> bool:
+    return bool(st.session_state.get(LECTURER))
+
+
+def lecturer_form(key: str, button: str) -> None:
+    """The lecturer password in a form; right, it makes this session the lecturer's (a rerun). Wrong
+    guesses are counted per session and per address (server/guesses.py), one a second per session."""
+    password = os.environ.get(PASSWORD_ENV, "")
+    with st.form(key):
+        given = st.text_input("Lecturer password", type="password", max_chars=200, key=f"{key}_password")
+        if st.form_submit_button(button, icon=":material/lock_open:"):
+            who = {"session": session_id(), "address": visitor_address()}
+            wait = password_guesses().wait(**who)
+            if wait:
+                st.error(password_wait(wait), icon=":material/lock:")
+            elif password and hmac.compare_digest(given.encode(), password.encode()):
+                st.session_state[LECTURER] = True
+                st.rerun()
+            else:
+                password_guesses().failed(**who)
+                time.sleep(1)  # a guess a second, per session
+                st.error("Wrong password.", icon=":material/lock:")
+
+
 @st.cache_resource
 def password_guesses() -> GuessLimit:
-    """Wrong lecturer passwords, counted over every session of this server (server/guesses.py)."""
+    """Wrong lecturer passwords, counted per session and per address (server/guesses.py)."""
     return GuessLimit(guesses_allowed())
 
 

@@ -8,7 +8,6 @@ the spread, updating on a period, and the buttons. Both follow the round's state
 with one line where the vote would be.
 """
 
-import hmac
 import os
 import time
 from collections import deque
@@ -21,12 +20,9 @@ from ..server import votes
 from ..server.voter import COOKIE, check
 from ..server.votes import Refused, Store, Unavailable
 from ..teaching.votes_text import answers_line, my_vote_line, rounds_line, spread_line
-from .lesson_view import OpenLesson, password_guesses, server_key
+from .lesson_view import PASSWORD_ENV, OpenLesson, is_lecturer, lecturer_form, server_key
 from .text import plain
-from .visitor import visitor_address
 
-LECTURER = "_lecturer"  # the session's flag once the lecturer password was given (views/lesson.py sets it too)
-PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"  # as views/lesson.py
 STUDENT_POLL_S = 2.0  # a student's view follows the lecturer's open, close and reveal within this
 LECTURER_POLL_S = 1.0  # the lecturer's count and spread
 RETRY_S = 10.0  # a database that failed is not asked again for this long (a student's poll must not wait on it)
@@ -72,10 +68,6 @@ def voter() -> str | None:
     except Exception:  # noqa: BLE001 - no request context (a bare run)
         return None
     return check(value, server_key())
-
-
-def is_lecturer() -> bool:
-    return bool(st.session_state.get(LECTURER))
 
 
 def _round(opened: OpenLesson):
@@ -205,19 +197,6 @@ def _lecturer_panel(opened: OpenLesson, shown: bool) -> None:
 
 def _unlock() -> None:
     """The lecturer password, folded: it turns this view into the lecturer's."""
-    password = os.environ.get(PASSWORD_ENV, "")
-    if not password:
-        return
-    with st.expander("Lecturer: run the class vote"), st.form("vote-lecturer", border=False):
-        given = st.text_input("Lecturer password", type="password", max_chars=200)
-        if st.form_submit_button("Unlock", icon=":material/lock_open:"):
-            wait = password_guesses().wait()
-            if wait:
-                st.error(f"Too many wrong passwords on this server: try again in {wait:.0f} s.")
-            elif hmac.compare_digest(given.encode(), password.encode()):
-                st.session_state[LECTURER] = True
-                st.rerun()
-            else:
-                password_guesses().failed(visitor_address())
-                time.sleep(1)
-                st.error("Wrong password.")
+    if os.environ.get(PASSWORD_ENV):
+        with st.expander("Lecturer: run the class vote"):
+            lecturer_form("vote-lecturer", "Unlock")

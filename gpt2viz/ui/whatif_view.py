@@ -30,7 +30,7 @@ from ..spec.schema import Mode
 from ..teaching import whatif_text as say
 from ..teaching.prompts import DEMO_REPEAT
 from .anatomy import plot, text_notes
-from .cache import get_trace, records_everything, run_bytes, trace_cache
+from .cache import get_trace, heavy_for, records_everything, run_bytes, trace_cache
 from .caps import sweep_refused
 from .state import Selection, default_text_b, locked, number
 from .text import code_span
@@ -170,7 +170,8 @@ def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Kn
     with working(say.running_knocked(target.block, sel.config.n_layer - 1, target.label)) as progress:
         return trace_cache().get_or_compute(
             key, lambda: knockout_from(sel.weights.model, clean, target, method, everywhere, progress.step),
-            progress=progress, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, ("logits",)))
+            progress=progress, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, ("logits",)),
+            heavy=heavy_for(len(sel.ids)))
 
 
 def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) -> torch.Tensor:
@@ -181,7 +182,8 @@ def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) 
     with working(say.unembedding(len(sel.ids))):
         return trace_cache().get_or_compute(
             key, lambda: Grid(loss_from(sel.weights.model, knocked.final, sel.ids)),
-            estimate=run_bytes(sel.weights, min(len(sel.ids), 256), Mode.FULL, ("logits",))).values
+            estimate=run_bytes(sel.weights, min(len(sel.ids), 256), Mode.FULL, ("logits",)),
+            heavy=heavy_for(len(sel.ids))).values
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:

@@ -30,11 +30,10 @@ from ..teaching import lessons as lf
 from ..teaching.claim_text import claim_reading
 from ..teaching.lesson_text import lesson_refused, missing_weights, password_wait
 from ..teaching.lesson_text import place as place_text
-from . import present
+from . import present, visitor
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
 from .text import plain
-from .visitor import session_id, visitor_address
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
@@ -97,7 +96,7 @@ def lecturer_form(key: str, button: str) -> None:
     with st.form(key):
         given = st.text_input("Lecturer password", type="password", max_chars=200, key=f"{key}_password")
         if st.form_submit_button(button, icon=":material/lock_open:"):
-            who = {"session": session_id(), "address": visitor_address()}
+            who = {"session": visitor.session_id(), "address": visitor.visitor_address()}  # looked up at the call
             wait = password_guesses().wait(**who)
             if wait:
                 st.error(password_wait(wait), icon=":material/lock:")

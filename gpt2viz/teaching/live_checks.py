@@ -86,14 +86,14 @@ def head_check(ids, patterns: torch.Tensor, block: int, key: str, random: bool) 
         question = (f"Which head of block {block} has the highest previous-token score on your text? (Head finder, "
                     "previous-token tab. These weights are random: no head has a stripe, the heads differ by chance.)")
         worked = (f"Head **{best}** by chance, and any head within {HEAD_TIE:.0%} of it counts ("
-                  + ", ".join(str(h) for h in tied) + f"): from position 2 on, {listed}.")
+                  + ", ".join(str(h) for h in tied) + f"): on average from position 2 on, {listed}.")
     else:
         question = (f"Which head of block {block} attends most to the previous token on your text? (Attention page: "
                     "the stripe right below the diagonal.)")
         worked = (f"Head **{best}**" + (f" (or {', '.join(str(h) for h in tied if h != best)}: within {HEAD_TIE:.0%})"
                                         if len(tied) > 1 else "")
-                  + f": from position 2 on, {scores[best]:.0%} of each position's attention goes to the token just "
-                  f"before it ({listed}).")
+                  + f": on average from position 2 on, {scores[best]:.0%} of a position's attention goes to the token "
+                  f"just before it ({listed}).")
     return LiveCheck(f"{key}:prev{block}", question, "head", best, worked, f"a head number from 0 to {len(scores) - 1}",
                      top=len(scores), accept=tied)
 

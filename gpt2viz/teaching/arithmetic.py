@@ -79,3 +79,7 @@ def enough(prints: Callable[[int], str], least: int = 2, most: int = 9) -> str:
         if all(holds(e, r) for e, r in equations(text)):
             return text
     return text
+
+
+NOT_SENTENCES = (fmt, term,  # a number's digits
+                 enough)  # prints a worked example's equation (the sentence is the notices' *_worked)

@@ -164,3 +164,6 @@ def grade(check: LiveCheck, text: str) -> Grade:
         return Grade(None, f"Type {check.hint}.")
     ok = word.startswith("y") == check.answer
     return Grade(ok, "Right." if ok else "No, look again.")
+
+
+SENTENCES = (checks, head_check, writer_check, knockout_check, grade_knockout, grade, powers_of_ten)

@@ -484,3 +484,11 @@ def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: to
     return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
             f"{arithmetic.enough(prints, 2)}. Norms do not add: two updates pointing different ways lengthen the "
             "sum by less than their own lengths.")
+
+
+SENTENCES = (attention_notice, mlp_notice, residual_notice, output_notice, temperature_notice, layernorm_notice,
+             layernorm_why, tokens_notice, attention_intuition, mlp_intuition, updates_notice, not_root_n,
+             attention_worked, output_worked, mlp_worked, layernorm_worked, block_worked)
+NOT_SENTENCES = (fixed,  # a number's digits, no sentence
+                 weights_kind,  # "random", "demo" or "trained": a label the sentences branch on
+                 token_kind)  # a token's class, which tokens_notice counts

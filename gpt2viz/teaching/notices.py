@@ -27,6 +27,7 @@ weights, texts, modes and temperatures and checks them):
 """
 
 import math
+from collections import Counter
 
 import torch
 
@@ -356,8 +357,7 @@ def not_root_n(block: int | None, tokens) -> str:
     """Why a row's average is not 1/√n as long: in block 0 (its input the embeddings alone) a repeated
     token, or chance; in a later block, streams that already hold averages of earlier positions."""
     if block == 0 and tokens is not None:
-        counts = {t: list(tokens).count(t) for t in tokens}
-        token, n = max(counts.items(), key=lambda kv: kv[1])
+        token, n = Counter(tokens).most_common(1)[0]
         if n > 1:
             return (f"the values a row averages are not independent here, because this text repeats tokens "
                     f"({token!r} {n} times), and copies of one token share its embedding row, so their values lean "

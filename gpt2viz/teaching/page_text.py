@@ -88,8 +88,9 @@ def run_too_large(n_tokens: int, mode: str, need: str, budget: str, longest: int
     if others:
         ways.append(f"the {' or '.join(others)} mode at this length")
     ways.append("another page")
-    return (f"This page's run of {n_tokens:,} tokens in {mode} mode needs about {need}, more than the {budget} this "
-            f"server gives one run. What fits: {', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
+    return (f"This page's run of {n_tokens:,} token{'s' * (n_tokens != 1)} in {mode} mode needs about {need}, more "
+            f"than the {budget} this server gives one run. What fits: "
+            f"{', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
 
 
 def mask_subtitle(still: float) -> str:

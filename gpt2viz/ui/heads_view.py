@@ -23,7 +23,7 @@ LABELS = {key.replace("_", " "): key for key in heads.SCORES}
 MAP_HEIGHT = 260  # px at the least: a map of 2 blocks keeps a readable colour bar
 
 
-def scores(sel: Selection) -> tuple[list[dict], list]:
+def scores(sel: Selection) -> tuple[list[dict], "Patterns"]:
     """Every head's scores on this text from one full run (the shared trace in the trace cache,
     scored once per trace), and the run's patterns (one [nh, T, T] per block: a job is named from the
     leading head's own positions); stops the page, saying why, when there is nothing to score."""
@@ -40,8 +40,18 @@ def scores(sel: Selection) -> tuple[list[dict], list]:
     text_notes(sel)
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in full mode and scoring every head…") as p:
         trace = get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, heads.PATTERNS, progress=p)
-        rows = trace.memo("head finder", lambda: heads.score_trace(trace))
-        return rows, [trace.get("attn.pattern", b)[0] for b in range(sel.config.n_layer)]
+        return trace.memo("head finder", lambda: heads.score_trace(trace)), Patterns(trace)
+
+
+class Patterns:
+    """A run's attention patterns by block, [nh, T, T] each, read only when asked for (the finder's
+    notice reads the leading head's block)."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __getitem__(self, block: int):
+        return self.trace.get("attn.pattern", block)[0]
 
 
 def repeat_offer(sel: Selection) -> None:
@@ -58,7 +68,7 @@ def head_link(row: dict, label: str) -> str:
     return anchor(label, "attention", block=row["block"], head=row["head"], mode="full")
 
 
-def maps(sel: Selection, rows: list[dict], patterns: list) -> None:
+def maps(sel: Selection, rows: list[dict], patterns: Patterns) -> None:
     """One tab per score: its block × head map, what to notice, and links to its top three heads."""
     cfg, kind = sel.config, weights_kind(sel.weights)
     blocks, cols = [f"block {b}" for b in range(cfg.n_layer)], [f"head {h}" for h in range(cfg.n_head)]

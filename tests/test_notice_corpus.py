@@ -73,6 +73,7 @@ TEXTS = {
     "Russian": "Москва — столица России. Сегодня хорошая погода.",
     "paragraph": PARAGRAPH,
 }
+LATER = ("period 3", "demo repeat", "digits", "German", "Japanese", "Russian", "paragraph")
 SEED_3 = ("2 tokens", "3 tokens", "period 2", "period 3", "demo repeat", "digits", "Japanese", "paragraph")
 LONG = "1024 tokens"
 MODES = tuple(Mode)
@@ -125,8 +126,11 @@ def cases():
     for weights in ("gpt2", "tiny", "demo"):
         for text in TEXTS:
             for mode in MODES:
-                if not (mode is Mode.TRAINING and text == "1 token"):  # training predicts a next token: 2 or more
-                    yield weights, text, mode
+                if mode is Mode.TRAINING and text == "1 token":  # training predicts a next token: 2 or more
+                    continue
+                if weights == "gpt2" and text in LATER and mode in (Mode.TRAINING, Mode.PREFILL):
+                    continue  # gpt2's backward and its prefill (full's numbers) on these: tiny and demo cover them
+                yield weights, text, mode
     for mode in MODES:
         yield "tiny", LONG, mode
     yield "gpt2", LONG, Mode.FULL

@@ -234,6 +234,8 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
             assert f"is {bar.x[0]} ({bar.y[0]:.2f})" in lines[1], (lines[1], bar.x[0], bar.y[0])
         negative = float((pre < 0).double().mean())
         assert lines[0].startswith(f"{negative:.0%} of the {pre.numel():,} pre-activations")
+        if kind == "random":  # "symmetric around 0, so about half are negative"
+            assert "about half are negative" in lines[-1] and 0.4 <= negative <= 0.6, (negative, lines[-1])
 
     # Block: the numbers of the updates notice are the two charts' bars
     if T > 1:
@@ -369,6 +371,8 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
                 assert (again.answer, again.accept) == (asked[-1].answer, asked[-1].accept)
         other_sentences(model, trace, ids, kind, text, said)
 
+    assert not [line for line in said if "each position's attention" in line]  # M1: scores are means
+
     # Worked examples: every equation holds at its printed precision; each page's numbers for one
     # quantity agree with each other and with its charts (built as the pages build them, on short texts)
     pages, figures, worked = page_texts(model, trace, ids, mode, kind, probs, tokens, labels, norms)
@@ -383,7 +387,6 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
     if kind == "random":
         claims = [line for line in said if JOB_CLAIM.search(line)]
         assert not claims, claims
-    assert not [line for line in said if "each position's attention" in line]  # M1: scores are means
 
 
 def other_sentences(model, trace, ids, kind: str, text: str, said: list[str]) -> None:
@@ -474,6 +477,7 @@ def attention_sentences_keep_their_quantifiers(lines: list[str], T: int, offset:
     for row in re.findall(r"row (\d+)", text):
         assert int(row) < T, (row, T, lines)
     assert "each position's" not in text, lines
+    assert "Each row" not in text, lines  # a mean entropy says nothing of each row
 
 
 CONTRACTIONS = (b"'s", b"'t", b"'re", b"'ve", b"'m", b"'ll", b"'d")

@@ -125,12 +125,12 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
 def _pattern_shape(s) -> str:
     """What a pattern is, without saying what it is for: how even its rows are, and the previous- and
     first-token shares where the text scores them."""
-    spread = ("nearly evenly: row i gives each of its i + 1 keys about 1/(i + 1)" if s.entropy >= 0.9
+    spread = ("nearly evenly, close to 1/(i + 1) on each of row i's i + 1 keys" if s.entropy >= 0.9
               else "over several keys" if s.entropy >= 0.5 else "")
-    verb = f"spreads its attention {spread}" if spread else "concentrates its attention on a few keys"
-    shares = (f"; {s.previous_token:.0%} goes to the token just before and {s.first_token:.0%} to the first token, "
-              "from position 2 on" if s.previous_token is not None else "")
-    return (f"Each row {verb} (its entropy is {s.entropy:.2f} of an even row's: 1 is "
+    verb = f"spread their attention {spread}" if spread else "concentrate their attention on a few keys"
+    shares = (f"; on average from position 2 on, {s.previous_token:.0%} goes to the token just before and "
+              f"{s.first_token:.0%} to the first token" if s.previous_token is not None else "")
+    return (f"On average its rows {verb} (their mean entropy is {s.entropy:.2f} of an even row's: 1 is "
             f"perfectly even, 0 all on one key){shares}.")
 
 

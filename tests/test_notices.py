@@ -135,11 +135,16 @@ def test_the_block_notice_states_one_over_root_n_only_where_the_run_obeys_it():
     block 11 1.24-fold: no rule, and why not."""
     mlp = torch.tensor([2.0, 1.9, 2.1, 2.0])
     obeys = notices.updates_notice(torch.tensor([1.9, 1.4, 1.1, 0.95]), mlp, "random")
-    assert "1.90 at the first position and 0.95 at the last" in obeys[0] and "between 1.90 and 2.10" in obeys[0]
+    assert "1.90 at the first position and 0.95 at the last" in obeys[0] and "ranges from 1.90 to 2.10" in obeys[0]
     assert "1/√n as long: √4 = 2.00" in obeys[1] and "2.00 times" in obeys[1]
     breaks = notices.updates_notice(torch.tensor([1.6, 1.0, 0.8, 0.55]), mlp, "random")
     assert "1/√n as long:" not in breaks[1] and "2.91 times the last's, not √4 = 2.00" in breaks[1]
     assert len(notices.updates_notice(mlp, mlp, "trained")) == 1
+    # block 0 reads the embeddings alone: no earlier averages; a repeated token is why, or chance
+    repeats = notices.updates_notice(torch.tensor([1.6, 1.0, 0.8, 0.55]), mlp, "random", 0, ["␣the"] * 3 + ["␣a"])
+    assert "('␣the' 3 times)" in repeats[1] and "already holds averages" not in repeats[1]
+    chance = notices.updates_notice(torch.tensor([1.6, 1.0, 0.8, 0.55]), mlp, "random", 0, ["a", "b", "c", "d"])
+    assert "by chance" in chance[1] and "already holds averages" not in chance[1]
 
 
 def demo_patterns(text: str):
@@ -184,7 +189,7 @@ def test_a_period_two_repeat_gives_no_induction_score():
     for b, h, pattern in patterns:
         lines = notices.attention_notice(pattern, ids, 0, "demo", b, h)
         assert not any("induction head:" in line for line in lines), (b, h, lines)
-        assert any("only one or two apart" in line for line in lines)
+        assert any("only one or two positions after" in line for line in lines)
 
 
 # ---------------------------------------------------------------------------- worked examples

@@ -125,7 +125,7 @@ def test_smaller_corrections():
 
 def test_modes_text_counts_every_key_of_the_full_pass():
     from gpt2viz.spec.config import get_config
-    from gpt2viz.ui.modes_view import why_decode_is_cheap
+    from gpt2viz.teaching.page_text import why_decode_is_cheap
 
     said = why_decode_is_cheap(get_config("gpt2"), 10)
     assert "up to" not in said and "10 keys each" in said and "masks" in said

@@ -136,3 +136,7 @@ def enough(prints: Callable[[Sheet], str], least: int = 2, most: int = 9) -> str
         if not sheet.misses:
             return text
     return text
+
+
+NOT_SENTENCES = (fmt, term,  # a number's digits
+                 enough)  # prints a worked example's equation (the sentence is the notices' *_worked)

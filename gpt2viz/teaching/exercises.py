@@ -304,3 +304,7 @@ def handout(exercises: list[Exercise], answers: bool = True, title: str = "GPT-2
             lines += [f"**Answer:** {ex.answer_text}", "", ex.worked, ""]
     return "\n".join(lines)
 
+
+SENTENCES = (shape_exercise, params_exercise, params_question, check, hint, answer)
+NOT_SENTENCES = (handout,  # the set laid out as HTML: its sentences are shape_exercise's and params_exercise's
+                 exercise_set)  # draws exercises: the same functions write them

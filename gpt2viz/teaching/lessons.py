@@ -525,3 +525,6 @@ def qr_svg(link: str) -> str:
 
     svg = segno.make(link, error="m").svg_inline(scale=6, border=4, light="#fff")
     return svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)  # a file of its own, e.g. an image
+
+
+NOT_SENTENCES = (sign, digest, href, qr_svg)  # a lesson's signed token, digest, link and QR code: no sentence

@@ -87,14 +87,14 @@ def head_check(ids, patterns: torch.Tensor, block: int, key: str, random: bool) 
         question = (f"Which head of block {block} has the highest previous-token score on your text? (Head finder, "
                     "previous-token tab. These weights are random: no head has a stripe, the heads differ by chance.)")
         worked = (f"Head **{best}** by chance, and any head within {HEAD_TIE:.0%} of it counts ("
-                  + ", ".join(str(h) for h in tied) + f"): from position 2 on, {listed}.")
+                  + ", ".join(str(h) for h in tied) + f"): on average from position 2 on, {listed}.")
     else:
         question = (f"Which head of block {block} attends most to the previous token on your text? (Attention page: "
                     "the stripe right below the diagonal.)")
         worked = (f"Head **{best}**" + (f" (or {', '.join(str(h) for h in tied if h != best)}: within {HEAD_TIE:.0%})"
                                         if len(tied) > 1 else "")
-                  + f": from position 2 on, {scores[best]:.0%} of each position's attention goes to the token just "
-                  f"before it ({listed}).")
+                  + f": on average from position 2 on, {scores[best]:.0%} of a position's attention goes to the token "
+                  f"just before it ({listed}).")
     return LiveCheck(f"{key}:prev{block}", question, "head", best, worked, f"a head number from 0 to {len(scores) - 1}",
                      top=len(scores), accept=tied)
 
@@ -234,3 +234,7 @@ def nudge(check: LiveCheck, text: str) -> str:
             right_block = int(m.group(1)) == check.answer[0]
             return "the block is right, the head is another" if right_block else "the head is in another block"
     return WHERE.get(check.kind, "look again at the page the question names")
+
+
+SENTENCES = (checks, head_check, writer_check, knockout_check, grade_knockout, grade, powers_of_ten,
+             attempt, nudge)

@@ -27,12 +27,14 @@ weights, texts, modes and temperatures and checks them):
 """
 
 import math
+from collections import Counter
 
 import torch
 
-from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores, job_sentence, no_induction
+from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores
 from . import arithmetic
 from .arithmetic import fmt, gelu, term
+from .head_notices import cannot_tell, job_sentence, no_induction, shares, tells_previous_token
 
 # The question a learner brings to each component page, by component id: one line.
 QUESTIONS = {
@@ -74,19 +76,26 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
     T, L = pattern.shape
     s = head_scores(pattern, ids, offset)
     lines = []
-    if T == 1:
+    if offset:  # decode: one new row against the cache (L = offset + 1 ≥ 2 keys)
         top = int(pattern[0].argmax())
-        lines.append(f"Decode computes one row: the new token reads all {L} keys, the cached ones and its own, "
-                     f"and gives the most weight, {float(pattern[0, top]):.0%}, to key {top}. Switch to full "
+        lines.append(f"Decode computes one row: the new token reads all {L} keys, the {offset} cached ones and its "
+                     f"own, and gives the most weight, {float(pattern[0, top]):.0%}, to key {top}. Switch to full "
                      "sequence to see every position's row and the stripes a head draws.")
+    elif T == 1:
+        lines.append("A text of one token: its one row reads only itself, with weight 1. Type more words to see a "
+                     "pattern.")
     else:
         lines.append("The grey upper triangle is the causal mask: a position never reads a later one.")
     named = False
     if kind != "random":  # on random weights nothing is learned: no job to name
         for key in ("previous_token", "induction", "first_token"):
             value = getattr(s, key)
-            if s.shows(key):
-                lines.append(f"**{JOBS[key][0].upper() + JOBS[key][1:]}:** {job_sentence(key, value)}.")
+            if s.shows(key) and key == "previous_token" and not tells_previous_token(pattern, ids, offset):
+                lines.append(cannot_tell(pattern, ids, offset))  # a period-2 repeat: an induction head looks there too
+                named = True
+            elif s.shows(key):
+                lines.append(f"**{JOBS[key][0].upper() + JOBS[key][1:]}:** "
+                             f"{job_sentence(key, shares(pattern, ids, key, offset))}.")
                 named = True
             elif value is not None and value >= THRESHOLDS[key]:
                 n = s.repeats if key == "induction" else s.rows
@@ -95,9 +104,11 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
     if not named and T > 1:
         lines.append(_pattern_shape(s))
     if kind == "random":
-        if s.rows < MIN_ROWS and T > 1:
-            lines.append("On a text this short an even split already gives key 0 half of row 1 and a third of row "
-                         "2, so a large share there says nothing about the head.")
+        if s.rows < MIN_ROWS and T > 1 and not offset:
+            even = ["half of row 1", "a third of row 2", "a quarter of row 3"][:T - 1]
+            split = even[0] if len(even) == 1 else ", ".join(even[:-1]) + " and " + even[-1]
+            lines.append(f"On a text this short an even split already gives key 0 {split}, so a large share there "
+                         "says nothing about the head.")
         lines.append("These weights are random: q·k is small noise, so softmax gives nearly even rows and no head "
                      "has a job. The demo model (sidebar, **demo**) shows heads that learned one.")
     elif kind == "demo":
@@ -114,12 +125,12 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
 def _pattern_shape(s) -> str:
     """What a pattern is, without saying what it is for: how even its rows are, and the previous- and
     first-token shares where the text scores them."""
-    spread = ("nearly evenly: row i gives each of its i + 1 keys about 1/(i + 1)" if s.entropy >= 0.9
+    spread = ("nearly evenly, close to 1/(i + 1) on each of row i's i + 1 keys" if s.entropy >= 0.9
               else "over several keys" if s.entropy >= 0.5 else "")
-    verb = f"spreads its attention {spread}" if spread else "concentrates its attention on a few keys"
-    shares = (f"; {s.previous_token:.0%} goes to the token just before and {s.first_token:.0%} to the first token, "
-              "from position 2 on" if s.previous_token is not None else "")
-    return (f"Each row {verb} (its entropy is {s.entropy:.2f} of an even row's: 1 is "
+    verb = f"spread their attention {spread}" if spread else "concentrate their attention on a few keys"
+    shares = (f"; on average from position 2 on, {s.previous_token:.0%} goes to the token just before and "
+              f"{s.first_token:.0%} to the first token" if s.previous_token is not None else "")
+    return (f"On average its rows {verb} (their mean entropy is {s.entropy:.2f} of an even row's: 1 is "
             f"perfectly even, 0 all on one key){shares}.")
 
 
@@ -187,9 +198,14 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
                  f"{V - kept:,} get exactly 0. Temperature alone never makes a probability 0.")
     else:
         zero = int((after == 0).sum())
-        line += (f"Temperature alone never makes a probability 0: all {V:,} tokens keep one, the smallest here "
-                 f"{float(after[after > 0].min()):.2g}" + (f" ({zero:,} are below 10⁻³⁰⁸, too small even for a "
-                                                          "float64, which rounds them to 0)." if zero else "."))
+        smallest = f"{float(after[after > 0].min()):.2g}"
+        if zero:  # exp underflows: below half of float64's smallest subnormal, 4.9e-324, a value is stored as 0
+            line += (f"Temperature alone never makes a probability 0, but {zero:,} of these {V:,} "
+                     f"{'is' if zero == 1 else 'are'} smaller than the smallest number a float64 can hold (about "
+                     f"5 × 10⁻³²⁴) and {'is' if zero == 1 else 'are'} stored as 0; the smallest stored is {smallest}.")
+        else:
+            line += (f"Temperature alone never makes a probability 0: all {V:,} tokens keep one, the smallest here "
+                     f"{smallest}.")
     return [line]
 
 
@@ -222,6 +238,23 @@ def layernorm_why(entering: float, leaving: float, d: int) -> str:
             "weights reading it see inputs of one size at every depth, which keeps training stable.")
 
 
+CONTRACTIONS = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"}  # GPT-2's pre-tokenizer splits these off a word
+
+
+def token_kind(token: str) -> str:
+    """What a token is, from its readable form (spaces as ␣, newlines as ↵): "newline" (whitespace with
+    a line break), "space" (spaces or tabs alone), "mark" (ASCII punctuation, a leading space allowed),
+    "contraction" ('s, 't, ...) or "piece" (a word or part of one: letters, digits, emoji bytes)."""
+    if token and all(c in "␣↵⇥ " for c in token):
+        return "newline" if "↵" in token else "space"
+    bare = token.lstrip("␣ ")
+    if bare in CONTRACTIONS:
+        return "contraction"
+    if bare and all(not c.isalnum() and c.isascii() for c in bare):
+        return "mark"
+    return "piece"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'s' * (n != 1)}"
 
@@ -235,16 +268,25 @@ def tokens_notice(ids: list[int] | tuple[int, ...], tokens: list[str] | tuple[st
                 "one token per character, the space and the newline included, so a word of five letters is five "
                 "tokens and 'the', 'The' and ' the' share the ids of their letters."]
     words = text.split()
-    marks = sum(1 for t in tokens if t.strip(" ␣↵") and all(not c.isalnum() and c.isascii() for c in t.strip(" ␣↵")))
-    pieces = len(ids) - marks
+    kinds = [token_kind(t) for t in tokens]
+    count = {k: kinds.count(k) for k in ("mark", "newline", "space", "contraction", "piece")}
+    # a token within one word (GPT-2's pre-tokenizer never joins two): what the word claims rest on
+    within = all(not any(c in "␣↵⇥ " for c in t.lstrip("␣ ")) for t, k in zip(tokens, kinds)
+                 if k not in ("newline", "space"))
     parts = []
-    if marks:
-        parts.append(f"{_plural(marks, 'punctuation mark')} {'is a token' if marks == 1 else 'are tokens'} of "
-                     f"{'its' if marks == 1 else 'their'} own")
-    if pieces > len(words):
-        parts.append("some words or characters split into pieces (rare words, emoji and accents do)")
-    elif pieces == len(words) and words:
-        parts.append("every word is one token: common words are")
+    if within and len(ids) == len(words) and not count["newline"] + count["space"]:
+        # each non-space token lies within one word and each word holds one at least: one token each
+        parts.append("each word is a single token, as common words are")
+    else:
+        for kind, one, many in (("mark", "is punctuation", "are punctuation"),
+                                ("newline", "is a line break", "are line breaks"),
+                                ("space", "is spaces alone", "are spaces alone"),
+                                ("contraction", "is a contraction split off ('s, 't, 're, …)",
+                                 "are contractions split off ('s, 't, 're, …)")):
+            if count[kind]:
+                parts.append(f"{count[kind]:,} {one if count[kind] == 1 else many}")
+        if within and count["piece"] > len(words):  # more pieces than words: some word holds two at least
+            parts.append("some words split into pieces (rare words, numbers, emoji and accents do)")
     line = f"{_plural(len(ids), 'token')} for {_plural(len(words), 'space-separated word')}" + (
         ": " + "; ".join(parts) + "." if parts else ".")
     starts = sum(1 for t in tokens if t.startswith(" ") or t.startswith("␣"))
@@ -289,14 +331,16 @@ def mlp_intuition(d: int, d_mlp: int) -> str:
         "pattern is present, so the layer can compute what no linear map can.")
 
 
-def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str]:
+def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str, block: int | None = None,
+                   tokens: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence): what the
-    two charts beside it draw."""
+    two charts beside it draw; `block` and the T readable `tokens`: which block, on which text (why
+    the 1/√n rule fails differs in block 0, whose input is the embeddings alone)."""
     T = attn.numel()
     first, last = float(attn[0]), float(attn[-1])
-    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ stays between "
-             f"{float(mlp.min()):.2f} and {float(mlp.max()):.2f}: the MLP works on each position alone, so its "
-             "update does not shrink along the text as attention's can."]
+    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ ranges from "
+             f"{float(mlp.min()):.2f} to {float(mlp.max()):.2f}: the MLP works on each position alone, so how much "
+             "it adds depends on that position's own stream, not on how many positions came before it."]
     if kind == "random" and T > 1 and last > 0:
         ratio, root = first / last, math.sqrt(T)
         if abs(ratio / root - 1) <= ROOT_N_TOLERANCE:
@@ -305,10 +349,23 @@ def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str
                          f"here the first position's update is {ratio:.2f} times the last's.")
         else:
             lines.append(f"Here the first position's update is {ratio:.2f} times the last's, not √{T} = {root:.2f}: "
-                         "in this block each position's stream already holds averages of earlier ones, so the "
-                         "values a row averages are not independent, and an average of n of them is not 1/√n "
-                         "as long.")
+                         + not_root_n(block, tokens))
     return lines
+
+
+def not_root_n(block: int | None, tokens) -> str:
+    """Why a row's average is not 1/√n as long: in block 0 (its input the embeddings alone) a repeated
+    token, or chance; in a later block, streams that already hold averages of earlier positions."""
+    if block == 0 and tokens is not None:
+        token, n = Counter(tokens).most_common(1)[0]
+        if n > 1:
+            return (f"the values a row averages are not independent here, because this text repeats tokens "
+                    f"({token!r} {n} times), and copies of one token share its embedding row, so their values lean "
+                    "the same way.")
+        return ("1/√n is what an average of n independent random vectors gives on average over many draws; one "
+                "text's first and last positions scatter around it by chance.")
+    return ("in this block each position's stream already holds averages of earlier ones, so the values a row "
+            "averages are not independent, and an average of n of them is not 1/√n as long.")
 
 
 ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is within 15 % of it
@@ -462,3 +519,11 @@ def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: to
     return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
             f"{arithmetic.enough(prints, 2)}. Norms do not add: two updates pointing different ways lengthen the "
             "sum by less than their own lengths.")
+
+
+SENTENCES = (attention_notice, mlp_notice, residual_notice, output_notice, temperature_notice, layernorm_notice,
+             layernorm_why, tokens_notice, attention_intuition, mlp_intuition, updates_notice, not_root_n,
+             attention_worked, output_worked, mlp_worked, layernorm_worked, block_worked)
+NOT_SENTENCES = (fixed,  # a number's digits, no sentence
+                 weights_kind,  # "random", "demo" or "trained": a label the sentences branch on
+                 token_kind)  # a token's class, which tokens_notice counts

@@ -415,3 +415,7 @@ def zipped(folder: Path) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, path.read_bytes())
     return buffer.getvalue()
+
+
+NOT_SENTENCES = (stop_file, markdown, render, stop_html, index_html)  # the static site's files and HTML: placing
+# sentences built elsewhere (the notices, the lesson's own notes)

@@ -35,6 +35,7 @@ from ..spec import costs
 from ..spec.config import get_config
 from ..spec.schema import concrete, owns_storage, recorded, text_dims
 from ..spec.serving import is_local
+from ..teaching import page_text
 from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
@@ -306,9 +307,7 @@ def check_fits(cfg, budget: int) -> None:
     sizes, _ = _tensor_bytes_of(cfg, cfg.n_positions, Mode.FULL)
     need = 3 * max(sizes.values())
     if need > budget:
-        raise CheckpointTooLarge(f"a context of {cfg.n_positions:,} positions at width {cfg.n_embd:,} makes a page's "
-                                 f"run need {mib(need)}, more than the {mib(budget)} this server gives its runs: "
-                                 "a checkpoint with a shorter context or a narrower model fits")
+        raise CheckpointTooLarge(page_text.checkpoint_too_large(cfg.n_positions, cfg.n_embd, mib(need), mib(budget)))
 
 
 class CheckpointTooLarge(ValueError):
@@ -437,15 +436,10 @@ def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: t
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid, mode) else (lo, mid - 1)
-    ways = [f"a text of at most {lo:,} tokens in {mode.value} mode"] if lo >= shortest else []
     others = [m.value for m in Mode if m is not mode and fits(n_tokens, m)]
-    if others:
-        ways.append(f"the {' or '.join(others)} mode at this length")
-    ways.append("another page")
     raise RunTooLarge(estimate, cache.budget,
-                      f"This page's run of {n_tokens:,} tokens in {mode.value} mode needs about {mib(estimate)}, more "
-                      f"than the {mib(cache.budget)} this server gives one run. What fits: "
-                      f"{', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
+                      page_text.run_too_large(n_tokens, mode.value, mib(estimate), mib(cache.budget),
+                                              lo if lo >= shortest else None, others))
 
 
 def _steps(progress: Progress | None):

@@ -155,8 +155,8 @@ def test_every_exercise_s_working_adds_up_and_its_grader_agrees(model):
         wrong = ex.answer(e, ex.Attempt(), "1")
         assert not wrong.correct and (wrong.tries, wrong.closed) == (1, False)
         assert f"{e.answer[0]:,}" not in wrong.message  # a hint, never the answer, before the last try
-        last = ex.answer(e, wrong, "2")
-        assert last.closed and f"{e.answer_text}" in last.message
+        last = ex.answer(e, wrong, "2")  # the last try: where to look and to ask the lecturer, never the answer
+        assert last.closed and f"{e.answer[0]:,}" not in last.message and "Ask your lecturer" in last.message
     cfg = PRESETS[model]
     for mode in Mode:
         for short in ex.SHAPE_NAMES:
@@ -198,3 +198,40 @@ def test_no_sentence_here_uses_a_float_where_a_count_belongs():
     text = page_text.why_decode_is_cheap(cfg, 10) + page_text.why_decode_waits_on_memory(cfg, 10)
     assert not re.search(r"\d\.0 (?:tokens|positions|bytes)", text)
     assert torch.__version__  # the suite's torch, for the costs above
+
+
+def test_a_live_checks_tries_hint_then_say_where_to_look_never_the_answer():
+    """live_checks.attempt and nudge over every kind of check: the first wrong answer gets a hint that
+    points the right way (fewer or more, lower or higher), the last where to look; no message quotes the
+    answer, and a right answer closes the check with its working."""
+    from gpt2viz.teaching.live_checks import Grade, LiveAttempt, LiveCheck, attempt, nudge
+
+    def check(kind, answer):
+        return LiveCheck(kind, "?", kind, answer, "the working", "type a number")
+
+    cases = [(check("count", 7), "9", "fewer"), (check("count", 7), "3", "more"),
+             (check("probability", 0.25), "0.5", "lower"), (check("probability", 0.25), "10%", "higher"),
+             (check("block.head", (3, 4)), "3.1", "the block is right"),
+             (check("block.head", (3, 4)), "2.4", "another block")]
+    for asked, given, way in cases:
+        hint = nudge(asked, given)
+        answer = asked.answer if asked.kind != "block.head" else "{}.{}".format(*asked.answer)
+        assert way in hint and str(answer) not in hint
+        first = attempt(asked, LiveAttempt(), Grade(False, "No, look again."), "the working", given)
+        assert not first.closed and way in first.message and first.worked == ""
+        last = attempt(asked, first, Grade(False, "No, look again."), "the working", given)
+        assert last.closed and "Ask your lecturer" in last.message and last.worked == ""
+        assert str(answer) not in first.message + last.message
+        right = attempt(asked, LiveAttempt(), Grade(True, "Right."), "the working", str(answer))
+        assert right.closed and right.ok and right.worked == "the working"
+        assert attempt(asked, right, Grade(False, "No."), "", "x") == right  # a closed check changes nothing
+
+
+def test_missing_weights_names_what_to_fetch_and_weights_name_names_them():
+    from gpt2viz.teaching.lessons import missing_weights, weights_name
+
+    assert missing_weights({"source": "random", "model": "gpt2", "seed": 0}) is None
+    gone = missing_weights({"source": "hf-cache", "checkpoint": "gpt2-xl"}, env={"HF_HUB_CACHE": "/nonexistent"})
+    assert gone == "the checkpoint gpt2-xl (`python -m gpt2viz download gpt2-xl` fetches it)"
+    assert "gpt2-xl" in weights_name({"source": "hf-cache", "checkpoint": "gpt2-xl"})
+    assert weights_name({"source": "demo"}).startswith("the demo model")

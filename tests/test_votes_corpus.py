@@ -10,12 +10,12 @@ import re
 import pytest
 
 from gpt2viz.plots.votes import choice_spread, number_spread
-from gpt2viz.teaching.votes_text import answers_line, my_vote_line, rounds_line, spread_line
+from gpt2viz.teaching.votes_text import answer_line, answers_line, my_vote_line, number, rounds_line, spread_line
 
 CHOICE = {"text": "Which?", "choices": ["alpha", "beta", "gamma", "delta"], "answer": 2}
 NUMBER = {"text": "How many?", "number": 768.0, "tolerance": 0.0}
 CHOICE_ROUNDS = [[], [2], [0, 1], [1, 1, 1], [0, 1, 2, 3], [2, 2, 0], [0, 0, 1, 1, 2], [3] * 200 + [2]]
-NUMBER_ROUNDS = [[], [768.0], [768.0, 767.0], [-1e12, 1e12], [0.5] * 3, [768.0] * 4 + [1.0]]
+NUMBER_ROUNDS = [[], [768.0], [768.0, 767.0], [-1e12, 1e12], [0.5] * 3, [768.0] * 4 + [1.0], [7087872.0, 0.125]]
 
 
 def _shares(line: str) -> list[tuple[int, int, int]]:
@@ -56,10 +56,11 @@ def test_the_spread_of_numbers_gives_their_range_median_and_share_right(answers,
     ordered = sorted(answers)
     median = (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
     if ordered[0] == ordered[-1]:  # never a range that prints as a point
-        assert (f"all {ordered[0]:,.6g}" if len(ordered) > 1 else f"1 answer: {ordered[0]:,.6g}") in line
+        assert (f"all {number(ordered[0])}" if len(ordered) > 1 else f"1 answer: {number(ordered[0])}") in line
         assert "from" not in line and "median" not in line
     else:
-        assert f"the median is {median:,.6g}" in line and f"from {ordered[0]:,.6g} to {ordered[-1]:,.6g}" in line
+        assert f"the median is {number(median)}" in line
+        assert f"from {number(ordered[0])} to {number(ordered[-1])}" in line
     assert ("The answer" in line) == revealed
     if revealed:
         right = sum(a == 768.0 for a in answers)
@@ -109,3 +110,16 @@ def test_the_spread_charts_mark_the_answer_in_words_only_after_the_reveal():
     assert "<br>" in long.data[0].x[0] and "…" not in long.data[0].x[0]  # wrapped, never cut
     numbers = number_spread([[1.0, 2.0, 2.0]], 2.0)
     assert sum(numbers.data[0].y) == 3 and any("right answer" in a.text for a in numbers.layout.annotations)
+
+
+@pytest.mark.parametrize("question, said", [(CHOICE, "The answer: gamma."), (NUMBER, "The answer: 768."),
+                                            (NUMBER | {"tolerance": 0.5}, "The answer: 768, give or take 0.5."),
+                                            (NUMBER | {"number": 1234567.0}, "The answer: 1,234,567.")])
+def test_the_revealed_answer_line_says_the_lessons_answer(question, said):
+    assert answer_line(question) == said
+
+
+@pytest.mark.parametrize("x, said", [(7087872.0, "7,087,872"), (0.5, "0.5"), (-1e12, "-1,000,000,000,000"),
+                                     (123456.789, "123,456.79"), (1e-7, "1e-07"), (0.1 + 0.2, "0.3")])
+def test_a_number_reads_as_a_class_reads_it_never_with_an_exponent_for_a_count(x, said):
+    assert number(x) == said

@@ -64,7 +64,7 @@ def number_spread(rounds: Sequence[Sequence[float]], answer: float | None,
                     hovertemplate="about %{x:,.4g}: %{y} answers<extra>vote " + str(r + 1) + "</extra>")
     if answer is not None:
         fig.add_vline(x=answer, line_dash="dash", line_color="#2F2D2B",
-                      annotation_text=f"right answer {answer:,.6g}", annotation_position="top")
+                      annotation_text=f"right answer {answer:,.15g}", annotation_position="top")
     return with_layout(fig, title, HEIGHT, xaxis=value_axis("the number given"),
                        yaxis=value_axis("answers", rangemode="tozero"), barmode="overlay",
                        showlegend=len(rounds) > 1, margin=default_margin())

@@ -527,4 +527,7 @@ def qr_svg(link: str) -> str:
     return svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)  # a file of its own, e.g. an image
 
 
-NOT_SENTENCES = (sign, digest, href, qr_svg)  # a lesson's signed token, digest, link and QR code: no sentence
+# what of a lesson's weights this machine lacks, and how it names them (tests/test_text_corpus.py)
+SENTENCES = (missing_weights, weights_name)
+NOT_SENTENCES = (sign, digest, href, qr_svg,  # a lesson's signed token, digest, link and QR code: no sentence
+                 draft_token)  # the builder's fields as a URL value

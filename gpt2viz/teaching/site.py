@@ -25,6 +25,7 @@ import plotly.offline
 from markdown_it import MarkdownIt
 
 from .handout import untemplated
+from .votes_text import number
 
 MAX_VARIANTS = 16  # pre-rendered pictures of a stop's free controls; beyond, the control is fixed here
 PLOTLY_JS = "plotly.min.js"
@@ -339,8 +340,8 @@ def question_html(question: dict) -> str:
         answer = f"{chr(ord('A') + question['answer'])}: {escape(right)}"
     else:
         asked = "<p>Your answer: a number.</p>"
-        tolerance = f" (within {question['tolerance']:,.6g})" if question["tolerance"] else ""
-        answer = f"{question['number']:,.6g}{tolerance}"
+        tolerance = f" (within {number(question['tolerance'])})" if question["tolerance"] else ""
+        answer = f"{number(question['number'])}{tolerance}"
     after = " The charts below show why." if question.get("reveal") == "after" else ""
     return (f'<section class="question"><p><strong>Question:</strong> {escape(question["text"])}</p>{asked}'
             f"<details><summary>Show the answer</summary><p>The answer: {answer}.{after}</p></details></section>")
@@ -417,5 +418,6 @@ def zipped(folder: Path) -> bytes:
     return buffer.getvalue()
 
 
-NOT_SENTENCES = (stop_file, markdown, render, stop_html, index_html)  # the static site's files and HTML: placing
-# sentences built elsewhere (the notices, the lesson's own notes)
+# the static site's files and HTML: placing sentences built elsewhere (the notices, the lesson's own notes,
+# its questions)
+NOT_SENTENCES = (stop_file, markdown, render, stop_html, index_html, clean, question_html)

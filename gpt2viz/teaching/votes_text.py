@@ -5,6 +5,14 @@ Pure: counts and the question in, Markdown out. The page (ui/vote_view.py) only 
 from .arithmetic import fmt
 
 
+def number(x: float) -> str:
+    """A number as a class reads it: a whole one with thousands separators (7,087,872, never 7.08787e+06),
+    any other to 6 significant digits."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:,.2f}" if abs(x) >= 1e5 else f"{x:.6g}"
+
+
 def _share(k: int, n: int) -> str:
     return f"{k} of {n} ({fmt(100 * k / n, 0)} %)"
 
@@ -39,13 +47,13 @@ def spread_line(question: dict, answers: list[float], revealed: bool) -> str:
     ordered = sorted(answers)
     middle = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
     if ordered[0] == ordered[-1]:
-        line = f"{n} answers, all {ordered[0]:,.6g}." if n > 1 else f"1 answer: {ordered[0]:,.6g}."
+        line = f"{n} answers, all {number(ordered[0])}." if n > 1 else f"1 answer: {number(ordered[0])}."
     else:
-        line = (f"{n} answers, from {ordered[0]:,.6g} to {ordered[-1]:,.6g}; the median is {middle:,.6g}.")
+        line = (f"{n} answers, from {number(ordered[0])} to {number(ordered[-1])}; the median is {number(middle)}.")
     if revealed:
         right = sum(abs(a - question["number"]) <= question["tolerance"] for a in answers)
-        within = f"within {question['tolerance']:,.6g} of it" if question["tolerance"] else "exactly it"
-        line += f" The answer is {question['number']:,.6g}; {_share(right, n)} gave {within}."
+        within = f"within {number(question['tolerance'])} of it" if question["tolerance"] else "exactly it"
+        line += f" The answer is {number(question['number'])}; {_share(right, n)} gave {within}."
     return line
 
 
@@ -66,7 +74,7 @@ def my_vote_line(question: dict, mine: float | None, state: str) -> str:
     if mine is None:
         return {"open": "You have not answered yet.", "closed": "The vote closed before you answered.",
                 "revealed": "You did not answer this round."}[state]
-    said = repr(question["choices"][int(mine)]) if "choices" in question else f"{mine:,.6g}"
+    said = repr(question["choices"][int(mine)]) if "choices" in question else f"{number(mine)}"
     if state == "open":
         return f"Your answer is in: {said}. You may change it until the vote closes."
     if state == "closed":
@@ -76,4 +84,13 @@ def my_vote_line(question: dict, mine: float | None, state: str) -> str:
     return f"Your answer: {said}, which is {'right' if right else 'not the answer'}."
 
 
-SENTENCES = (answers_line, spread_line, rounds_line, my_vote_line)
+def answer_line(question: dict) -> str:
+    """The right answer, as the lecturer's reveal shows it to the class."""
+    if "choices" in question:
+        return f"The answer: {question['choices'][question['answer']]}."
+    within = f", give or take {number(question['tolerance'])}" if question["tolerance"] else ""
+    return f"The answer: {number(question['number'])}{within}."
+
+
+SENTENCES = (answers_line, spread_line, rounds_line, my_vote_line, answer_line)
+NOT_SENTENCES = (number,)  # a number as the sentences write it

@@ -19,7 +19,7 @@ from ..plots.votes import choice_spread, number_spread
 from ..server import votes
 from ..server.voter import COOKIE, check
 from ..server.votes import Refused, Store, Unavailable
-from ..teaching.votes_text import answers_line, my_vote_line, rounds_line, spread_line
+from ..teaching.votes_text import answer_line, answers_line, my_vote_line, rounds_line, spread_line
 from .lesson_view import PASSWORD_ENV, OpenLesson, is_lecturer, lecturer_form, server_key
 from .text import plain
 
@@ -150,8 +150,7 @@ def _student_panel(opened: OpenLesson, shown: bool) -> None:
                     mine = store().vote(opened.ident, opened.i, r.number, me, pick)
         st.markdown(plain(my_vote_line(q, mine, r.state)))
         if r.state == "revealed":
-            said = q["choices"][q["answer"]] if "choices" in q else f"{q['number']:,.6g}"
-            st.markdown("The answer: **" + plain(said) + "**")
+            st.markdown("**" + plain(answer_line(q)) + "**")
     except (Refused, Unavailable) as e:
         st.caption(str(e))
 

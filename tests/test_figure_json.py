@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import plotly.io
-import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]

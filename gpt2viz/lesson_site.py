@@ -31,6 +31,7 @@ from .teaching import site
 
 APP = APP_ROOT / "app.py"
 LOCAL = "_lesson_local"  # the session key of a lesson opened from a file (ui/lesson_view.py LOCAL)
+OPEN_CODE = "_code_open"  # every code expander drawn open (ui/code_panel.py OPEN_CODE)
 RECORD = "_page_record"  # the session key of what a page drew (ui/export.py)
 # buttons whose results a page computes only when clicked, clicked in this order
 COMPUTE = ("sweep_heads", "sweep_mlps", "attr_sweep", "run_patch")
@@ -127,6 +128,7 @@ def open_stop(lesson: lf.Lesson, i: int):
 
     at = AppTest.from_file(str(APP), default_timeout=RUN_SECONDS)
     at.session_state[LOCAL] = lesson
+    at.session_state[OPEN_CODE] = True  # the Code panels drawn open, their code in the tree
     at.query_params["stop"] = str(i)
     at.switch_page(BY_URL[lesson.stops[i].page].file)
     return at.run()

@@ -30,7 +30,7 @@ from ..spec.schema import Mode, concrete, text_dims
 from ..teaching import notices
 from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
-from .code_panel import snippets
+from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
 from .working import working
@@ -306,8 +306,10 @@ def code(c: Component, page: ComponentPage | None = None) -> None:
         if fn is gpt2_model.gelu_new and page is not None:  # the function this model's MLP calls
             fn = gpt2_model.activation(page.sel.config)
         lines, start = inspect.getsourcelines(fn)
-        with st.expander(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
-            st.code("".join(lines), language="python", line_numbers=True)
+        box, show = opened(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})",
+                           key=f"code-{c.id}-{fn.__qualname__}")
+        if show:
+            box.code("".join(lines), language="python", line_numbers=True)
     st.markdown("\n".join(reference_line(r) for r in c.references))
 
 

@@ -154,12 +154,13 @@ def selection() -> Selection:
     return st.session_state["selection"]
 
 
-def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
+def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentPage:
     """The page's opening: where the part sits, its title and the question it answers; then the
     run (the trace holds at least `shows`, formatted with b = the selected block), so that the page's
     live picture comes next, in the first screen. The explanation, the equation and the exact
     details follow the picture, in `footer`. When there is nothing to run it says why, draws the
-    footer and stops the page."""
+    footer and stops the page. `before_run(sel, container)`: what the page draws in the diagram's place
+    before the run (the Overview's drawing, which needs no run)."""
     sel = selection()
     cat = cat_of(sel)
     c = cat[cid]
@@ -180,6 +181,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
             st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
             random_note(sel)
     diagram = st.container()
+    if before_run is not None:
+        before_run(sel, diagram)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)

@@ -5,12 +5,14 @@ session started, or for its turn on the server, and, once steps are done, about 
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
+from contextvars import ContextVar
 
 import streamlit as st
 
 from ..server.trace_cache import Progress, Status
 
+_where: ContextVar = ContextVar("gpt2viz_progress_where", default=None)  # see progress_in
 QUEUED = "Waiting for a turn: other runs are using the server's cores and memory."
 
 
@@ -62,9 +64,23 @@ def progress_bar(label: str) -> Callable[[int, int], None]:
 
 
 @contextmanager
+def progress_in(box) -> Iterator[None]:
+    """The progress of the runs asked for inside this block shows in `box` (a container the page made
+    under its title, on the first screen) instead of where each run is asked for, further down."""
+    token = _where.set(box)
+    try:
+        yield
+    finally:
+        _where.reset(token)
+
+
+@contextmanager
 def working(text: str) -> Iterator[Progress]:
     """`with working("Running gpt2 on 1,024 tokens…") as progress:` then hand `progress` to the cache."""
-    slot = st.empty()
+    spinning = ExitStack()
+    with _where.get() or nullcontext():  # the slot and the spinner where progress_in says, else here
+        slot = st.empty()
+        spinning.enter_context(st.spinner(text, show_time=True))
     shown: list[str] = []
     pace = Pace()
 
@@ -79,7 +95,7 @@ def working(text: str) -> Iterator[Progress]:
             slot.progress(s.done / s.total if s.total else 0.0, text=line)
 
     try:
-        with st.spinner(text, show_time=True):
+        with spinning:
             yield Progress(show)
     finally:
         slot.empty()

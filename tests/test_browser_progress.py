@@ -38,12 +38,9 @@ new MutationObserver(() => {
 
 @pytest.fixture(scope="module")
 def base():
-    server = StreamlitServer("app.py", cwd=ROOT)
-    try:
+    with StreamlitServer("app.py", cwd=ROOT) as server:  # stopped on leaving
         server.wait_healthy(timeout=60)
         yield server.base
-    finally:
-        server.stop()
 
 
 def test_what_if_on_600_words_shows_its_progress_before_its_results(base):

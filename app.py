@@ -34,8 +34,7 @@ st.sidebar.container(key="early-style").markdown("""<style>
 [data-testid='stMain'] :is(h1, h2, h3, h4, h5, h6)[id] {scroll-margin-top: 5rem}
 </style>""", unsafe_allow_html=True)
 # A new server's first run: the Overview's drawing (torch-free) before torch and the weights load below
-if first_paint.needed():
-    first_paint.draw()
+preview = first_paint.draw() if first_paint.needed() else ()
 # pandas whole, under the import lock, before any session draws a table or chart: plotly and st.dataframe look
 # it up in sys.modules without importing it, and two first sessions at once saw it half-initialised
 # ("partially initialized module 'pandas' has no attribute 'Series'")
@@ -75,7 +74,7 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
         present.chrome(next_stop(page.url_path))
     else:
         tour_next(page.url_path, selection)
-    first_paint.clear()  # the page draws its own from here
+    first_paint.clear(preview)  # the page draws its own from here
     if page_may_run(selection, page.url_path or DEFAULT):
         try:
             page.run()

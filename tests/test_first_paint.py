@@ -81,3 +81,21 @@ def test_the_weights_drawn_in_the_thread_are_the_seeds_taken_once(monkeypatch):
     assert first_paint.take("tiny", 3) is None  # taken once; and no second prebuild
     first_paint.prebuild("tiny", 3)
     assert first_paint.take("tiny", 3) is None
+
+
+def preview_then_page():
+    import streamlit as st
+
+    from gpt2viz.ui import first_paint
+
+    first_paint.draw()
+    st.title("the page")
+
+
+def test_a_preview_that_fails_leaves_the_page_alone(monkeypatch):
+    def broken(query):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(first_paint, "overview", broken)
+    at = AppTest.from_function(preview_then_page, default_timeout=60).run()
+    assert not at.exception and [t.value for t in at.title] == ["the page"] and not at.caption

@@ -12,6 +12,7 @@ outside a lesson.
 
 This module imports nothing that imports torch (tests/test_first_paint.py checks it)."""
 
+import logging
 import sys
 import threading
 
@@ -27,9 +28,9 @@ from ..spec.schema import Mode, text_dims
 from ..spec.serving import random_models
 from .visitor import server_address
 
+log = logging.getLogger(__name__)
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog because"  # the text a view starts with (ui/state.py)
 HEAVY = "gpt2viz.ui.cache"  # imported with torch by the rest of app.py: once it is loaded, no preview is needed
-_KEY = "_first_paint"  # session key: the placeholders to clear
 _prebuilt: dict = {}  # (preset, seed) -> [the thread, the model it built or None]; "done" once taken
 _prebuilt_lock = threading.Lock()
 
@@ -115,17 +116,26 @@ def take(name: str, seed: int):
     return slots[(name, seed)][1] if (name, seed) in slots else None
 
 
-def draw() -> None:
-    """The preview of this run's page, in placeholders `clear` empties: on the Overview its drawing and a
-    line that says what is loading; on another page that line alone."""
+def draw() -> tuple:
+    """The preview of this run's page, in placeholders (returned) that `clear` empties later in the same
+    run: on the Overview its drawing and a line that says what is loading; on another page that line
+    alone. Whatever goes wrong here is logged and the preview left out: the page itself follows."""
+    boxes = st.empty(), st.sidebar.empty()
+    try:
+        _draw(*boxes)
+    except Exception:  # noqa: BLE001 (a preview never stands in the page's way)
+        log.exception("the first page's preview failed")
+        clear(boxes)
+    return boxes
+
+
+def _draw(main, side) -> None:
     query = {k: st.query_params.get(k) for k in st.query_params}
     page = _page() or DEFAULT
     drawn = overview(query) if page == DEFAULT else None
     weights = weights_of(query)
     if weights is not None:
         prebuild(*weights)
-    main, side = st.empty(), st.sidebar.empty()
-    st.session_state[_KEY] = (main, side)
     side.caption(":material/hourglass_top: The controls follow once the model is loaded.")
     with main.container():
         what = "the model" if page not in BY_URL else BY_URL[page].title
@@ -137,7 +147,7 @@ def draw() -> None:
             st.markdown(drawn[1], unsafe_allow_html=True)
 
 
-def clear() -> None:
-    """Empty the preview's placeholders (call when the real page starts drawing)."""
-    for box in st.session_state.pop(_KEY, ()):
+def clear(boxes: tuple) -> None:
+    """Empty the preview's placeholders (`draw`'s, of this run; call when the real page starts drawing)."""
+    for box in boxes:
         box.empty()

@@ -23,7 +23,7 @@ from ..anatomy import diagram
 from ..anatomy.components import component_tree
 from ..model.tokenizer import TextError, encode
 from ..spec.config import PRESETS, get_config
-from ..spec.pages import BY_URL, DEFAULT, home
+from ..spec.pages import DEFAULT, home
 from ..spec.schema import Mode, text_dims
 from ..spec.serving import random_models
 from .visitor import server_address
@@ -138,11 +138,10 @@ def _draw(main, side) -> None:
         prebuild(*weights)
     side.caption(":material/hourglass_top: The controls follow once the model is loaded.")
     with main.container():
-        what = "the model" if page not in BY_URL else BY_URL[page].title
         if drawn is not None:
             st.title(drawn[0])
-        st.caption(f":material/hourglass_top: Starting: loading PyTorch and the weights for {what} (the first "
-                   "view of this server waits for them once); the run's values follow.")
+        st.caption(":material/hourglass_top: Starting: loading PyTorch and the model's weights (the first view "
+                   "of this server waits for them once); this page's values follow.")
         if drawn is not None:
             st.markdown(drawn[1], unsafe_allow_html=True)
 

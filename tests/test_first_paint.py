@@ -99,3 +99,9 @@ def test_a_preview_that_fails_leaves_the_page_alone(monkeypatch):
     monkeypatch.setattr(first_paint, "overview", broken)
     at = AppTest.from_function(preview_then_page, default_timeout=60).run()
     assert not at.exception and [t.value for t in at.title] == ["the page"] and not at.caption
+
+
+def test_the_preview_starts_on_the_apps_default_text():
+    from gpt2viz.ui.state import DEFAULT_TEXT
+
+    assert first_paint.DEFAULT_TEXT == DEFAULT_TEXT

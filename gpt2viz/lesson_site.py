@@ -33,6 +33,7 @@ from .teaching import site
 
 APP = APP_ROOT / "app.py"
 LOCAL = "_lesson_local"  # the session key of a lesson opened from a file (ui/lesson_view.py LOCAL)
+OPEN_CODE = "_code_open"  # every code expander drawn open (ui/code_panel.py OPEN_CODE)
 STATIC = "_static_export"  # the session flag that leaves a stop's question to the site (ui/vote_view.py STATIC)
 RECORD = "_page_record"  # the session key of what a page drew (ui/export.py)
 # buttons whose results a page computes only when clicked, clicked in this order
@@ -182,6 +183,7 @@ def open_stop(lesson: lf.Lesson, i: int):
 
     at = AppTest.from_file(str(APP), default_timeout=RUN_SECONDS)
     at.session_state[LOCAL] = lesson
+    at.session_state[OPEN_CODE] = True  # the Code panels drawn open, their code in the tree
     at.session_state[STATIC] = True  # the site writes a stop's question as a self-check of its own
     at.query_params["stop"] = str(i)
     at.switch_page(BY_URL[lesson.stops[i].page].file)

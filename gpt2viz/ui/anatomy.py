@@ -30,7 +30,7 @@ from ..spec.schema import Mode, concrete, text_dims
 from ..teaching import notices, page_text
 from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
-from .code_panel import snippets
+from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
 from .working import working
@@ -158,12 +158,13 @@ def selection() -> Selection:
     return st.session_state["selection"]
 
 
-def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
+def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentPage:
     """The page's opening: where the part sits, its title and the question it answers; then the
     run (the trace holds at least `shows`, formatted with b = the selected block), so that the page's
     live picture comes next, in the first screen. The explanation, the equation and the exact
     details follow the picture, in `footer`. When there is nothing to run it says why, draws the
-    footer and stops the page."""
+    footer and stops the page. `before_run(sel, container)`: what the page draws in the diagram's place
+    before the run (the Overview's drawing, which needs no run)."""
     sel = selection()
     cat = cat_of(sel)
     c = cat[cid]
@@ -184,6 +185,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
             st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
             random_note(sel)
     diagram = st.container()
+    if before_run is not None:
+        before_run(sel, diagram)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)
@@ -307,8 +310,10 @@ def code(c: Component, page: ComponentPage | None = None) -> None:
         if fn is gpt2_model.gelu_new and page is not None:  # the function this model's MLP calls
             fn = gpt2_model.activation(page.sel.config)
         lines, start = inspect.getsourcelines(fn)
-        with st.expander(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
-            st.code("".join(lines), language="python", line_numbers=True)
+        box, show = opened(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})",
+                           key=f"code-{c.id}-{fn.__qualname__}")
+        if show:
+            box.code("".join(lines), language="python", line_numbers=True)
     st.markdown("\n".join(reference_line(r) for r in c.references))
 
 

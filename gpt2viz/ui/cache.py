@@ -36,6 +36,7 @@ from ..spec.config import get_config
 from ..spec.schema import concrete, owns_storage, recorded, text_dims
 from ..spec.serving import is_local
 from ..teaching import page_text
+from . import first_paint
 from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
@@ -94,7 +95,9 @@ def random_weights(model: str, seed: int, models: ModelCache | None = None) -> L
 
     def build() -> LoadedModel:
         with st.spinner("Initialising random GPT-2 weights…"):
-            return LoadedModel(random_model(cfg, seed), ("random", model, seed),
+            drawn = first_paint.take(model, seed)  # a new server's first run drew them in a thread
+            drawn = random_model(cfg, seed) if drawn is None else drawn
+            return LoadedModel(drawn, ("random", model, seed),
                                f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
     models = model_cache() if models is None else models
     return models.get(("random", model, seed), build, params_bytes(cfg), f"random {model} weights")

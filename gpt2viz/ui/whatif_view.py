@@ -34,7 +34,7 @@ from .cache import get_trace, heavy_for, records_everything, run_bytes, trace_ca
 from .caps import sweep_refused
 from .state import Selection, default_text_b, locked, number
 from .text import code_span
-from .working import working
+from .working import progress_bar, working
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
@@ -193,8 +193,7 @@ def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
 
 
 def _progress(label: str):
-    bar = st.progress(0.0, text=label)
-    return lambda done, total: bar.progress(done / total, text=f"{label}: {done} of {total} runs")
+    return progress_bar(label)  # "label: 3 of 12 runs · about 4 s left"
 
 
 def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace | None = None) -> Grid:

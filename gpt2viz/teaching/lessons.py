@@ -46,6 +46,7 @@ PAGE_VALUES: dict[str, dict[str, type | tuple]] = {
                "track": str},
     "attention": {"qi": int, "kj": int},  # the cell whose dot product is taken apart
     "attribution": {"answer": str, "versus": str, "position": int},  # one-token strings, such as " after"
+    "paths": {"sender": ("head", "MLP"), "method": ("zero", "mean"), "answer": str, "versus": str, "position": int},
     "layernorm": {"ln": ("ln_1", "ln_2", "ln_f"), "ln_pos": int},
     "output": {"temp": float, "topk": float, "topp": float},
     "generation": {"steps": float, "temperature": float, "top_k": float, "topp": float, "gen_seed": float,

@@ -1,0 +1,82 @@
+"""What the "Which path carries it" page says about a path patching run, each sentence computed from it.
+
+The measure is What if's: the change in log p(answer) at the position, against the clean run. A
+path's share is its change over the total change (the sender knocked out everywhere). A share is
+said only where the total is at least analysis.paths.MEASURABLE_NATS in size; below that it is "not
+measurable". Paths need not add up to the total (each is measured with the sender removed from
+that one receiver alone, and what comes after it reacts non-linearly), so the sum is said with its
+own number, not implied.
+
+`SENTENCES` lists the module's sentence functions, for the corpus test (tests/test_paths_corpus.py).
+"""
+
+from collections.abc import Sequence
+
+from ..analysis.paths import MEASURABLE_NATS
+
+RANDOM = ("**Random weights: nothing here is a mechanism.** The bars are what removing the sender along each "
+          "path does to an untrained model's prediction: differences of noise, not a route it learned. With "
+          "trained weights (the demo model, under *Weights*) a previous-token head's effect on a repeat travels "
+          "along one path far more than along the others.")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[tuple[str, float]]) -> str:
+    """The route sentence. sender, answer: as the page names them (answer already a code span);
+    clean, total: log p(answer) in the clean run and with the sender knocked out everywhere; paths: (how a
+    sentence names a path, "the path into MLP 0"; log p(answer) with the sender removed along it alone), one
+    at least."""
+    if not paths:
+        raise ValueError("a sender has at least one path (the logits)")
+    change = total - clean
+    opening = (f"Knocked out everywhere, {sender} moves log p({answer}) by {change:+.3g} "
+               f"(from {clean:.3g} to {total:.3g}).")
+    moved = [(name, lp - clean) for name, lp in paths]
+    summed = sum(d for _, d in moved)
+    n = len(moved)
+    if abs(change) < MEASURABLE_NATS:
+        return (f"{opening} That is less than {MEASURABLE_NATS:g} nats in size, too little to share out: each path's "
+                f"share of it is **not measurable** here. " + _sum_only(moved, summed, n))
+    shares = [(name, d, d / change) for name, d in moved]
+    name, d, share = max(shares, key=lambda s: s[2])
+    if share > 0:
+        best = (f"Of the {n} path{'s' * (n != 1)}, **{name}** carries the largest share of that change: "
+                f"{d:+.3g}, {_pct(share)} of it.")
+    else:
+        best = (f"None of the {n} path{'s' * (n != 1)} moves it the way the total does: the nearest, {name}, moves "
+                f"it by {d:+.3g} ({_pct(share)} of the total).")
+    return f"{opening} {best} " + _sum(summed, change, n)
+
+
+def _sum(summed: float, change: float, n: int) -> str:
+    if n == 1:
+        return (f"This one path's change is {summed:+.3g}, {_pct(summed / change)} of the total: a path need not "
+                "carry the whole total, since it is measured with the sender removed along it alone.")
+    return (f"The {n} paths' changes sum to {summed:+.3g}, {_pct(summed / change)} of the total: paths need not add "
+            "up to the total, since each is measured with the sender removed along it alone and the parts after "
+            "it react non-linearly.")
+
+
+def _sum_only(moved, summed: float, n: int) -> str:
+    largest = max(moved, key=lambda m: abs(m[1]))
+    if n == 1:
+        return f"Its one path moves it by {summed:+.3g}."
+    return f"The {n} paths' changes sum to {summed:+.3g}; the largest in size is {largest[1]:+.3g} ({largest[0]})."
+
+
+def chart_caption(sender: str, answer: str, position: int, ablation: str) -> str:
+    """What each bar and the line of the chart are."""
+    how = "subtracted" if ablation == "zero" else "replaced by its mean over the text's positions"
+    return (f"Each bar: log p({answer}) at position {position} with {sender}'s output {how} in the input of that "
+            "one receiver alone, minus the clean run's; the bars are grouped by the receiver's block (q, k, v: a "
+            "head's query, key or value input). The dashed line: the total, the sender knocked out everywhere.")
+
+
+def random_note() -> str:
+    return RANDOM
+
+
+SENTENCES = (route, chart_caption, random_note)

@@ -61,13 +61,13 @@ def check(p) -> str:
     shares = [d / change for d in moved]
     top = max(range(n), key=lambda i: shares[i])
     assert paths[top][0] in s
-    assert f"{100 * shares[top]:.0f} %" in s
+    assert f"{round(100 * shares[top])} %" in s
     if shares[top] > 0:
         assert f"**{paths[top][0]}** carries the largest share" in s
         assert all(shares[i] <= shares[top] for i in range(n))
     else:
         assert f"None of the {n} path" in s and all(x <= 0 for x in shares)
-    assert f"{sum(moved):+.3g}" in s and f"{100 * sum(moved) / change:.0f} % of the total" in s
+    assert f"{sum(moved):+.3g}" in s and f"{round(100 * sum(moved) / change)} % of the total" in s
     assert ("need not add up" in s) if n > 1 else ("need not carry the whole total" in s)
     assert abs(p.share(p.rows[top][0].name) - shares[top]) < 1e-9
     return "measured"
@@ -85,6 +85,7 @@ def test_route_sentence_is_true_over_the_corpus(models):
 
 def test_sentence_functions_are_registered_and_plain():
     assert set(paths_text.SENTENCES) == {paths_text.route, paths_text.chart_caption, paths_text.random_note}
+    assert paths_text.percent(-0.004) == "0 %" and paths_text.percent(0.996) == "100 %"
     cap = paths_text.chart_caption("head 0.0", "`x`", 3, "mean")
     assert "replaced by its mean over the text's positions" in cap and "position 3" in cap
     assert "nothing here is a mechanism" in paths_text.random_note()

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import checks
-from .axes import BLUE, GREY, ORANGE, SKY, VERMILLION, escape, legend_above, top_margin, value_axis, with_layout
+from .axes import BLUE, GREY, ORANGE, SKY, VERMILLION, escape, top_margin, value_axis, with_layout
 
 KINDS = {"q": ("query input (q)", BLUE), "k": ("key input (k)", ORANGE), "v": ("value input (v)", SKY),
          "mlp": ("MLP input", VERMILLION), "logits": ("the logits directly", GREY)}
@@ -42,14 +42,17 @@ def path_bars(values, receivers: Sequence[str], groups: Sequence[str], kinds: Se
     for key, (label, colour) in KINDS.items():
         idx = [i for i in range(n) if kind[i] == key]
         if idx:
-            bars.append(go.Bar(x=x[idx], y=v[idx], name=label, marker_color=colour,
+            bars.append(go.Bar(x=x[idx], y=v[idx], name=label, marker_color=colour, width=0.8,
                                customdata=[names[i] for i in idx],
                                hovertemplate="%{customdata}<br>" + escape(y_title) + " %{y:.4g}<extra></extra>"))
     fig = go.Figure(bars)
     fig.add_hline(y=float(total), line_dash="dash", line_color=VERMILLION, line_width=2,
                   annotation_text=escape(total_label), annotation_position="bottom right")
-    return with_layout(fig, title, barmode="overlay", bargap=0.15, legend=legend_above(),
-                       margin=dict(t=top_margin() + 26, b=70, l=80, r=20),
+    # the legend under the axis title: at 800 px its five entries take two rows, which above the plot
+    # ran into the title
+    return with_layout(fig, title, barmode="overlay", bargap=0.15, height=440,
+                       legend=dict(orientation="h", y=-0.3, yanchor="top", x=0, xanchor="left"),
+                       margin=dict(t=top_margin(), b=130, l=80, r=20),
                        xaxis=dict(title=dict(text="receiver, by block"), tickmode="array", tickvals=ticks,
                                   ticktext=texts, automargin=True, zeroline=False),
                        yaxis=value_axis(escape(y_title)))

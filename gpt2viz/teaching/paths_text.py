@@ -20,8 +20,9 @@ RANDOM = ("**Random weights: nothing here is a mechanism.** The bars are what re
           "along one path far more than along the others.")
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %"
+def percent(x: float) -> str:
+    """A share as a whole percentage ("40 %"); rounded as an int, so a small negative share is "0 %", not "-0 %"."""
+    return f"{round(100 * x)} %"
 
 
 def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[tuple[str, float]]) -> str:
@@ -44,18 +45,18 @@ def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[
     name, d, share = max(shares, key=lambda s: s[2])
     if share > 0:
         best = (f"Of the {n} path{'s' * (n != 1)}, **{name}** carries the largest share of that change: "
-                f"{d:+.3g}, {_pct(share)} of it.")
+                f"{d:+.3g}, {percent(share)} of it.")
     else:
         best = (f"None of the {n} path{'s' * (n != 1)} moves it the way the total does: the nearest, {name}, moves "
-                f"it by {d:+.3g} ({_pct(share)} of the total).")
+                f"it by {d:+.3g} ({percent(share)} of the total).")
     return f"{opening} {best} " + _sum(summed, change, n)
 
 
 def _sum(summed: float, change: float, n: int) -> str:
     if n == 1:
-        return (f"This one path's change is {summed:+.3g}, {_pct(summed / change)} of the total: a path need not "
+        return (f"This one path's change is {summed:+.3g}, {percent(summed / change)} of the total: a path need not "
                 "carry the whole total, since it is measured with the sender removed along it alone.")
-    return (f"The {n} paths' changes sum to {summed:+.3g}, {_pct(summed / change)} of the total: paths need not add "
+    return (f"The {n} paths' changes sum to {summed:+.3g}, {percent(summed / change)} of the total: paths need not add "
             "up to the total, since each is measured with the sender removed along it alone and the parts after "
             "it react non-linearly.")
 

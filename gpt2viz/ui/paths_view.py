@@ -105,7 +105,8 @@ def table(p: Paths, k: int = 12) -> None:
     logit = "Δ logit" if p.versus is None else f"Δ (logit − logit({readable(p.versus)}))"
     rows = [{"receiver": part.name, "p(answer)": round(r.prob, 4), "Δ log p": round(r.logprob - base, 4),
              logit: round(r.logit - p.clean.logit, 4),
-             "share of the total": "not measurable" if p.share(part.name) is None else f"{p.share(part.name):.0%}"}
+             "share of the total": "not measurable" if p.share(part.name) is None else
+             paths_text.percent(p.share(part.name))}
             for part, r in order]
     rows.insert(0, {"receiver": "total (everywhere)", "p(answer)": round(p.total.prob, 4),
                     "Δ log p": round(p.total_change, 4), logit: round(p.total.logit - p.clean.logit, 4),

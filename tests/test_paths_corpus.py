@@ -9,7 +9,7 @@ import re
 import pytest
 
 import gpt2viz
-from gpt2viz.analysis.paths import MEASURABLE_NATS, clean_run, path_patch
+from gpt2viz.analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB, clean_run, path_patch
 from gpt2viz.model import tokenizer
 from gpt2viz.teaching import paths_text
 from gpt2viz.teaching.prompts import DEMO_REPEAT
@@ -53,8 +53,9 @@ def check(p) -> str:
     assert f"moves log p(`x`) by {change:+.3g}" in s
     moved = [lp - p.clean.logprob for _, lp in paths]
     n = len(moved)
-    if abs(change) < MEASURABLE_NATS:
+    if abs(change) < MEASURABLE_NATS or max(p.clean.prob, p.total.prob) < MEASURABLE_PROB:
         assert "**not measurable**" in s and "share of that change" not in s and "%" not in s
+        assert ("nats in size" in s) == (abs(change) < MEASURABLE_NATS)
         assert p.share(p.rows[0][0].name) is None
         return "not measurable"
     assert "not measurable" not in s
@@ -98,3 +99,5 @@ def test_a_single_path_and_opposite_paths():
     assert "None of the 2 paths moves it the way the total does: the nearest, b, moves it by +0.2" in opposite
     tiny = paths_text.route("head 0.0", "`x`", -1.0, -1.01, [("a", -1.3), ("b", -1.0)])
     assert "not measurable" in tiny and re.search(r"largest in size is -0\.3 \(a\)", tiny)
+    unlikely = paths_text.route("head 0.0", "`x`", -10.0, -12.0, [("a", -11.0)])
+    assert "less than 0.01 in both runs" in unlikely and "**not measurable**" in unlikely

@@ -27,6 +27,7 @@ TransformerLens users have asked for it since 2022; ARENA teaches it on GPT-2 sm
 receiver; the code is this project's own, on its blocks (model/gpt2.py).
 """
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -46,9 +47,12 @@ INPUTS = ("q", "k", "v")
 # what a clean run must record for path patching
 NEEDS = ("blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "blocks.*.attn.q", "blocks.*.attn.k",
          "blocks.*.attn.v", "blocks.*.attn.z", "blocks.*.mlp.out", "logits")
-# a total change of log p(answer) smaller than this (in nats; p changes by under 5 %) is too small to share
-# out among the paths: a path's share of it is then "not measurable"
+# a path's share of the total is "not measurable" where the total change of log p(answer) is smaller than
+# MEASURABLE_NATS (p moves by under 5 % of itself: too little to share out), or where the answer has less
+# than MEASURABLE_PROB in both runs (an answer the model does not give: on random weights every token has
+# about 1/V, and the shares of what moves it are the noise's)
 MEASURABLE_NATS = 0.05
+MEASURABLE_PROB = 0.01
 ROW_POSITIONS = 8192  # rows x positions a batch of receivers runs at once (the MLP's 4d buffer: 100 MB on gpt2)
 
 _HEAD = re.compile(r"blocks\.(\d+)\.attn\.head\.(\d+)")
@@ -154,6 +158,11 @@ def receivers_of(cfg, sender: Part) -> list[Part]:
     return out + [LOGITS]
 
 
+def measurable(clean: float, total: float) -> bool:
+    """Whether shares of the total change from log p `clean` to log p `total` mean something."""
+    return abs(total - clean) >= MEASURABLE_NATS and max(clean, total) >= math.log(MEASURABLE_PROB)
+
+
 # ---------------------------------------------------------------------------- the result
 @dataclass(frozen=True)
 class Reading:
@@ -196,7 +205,7 @@ class Paths:
 
     @property
     def measurable(self) -> bool:
-        return abs(self.total_change) >= MEASURABLE_NATS
+        return measurable(self.clean.logprob, self.total.logprob)
 
     def share(self, receiver: str) -> float | None:
         """The path's change in log p(answer) as a share of the total change; None where not measurable."""

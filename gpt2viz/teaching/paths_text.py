@@ -2,17 +2,18 @@
 
 The measure is What if's: the change in log p(answer) at the position, against the clean run. A
 path's share is its change over the total change (the sender knocked out everywhere). A share is
-said only where the total is at least analysis.paths.MEASURABLE_NATS in size; below that it is "not
-measurable". Paths need not add up to the total (each is measured with the sender removed from
-that one receiver alone, and what comes after it reacts non-linearly), so the sum is said with its
-own number, not implied.
+said only where analysis.paths.measurable holds (a total of MEASURABLE_NATS at least, on an answer
+with MEASURABLE_PROB at least in one of the two runs); elsewhere it is "not measurable". Paths need
+not add up to the total (each is measured with the sender removed from that one receiver alone, and
+what comes after it reacts non-linearly), so the sum is said with its own number, not implied.
 
 `SENTENCES` lists the module's sentence functions, for the corpus test (tests/test_paths_corpus.py).
 """
 
+import math
 from collections.abc import Sequence
 
-from ..analysis.paths import MEASURABLE_NATS
+from ..analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB, measurable
 
 RANDOM = ("**Random weights: nothing here is a mechanism.** The bars are what removing the sender along each "
           "path does to an untrained model's prediction: differences of noise, not a route it learned. With "
@@ -38,9 +39,14 @@ def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[
     moved = [(name, lp - clean) for name, lp in paths]
     summed = sum(d for _, d in moved)
     n = len(moved)
-    if abs(change) < MEASURABLE_NATS:
-        return (f"{opening} That is less than {MEASURABLE_NATS:g} nats in size, too little to share out: each path's "
-                f"share of it is **not measurable** here. " + _sum_only(moved, summed, n))
+    if not measurable(clean, total):
+        if abs(change) < MEASURABLE_NATS:
+            why = f"That is less than {MEASURABLE_NATS:g} nats in size, too little to share out"
+        else:
+            why = (f"The model gives {answer} less than {MEASURABLE_PROB:g} in both runs (p = "
+                   f"{math.exp(clean):.2g} and {math.exp(total):.2g}): it does not predict it, and what moves an "
+                   "answer it does not give is not a route to it")
+        return f"{opening} {why}: each path's share of it is **not measurable** here. " + _sum_only(moved, summed, n)
     shares = [(name, d, d / change) for name, d in moved]
     name, d, share = max(shares, key=lambda s: s[2])
     if share > 0:

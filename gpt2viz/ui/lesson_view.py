@@ -17,7 +17,7 @@ from html import escape
 
 import streamlit as st
 
-from ..analysis.claims import AT_LEAST, Measured, measure, prompt_logit_diff
+from ..analysis.claims import AT_LEAST, Measured, measure, path_share, prompt_logit_diff
 from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode, readable
@@ -284,6 +284,12 @@ def _measured(weights_key, claim_json: str, _sel: Selection) -> Measured | str:
     """A claim measured on the weights in view, once per weights and claim on this server; or why it
     cannot be (the weights lack a head it names)."""
     c = json.loads(claim_json)
+    if c["measure"] == "path_share":
+        try:
+            return path_share(_sel.weights.model, c["sender"], c["receiver"], c["answer"], c["on_text"],
+                              c["threshold"], c["bound"] == "at most", c["ablation"])
+        except ValueError as e:
+            return str(e)
     vocabulary = demo_vocabulary() if c["tokens"] == "demo" and DEMO_PATH.is_file() else None
     try:
         return measure(_sel.weights.model, c["measure"], c["heads"], c["threshold"], vocabulary, c["prompts"],
@@ -299,7 +305,7 @@ def claim_text(c: dict, m: Measured | str, prompt: tuple[int, int, float] | None
     head = f"**Published{published}**: {c['text']} ({c['citation']})."
     if isinstance(m, str):
         return f"{head}  \n**Measured here**: not measurable on these weights: {m}."
-    bound = "at least" if AT_LEAST[c["measure"]] else "at most"
+    bound = c.get("bound") or ("at least" if AT_LEAST[c["measure"]] else "at most")
     verdict = "**agrees**" if m.agrees else "**differs**"
     own = "" if prompt is None else (f" On the prompt in view alone, logit({readable(prompt[0])}) − "
                                      f"logit({readable(prompt[1])}) = {prompt[2]:+.3g}.")

@@ -3,6 +3,7 @@ goes through MLP 0 and the page's bars, line, table and sentence say so with pat
 numbers; the sender, ablation and answer come from the URL; random weights say nothing is a mechanism."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -79,3 +80,36 @@ def test_a_head_sender_lists_every_later_receiver():
 def test_a_multi_token_answer_is_said_not_raised():
     at = open_page(answer=" quick brown")
     assert any("is 2 tokens" in w.value for w in at.warning) and not at.get("plotly_chart")
+
+
+def _paths_links(at) -> list[dict[str, str]]:
+    from html import unescape
+    from urllib.parse import parse_qsl
+
+    found = []
+    for m in at.markdown:
+        if "Which path carries it" in m.value:
+            for href in re.findall(r'<a href="([^"]+)" target="_self">', m.value):
+                path, _, query = unescape(href).partition("?")
+                found.append({"path": path, **dict(parse_qsl(query))})
+    return found
+
+
+def test_attributions_head_map_links_its_largest_heads_here():
+    at = visit("attribution", model="tiny", answer=" fox")
+    assert not at.exception
+    links = _paths_links(at)
+    assert len(links) == 4 and all(x["path"] == "/paths" and x["sender"] == "head" and x["answer"] == " fox"
+                                   for x in links)
+    page = visit("paths", **{k: v for k, v in links[0].items() if k != "path"})
+    assert not page.exception and page.text_input(key="answer").value == " fox"
+    assert (page.sidebar.slider(key="block").value, page.sidebar.slider(key="head").value) == \
+        (int(links[0]["block"]), int(links[0]["head"]))
+
+
+def test_what_ifs_head_sweep_links_its_largest_heads_here():
+    at = visit("whatif", model="tiny", method="mean")
+    at.button(key="sweep_heads").click().run()
+    assert not at.exception
+    links = _paths_links(at)
+    assert len(links) == 4 and all(x["method"] == "mean" and x["answer"] for x in links)

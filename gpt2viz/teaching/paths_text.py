@@ -86,4 +86,10 @@ def random_note() -> str:
     return RANDOM
 
 
-SENTENCES = (route, chart_caption, random_note)
+def head_links_intro(k: int) -> str:
+    """Before the links under a head map to Which path carries it, one a head."""
+    return (f"**Which path carries it**, for the {k} head{'s' * (k != 1)} largest in size on this map "
+            "(the sidebar's block and head choose any other there):")
+
+
+SENTENCES = (route, chart_caption, random_note, head_links_intro)

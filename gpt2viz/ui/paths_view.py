@@ -11,13 +11,14 @@ import streamlit as st
 
 from .. import plots
 from ..analysis.paths import NEEDS, ROW_POSITIONS, Part, Paths, path_patch
-from ..model.tokenizer import readable
+from ..model.tokenizer import decode, readable
 from ..model.trace import Trace
 from ..spec.schema import Mode
 from ..teaching import paths_text
 from .anatomy import plot, random_note
 from .cache import get_trace, run_bytes, trace_cache
 from .layout import wide_table
+from .links import anchor
 from .state import Selection, locked
 from .text import code_span
 from .whatif_view import METHODS
@@ -112,3 +113,14 @@ def table(p: Paths, k: int = 12) -> None:
                     "Δ log p": round(p.total_change, 4), logit: round(p.total.logit - p.clean.logit, 4),
                     "share of the total": "—"})
     wide_table(rows)
+
+
+def head_links(grid, token: int | None, method: str = "zero", k: int = 4) -> None:
+    """Under a head map (grid [n_layer, nh]): links to this page for the k heads largest in size on it,
+    with the map's answer token and replacement, in the same tab."""
+    nh, flat = grid.shape[1], grid.abs().flatten()
+    chosen = [int(i) for i in flat.argsort(descending=True)[:k]]
+    answer = {} if token is None else {"answer": decode([token])}
+    links = [anchor(f"head {i // nh}.{i % nh}", "paths", block=str(i // nh), head=str(i % nh), sender="head",
+                    method=method, **answer) for i in chosen]
+    st.markdown(paths_text.head_links_intro(len(links)) + " " + " · ".join(links), unsafe_allow_html=True)

@@ -313,6 +313,9 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
                                       f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "
                                       "knocked out", "Δ log p", x_title="head" if part == "head" else "",
                                       y_title="block", signed=True))
+            if part == "head":
+                from .paths_view import head_links  # here: paths_view reads this module's METHODS
+                head_links(grid, token, method)
 
 
 def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:

@@ -119,3 +119,16 @@ def test_the_lesson_opens_from_a_signed_link_and_its_paths_stop_shows_the_claims
 def test_the_attention_lessons_route_sentence_names_the_route():
     note = lf.load(ROOT / "lessons" / "attention-demo.json").stops[3].note
     assert "through it" not in note and "MLP 0" in note and "Which path carries it" in note
+
+
+@needs_demo
+def test_the_lesson_exports_as_a_static_site(tmp_path, capsys):
+    from gpt2viz import cli
+
+    out = tmp_path / "site"
+    assert cli.main(["lesson", "export", str(LESSON), "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert [n for n in names if n.startswith("stop-")] == [
+        "stop-1-output.html", "stop-2-whatif.html", "stop-3-attribution.html", "stop-4-paths.html", "stop-5-paths.html"]
+    page = (out / "stop-4-paths.html").read_text(encoding="utf-8")
+    assert page.count("agrees") >= 2 and "the path into MLP 0" in page

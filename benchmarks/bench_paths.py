@@ -5,7 +5,8 @@
            the clean streams at its own block), given the clean run (as the page gives its trace).
   clean    the clean run path patching starts from: modes.run recording paths.NEEDS.
   plain    one plain forward pass of the same text, recording nothing: the unit of the ratios.
-Each is the median of --rounds runs after a first; the ratios are of medians measured in the same run.
+Each round runs the three back to back (after a first, untimed); printed: the medians over the rounds of
+each one's wall and CPU seconds and of its ratio to that round's plain forward (wall and CPU).
 Targets (the issue's): gpt2 at 32 tokens within 10 s on this machine's 2 cores, the demo's within 1 s.
 The machine is shared: /proc/loadavg and the CPU time the process got are printed beside each figure.
 
@@ -45,27 +46,32 @@ def timed(fn) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - c
 
 
-def median_of(fn, rounds: int) -> tuple[float, float]:
-    fn()  # a first run: allocations, kernels
-    runs = [timed(fn) for _ in range(rounds)]
-    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
-
-
 def bench(label: str, m, ids: list[int], sender: str, ablation: str, rounds: int) -> None:
+    """Each round times a plain forward, the clean run and path patching back to back, so that each
+    round's ratios see the same load; the medians of the rounds' figures and of their ratios are printed."""
     model = m.model
     n = len(receivers_of(model.config, parse_sender(sender, model.config)))
     answer = int(model(torch.tensor([ids]))[0][0, -1].argmax())
     x = torch.tensor([ids])
-    with torch.no_grad():
-        plain = median_of(lambda: model(x), rounds)
-    clean = median_of(lambda: clean_run(model, ids), rounds)
     trace = clean_run(model, ids)
-    paths = median_of(lambda: path_patch(model, ids, sender, answer, ablation=ablation, clean=trace), rounds)
+
+    def plain():
+        with torch.no_grad():
+            model(x)
+    steps = {"plain": plain, "clean": lambda: clean_run(model, ids),
+             "paths": lambda: path_patch(model, ids, sender, answer, ablation=ablation, clean=trace)}
+    for fn in steps.values():
+        fn()  # a first run: allocations, kernels
+    rows = [{k: timed(fn) for k, fn in steps.items()} for _ in range(rounds)]
     print(f"{label}: {len(ids)} tokens, {sender} ({ablation}), {n} receivers + the total · load {loadavg()}")
-    for name, (wall, cpu) in (("plain", plain), ("clean", clean), ("paths", paths)):
-        print(f"  {name:6s} {wall:8.3f} s wall  {cpu:8.3f} s CPU  {wall / plain[0]:8.1f} x plain")
-    print(f"  paths + clean: {paths[0] + clean[0]:.3f} s, {(paths[0] + clean[0]) / plain[0]:.1f} plain forwards "
-          f"for {n + 1} runs")
+    for k in steps:
+        wall = statistics.median(r[k][0] for r in rows)
+        cpu = statistics.median(r[k][1] for r in rows)
+        ratio = statistics.median(r[k][0] / r["plain"][0] for r in rows)
+        ratio_cpu = statistics.median(r[k][1] / r["plain"][1] for r in rows)
+        print(f"  {k:6s} {wall:8.3f} s wall  {cpu:8.3f} s CPU   x plain: {ratio:6.1f} wall, {ratio_cpu:6.1f} CPU")
+    total = statistics.median(r["paths"][0] + r["clean"][0] for r in rows)
+    print(f"  clean + paths: {total:.3f} s wall (median of {rounds} rounds)")
 
 
 def main() -> None:

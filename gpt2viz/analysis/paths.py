@@ -289,8 +289,23 @@ def _total_row(model: GPT2, clean: Trace, sender: Part, delta: torch.Tensor, T: 
 def _finish(model: GPT2, start: int, rows: torch.Tensor) -> torch.Tensor:
     """Logits at the last position [R, V] of rows [R, T, d] entering block `start` (n_layer: ln_f)."""
     step = max(1, ROW_POSITIONS // rows.shape[1])
-    return torch.cat([model.resume(rows[i:i + step], start, last_only=True)[0][:, -1]
-                      for i in range(0, rows.shape[0], step)])  # [R, V]
+    return torch.cat([_last_logits(model, start, rows[i:i + step]) for i in range(0, rows.shape[0], step)])  # [R, V]
+
+
+def _last_logits(model: GPT2, start: int, x: torch.Tensor) -> torch.Tensor:
+    """model.resume(x, start, last_only=True)'s logits [R, V], with the last block computed for the last
+    position alone: its keys and values of the earlier positions as a decode step's cache (only the last
+    position reaches the answer; the blocks before need every position)."""
+    off, n, T = Recorder.off(), len(model.h), x.shape[1]
+    if start >= n or T == 1:
+        return model.resume(x, start, off, last_only=True)[0][:, -1]  # [R, V]
+    for i in range(start, n - 1):
+        x, _ = model.h[i](x, off, block_name("", i), past=None, use_cache=False, drop=no_dropout)  # [R, T, d]
+    last = model.h[n - 1]
+    _, k, v = last.attn.c_attn(last.ln_1(x[:, :-1], off, "")).split(model.config.n_embd, dim=2)  # 2 x [R, T-1, d]
+    past = (last.attn.split_heads(k), last.attn.split_heads(v))  # 2 x [R, nh, T-1, dh]
+    x, _ = last(x[:, -1:], off, block_name("", n - 1), past=past, use_cache=False, drop=no_dropout)  # [R, 1, d]
+    return model.resume(x, n, off, last_only=True)[0][:, -1]  # [R, V]: ln_f and the unembedding
 
 
 def clean_run(model: GPT2, ids) -> Trace:

@@ -142,6 +142,9 @@ def build_parser() -> Parser:
     p = sub.add_parser("patch", help="activation patching: clean text's activations into the corrupt text's run")
     p.add_argument("--clean", required=True, help="text A, whose activations are patched in")
     p.add_argument("--corrupt", required=True, help="text B, of the same length in tokens")
+    p.add_argument("--estimate", action="store_true",
+                   help="also attribution patching: the linear estimate of every cell from one forward and one "
+                        "backward pass, with its correlation to the exact grid and the worst cell")
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
@@ -323,6 +326,12 @@ def cmd_patch(a) -> int:
     clean = tokenizer.encode(a.clean, max_tokens=model.config.n_positions)
     corrupt = tokenizer.encode(a.corrupt, max_tokens=model.config.n_positions)
     r = patching_report(model, clean, corrupt)
+    if a.estimate:
+        from .analysis import estimate as est
+        from .analysis.whatif import patch
+
+        exact = patch(model, clean, corrupt)
+        r["estimate"] = est.report(exact, est.estimate(model, clean, corrupt, exact.answers))
     if a.json:
         print(json.dumps(r))
         return 0
@@ -332,6 +341,10 @@ def cmd_patch(a) -> int:
     print("restored fraction, resid_pre (rows: blocks, columns: positions)")
     for b, row in enumerate(r["restored"]["resid_pre"]):
         print(f"  {b:3d} " + " ".join("   nan" if v is None else f"{v:6.2f}" for v in row))
+    for key in ("resid_pre", "attn_z") if a.estimate else ():
+        g = r["estimate"][f"{key}_agreement"]
+        print(f"linear estimate, {key}: correlation {g['correlation']}, worst cell {g['worst']} (exact {g['exact']}, "
+              f"estimate {g['estimate']}), {g['misses']} of {g['cells']} cells off by more than {g['miss_above']}")
     return 0
 
 

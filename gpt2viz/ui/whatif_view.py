@@ -373,5 +373,7 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> tuple[int, int]:
     plot(plots.matrix_heatmap(p.heads, blocks, [f"head {h}" for h in range(sel.config.n_head)],
                               "Patching one head's attn.z (every position) from A into B", "restored",
                               x_title="head", y_title="block", signed=True))
+    from .estimate_view import beside  # attribution patching, beside the exact grids
+    beside(sel, b.token_ids, b.tokens, answers, p)
     return answers
 

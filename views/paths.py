@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from gpt2viz.ui import attribution_view as av
 from gpt2viz.ui import paths_view as pv
 from gpt2viz.ui.anatomy import selection, text_or_stop
 from gpt2viz.ui.caps import capped
@@ -21,13 +20,7 @@ sender, method = pv.sender_controls(sel)
 st.caption("The sidebar's block and head choose the sender. Runs the whole text (full mode), whatever the "
            "sidebar's mode.")
 trace = pv.clean_trace(sel)
-answer, versus, position, error = av.controls(sel, trace)
-av.likeliest(sel, trace, position)
-if error:
-    st.warning(error, icon=":material/edit:")
-    st.stop()
-if answer is None:
-    answer = int(trace["logits"][0, position].argmax())
+answer, versus, position = pv.answer(sel, trace)
 p = pv.paths(sel, trace, sender, answer, versus, position, method)
 pv.chart(sel, p)
 st.markdown(pv.sentence(p))

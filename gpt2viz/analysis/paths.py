@@ -108,35 +108,34 @@ def _check_head(head: int, cfg, name: str) -> None:
         raise ValueError(f"{name}: no head {head}; these weights have heads 0 to {cfg.n_head - 1}")
 
 
+def _parse(name: str, cfg, patterns) -> Part | None:
+    """The part `name` is, by the first of `patterns` ((regex, has_head, has_input)) it matches, checked
+    against cfg; None when it matches none."""
+    for pattern, has_head, has_input in patterns:
+        if m := pattern.fullmatch(name):
+            part = Part(int(m.group(1)), int(m.group(2)) if has_head else None, m.group(3) if has_input else None)
+            _check_block(part.block, cfg, name)
+            if has_head:
+                _check_head(part.head, cfg, name)
+            return part
+    return None
+
+
 def parse_sender(name: str, cfg) -> Part:
     """`blocks.0.attn.head.0` or `blocks.0.mlp`, as the attribution's rows name them."""
-    if m := _HEAD.fullmatch(name):
-        part = Part(int(m.group(1)), int(m.group(2)))
-        _check_block(part.block, cfg, name)
-        _check_head(part.head, cfg, name)
-        return part
-    if m := _MLP.fullmatch(name):
-        part = Part(int(m.group(1)))
-        _check_block(part.block, cfg, name)
-        return part
-    raise ValueError(f"unknown sender {name!r}: name a head (blocks.0.attn.head.0) or an MLP (blocks.0.mlp)")
+    part = _parse(name, cfg, ((_HEAD, True, False), (_MLP, False, False)))
+    if part is None:
+        raise ValueError(f"unknown sender {name!r}: name a head (blocks.0.attn.head.0) or an MLP (blocks.0.mlp)")
+    return part
 
 
 def parse_receiver(name: str, cfg) -> Part:
     """`blocks.{b}.attn.head.{h}.q|k|v`, `blocks.{b}.mlp` or `logits`."""
-    if name == "logits":
-        return LOGITS
-    if m := _HEAD_INPUT.fullmatch(name):
-        part = Part(int(m.group(1)), int(m.group(2)), m.group(3))
-        _check_block(part.block, cfg, name)
-        _check_head(part.head, cfg, name)
-        return part
-    if m := _MLP.fullmatch(name):
-        part = Part(int(m.group(1)))
-        _check_block(part.block, cfg, name)
-        return part
-    raise ValueError(f"unknown receiver {name!r}: name a head's input (blocks.1.attn.head.0.k), an MLP "
-                     "(blocks.1.mlp) or logits")
+    part = LOGITS if name == "logits" else _parse(name, cfg, ((_HEAD_INPUT, True, True), (_MLP, False, False)))
+    if part is None:
+        raise ValueError(f"unknown receiver {name!r}: name a head's input (blocks.1.attn.head.0.k), an MLP "
+                         "(blocks.1.mlp) or logits")
+    return part
 
 
 def after(sender: Part, receiver: Part) -> bool:
@@ -170,9 +169,7 @@ class Reading:
     logit: float
     logprob: float
 
-    @property
-    def prob(self) -> float:
-        return float(torch.tensor(self.logprob, dtype=torch.float64).exp())
+    prob = property(lambda self: math.exp(self.logprob))  # the answer's probability
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,19 @@ def clean_trace(sel: Selection) -> Trace:
         return get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 
+def answer(sel: Selection, trace: Trace) -> tuple[int, int | None, int]:
+    """(answer, versus, position) from Who wrote the answer's controls, the likeliest tokens under them; a
+    blank answer is the top prediction at the position. Tokens that cannot be used: said, and the page stops."""
+    from .attribution_view import controls, likeliest  # here: attribution_view links to this page
+
+    chosen, versus, position, error = controls(sel, trace)
+    likeliest(sel, trace, position)
+    if error:
+        st.warning(error, icon=":material/edit:")
+        st.stop()
+    return (int(trace["logits"][0, position].argmax()) if chosen is None else chosen), versus, position
+
+
 def _estimate(sel: Selection, n_tokens: int) -> int:
     """The bytes a path patching holds at its peak beyond the clean run: a batch of receivers' rows
     (ROW_POSITIONS positions in all) through one block, the MLP's 4d wide, and their logits."""

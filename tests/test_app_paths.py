@@ -113,3 +113,13 @@ def test_what_ifs_head_sweep_links_its_largest_heads_here():
     assert not at.exception
     links = _paths_links(at)
     assert len(links) == 4 and all(x["method"] == "mean" and x["answer"] for x in links)
+
+
+def test_a_large_view_runs_on_request():
+    at = open_page(model="gpt2", text=" one two three four five six seven eight nine ten eleven twelve thirteen "
+                   "fourteen fifteen sixteen seventeen", block=10, head=0)  # 1 x 3 x 12 + 2 + 1 receivers: runs
+    assert at.get("plotly_chart")
+    at = open_page(model="gpt2", text=" one two three four five six seven eight nine ten eleven twelve thirteen "
+                   "fourteen fifteen sixteen seventeen", block=0, head=0)
+    (button,) = [b for b in at.button if b.key == "run_paths"]
+    assert "along each of its 409 paths" in button.label and not at.get("plotly_chart")

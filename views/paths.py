@@ -22,6 +22,8 @@ st.caption("The sidebar's block and head choose the sender. Runs the whole text 
 trace = pv.clean_trace(sel)
 answer, versus, position = pv.answer(sel, trace)
 p = pv.paths(sel, trace, sender, answer, versus, position, method)
+if p is None:
+    st.stop()
 pv.chart(sel, p)
 st.markdown(pv.sentence(p))
 pv.table(p)

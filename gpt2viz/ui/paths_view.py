@@ -10,7 +10,7 @@ sidebar's mode.
 import streamlit as st
 
 from .. import plots
-from ..analysis.paths import NEEDS, ROW_POSITIONS, Part, Paths, path_patch
+from ..analysis.paths import NEEDS, ROW_POSITIONS, Part, Paths, parse_sender, path_patch, receivers_of
 from ..model.tokenizer import decode, readable
 from ..model.trace import Trace
 from ..spec.schema import Mode
@@ -21,10 +21,13 @@ from .layout import wide_table
 from .links import anchor
 from .state import Selection, locked
 from .text import code_span
-from .whatif_view import METHODS
+from .whatif_view import METHODS, requested
 from .working import working
 
 SENDERS = ("head", "MLP")  # shown in the URL as they read
+# receivers x positions a view runs with the page (gpt2's block-0 head at 16 tokens, any demo view); more on
+# request: every receiver reruns the blocks after its own, so gpt2 at 1,024 tokens is minutes of work
+AUTO_WORK = 410 * 16
 
 
 def sender_controls(sel: Selection) -> tuple[str, str]:
@@ -67,8 +70,17 @@ def _estimate(sel: Selection, n_tokens: int) -> int:
 
 
 def paths(sel: Selection, trace: Trace, sender: str, answer: int, versus: int | None, position: int,
-          method: str) -> Paths:
+          method: str) -> Paths | None:
+    """The path patching of this view; computed with the page when small (AUTO_WORK), else once the button
+    is pressed (None until then)."""
     key = ("paths", sel.weights.key, sel.ids, sender, answer, versus, position, method)
+    n = len(receivers_of(sel.config, parse_sender(sender, sel.config)))
+    if n * (position + 1) > AUTO_WORK:
+        pressed = st.button(f"Remove {Part(sel.block, sel.head if '.head.' in sender else None).label} along each of "
+                            f"its {n} paths ({n + 1} runs of up to {sel.config.n_layer} blocks on {position + 1} "
+                            "positions)", key="run_paths")
+        if not requested(key, pressed):
+            return None
     with working(f"Removing {sender} along each path, one receiver at a time…") as progress:
         return trace_cache().get_or_compute(
             key, lambda: path_patch(sel.weights.model, sel.ids, sender, answer, versus, position, method, clean=trace),

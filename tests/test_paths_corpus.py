@@ -54,7 +54,7 @@ def check(p) -> str:
     moved = [lp - p.clean.logprob for _, lp in paths]
     n = len(moved)
     if abs(change) < MEASURABLE_NATS or max(p.clean.prob, p.total.prob) < MEASURABLE_PROB:
-        assert "**not measurable**" in s and "share of that change" not in s and "%" not in s
+        assert "*not measurable*" in s and "share of that change" not in s and "%" not in s
         assert ("nats in size" in s) == (abs(change) < MEASURABLE_NATS)
         assert p.share(p.rows[0][0].name) is None
         return "not measurable"
@@ -102,4 +102,4 @@ def test_a_single_path_and_opposite_paths():
     tiny = paths_text.route("head 0.0", "`x`", -1.0, -1.01, [("a", -1.3), ("b", -1.0)])
     assert "not measurable" in tiny and re.search(r"largest in size is -0\.3 \(a\)", tiny)
     unlikely = paths_text.route("head 0.0", "`x`", -10.0, -12.0, [("a", -11.0)])
-    assert "less than 0.01 in both runs" in unlikely and "**not measurable**" in unlikely
+    assert "less than 0.01 in both runs" in unlikely and "*not measurable*" in unlikely

@@ -10,7 +10,7 @@ sel = selection()
 st.title("Which path carries it")
 st.markdown("What if knocks a part out everywhere: its **total effect**. Who wrote the answer reads what it writes "
             "straight into the answer: its **direct effect**. Between them: *through which later part* does its "
-            "effect travel? **Path patching** removes the sender's output from the input of **one receiver only** "
+            "effect travel? **Path patching** removes the sender's output from the input of *one receiver only* "
             "(a later head's query, key or value input, an MLP, or the final stream: the direct path), runs the "
             "rest again, and does that for every receiver in turn.")
 text_or_stop(sel)

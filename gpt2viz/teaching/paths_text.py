@@ -46,7 +46,7 @@ def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[
             why = (f"The model gives {answer} less than {MEASURABLE_PROB:g} in both runs (p = "
                    f"{math.exp(clean):.2g} and {math.exp(total):.2g}): it does not predict it, and what moves an "
                    "answer it does not give is not a route to it")
-        return f"{opening} {why}: each path's share of it is **not measurable** here. " + _sum_only(moved, summed, n)
+        return f"{opening} {why}: each path's share of it is *not measurable* here. " + _sum_only(moved, summed, n)
     shares = [(name, d, d / change) for name, d in moved]
     name, d, share = max(shares, key=lambda s: s[2])
     if share > 0:

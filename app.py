@@ -9,7 +9,7 @@ import pandas  # noqa: F401
 import streamlit as st
 
 from gpt2viz.spec.pages import DEFAULT, pages
-from gpt2viz.ui import export, lesson_view, present
+from gpt2viz.ui import export, lesson_view, present, vote_view
 from gpt2viz.ui.anatomy import framed, source
 from gpt2viz.ui.cache import script_running
 from gpt2viz.ui.errors import hide_error_details, page_errors
@@ -62,6 +62,7 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
         lesson_view.back_offer()
     if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
         lesson_view.stop_bar(lesson, page.url_path, selection.present)
+        vote_view.question_box(lesson)  # a question the class votes on, and (reveal: after) the charts held back
         if selection.weights.built:  # a size only counted here measures no claim
             lesson_view.check_claims(lesson, selection)
         lesson_view.warm(lesson, selection)
@@ -69,7 +70,7 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
         present.chrome(next_stop(page.url_path))
     else:
         tour_next(page.url_path, selection)
-    if page_may_run(selection, page.url_path or DEFAULT):
+    if page_may_run(selection, page.url_path or DEFAULT) and vote_view.charts_shown(lesson):
         try:
             page.run()
         finally:  # a page that stops early (st.stop) still leaves the controls it drew

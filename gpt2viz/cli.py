@@ -203,6 +203,13 @@ def build_parser() -> Parser:
     p.add_argument("--base", help=f"the app's address (a link's, default {LINK_BASE}; for export, each stop page "
                                   "links to its view there)")
     p.add_argument("--out", help="export: the folder to write the site in (index.html, a page per stop)")
+
+    p = sub.add_parser("class", help="the class vote's answers: results per lesson, stop and round, or clear them")
+    p.add_argument("action", choices=["results", "clear"])
+    p.add_argument("--lesson", help="a lesson's signed link, or its file (signed here with GPT2VIZ_LESSON_KEY, "
+                                    "without an expiry); results without it: every lesson")
+    p.add_argument("--csv", metavar="FILE", help="results: write them as CSV to FILE ('-': standard output)")
+    p.add_argument("--before", metavar="YYYY-MM-DD", help="clear: only the votes before this day (UTC)")
     return parser
 
 
@@ -529,8 +536,13 @@ def cmd_lesson(a) -> int:
         return lesson_export(lesson, a)
     if a.action == "check":
         claims = sum(len(s.claims) for s in lesson.stops)
+        missing = lf.missing_weights(lesson.weights)
+        checked = "checked live" if not missing else "not measurable here"
         print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})"
-              + (f", {claims} published claim{'s' * (claims != 1)} checked live" if claims else ""))
+              + (f", {claims} published claim{'s' * (claims != 1)} {checked}" if claims else ""))
+        if missing:
+            print(f"gpt2viz: warning: this lesson's numbers need {missing}, which this machine does not have",
+                  file=sys.stderr)
         return 0
     key = lf.server_key(os.environ)
     if key is None:
@@ -553,13 +565,81 @@ def lesson_export(lesson, a) -> int:
         raise UsageError(f"gpt2viz: error: --out {out} is a file, not a folder")
     from .lesson_site import export
 
-    done = export(lesson, out, a.base or "", lambda line: print(line, file=sys.stderr, flush=True))
+    if a.base and not a.base.startswith(("http://", "https://")):
+        raise UsageError(f"gpt2viz: error: --base {a.base[:80]!r} is not an http(s) address")
+    # each stop as it is drawn, to a person at a terminal only: otherwise the result line alone
+    progress = (lambda line: print(line, file=sys.stderr, flush=True)) if sys.stderr.isatty() else (lambda _: None)
+    done = export(lesson, out, a.base or "", progress)
     print(f"{out}: {len(done.files)} files, {done.bytes / 1e6:.1f} MB, written in {done.seconds:.1f} s "
           f"(open {out / 'index.html'})")
     return 0
 
 
-COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
+def _lesson_id(given: str) -> str:
+    """The class vote's id of a lesson: of its signed link (the `lesson` value), or of its file signed here."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from .teaching import lessons as lf
+
+    if "lesson=" in given:
+        token = parse_qs(urlsplit(given).query).get("lesson", [""])[0]
+        if not token:
+            raise UsageError("gpt2viz: error: --lesson: the link has no lesson= value")
+        return lf.digest(token)
+    key = lf.server_key(os.environ)
+    if key is None:
+        raise UsageError(f"gpt2viz: error: --lesson FILE needs {lf.KEY_ENV} (the server's) to find its votes; "
+                         "or pass the lesson's link")
+    return lf.digest(lf.sign(lf.load(given), key))
+
+
+def cmd_class(a) -> int:
+    """`results`: one line (or CSV row) per round; `clear`: delete a lesson's votes."""
+    import csv
+    import datetime
+
+    from .server import votes
+
+    if a.action == "clear":
+        if not a.lesson:
+            raise UsageError("gpt2viz: error: class clear needs --lesson (a link or a file)")
+        before = None
+        if a.before:
+            try:
+                before = datetime.datetime.strptime(a.before, "%Y-%m-%d").replace(tzinfo=datetime.UTC).timestamp()
+            except ValueError:
+                raise UsageError(f"gpt2viz: error: --before {a.before[:40]!r} is not a day as YYYY-MM-DD") from None
+        store = votes.Store(votes.where_from_env())
+        print(f"deleted {store.clear(_lesson_id(a.lesson), before):,} votes")
+        return 0
+    if a.before:
+        raise UsageError("gpt2viz: error: --before goes with class clear")
+    store = votes.Store(votes.where_from_env())
+    rows = votes.result_rows(store.summaries(_lesson_id(a.lesson) if a.lesson else None))
+    if a.csv:
+        out = sys.stdout if a.csv == "-" else open(a.csv, "w", newline="")  # noqa: SIM115 (closed below)
+        try:
+            writer = csv.DictWriter(out, fieldnames=votes.RESULT_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        if a.csv != "-":
+            print(f"{a.csv}: {len(rows)} rounds")
+        return 0
+    if not rows:
+        print("no votes kept" + (" for this lesson" if a.lesson else ""))
+    for r in rows:
+        tally = r["counts"] or (f"median {r['median']:g}" if r["median"] != "" else "")
+        right = f", {r['right']} right" if r["right"] != "" else ""
+        voters = f"{r['voters']} voter" + "s" * (r["voters"] != 1)
+        print(f"{r['lesson'][:12]} stop {r['stop']} round {r['round']} ({r['state']}): {voters}{right}"
+              + (f"; {tally}" if tally else ""))
+    return 0
+
+
+COMMANDS = {"class": cmd_class, "trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
             "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "attribute": cmd_attribute,
             "paths": cmd_paths,

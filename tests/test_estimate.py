@@ -103,16 +103,3 @@ def test_cli_patch_estimate(capsys):
     assert set(e["resid_pre_agreement"]) == {"correlation", "worst", "exact", "estimate", "misses", "cells",
                                              "miss_above"}
 
-
-def test_the_agreement_sentences_say_what_was_computed():
-    from gpt2viz.analysis.estimate import Agreement
-    from gpt2viz.teaching import estimate_text
-
-    assert set(estimate_text.SENTENCES) == {estimate_text.intro, estimate_text.agreement_sentence, estimate_text.why}
-    s = estimate_text.agreement_sentence("the heads' grid", Agreement(0.93, (1, 2), 0.5, 0.1, 2, 8), "head 1.2")
-    assert "correlates 0.93" in s and "in 2 of 8 cells" in s
-    assert "largest miss is at head 1.2: exact 0.5, estimated 0.1" in s
-    s = estimate_text.agreement_sentence("g", Agreement(float("nan"), (0, 0), 0.0, 0.0, 0, 1), "x")
-    assert "not measurable" in s and "in none of its one cell" in s
-    s = estimate_text.agreement_sentence("g", Agreement(float("nan"), (0, 0), float("nan"), float("nan"), 0, 0), "x")
-    assert "nothing to compare" in s

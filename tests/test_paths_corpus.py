@@ -86,7 +86,8 @@ def test_route_sentence_is_true_over_the_corpus(models):
 
 def test_sentence_functions_are_registered_and_plain():
     assert set(paths_text.SENTENCES) == {paths_text.route, paths_text.chart_caption, paths_text.random_note,
-                                         paths_text.head_links_intro}
+                                         paths_text.head_links_intro, paths_text.total_label}
+    assert paths_text.total_label(-6.5213) == "total (everywhere): -6.52"
     assert "for the 1 head largest" in paths_text.head_links_intro(1)
     assert paths_text.percent(-0.004) == "0 %" and paths_text.percent(0.996) == "100 %"
     cap = paths_text.chart_caption("head 0.0", "`x`", 3, "mean")

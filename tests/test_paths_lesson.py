@@ -51,7 +51,7 @@ def test_the_claims_agree_on_the_demo_model():
     assert m.agrees and m.value >= 0.9, m  # measured: 0.989 (-6.45 of -6.52)
     m = measured("demo", keys)
     assert m.agrees and m.value <= 0.1, m  # measured: 0.0004, the largest of the four heads' keys
-    assert "the largest of 4 such paths" in m.detail
+    assert m.seen["paths"] == 4 and m.seen["receiver"].startswith("blocks.1.attn.head.")
     assert all(c["on_text"] == DEMO_REPEAT.text and "measured on the demo model" in c["citation"]
                for c in (mlp, keys))
 
@@ -103,16 +103,16 @@ def test_the_lesson_opens_from_a_signed_link_and_its_paths_stop_shows_the_claims
     assert not at.exception, at.exception[0].value
     assert at.radio(key="sender").value == "head" and at.radio(key="sender").disabled
     assert "stop 4 of 5" in " ".join(e.value for e in at.caption) + " ".join(e.value for e in at.markdown)
-    agreed = [s.value for s in at.success if "Published" in s.value]
+    agreed = [s.value for s in at.success if "Measured here" in s.value]
     assert len(agreed) == 2 and all("**agrees**" in s for s in agreed), agreed
-    assert "at most 0.1 as agreeing" in agreed[1]
+    assert "at most 10% of the total effect along the path as agreeing" in agreed[1]
     text = " ".join(e.value for e in at.markdown)
     assert "**the path into MLP 0** carries the largest share" in text
     # the same lesson on random weights: nothing agrees
     d = json.loads(LESSON.read_text()) | {"weights": {"source": "random", "model": "tiny"}}
     at = visit("paths", lesson=lf.sign(lf.parse(d), KEY.encode()), stop="3")
-    assert not at.exception and not [s for s in at.success if "Published" in s.value]
-    said = [w.value for w in at.warning if "Published" in w.value]
+    assert not at.exception and not [s for s in at.success if "Measured here" in s.value]
+    said = [w.value for w in at.warning if "Measured here" in w.value]
     assert len(said) == 2 and all("not measurable" in s or "**differs**" in s for s in said)
 
 

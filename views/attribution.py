@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz.ui import attribution_view as av
 from gpt2viz.ui import code_panel, story
 from gpt2viz.ui.anatomy import random_note, selection, text_or_stop
+from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Who wrote the answer")
@@ -15,7 +16,8 @@ st.markdown("The final stream at a position is a sum: the embedding, plus what e
 story.offer(sel, "attribution", says="the model copies after from the first time round. Which heads write its "
             "logit, and does knocking them out tell the same story?")
 text_or_stop(sel)
-st.caption("Runs the whole text (full mode, no dropout), whatever the sidebar's mode.")
+sel = capped(sel, "attribution")
+st.caption("Runs the text in full mode (no dropout), whatever the sidebar's mode.")
 trace = av.full_trace(sel)
 answer, versus, position, error = av.controls(sel, trace)
 av.likeliest(sel, trace, position)
@@ -24,7 +26,7 @@ if error:
     st.stop()
 a = av.attribution(sel, trace, answer, versus, position)
 av.totals(a)
-st.markdown(av.named(a))
+st.markdown(av.named(a, sel.weights.random))
 random_note(sel)
 av.charts(sel, a)
 st.markdown(av.DIRECT_ONLY)

@@ -15,10 +15,10 @@ st.markdown("Every head of every block, scored on this text from its attention p
             "over the text's positions of one thing a head can do. Look for the heads that stand out, then open "
             "them on the Attention page to see the stripe behind the number.")
 sel = capped(sel, "heads")
-rows = hv.scores(sel)
+rows, patterns = hv.scores(sel)
 hv.repeat_offer(sel)
 st.subheader("Every head, one map per score")
-hv.maps(sel, rows)
+hv.maps(sel, rows, patterns)
 st.subheader("Two scores at once")
 hv.scatter(sel, rows)
 st.subheader("Open a head")

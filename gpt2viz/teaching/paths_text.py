@@ -92,4 +92,10 @@ def head_links_intro(k: int) -> str:
             "(the sidebar's block and head choose any other there):")
 
 
-SENTENCES = (route, chart_caption, random_note, head_links_intro)
+def total_label(change: float) -> str:
+    """The label of the chart's line: the total change in log p."""
+    return f"total (everywhere): {change:+.3g}"
+
+
+SENTENCES = (route, chart_caption, random_note, head_links_intro, total_label)
+NOT_SENTENCES = (percent,)  # a number's format

@@ -27,7 +27,7 @@ from ..plots.axes import fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
-from ..teaching import notices
+from ..teaching import notices, page_text
 from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import snippets
@@ -66,6 +66,13 @@ def cat_of(sel: Selection) -> ComponentTree:
 def page_of(cat: ComponentTree, cid: str) -> PageRow:
     """The page that shows component `cid`."""
     return home(cid, {c.id: c.parent for c in cat})[0]
+
+
+def heading(cat: ComponentTree, cid: str) -> str:
+    """The page's h1: its component's title, or the menu's where that says more of the same (the menu's
+    "Tokens and embeddings" for the component "Embeddings"), so a page opens under the name it was chosen by."""
+    title, menu = cat[cid].title, page_of(cat, cid).title
+    return menu if title.lower() in menu.lower() else title
 
 
 def run_values(sel: Selection, mode: Mode) -> dict[str, int]:
@@ -112,13 +119,10 @@ def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "
     """What became of a typed text on its way to tokens: the end cut off at the context, and
     `<|endoftext|>` read as the one special token."""
     if cut:
-        st.info(f"{which} was cut to the model's context of {n_positions:,} tokens: "
-                f"{cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+        st.info(page_text.cut_note(which, n_positions, cut), icon=":material/content_cut:")
     if ENDOFTEXT_ID in ids and current().end_of_text == ENDOFTEXT_ID:  # a character model has no such token
         n = ids.count(ENDOFTEXT_ID)
-        st.info(f"`{ENDOFTEXT}` in {which.lower()} is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
-                f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(ENDOFTEXT)} characters.",
-                icon=":material/keyboard_return:")
+        st.info(page_text.endoftext_note(ENDOFTEXT, which, ENDOFTEXT_ID, n), icon=":material/keyboard_return:")
 
 
 # one line in the page's body, beside the values it qualifies (a tooltip alone was missed)
@@ -168,7 +172,7 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     badge = ":blue-badge[uses parameters]" if c.learned else ":gray-badge[parameter-free]"
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
-    st.title(c.title)
+    st.title(heading(cat, c.id))
     if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
         st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
@@ -290,10 +294,7 @@ def parameters(c: Component, sel: Selection, heading: bool = True) -> None:
     rows = [{"component": r.name, "formula": r.symbolic, "calculation": r.calculation,
              "parameters": f"{r.parameters:,}", "checkpoint tensors": ", ".join(r.tensors)} for r in c.rows]
     st.table(rows)
-    if c.instances > 1:
-        st.markdown(f"**{c.per_instance:,}** per block × {c.instances} blocks = **{c.total:,}** parameters")
-    else:
-        st.markdown(f"**{c.total:,}** parameters")
+    st.markdown(page_text.per_block_total(c.per_instance, c.instances, c.total))
     if c.weights_note:
         st.caption(c.weights_note)
 

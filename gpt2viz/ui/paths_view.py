@@ -108,7 +108,7 @@ def chart(sel: Selection, p: Paths) -> None:
     plot(plots.path_bars([r.logprob - base for _, r in p.rows], [_bar(part) for part, _ in p.rows],
                          [_group(part) for part, _ in p.rows], [_kind(part) for part, _ in p.rows],
                          p.total_change, f"{p.sender.label} removed along one path at a time",
-                         f"Δ log p({readable(p.answer)})", f"total (everywhere): {p.total_change:+.3g}"))
+                         f"Δ log p({readable(p.answer)})", paths_text.total_label(p.total_change)))
     st.caption(paths_text.chart_caption(p.sender.label, answer_shown(p.answer), p.position, p.ablation))
 
 

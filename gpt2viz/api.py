@@ -122,6 +122,21 @@ class Model:
         finally:
             tokenizer.use(before)
 
+    def paths(self, text: str | list[int], sender: str, answer: str, versus: str | None = None,
+              position: int | None = None, ablation: str = "zero", receivers: list[str] | None = None) -> dict:
+        """Path patching: `sender` (blocks.0.attn.head.0, blocks.0.mlp) removed from each receiver's input
+        alone, and everywhere (the total): the dict `python -m gpt2viz paths --json` prints."""
+        from .analysis.paths import path_patch
+
+        before = tokenizer.current()
+        tokenizer.use(self.vocabulary)
+        try:
+            ids = self.vocabulary.encode(text) if isinstance(text, str) else list(text)
+            b = None if versus is None else one_token(versus, "versus")
+            return path_patch(self.model, ids, sender, one_token(answer), b, position, ablation, receivers).report()
+        finally:
+            tokenizer.use(before)
+
 
 def load(spec: str = "gpt2") -> Model:
     """"gpt2" and the other presets: random weights, seed 0; "random:NAME:seed=N"; "demo": the demo

@@ -1,4 +1,4 @@
-"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,attribute,lesson,convert,weights,
+"""`python -m gpt2viz {trace,names,params,shapes,ablate,patch,heads,attribute,paths,lesson,convert,weights,
 class-server,app}`: the command line of DESIGN.md.
 
 Exit 0 on success; on bad input exit 2 with one line on stderr that says what is wrong.
@@ -178,6 +178,9 @@ def build_parser() -> Parser:
     p = sub.add_parser("patch", help="activation patching: clean text's activations into the corrupt text's run")
     p.add_argument("--clean", required=True, help="text A, whose activations are patched in")
     p.add_argument("--corrupt", required=True, help="text B, of the same length in tokens")
+    p.add_argument("--estimate", action="store_true",
+                   help="also attribution patching: the linear estimate of every cell from one forward and one "
+                        "backward pass, with its correlation to the exact grid and the worst cell")
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
@@ -186,6 +189,18 @@ def build_parser() -> Parser:
     p.add_argument("--answer", required=True, help="one token, such as ' after' (mind the space)")
     p.add_argument("--versus", help="a second token: attribute logit(answer) - logit(versus)")
     p.add_argument("--position", type=int, help="0-based token index (default: the last)")
+    _common_model(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("paths", help="path patching: a head's or an MLP's output removed from one later part's input")
+    p.add_argument("--text", required=True)
+    p.add_argument("--answer", required=True, help="one token, such as ' after' (mind the space)")
+    p.add_argument("--versus", help="a second token: logit is logit(answer) - logit(versus)")
+    p.add_argument("--position", type=int, help="0-based token index (default: the last)")
+    p.add_argument("--sender", required=True, help="a head (blocks.0.attn.head.0) or an MLP (blocks.0.mlp)")
+    p.add_argument("--receiver", action="append", help="only this receiver (repeatable): blocks.1.attn.head.0.k, "
+                   "blocks.1.mlp, logits; default: every receiver of the sender")
+    p.add_argument("--ablation", default="zero", choices=["zero", "mean"], help="zero, or the mean over positions")
     _common_model(p)
     p.add_argument("--json", action="store_true")
 
@@ -354,6 +369,12 @@ def cmd_patch(a) -> int:
     clean = tokenizer.encode(a.clean, max_tokens=model.config.n_positions)
     corrupt = tokenizer.encode(a.corrupt, max_tokens=model.config.n_positions)
     r = patching_report(model, clean, corrupt)
+    if a.estimate:
+        from .analysis import estimate as est
+        from .analysis.whatif import patch
+
+        exact = patch(model, clean, corrupt)
+        r["estimate"] = est.report(exact, est.estimate(model, clean, corrupt, exact.answers))
     if a.json:
         print(json.dumps(r))
         return 0
@@ -363,6 +384,10 @@ def cmd_patch(a) -> int:
     print("restored fraction, resid_pre (rows: blocks, columns: positions)")
     for b, row in enumerate(r["restored"]["resid_pre"]):
         print(f"  {b:3d} " + " ".join("   nan" if v is None else f"{v:6.2f}" for v in row))
+    for key in ("resid_pre", "attn_z") if a.estimate else ():
+        g = r["estimate"][f"{key}_agreement"]
+        print(f"linear estimate, {key}: correlation {g['correlation']}, worst cell {g['worst']} (exact {g['exact']}, "
+              f"estimate {g['estimate']}), {g['misses']} of {g['cells']} cells off by more than {g['miss_above']}")
     return 0
 
 
@@ -411,6 +436,32 @@ def cmd_attribute(a) -> int:
     for row in r["rows"]:
         print(f"  {row['component']:{width}s}  {row['value']:+.6f}")
     print(f"  {'sum':{width}s}  {sum(row['value'] for row in r['rows']):+.6f}  (residual {r['residual']:+.2e})")
+    return 0
+
+
+def cmd_paths(a) -> int:
+    from .analysis.attribution import check_position, one_token
+    from .analysis.paths import path_patch
+    from .model import tokenizer
+
+    model = _model(a)  # first: a weights folder brings its own vocabulary
+    answer, versus = one_token(a.answer, "--answer"), None if a.versus is None else one_token(a.versus, "--versus")
+    ids = tokenizer.encode(a.text)
+    check_position(a.position, len(ids))
+    if len(ids) > model.config.n_positions:
+        raise ValueError(f"{len(ids):,} tokens exceed the context of {model.config.n_positions:,}")
+    p = path_patch(model, ids, a.sender, answer, versus, a.position, a.ablation, a.receiver)
+    r = p.report()
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    what = "logit" if versus is None else f"logit - logit({r['versus']!r})"
+    print(f"{p.model} · {len(ids)} tokens · position {r['position']} ({tokenizer.readable(ids[r['position']])!r}) · "
+          f"{r['sender']} removed ({r['ablation']}) · p({r['answer']!r}) and {what}")
+    width = max(len("total (everywhere)"), *(len(row["receiver"]) for row in r["rows"]))
+    for name, row in [("clean", r["clean"]), ("total (everywhere)", r["total"])] + [
+            (row["receiver"], row) for row in r["rows"]]:
+        print(f"  {name:{width}s}  p {row['prob']:.4f}  logit {row['logit']:+.4f}")
     return 0
 
 
@@ -627,6 +678,7 @@ def cmd_class(a) -> int:
 COMMANDS = {"class": cmd_class, "trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
             "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "attribute": cmd_attribute,
+            "paths": cmd_paths,
             "lesson": cmd_lesson, "convert": cmd_convert, "weights": cmd_weights}
 
 

@@ -5,7 +5,7 @@ the lesson opened as the Lessons page's "Open it here" opens it, on the stop's p
 drew (its Markdown, numbers, tables, code, and each chart's figure as sent to the browser) is read back
 as teaching.site's neutral tree. So every figure comes from the very run and figure builders the page
 uses. The results a page computes only on a click (What if's sweeps, the patching grid, the knock-out
-sweep of Who wrote the answer) are clicked and included: a lesson's note may refer to them.
+sweep of Who wrote the answer, a long path patching) are clicked and included: a lesson's note may refer to them.
 
 A stop whose student may change the head, block or mode is drawn once per value, up to
 site.MAX_VARIANTS pictures a stop; a control past that, or one that is not a few values (the text, the
@@ -37,7 +37,7 @@ OPEN_CODE = "_code_open"  # every code expander drawn open (ui/code_panel.py OPE
 STATIC = "_static_export"  # the session flag that leaves a stop's question to the site (ui/vote_view.py STATIC)
 RECORD = "_page_record"  # the session key of what a page drew (ui/export.py)
 # buttons whose results a page computes only when clicked, clicked in this order
-COMPUTE = ("sweep_heads", "sweep_mlps", "attr_sweep", "run_patch")
+COMPUTE = ("sweep_heads", "sweep_mlps", "attr_sweep", "run_patch", "run_paths")
 ENUMERABLE = ("head", "block", "mode")  # free controls of a few values each; text and weights are not
 RUN_SECONDS = 600  # one run of a page, at most (a sweep on a large model)
 # what a static page leaves out: the app's navigation and buttons, its styles, and passing progress

@@ -101,9 +101,9 @@ def test_patch_page_patches_on_request():
     at.button(key="run_patch").click().run()
     assert not at.exception
     maps = [s for s in specs(at)[n:] if s["data"][0]["type"] == "heatmap"]
-    assert len(maps) == 2
-    assert heatmap_z(maps[0]).shape == (2, 4)  # blocks x positions
-    assert heatmap_z(maps[1]).shape == (2, 4)  # blocks x heads
+    assert len(maps) == 4  # the exact grids, then attribution patching's estimate of each
+    assert heatmap_z(maps[0]).shape == heatmap_z(maps[2]).shape == (2, 4)  # blocks x positions
+    assert heatmap_z(maps[1]).shape == heatmap_z(maps[3]).shape == (2, 4)  # blocks x heads
 
 
 def test_patch_page_says_when_lengths_differ():

@@ -40,8 +40,9 @@ from ..spec.schema import block_name
 from .attribution import NEEDS, attribute
 from .heads import find_heads
 
-MEASURES = ("induction", "logit_diff", "attribution", "knockout")
-AT_LEAST = {"induction": True, "logit_diff": True, "attribution": True, "knockout": False}  # else: at most
+MEASURES = ("induction", "logit_diff", "attribution", "knockout", "path_share")
+# else: at most (a path_share claim says which: its `bound`)
+AT_LEAST = {"induction": True, "logit_diff": True, "attribution": True, "knockout": False, "path_share": True}
 
 # BABA templates: A and B are introduced, B is named again, the answer is A (the indirect object)
 TEMPLATES = (
@@ -209,4 +210,36 @@ def measure(model: GPT2, kind: str, heads, threshold: float, vocabulary=None, n:
         return attribution_share(model, heads, threshold, n, seed, floor)
     if kind == "knockout":
         return knockout(model, heads, threshold, n, seed, floor)
+    if kind == "path_share":
+        raise ValueError("a path_share claim is measured by path_share(), with its sender, receiver, answer and text")
     raise ValueError(f"unknown measure {kind!r}; one of {', '.join(MEASURES)}")
+
+
+# ---------------------------------------------------------------------------- path_share
+def path_share(model: GPT2, sender: str, receiver: str, answer: str, text: str, threshold: float,
+               at_most: bool = False, ablation: str = "zero") -> Measured:
+    """`path_share`: on `text`, at its last position, `sender` (blocks.0.attn.head.0) removed along the
+    path into `receiver` alone (analysis/paths.py; `*` in it matches any number: every block-1 head's
+    keys are blocks.1.attn.head.*.k): that path's change in log p(answer) as a share of the total change
+    (the sender knocked out everywhere, What if's measure); of several paths, the largest share. Agrees
+    at least at `threshold` (at most, `at_most`). Where the share means nothing (paths.measurable: a total
+    near zero, or an answer the model does not give) it is not measurable: a ValueError that says why."""
+    from fnmatch import fnmatchcase
+
+    from .attribution import one_token
+    from .paths import MEASURABLE_NATS, MEASURABLE_PROB, parse_sender, path_patch, receivers_of
+
+    wanted = [r.name for r in receivers_of(model.config, parse_sender(sender, model.config))
+              if fnmatchcase(r.name, receiver)]
+    if not wanted:
+        raise ValueError(f"{sender} sends to no {receiver} in these weights: the claim is about another model")
+    p = path_patch(model, encode(text), sender, one_token(answer), ablation=ablation, receivers=wanted)
+    if not p.measurable:
+        raise ValueError(f"{p.sender.label} knocked out everywhere moves log p({answer!r}) from "
+                         f"{p.clean.logprob:.3g} to {p.total.logprob:.3g} (p {p.clean.prob:.2g} to "
+                         f"{p.total.prob:.2g}); a share of that is measured where it moves by {MEASURABLE_NATS:g} "
+                         f"nats or more on an answer with p at least {MEASURABLE_PROB:g} in one of the two runs")
+    share, name = max((p.share(r), r) for r in wanted)
+    return Measured("path_share", share, share <= threshold if at_most else share >= threshold,
+                    {"sender": p.sender.label, "receiver": name, "answer": answer, "paths": len(wanted),
+                     "moved": p.reading(name).logprob - p.clean.logprob, "total": p.total_change})

@@ -61,7 +61,9 @@ from .cache import cache_growth, kv_cache_diagram
 from .compare import grouped_bars
 from .depth import depth_bars, residual_norms
 from .distributions import PERCENTILES, gelu_curve, histogram
+from .estimate import estimate_scatter
 from .heatmaps import lens_heatmap, mask_path, matrix_heatmap
+from .paths import path_bars
 from .scatter import head_scatter
 from .vectors import heads_merged, layernorm_stages, sorted_products, stacked_vectors
 
@@ -72,4 +74,4 @@ __all__ = ["CHAR_PX", "DIVERGING", "MASKED_GREY", "MAX_TICKS", "PERCENTILES", "S
            "histogram", "kv_cache_diagram", "lens_heatmap", "loss_per_token", "mask_path", "matrix_heatmap",
            "param_breakdown", "position_norms", "position_values", "residual_norms", "top_neurons", "topk_tokens",
            "heads_merged", "layernorm_stages", "sorted_products", "token_lines", "stacked_vectors", "grouped_bars",
-           "head_scatter"]
+           "head_scatter", "path_bars", "estimate_scatter"]

@@ -194,6 +194,14 @@ ENTRIES = [
     Entry("Activation patching", ("Running a corrupt text B with one activation copied from the run of a clean "
                                   "text A, to find which parts carry the difference between their answers."),
           "patch", EXPERIMENTS, ("patching",)),
+    Entry("Path patching", ("Removing one part's output (a head's, an MLP's) from the input of one later part "
+                            "only, its receiver (a head's query, key or value input, an MLP, or the final stream: "
+                            "the direct path), and running the rest again: how much of the part's effect travels "
+                            "through that receiver. Done for every receiver in turn, it shows the route."),
+          "paths", EXPERIMENTS, ("paths", "receiver")),
+    Entry("Total effect", ("Everything that changes when a part is removed everywhere (What if's knock-out): what "
+                           "it writes straight to the answer (its direct effect) and what it makes later parts do. "
+                           "Path patching splits it by the route it takes."), "whatif", EXPERIMENTS),
     Entry("Restored fraction", ("How much of A's answer a patch brings back into B's run, on the logit difference "
                                 "m of an answer pair: (m_patched − m_B) / (m_A − m_B). 0 when the patch changes "
                                 "nothing, 1 when it gives A's margin back in full."), "patch", EXPERIMENTS),

@@ -46,6 +46,7 @@ PAGES = (
     PageRow("lens", "Logit lens", ":material/search:", "Classroom", charts=2),
     PageRow("whatif", "What if", ":material/block:", "Classroom", charts=3),
     PageRow("attribution", "Who wrote the answer", ":material/edit_note:", "Classroom", charts=2),
+    PageRow("paths", "Which path carries it", ":material/route:", "Classroom", charts=1),
     PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made
     PageRow("heads", "Head finder", ":material/manage_search:", "Classroom", charts=5),

@@ -24,14 +24,15 @@ UNITS = {  # each measure's threshold, in its unit
     "logit_diff": "a mean logit difference of {bound} {number}",
     "attribution": "{bound} {share} of the difference written by the listed heads",
     "knockout": "{bound} {share} of the difference left",
+    "path_share": "{bound} {share} of the total effect along the path",
 }
 
 
-def _bar(kind: str, threshold: float) -> str:
-    """The lesson's threshold, with the unit of the measure it bounds."""
+def _bar(kind: str, threshold: float, bound: str | None = None) -> str:
+    """The lesson's threshold, with the unit of the measure it bounds (`bound`: a path_share claim's own)."""
     if kind not in UNITS:
         raise ValueError(f"no threshold's unit for the measure {kind!r}")
-    return UNITS[kind].format(bound="at least" if AT_LEAST[kind] else "at most", number=f"{threshold:g}",
+    return UNITS[kind].format(bound=bound or ("at least" if AT_LEAST[kind] else "at most"), number=f"{threshold:g}",
                               share=_pct(threshold))
 
 
@@ -55,6 +56,11 @@ def _reading(m: Measured) -> str:
     if m.kind == "knockout":
         return (f"with the listed heads zeroed together, {_pct(m.value)} of the clean mean logit difference is "
                 f"left ({s['clean']:+.3g} → {s['knocked']:+.3g}, over {s['prompts']} prompts)")
+    if m.kind == "path_share":
+        many = f", the largest of the {s['paths']} paths the claim names" if s["paths"] > 1 else ""
+        return (f"{_pct(m.value)} of the total effect: removed from the input of {s['receiver']} alone, "
+                f"{s['sender']} moves log p({s['answer']!r}) by {s['moved']:+.3g}, of {s['total']:+.3g} when knocked "
+                f"out everywhere{many}")
     raise ValueError(f"no reading for the measure {m.kind!r}")  # a new measure says what it saw here
 
 
@@ -85,8 +91,8 @@ def claim_reading(claim: dict, m: Measured | str, prompt: tuple[str, str, float]
     verdict = "**agrees**" if m.agrees else "**differs**"
     own = "" if prompt is None else (f" On the prompt in view alone, logit({prompt[0]}) − logit({prompt[1]}) = "
                                      f"{prompt[2]:+.3g}.")
-    return (f"{head}  \n**Measured here**: {_reading(m)}. The lesson counts {_bar(m.kind, claim['threshold'])} "
-            f"as agreeing: {verdict}.{own}")
+    bar = _bar(m.kind, claim["threshold"], claim.get("bound"))
+    return f"{head}  \n**Measured here**: {_reading(m)}. The lesson counts {bar} as agreeing: {verdict}.{own}"
 
 
 NOT_SENTENCES = (score,)  # a formatting helper

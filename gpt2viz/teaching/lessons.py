@@ -47,6 +47,7 @@ PAGE_VALUES: dict[str, dict[str, type | tuple]] = {
                "track": str},
     "attention": {"qi": int, "kj": int},  # the cell whose dot product is taken apart
     "attribution": {"answer": str, "versus": str, "position": int},  # one-token strings, such as " after"
+    "paths": {"sender": ("head", "MLP"), "method": ("zero", "mean"), "answer": str, "versus": str, "position": int},
     "layernorm": {"ln": ("ln_1", "ln_2", "ln_f"), "ln_pos": int},
     "output": {"temp": float, "topk": float, "topp": float},
     "generation": {"steps": float, "temperature": float, "top_k": float, "topp": float, "gen_seed": float,
@@ -207,8 +208,9 @@ def _value(page: str, key: str, value, where: str):
 
 
 STOP_FIELDS = ("page", "mode", "block", "head", "values", "note", "claims", "question")
-CLAIM_MEASURES = ("induction", "logit_diff", "attribution", "knockout")  # analysis/claims.py measures each
+CLAIM_MEASURES = ("induction", "logit_diff", "attribution", "knockout", "path_share")  # analysis/claims.py
 CLAIM_FIELDS = ("text", "citation", "measure", "heads", "published", "threshold", "tokens", "prompts", "seed")
+PATH_FIELDS = ("sender", "receiver", "answer", "on_text", "bound", "ablation")  # a path_share claim's own
 MAX_CLAIMS, MAX_CLAIM_TEXT = 4, 300
 
 
@@ -218,6 +220,9 @@ def _claim(d, where: str) -> dict:
     none for logit_diff), `published` (the published number, optional), `threshold` (the measured value
     that agrees: at least it, or for knockout at most it), `tokens` ("any" or "demo": the random tokens
     of an induction measurement), `prompts` (how many indirect-object prompts, 1 to 64) and `seed`."""
+    measure = d.get("measure") if isinstance(d, dict) else None
+    if measure == "path_share":
+        return _path_claim(d, where)
     _only(d, where, CLAIM_FIELDS)
     measure = _need(d, "measure", where)
     if measure not in CLAIM_MEASURES:
@@ -238,6 +243,29 @@ def _claim(d, where: str) -> dict:
         raise LessonError(f"{where}.tokens: {tokens!r:.40} is not one of any, demo")
     return out | {"tokens": tokens, "prompts": _int(d.get("prompts", 16), f"{where}.prompts", 1, 64),
                   "seed": _int(d.get("seed", 0), f"{where}.seed")}
+
+
+def _path_claim(d: dict, where: str) -> dict:
+    """A path_share claim (analysis/claims.py path_share): `sender` (a head or an MLP, as the attribution
+    names them), `receiver` (a receiver's name, `*` for any number), `answer` (one token, " after"),
+    `on_text` (the text it is measured on, at its last position), `bound` ("at least", the default, or "at
+    most"), `ablation` (zero or mean), and the claim's `text`, `citation`, `threshold`, `published`."""
+    _only(d, where, ("text", "citation", "measure", "published", "threshold", *PATH_FIELDS))
+    out = {"text": _str(_need(d, "text", where), f"{where}.text", MAX_CLAIM_TEXT),
+           "citation": _str(_need(d, "citation", where), f"{where}.citation", 200), "measure": "path_share",
+           "threshold": _number(_need(d, "threshold", where), f"{where}.threshold"),
+           "sender": _str(_need(d, "sender", where), f"{where}.sender", 40),
+           "receiver": _str(_need(d, "receiver", where), f"{where}.receiver", 40),
+           "answer": _str(_need(d, "answer", where), f"{where}.answer", 40),
+           "on_text": _str(_need(d, "on_text", where), f"{where}.on_text", MAX_TEXT)}
+    for key, options in (("bound", ("at least", "at most")), ("ablation", ("zero", "mean"))):
+        value = d.get(key, options[0])
+        if value not in options:
+            raise LessonError(f"{where}.{key}: {value!r:.40} is not one of {', '.join(options)}")
+        out[key] = value
+    if d.get("published") is not None:
+        out["published"] = _number(d["published"], f"{where}.published")
+    return out
 
 
 def _number(value, where: str) -> float:

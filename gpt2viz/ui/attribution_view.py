@@ -86,6 +86,8 @@ def charts(sel: Selection, a: Attribution) -> None:
                               [f"head {h}" for h in range(cfg.n_head)],
                               f"Each head's direct share of {target_label(a)}", "contribution",
                               x_title="head", y_title="block", signed=True, cell_text="+.2f"))
+    from .paths_view import head_links  # here: paths_view reads this module's controls
+    head_links(a.heads(), a.answer)
     others = a.others()
     plot(plots.depth_bars([v for _, v in others], [bar_label(n) for n, _ in others],
                           "The rest: embedding, attention biases b_O, MLPs, ln_f's bias", "contribution"))

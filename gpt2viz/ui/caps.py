@@ -17,8 +17,9 @@ from .visitor import is_local
 # tokens a page runs on, at most: a training run costs about three forward passes and holds the
 # activations for the backward one; What if runs the text twice (before and after the knock-out);
 # the head finder and About run it once or twice without gradients; Who wrote the answer records
-# every tensor of the run (a full trace) and sets What if's knock-outs beside it
-HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512, "attribution": 256}
+# every tensor of the run (a full trace) and sets What if's knock-outs beside it; Which path carries it
+# runs every receiver of a sender
+HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512, "attribution": 256, "paths": 256}
 SWEEP_TOKENS = 64  # a sweep runs the text once per head (144 on gpt2), as patching (64) once per cell
 
 

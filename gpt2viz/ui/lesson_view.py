@@ -19,7 +19,7 @@ from html import escape
 
 import streamlit as st
 
-from ..analysis.claims import Measured, measure, prompt_logit_diff, share_floor
+from ..analysis.claims import Measured, measure, path_share, prompt_logit_diff, share_floor
 from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode, readable
@@ -336,6 +336,12 @@ def _measured(weights_key, claim_json: str, floor: float, _sel: Selection) -> Me
     """A claim measured on the weights in view, once per weights and claim on this server; or why it
     cannot be (the weights lack a head it names). `floor`: the lesson's bar for a share's denominator."""
     c = json.loads(claim_json)
+    if c["measure"] == "path_share":
+        try:
+            return path_share(_sel.weights.model, c["sender"], c["receiver"], c["answer"], c["on_text"],
+                              c["threshold"], c["bound"] == "at most", c["ablation"])
+        except ValueError as e:
+            return str(e)
     vocabulary = demo_vocabulary() if c["tokens"] == "demo" and DEMO_PATH.is_file() else None
     try:
         return measure(_sel.weights.model, c["measure"], c["heads"], c["threshold"], vocabulary, c["prompts"],

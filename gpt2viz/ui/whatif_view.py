@@ -304,6 +304,9 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
                                       f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "
                                       "knocked out", "Δ log p", x_title="head" if part == "head" else "",
                                       y_title="block", signed=True, helps_when_negative=True))
+            if part == "head":
+                from .paths_view import head_links  # here: paths_view reads this module's METHODS
+                head_links(grid, token, method)
 
 
 def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
@@ -359,5 +362,7 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> tuple[int, int]:
     plot(plots.matrix_heatmap(p.heads, blocks, [f"head {h}" for h in range(sel.config.n_head)],
                               "Patching one head's attn.z (every position) from A into B", "restored",
                               x_title="head", y_title="block", signed=True))
+    from .estimate_view import beside  # attribution patching, beside the exact grids
+    beside(sel, b.token_ids, b.tokens, answers, p)
     return answers
 

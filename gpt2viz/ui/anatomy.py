@@ -170,7 +170,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(c.title)
     if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
-        st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
+        # a level-2 heading under the title (app.py sizes it as before): no heading level skipped
+        st.container(key="page-question").markdown(f"## :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
     if not sel.present:

@@ -270,7 +270,7 @@ def shapes(c: Component, sel: Selection) -> None:
     for tab, mode in zip(st.tabs([MODE_LABELS[m] for m in modes]), modes):
         with tab:
             values = run_values(sel, mode)
-            rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
+            rows = [{"role": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
                     for s in c.shapes.get(mode.value, ())]
             decode_note = " (L = P + 1: the new token reads every cached key and its own)"

@@ -29,8 +29,13 @@
         if (el.hasAttribute("tabindex") || el.scrollWidth <= el.clientWidth) continue;
         el.tabIndex = 0;
         el.setAttribute("role", "region");
-        el.setAttribute("aria-label", name);
+        el.dataset.gpt2vizRegion = name;
       }
+      // two regions of one name are told apart by their place: "equation 2 (scrolls sideways)"
+      const regions = [...document.querySelectorAll("[data-gpt2viz-region]")]
+        .filter(el => el.dataset.gpt2vizRegion === name);
+      regions.forEach((el, i) => el.setAttribute("aria-label",
+                                                 regions.length > 1 ? name.replace(" (", ` ${i + 1} (`) : name));
     }
   };
   const later = () => { if (!queued) { queued = true; requestAnimationFrame(mark); } };

@@ -49,19 +49,20 @@ FOCUSED_JS = """() => {
 
 @pytest.fixture(scope="module")
 def context():
-    with chromium_for_tests() as b:
-        context = new_context(b, 1280, 720)
-        yield context
-        context.close()
+    """The module's browser context at 1280x720, and (as `.base`) the address of its server, which signs lessons."""
+    with chromium_for_tests() as b, pytest.MonkeyPatch.context() as env:
+        env.setenv(lf.KEY_ENV, KEY)  # the server inherits it
+        with StreamlitServer("app.py", cwd=ROOT) as server:
+            server.wait_healthy(timeout=60)
+            context = new_context(b, 1280, 720)
+            context.gpt2viz_base = server.base
+            yield context
+            context.close()
 
 
 @pytest.fixture(scope="module")
 def base(context):
-    with pytest.MonkeyPatch.context() as env:  # the server inherits it
-        env.setenv(lf.KEY_ENV, KEY)
-        with StreamlitServer("app.py", cwd=ROOT) as server:
-            server.wait_healthy(timeout=60)
-            yield server.base
+    return context.gpt2viz_base
 
 
 def axe_serious(page, where: str) -> list[str]:

@@ -43,7 +43,7 @@ st.html(f"""<style>
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-page-question h2 {{font-size: 20px; font-weight: 600; line-height: 24px; padding: 6px 0 16px}}
 [data-testid='stCaptionContainer'] {{opacity: 1; color: #5c5f6a}}
-:is(a, button, summary, [tabindex]):focus-visible,
+:is(a, button, summary, [tabindex]:not([tabindex='-1'])):focus-visible,
 [data-testid='stSlider'] div:has(> div > input:focus-visible) {{
   outline: 3px solid {FOCUS_RING} !important; outline-offset: 2px}}
 svg a:focus-visible rect {{stroke: {FOCUS_RING}; stroke-width: 4px}}

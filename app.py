@@ -7,13 +7,20 @@ import streamlit as st
 from gpt2viz.ui import first_paint
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 
+A11Y_JS = "<script>" + (Path(__file__).parent / "assets" / "a11y.js").read_text() + "</script>"
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
 # The page starts under the top bar's navigation, not 6rem below it: the first chart above the fold.
 # In a narrow window (800 px: a laptop beside the projector) the sidebar gives way to the page.
 # A metric's value wraps rather than ending in "…"; the random-weights line sits right under "Intermediate
-# states" (its heading's padding trimmed). (tests/test_browser.py measures these.)
+# states" (its heading's padding trimmed). (tests/test_browser.py measures these.) The page's question is
+# a level-2 heading drawn at the size of the level-5 one it was (no heading level skipped), and a caption
+# is dark grey, not body text at 60 % opacity: 6.2:1 on white, its links 7.4:1 (axe-core asks 4.5:1); a
+# chosen segment's label a darker red than the theme's (4.47:1 on its tint): 6.1:1.
+# What has the keyboard's focus wears a 3 px ring (a slider's thumb too; a diagram's box, its border too),
+# #1f4fd1: 6.8:1 on white and 6.0:1 on the sidebar's grey (WCAG asks 3:1 of a focus indicator).
+FOCUS_RING = "#1f4fd1"
 st.html(f"""<style>
 @media (max-width: {NARROW_WINDOW_PX}px) {{
   [data-testid='stSidebar'] {{width: {NARROW_SIDEBAR_PX}px !important; min-width: {NARROW_SIDEBAR_PX}px !important}}
@@ -23,16 +30,27 @@ st.html(f"""<style>
 [data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
 [data-testid='stMarkdownContainer'] td, [data-testid='stMarkdownContainer'] th {{overflow-wrap: anywhere}}
 .st-key-values-heading h3 {{padding-bottom: 0}}
+.st-key-page-question h2 {{font-size: 20px; font-weight: 600; line-height: 24px; padding: 6px 0 16px}}
+[data-testid='stCaptionContainer'] {{opacity: 1; color: #5c5f6a}}
+:is(a, button, summary, [tabindex]:not([tabindex='-1'])):focus-visible,
+[data-testid='stSlider'] div:has(> div > input:focus-visible) {{
+  outline: 3px solid {FOCUS_RING} !important; outline-offset: 2px}}
+svg a:focus-visible rect {{stroke: {FOCUS_RING}; stroke-width: 4px}}
+[data-variant='segmented_control'][aria-checked='true'] p {{color: #a8293a}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 </style>""")
 # A heading a link scrolls to (/glossary#induction-head) stops below the top bar, not under it. Drawn as
 # Markdown, in a hidden box of the sidebar: Streamlit scrolls to the heading as soon as it is drawn, and
 # st.html's styles arrive later, moving the page's top padding (8rem -> 4rem) and the term under the bar.
-st.sidebar.container(key="early-style").markdown("""<style>
+early = st.sidebar.container(key="early-style")
+early.markdown("""<style>
 [data-testid='stLayoutWrapper']:has(> .st-key-early-style) {display: none}
 [data-testid='stMainBlockContainer'] {padding-top: 4rem}
 [data-testid='stMain'] :is(h1, h2, h3, h4, h5, h6)[id] {scroll-margin-top: 5rem}
 </style>""", unsafe_allow_html=True)
+# the app's own script for the keyboard (assets/a11y.js: regions that scroll sideways take the focus, headings
+# numbered without a gap), in the same hidden box: it takes no room on the page
+early.html(A11Y_JS, unsafe_allow_javascript=True)
 # A new server's first run: the Overview's drawing (torch-free) before torch and the weights load below
 preview = first_paint.draw() if first_paint.needed() else ()
 # pandas whole, under the import lock, before any session draws a table or chart: plotly and st.dataframe look

@@ -93,7 +93,7 @@ def chart_titles(page) -> list[str]:
     return page.eval_on_selector_all(".gtitle", "els => els.map(e => e.textContent)")
 
 
-DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
+DIAGRAM = "[data-testid='stMarkdown'] svg[role='figure']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
 
 
 def first_visual_top(page) -> float | None:

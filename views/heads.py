@@ -9,8 +9,8 @@ from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Head finder")
-st.markdown("##### :material/help: Which head reads the previous token, which copies a repeat, which parks its "
-            "attention on the first token?")
+st.container(key="page-question").markdown("## :material/help: Which head reads the previous token, which copies a "
+                                           "repeat, which parks its attention on the first token?")
 st.markdown("Every head of every block, scored on this text from its attention pattern: each score is an average "
             "over the text's positions of one thing a head can do. Look for the heads that stand out, then open "
             "them on the Attention page to see the stripe behind the number.")

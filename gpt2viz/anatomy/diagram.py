@@ -125,12 +125,13 @@ class Box:
 
 
 def _svg(width: int, height: int, label: str, parts: list[str]) -> str:
-    """One line (Markdown ends an HTML block at a blank line), scaled to the container's width."""
+    """One line (Markdown ends an HTML block at a blank line), scaled to the container's width. A figure,
+    not an image: its boxes are links, and an image's parts are not for a keyboard or a screen reader."""
     marker = ('<defs><marker id="gpt2viz-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
               'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="currentColor"/>'
               '</marker></defs>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-            f'style="max-width: {width}px; display: block; margin: 0 auto; font-family: inherit" role="img" '
+            f'style="max-width: {width}px; display: block; margin: 0 auto; font-family: inherit" role="figure" '
             f'aria-label="{escape(label)}">{marker}{"".join(parts)}</svg>')
 
 

@@ -175,7 +175,8 @@ def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentP
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(heading(cat, c.id))
     if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
-        st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
+        # a level-2 heading under the title (app.py sizes it as before): no heading level skipped
+        st.container(key="page-question").markdown(f"## :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
     if not sel.present:
@@ -276,7 +277,7 @@ def shapes(c: Component, sel: Selection) -> None:
     for tab, mode in zip(st.tabs([MODE_LABELS[m] for m in modes]), modes):
         with tab:
             values = run_values(sel, mode)
-            rows = [{"": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
+            rows = [{"role": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
                     for s in c.shapes.get(mode.value, ())]
             decode_note = " (L = P + 1: the new token reads every cached key and its own)"

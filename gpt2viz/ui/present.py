@@ -40,7 +40,8 @@ h1 {font-size: 2.4rem !important; padding-top: 0 !important}
 /* a window narrower than a projector's: the bar keeps to the right of the top bar's navigation */
 @media (max-width: 1100px) {
   .st-key-present-bar [data-testid='stElementContainer']:has(.present-place) {display: none}
-  .st-key-present-exit [data-testid='stMarkdownContainer'] {display: none}  /* its icon, and its tooltip */
+  .st-key-present-exit [data-testid='stMarkdownContainer'] {position: absolute; width: 1px; height: 1px;
+    overflow: hidden; clip-path: inset(50%); white-space: nowrap}  /* its word out of sight, still its name */
   .st-key-present-bar a.present-next, .st-key-present-bar a.present-back {font-size: 1rem; padding: 0 .4rem}
 }
 .st-key-present-note {margin-bottom: .6rem}

@@ -1,0 +1,45 @@
+// gpt2viz's keyboard and screen-reader fixes for markup Streamlit draws: headings numbered without a
+// gap, and a region that scrolls sideways (a wide equation, a wide table, a long line of code) reachable
+// with Tab and named. Installed once per page (app.py), it follows every rerun's new elements. No user
+// text reaches it.
+(() => {
+  if (window.gpt2vizA11y) return;
+  window.gpt2vizA11y = true;
+  const NAMES = [[".katex-display", "equation (scrolls sideways)"],
+                 ["[data-testid='stTable']", "table (scrolls sideways)"],
+                 ["[data-testid='stCode'] pre", "code (scrolls sideways)"]];
+  // Streamlit draws st.title as h1 and st.subheader as h3, and a page without an h2 between them skips a
+  // level for a screen reader. The levels a page uses keep their order but are numbered without a gap
+  // (h1, h3, h5 are read as levels 1, 2, 3) through aria-level; how they look stays.
+  const levels = () => {
+    const heads = [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")];
+    const used = [...new Set(heads.map(h => +h.tagName[1]))].sort();
+    for (const h of heads) {
+      const level = used.indexOf(+h.tagName[1]) + 1;
+      if (level === +h.tagName[1]) h.removeAttribute("aria-level");
+      else if (h.getAttribute("aria-level") !== String(level)) h.setAttribute("aria-level", String(level));
+    }
+  };
+  let queued = false;
+  const mark = () => {
+    queued = false;
+    levels();
+    for (const [selector, name] of NAMES) {
+      for (const el of document.querySelectorAll(selector)) {
+        if (el.hasAttribute("tabindex") || el.scrollWidth <= el.clientWidth) continue;
+        el.tabIndex = 0;
+        el.setAttribute("role", "region");
+        el.dataset.gpt2vizRegion = name;
+      }
+      // two regions of one name are told apart by their place: "equation 2 (scrolls sideways)"
+      const regions = [...document.querySelectorAll("[data-gpt2viz-region]")]
+        .filter(el => el.dataset.gpt2vizRegion === name);
+      regions.forEach((el, i) => el.setAttribute("aria-label",
+                                                 regions.length > 1 ? name.replace(" (", ` ${i + 1} (`) : name));
+    }
+  };
+  const later = () => { if (!queued) { queued = true; requestAnimationFrame(mark); } };
+  new MutationObserver(later).observe(document.body, {subtree: true, childList: true});
+  window.addEventListener("resize", later);
+  later();
+})();

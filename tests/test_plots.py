@@ -114,9 +114,10 @@ def test_attention_heatmap_decode_row_sits_at_position_P():
     assert fig.data[0].z.shape == (1, P + 1) and list(fig.data[0].y) == ["5·␣dog"]
 
 
-def test_attention_heatmap_long_sequence_keeps_the_cells_it_points_at_and_is_unannotated():
-    """Beyond 32 tokens about 20 labels (an 800 px window's width of them, upright), always with the last
-    query, the key it reads most and, in decode, the new token's own key; no value written in cells."""
+def test_attention_heatmap_long_sequence_keeps_the_rows_it_points_at_and_is_unannotated():
+    """Beyond 32 tokens about 20 row labels, always with the last query; the keys left to the browser
+    (as many as the window's width has room for, upright when they do not fit flat); no value written in
+    cells."""
     n = 300
     tokens = [f"␣w{i}" for i in range(n)]
     pattern = causal_pattern(n, n)
@@ -125,13 +126,12 @@ def test_attention_heatmap_long_sequence_keeps_the_cells_it_points_at_and_is_una
     fig = plots.attention_heatmap(pattern, tokens, tokens, "long")
     assert fig.data[0].texttemplate is None
     labels = plots.position_labels(tokens)
-    assert labels[137] in fig.layout.xaxis.tickvals and labels[-1] in fig.layout.yaxis.tickvals
+    assert labels[-1] in fig.layout.yaxis.tickvals
+    assert fig.layout.yaxis.tickmode == "array" and len(fig.layout.yaxis.tickvals) <= plots.LABEL_THINNED + 2
+    assert fig.layout.xaxis.tickmode == "auto" and fig.layout.xaxis.tickvals is None
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
-        assert axis.tickmode == "array" and len(axis.tickvals) <= plots.LABEL_THINNED + 2
         assert axis.autotickangles == (0, -90)  # upright when they do not fit flat
     assert fig.layout.height <= 560
-    decode = plots.attention_heatmap(pattern[-1:], tokens[-1:], tokens, "d", query_offset=n - 1)
-    assert labels[-1] in decode.layout.xaxis.tickvals and labels[137] in decode.layout.xaxis.tickvals
 
 
 def category_axes(fig: go.Figure) -> list:
@@ -147,30 +147,46 @@ def token_axes(fig: go.Figure) -> list:
 
 
 @pytest.mark.parametrize("n", [6, 12, 32])
-def test_every_query_and_key_of_a_heatmap_is_labelled_up_to_32_tokens(n):
-    """Up to 32 tokens each query and key has its label (none dropped): shrunk to fit, never below 8 px,
-    13 px where the projector's width has room; the lens writes its positions all too."""
+def test_every_query_of_a_heatmap_is_labelled_up_to_32_tokens_and_its_keys_fit_the_window(n):
+    """Up to 32 tokens each query has its label (none dropped): shrunk to fit, never below 8 px, 13 px
+    where the height has room. The keys (and the lens' positions) are as many as the window's width has
+    room for, at 13 px (plotly's thinning): a fixed array of them overlapped in a phone's window."""
     tokens = [f"␣word{i}" for i in range(n)]
     pattern = causal_pattern(n, n)
     figures = [plots.attention_heatmap(pattern, tokens, tokens, "a"),
                plots.attention_heatmap(pattern[-1:], tokens[-1:], tokens, "d", query_offset=n - 1, share=0.5),
-               plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m")]
+               plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m"),
+               plots.lens_heatmap(np.full((3, n), 0.5), [["␣x"] * n] * 3, np.zeros((3, n)), list("abc"), tokens, "l")]
     for fig in figures:
-        axes = token_axes(fig)
-        assert axes, fig.layout.title.text
-        for axis in axes:
-            assert len(axis.tickvals) == len(set(fig.data[0].x if axis is fig.layout.xaxis else axis.tickvals))
-            assert plots.MIN_LABEL_PX <= axis.tickfont.size <= 13
-        assert len(fig.layout.xaxis.tickvals) == n
+        rows = token_axes(fig)
+        if fig.layout.title.text != "l":
+            assert rows == [fig.layout.yaxis], fig.layout.title.text
+            assert len(fig.layout.yaxis.tickvals) == len(fig.data[0].y)
+            assert plots.MIN_LABEL_PX <= fig.layout.yaxis.tickfont.size <= 13
+        assert fig.layout.xaxis.tickmode == "auto" and not fig.layout.xaxis.nticks
+        assert fig.layout.xaxis.tickvals is None and fig.layout.xaxis.tickfont.size == 13
     if n <= 12:
         assert plots.attention_heatmap(pattern, tokens, tokens, "a").layout.yaxis.tickfont.size == 13
+
+
+def test_a_chart_that_fills_a_screen_leaves_its_rows_to_the_browser():
+    """Presented, the first chart is as tall as the screen: its query rows at 13 px (times the
+    presentation's scale), as many as fit, not shrunk for the smallest screen (7 px at 1920 x 1080)."""
+    tokens = [f"␣word{i}" for i in range(10)]
+    pattern = causal_pattern(10, 10)
+    fig = plots.fit_rows(plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m"))
+    assert fig.layout.yaxis.tickmode == "auto" and fig.layout.yaxis.tickvals is None
+    assert fig.layout.yaxis.tickfont.size == 13
+    grid = plots.heads_grid(np.stack([pattern] * 4), tokens, tokens, "g")
+    before = grid.layout.yaxis.ticktext
+    assert plots.fit_rows(grid).layout.yaxis.ticktext == before  # the grid names its heads, not its rows
 
 
 def test_the_lens_writes_each_cells_token_cut_to_what_it_holds():
     tokens = [f"␣t{i}" for i in range(12)]
     fig = plots.lens_heatmap(np.full((3, 12), 0.5), [["␣everything"] * 12] * 3, np.zeros((3, 12)),
                              ["a", "b", "c"], tokens, "lens")
-    assert fig.layout.xaxis.tickvals == tuple(plots.position_labels(tokens))
+    assert list(fig.data[0].x) == plots.position_labels(tokens)  # hover names each; the browser writes what fits
     assert all(cell.endswith("…") and 2 <= len(cell) <= 5 for row in fig.data[0].text for cell in row)
     wide = plots.lens_heatmap(np.full((3, 200), 0.5), [["␣x"] * 200] * 3, np.zeros((3, 200)), ["a", "b", "c"],
                               ["␣t"] * 200, "lens")

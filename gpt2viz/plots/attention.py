@@ -12,11 +12,11 @@ from .axes import (
     DIVERGING,
     GREYS,
     MASKED_GREY,
-    PROJECTOR_PLOT_PX,
     SEQUENTIAL,
     SUBTITLE_PX,
     TICK_PX,
     VERMILLION,
+    across_axis,
     category_axis,
     escape,
     figure,
@@ -71,12 +71,12 @@ def pointed_cells(pattern: np.ndarray, query_offset: int, marks=()) -> tuple[set
     return keys, rows
 
 
-def _token_axes(xlabels: list[str], ylabels: list[str], x_px: float, top: int, plot_px: int, max_height: int,
+def _token_axes(xlabels: list[str], ylabels: list[str], top: int, plot_px: int, max_height: int,
                 pointed: tuple[set[int], set[int]]) -> tuple[dict, dict, dict, int]:
-    """(xaxis, yaxis, margin, height) of a key x query heatmap: every label up to LABEL_ALL of each
-    (kept_labels beyond, with the pointed cells), the keys' font sized for an x axis x_px long, the
-    queries' for the plot height left under max_height."""
-    xaxis = token_axis(xlabels, "key", x_px, pointed[0])
+    """(xaxis, yaxis, margin, height) of a key x query heatmap: the keys as many as the window's width
+    has room for (across_axis), the queries every one up to LABEL_ALL (kept_labels beyond, with the
+    pointed rows), their font sized for the plot height left under max_height."""
+    xaxis = across_axis(xlabels, "key")
     rough = fixed_margins(xaxis, category_axis(ylabels, "query"), top, xlabels, ylabels)[2]
     plot_px = min(plot_px, max_height - rough["t"] - rough["b"])
     yaxis = token_axis(ylabels, "query", plot_px, pointed[1], autorange="reversed")
@@ -84,10 +84,10 @@ def _token_axes(xlabels: list[str], ylabels: list[str], x_px: float, top: int, p
     return xaxis, yaxis, margin, margin["t"] + margin["b"] + plot_px
 
 
-def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], x_px: float,
+def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str],
                     pointed: tuple[set[int], set[int]], subtitle: str | None = None, **extra) -> dict:
     # at least MIN_PLOT_PX of plot, so that a decode row's colour bar stays readable
-    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, x_px, top_margin(subtitle),
+    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, top_margin(subtitle),
                                                max(MIN_PLOT_PX, 20 * len(ylabels)), 560, pointed)
     return figure_layout(title, height=height, subtitle=subtitle, xaxis=xaxis, yaxis=yaxis, margin=margin, **extra)
 
@@ -106,8 +106,7 @@ def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence
                     zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=14))
     annotate(probs, T, L, share * NARROWEST_PX)
     cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
-    return figure([probs], _heatmap_layout(title, ylabels, xlabels, share * PROJECTOR_PLOT_PX,
-                                           pointed_cells(pattern, query_offset),
+    return figure([probs], _heatmap_layout(title, ylabels, xlabels, pointed_cells(pattern, query_offset),
                                            subtitle=MASKED_NOTE if cover else None,
                                            **({"shapes": cover} if cover else {})))
 
@@ -199,8 +198,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     top = top_margin("subtitle") + (SUBTITLE_PX + 12 if veil or grey or outlined else 0)  # panel titles under the title
     # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.47 px tall each
     pointed = pointed_cells(pattern, query_offset, marks)
-    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, (SCORES[1] - SCORES[0]) * PROJECTOR_PLOT_PX, top,
-                                               max(MIN_MAPS_PX, 20 * T), 600, pointed)
+    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, top, max(MIN_MAPS_PX, 20 * T), 600, pointed)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
     # overlaps in an 800 px window; what the veils mean goes into the subtitle
     bar = dict(thickness=12, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=TICK_PX),
@@ -215,7 +213,8 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
             ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.235, 0.47), "‖z‖")]:
         layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
                             colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
-    notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
+    # as short as a panel in a phone's window (60 px) holds: the colour bars say what the colours are
+    notes = [("scores", SCORES[0]), ("pattern", PATTERN[0]), ("‖z‖", NORMS[0])]
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=SUBTITLE_PX))
                              for text, x in notes]

@@ -14,8 +14,8 @@ from .axes import (
     MARGIN_BOTTOM,
     MARGIN_LEFT,
     ORANGE,
-    PROJECTOR_PLOT_PX,
     SEQUENTIAL,
+    across_axis,
     category_axis,
     checked_positions,
     clamp_height,
@@ -25,7 +25,6 @@ from .axes import (
     figure_layout,
     label_px,
     short,
-    token_axis,
 )
 
 ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
@@ -139,6 +138,5 @@ def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, de
     # at least 300 px: a colour bar of a few rows' height crowded its 13 px ticks
     return figure([trace], figure_layout(title, height=clamp_height(max(300, 150 + 26 * n_d)), shapes=outline,
                                          margin=default_margin(l=label_px(rows, MARGIN_LEFT), b=MARGIN_BOTTOM + 20),
-                                         xaxis=token_axis(cols, "position · token", PROJECTOR_PLOT_PX,
-                                                          () if at is None else (at,)),
+                                         xaxis=across_axis(cols, "position · token"),
                                          yaxis=category_axis(rows, "depth", autorange="reversed")))

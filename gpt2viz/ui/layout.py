@@ -7,6 +7,10 @@ NARROW_WINDOW_PX = 1100  # below this window width the sidebar narrows to NARROW
 NARROW_SIDEBAR_PX = 224  # from Streamlit's 300 px: 800 px windows keep 576 px for the page
 # the page's content in an 800 px window: 800 - NARROW_SIDEBAR_PX - 2 x 16 px of padding
 NARROWEST_PAGE_PX = 800 - NARROW_SIDEBAR_PX - 32
+# a phone's window (390 px wide, as a 6.1" phone's): no sidebar, 16 px of padding each side, and columns
+# stacked, so every chart is this wide. Titles and captions are wrapped to it outside presentation mode
+# (plotly cuts a title at the figure's edge; the server does not know the window's width)
+PHONE_PAGE_PX = 390 - 32
 CELL_CHAR_PX = 7.5  # a character of a table's cell (14 px), generously; plus CELL_PAD_PX each side
 CELL_PAD_PX = 12
 SCROLL_NOTE = (":material/swap_horiz: {n} columns: where the window is too narrow for them, the table scrolls "

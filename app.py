@@ -35,6 +35,7 @@ st.html(f"""<style>
 [data-testid='stMarkdownContainer'] td, [data-testid='stMarkdownContainer'] th {{overflow-wrap: anywhere}}
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
+[data-testid='stTextArea'] textarea {{padding-bottom: 1.75rem}}  /* a long text's last line above its counter */
 </style>""")
 # A heading a link scrolls to (/glossary#induction-head) stops below the top bar, not under it. Drawn as
 # Markdown, in a hidden box of the sidebar: Streamlit scrolls to the heading as soon as it is drawn, and

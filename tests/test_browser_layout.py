@@ -177,3 +177,33 @@ def test_presented_every_lesson_stop_shows_its_first_chart_in_the_first_screen(c
     finally:
         leave(page)
     assert_in_first_screen(row.url, tops, f"at stop {i + 1} of a lesson")
+
+
+def test_a_click_on_a_cell_of_the_score_map_takes_its_score_apart(context, base):
+    """A click on cell (query 6, key 2) of the scores map puts qi and kj in the URL, takes that score apart in
+    the dot-product section and scrolls to it; a click on the pattern map, likewise."""
+    page = open_view(context, f"{base}/attention?model=tiny", 2)  # 10 tokens: a 10 x 10 map
+    try:
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.wait_for_timeout(300)
+        for subplot, (i, j) in (("xy", (6, 2)), ("x2y", (8, 5))):
+            area = page.locator(".js-plotly-plot").first.locator(f".nsewdrag[data-subplot='{subplot}']")
+            area.scroll_into_view_if_needed()
+            box = area.bounding_box()
+            x, y = box["x"] + (j + 0.5) * box["width"] / 10, box["y"] + (i + 0.5) * box["height"] / 10
+            page.mouse.move(x, y)
+            page.wait_for_timeout(300)  # plotly finds the point under the pointer on the next frame
+            page.mouse.click(x, y)
+            page.wait_for_function(f"() => /[?&]qi={i}(\\.0)?(&|$)/.test(location.search) && "
+                                   f"/[?&]kj={j}(\\.0)?(&|$)/.test(location.search)", timeout=60_000)
+            wait_rendered(page, 2, must_see=f"Query {i} and key {j} of block 0 head 0")
+            try:  # the scroll, once the page's script has loaded
+                page.wait_for_function("() => { const t = document.getElementById('dot-product')"
+                                       "?.getBoundingClientRect().top; return t >= 0 && t < 300; }", timeout=20_000)
+            except Exception:
+                top = page.locator("#dot-product").bounding_box()["y"]
+                raise AssertionError(f"the dot product's heading is at {top} px after the click, not in view") from None
+            page.wait_for_timeout(1600)  # its last try
+        assert page.locator(EXCEPTION).count() == 0
+    finally:
+        leave(page)

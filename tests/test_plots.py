@@ -81,20 +81,21 @@ def test_attention_heatmap_full():
 
 
 @pytest.mark.parametrize("L", [4, 10, 16])
-def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
-    """Cell numbers readable or not written, never clipped or overlapping."""
+def test_cell_values_are_written_only_where_they_fit_a_phones_window(L):
+    """Cell numbers readable or not written, never clipped or overlapping, in an 800 px window (half of it in
+    one of two columns) and a phone's (where columns stack)."""
     pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
     tokens = [f"t{i}" for i in range(L)]
-    from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX
+    from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX, PHONE_PLOT_PX
 
-    fits = {share: share * NARROWEST_PX / L >= 4 * CELL_CHAR_PX + 6 for share in (1.0, 0.5)}
+    fits = {share: min(share * NARROWEST_PX, PHONE_PLOT_PX) / L >= 4 * CELL_CHAR_PX + 6 for share in (1.0, 0.5)}
     for share, fit in fits.items():
         fig = plots.attention_heatmap(pattern, tokens, tokens, "h", share=share)
         assert (fig.data[0].texttemplate is not None) == fit
         assert not fit or fig.data[0].textfont.size >= 11  # readable, or not written
     maps = plots.attention_maps(scores, pattern, np.ones(L), tokens, tokens, "m")
     for trace, axis, chars in [(maps.data[0], maps.layout.xaxis, 5), (maps.data[1], maps.layout.xaxis2, 4)]:
-        width = (axis.domain[1] - axis.domain[0]) * NARROWEST_PX
+        width = (axis.domain[1] - axis.domain[0]) * PHONE_PLOT_PX
         assert (trace.texttemplate is not None) == (width / L >= chars * CELL_CHAR_PX + 6)
 
 
@@ -340,13 +341,35 @@ def unvalidated_builds():
     yield plots.attention_heatmap(patterns[0, -1:], TOKENS[-1:], TOKENS, "decode", query_offset=T - 1)
     yield plots.matrix_heatmap(np.ones((2, 3)), ["W_QKV", "<b>"], ["0", "1", "2"], "grads", "norm")
     yield plots.heads_grid(np.full((3, 4, 40), 1 / 40), long[-4:], long, "long", query_offset=36)
+    yield plots.attention_maps(scores, patterns[0], np.arange(T), TOKENS, TOKENS, "clickable", mask=mask,
+                               clickable=True)
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(9))
 def test_unvalidated_figures_are_what_plotlys_checks_would_make(index):
     fig = list(unvalidated_builds())[index]
     checked = go.Figure(fig.to_dict())  # every value checked (and shorthands like line_width expanded)
     assert json.loads(pio.to_json(checked)) == json.loads(pio.to_json(fig))
+
+
+def test_a_click_on_either_map_selects_its_cell_up_to_64_by_64_cells():
+    """Heatmap cells cannot be selected: one invisible marker a cell of each map carries (i, j, value)."""
+    scores = np.random.default_rng(2).normal(size=(T, T))
+    pattern = causal_pattern(T, T)
+    fig = plots.attention_maps(scores, pattern, np.arange(T), TOKENS, TOKENS, "m", clickable=True)
+    heat, cells = fig.data[:3], fig.data[3:]
+    assert [t.type for t in heat] == ["heatmap"] * 3 and [t.type for t in cells] == ["scatter"] * 2
+    for trace, values, axis in zip(cells, (scores, pattern), ("x", "x2")):
+        assert trace.xaxis == axis and trace.marker.opacity == 0 and len(trace.customdata) == T * T
+        i, j, v = trace.customdata[T + 2]  # row 1, column 2
+        assert (i, j) == (1, 2) and v == pytest.approx(float(values[1, 2]))
+        assert trace.x[T + 2] == heat[0].x[2] and trace.y[T + 2] == heat[0].y[1]
+    assert fig.layout.hoverdistance == -1
+    assert len(plots.attention_maps(scores, pattern, np.arange(T), TOKENS, TOKENS, "m").data) == 3
+    n = 65  # 65 x 65 cells: more than CLICK_CELLS, no overlay
+    big = plots.attention_maps(np.zeros((n, n)), causal_pattern(n, n), np.ones(n), ["␣a"] * n, ["␣a"] * n, "big",
+                               clickable=True)
+    assert len(big.data) == 3 and plots.attention.CLICK_CELLS == 64 * 64
 
 
 def test_attention_maps_decode_row():
@@ -728,7 +751,7 @@ def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
     wide = theme.themed(fig, width_px=1000)
     narrow = theme.themed(fig, width_px=264)
     assert "<br>" not in wide.layout.title.text and wide.layout.margin.t == fig.layout.margin.t
-    lines = narrow.layout.title.text.split("<br>")
+    lines = narrow.layout.title.text.split(" <br>")
     assert len(lines) >= 2 and all(len(line) * theme.TITLE_CHAR_PX <= 264 for line in lines)
     assert " ".join(lines) == fig.layout.title.text
     extra = theme.TITLE_LINE_PX * (len(lines) - 1)
@@ -741,6 +764,6 @@ def test_subtitles_wrap_too():
     subtitle = "the model's own (greedy: before any temperature or top-k)"
     fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Step 1", subtitle=subtitle)
     narrow = theme.themed(fig, width_px=264)
-    lines = narrow.layout.title.subtitle.text.split("<br>")
+    lines = narrow.layout.title.subtitle.text.split(" <br>")
     assert len(lines) == 2 and " ".join(lines) == subtitle and narrow.layout.title.text == "Step 1"
     assert narrow.layout.margin.t == fig.layout.margin.t + theme.TITLE_LINE_PX

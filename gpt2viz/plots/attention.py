@@ -26,7 +26,17 @@ from .axes import (
     token_axis,
     top_margin,
 )
-from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
+from .heatmaps import (
+    MASK_VEIL,
+    NARROWEST_PX,
+    PHONE_PLOT_PX,
+    annotate,
+    colorscale,
+    future_zeros,
+    heatmap,
+    mask_cover,
+    mask_path,
+)
 
 MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
 
@@ -40,6 +50,9 @@ SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
 
 MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
 MARK_LINE = dict(color="#d62728", width=2)  # outlined cells: where a head is expected to look
+
+CLICK_CELLS = 64 * 64  # attention_maps' clickable overlay: one invisible marker a cell of each map, up to this
+# many cells (a map of 128 x 128 would put 32,768 markers in the page, drawn on every change of view)
 
 MIN_PLOT_PX = 160  # plot height of a heatmap at least: its colour bar is as tall
 MIN_MAPS_PX = 280  # attention_maps' plot height at least: two colour bars share it
@@ -104,7 +117,7 @@ def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
     probs = heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", colorscale=colorscale(SEQUENTIAL),
                     zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=14))
-    annotate(probs, T, L, share * NARROWEST_PX)
+    annotate(probs, T, L, min(share * NARROWEST_PX, PHONE_PLOT_PX))  # a phone stacks columns
     cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
     return figure([probs], _heatmap_layout(title, ylabels, xlabels, pointed_cells(pattern, query_offset),
                                            subtitle=MASKED_NOTE if cover else None,
@@ -164,7 +177,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
 
 
 def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
-                   title: str, query_offset: int = 0, mask=None, marks=(), marks_note: str = "") -> Figure:
+                   title: str, query_offset: int = 0, mask=None, marks=(), marks_note: str = "",
+                   clickable: bool = False) -> Figure:
     """One head, one figure, one row per query: the raw scores q·k/sqrt(dh) [T, L] (diverging,
     centred on 0, range set by the cells `mask` keeps; masked cells veiled in white, their hover
     keeps the score), the softmax pattern [T, L] (0-1; masked cells, exactly 0, in grey) and the
@@ -190,7 +204,10 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
                 xaxis="x3"),
     ]
     for trace, ((left, right), chars) in zip(traces, [(SCORES, 5), (PATTERN, 4)]):  # scores may be "-0.04"
-        annotate(trace, T, L, (right - left) * NARROWEST_PX, chars)
+        annotate(trace, T, L, (right - left) * PHONE_PLOT_PX, chars)
+    if clickable and T * L <= CLICK_CELLS:
+        traces += [cell_markers(scores, xlabels, ylabels, "x", "score"),
+                   cell_markers(pattern, xlabels, ylabels, "x2", "attention")]
     veil = mask_cover(mask_path(mask), **MASK_VEIL)
     grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
     # the title, a subtitle when something is veiled, then the panels' own titles above them
@@ -224,10 +241,25 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
         overlaid.append(marks_note or "outlined: marked cells")
     if veil or grey or outlined:
         layout["shapes"] = veil + grey + outlined
+    if len(traces) > 3:  # a click anywhere in a cell reaches its marker, whatever the cell's size
+        layout["hoverdistance"] = -1
     return figure(traces, dict(layout, **figure_layout(
         title, height=height, subtitle=" · ".join(overlaid) or None,
         margin=dict(margin, r=56),
         yaxis=yaxis)))
+
+
+def cell_markers(values: np.ndarray, xlabels: list[str], ylabels: list[str], xaxis: str, what: str) -> dict:
+    """One invisible, selectable marker at the centre of each cell of a [T, L] map on axes (xaxis, y),
+    customdata [i, j, value]: what a click on a cell selects, as Streamlit's on_select reports it."""
+    T, L = values.shape
+    rows, cols = np.divmod(np.arange(T * L), L)
+    hidden = dict(marker=dict(opacity=0))
+    cells = [[int(i), int(j), float(v)] for i, j, v in zip(rows, cols, values.ravel())]
+    return dict(type="scatter", mode="markers", x=[xlabels[j] for j in cols], y=[ylabels[i] for i in rows],
+                xaxis=xaxis, yaxis="y", showlegend=False, marker=dict(size=10, opacity=0), selected=hidden,
+                unselected=hidden, customdata=cells,
+                hovertemplate=_CELL + what + " %{customdata[2]:.3f}<extra></extra>")
 
 
 def _outlines(marks, query_offset: int, T: int, L: int) -> list[dict]:

@@ -170,7 +170,7 @@ def _wrap_title(layout: dict, width_px: float) -> None:
     for part, char_px in ((title, TITLE_CHAR_PX), (title.get("subtitle") or {}, SUBTITLE_CHAR_PX)):
         lines = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
         if len(lines) > 1:
-            part["text"] = "<br>".join(lines)
+            part["text"] = " <br>".join(lines)  # the space: the title's text reads as its words, not "head0"
             extra += TITLE_LINE_PX * (len(lines) - 1)
             if part is title and "pad" in title:  # plotly raises a title's extra lines above its anchor
                 title["pad"]["t"] = title["pad"].get("t", 0) + round(0.7 * TITLE_LINE_PX * (len(lines) - 1))

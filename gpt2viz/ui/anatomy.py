@@ -409,20 +409,23 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
             fig.layout.title.pad.t += extra
         if fig.layout.height:
             fig.layout.height += extra
-    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left",
+    fig.add_annotation(text=" <br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left",
                        xshift=4 - left, align="left", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
                        font=dict(size=round(11 * font_scale), color="#808495"))
     return fig
 
 
-def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None) -> None:
+def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None,
+         on_click=None, key: str | None = None):
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its top-right corner (`where`: the block, head…;
     `run=False`: a figure of the model alone names only it; `sizes_of`: a figure of a configuration's sizes
     alone, such as another size's parameter accounting, names that configuration and nothing of the run).
     `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
     wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX), and a phone's (PHONE_PAGE_PX).
-    The page's handout keeps it (ui/export.py); its camera button saves an SVG."""
+    The page's handout keeps it (ui/export.py); its camera button saves an SVG. `on_click` (with a `key`):
+    called when a click selects a point of the chart, before the next run; the chart's selection is then
+    st.session_state[key].selection."""
     sel = selection()
     caption = (f"{sizes_of}: from its sizes alone" if sizes_of else source(sel, where) if run
                else sel.weights.label)
@@ -436,6 +439,7 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
                  font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
     if fill:
         fig.layout.height = None
+    select = dict(on_select=on_click, selection_mode="points", key=key) if on_click else {}
     with present.screen(fill):
         st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
-                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)})
+                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)}, **select)

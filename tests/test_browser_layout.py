@@ -36,20 +36,16 @@ NOTE = ("Look at the first chart before anything else: where is the largest valu
 
 
 @pytest.fixture(scope="module")
-def context():
-    with chromium_for_tests() as b:
-        context = new_context(b, *PHONE)
-        yield context
-        context.close()
-
-
-@pytest.fixture(scope="module")
-def base(context):
-    with pytest.MonkeyPatch.context() as env:  # the server inherits it
-        env.setenv(lf.KEY_ENV, KEY)
+def app():
+    """(a browser context at a phone's size, the server's address): one of each for the module; the server
+    signs and opens lessons with KEY."""
+    with pytest.MonkeyPatch.context() as env, chromium_for_tests() as browser:
+        env.setenv(lf.KEY_ENV, KEY)  # the server inherits it
         with StreamlitServer("app.py", cwd=ROOT) as server:
             server.wait_healthy(timeout=60)
-            yield server.base
+            context = new_context(browser, *PHONE)
+            yield context, server.base
+            context.close()
 
 
 def open_view(context, url: str, charts: int):
@@ -57,6 +53,17 @@ def open_view(context, url: str, charts: int):
     page.goto(url)
     wait_rendered(page, charts, timeout_ms=120_000)
     return page
+
+
+def measured(app, path: str, charts: int, measure):
+    """What `measure(page)` finds on the view at `path` (with no exception shown), the tab then left."""
+    context, base = app
+    page = open_view(context, base + path, charts)
+    try:
+        assert page.locator(EXCEPTION).count() == 0
+        return measure(page)
+    finally:
+        leave(page)
 
 
 # Per chart: pairs of tick labels of one axis that overlap (each label's box as drawn: getBBox through the
@@ -113,14 +120,13 @@ def whole_page_shot(page, name: str) -> None:
 
 
 @pytest.mark.parametrize("row", PAGES, ids=[row.url for row in PAGES])
-def test_every_page_reads_in_a_phones_window(context, base, row):
-    page = open_view(context, f"{base}{href(row.url)}?model=tiny", row.charts)
-    try:
-        assert page.locator(EXCEPTION).count() == 0
+def test_every_page_reads_in_a_phones_window(app, row):
+    def measure(page):
         found = page.evaluate(_PHONE_JS)
         whole_page_shot(page, f"{row.url}-390x844")
-    finally:
-        leave(page)
+        return found
+
+    found = measured(app, f"{href(row.url)}?model=tiny", row.charts, measure)
     assert found["ticks"] == [], f"{row.url}: tick labels overlap at 390x844 (chart, axis, a, b): {found['ticks'][:6]}"
     assert found["under"] == [], f"{row.url}: text under the toolbar at 390x844 (chart, text): {found['under'][:6]}"
     assert found["overflow"] <= 1, f"{row.url} is {found['overflow']} px wider than a 390 px window"
@@ -147,13 +153,9 @@ def assert_in_first_screen(url: str, tops: dict, where: str) -> None:
 
 
 @pytest.mark.parametrize("row", CHARTED, ids=[row.url for row in CHARTED])
-def test_presented_every_page_shows_its_first_chart_in_the_first_screen(context, base, row):
-    page = open_view(context, f"{base}{href(row.url)}?model=tiny&present=1", row.charts)
-    try:
-        assert page.locator(EXCEPTION).count() == 0
-        tops = first_chart_tops(page, f"{row.url}-present")
-    finally:
-        leave(page)
+def test_presented_every_page_shows_its_first_chart_in_the_first_screen(app, row):
+    tops = measured(app, f"{href(row.url)}?model=tiny&present=1", row.charts,
+                    lambda page: first_chart_tops(page, f"{row.url}-present"))
     assert_in_first_screen(row.url, tops, "presented")
 
 
@@ -167,21 +169,21 @@ def lesson_token() -> str:
 
 
 @pytest.mark.parametrize("i", range(len(CHARTED)), ids=[row.url for row in CHARTED])
-def test_presented_every_lesson_stop_shows_its_first_chart_in_the_first_screen(context, base, lesson_token, i):
+def test_presented_every_lesson_stop_shows_its_first_chart_in_the_first_screen(app, lesson_token, i):
     row = CHARTED[i]
-    page = open_view(context, base + lf.href(row.url, lesson_token, i) + "&present=1", row.charts)
-    try:
-        assert page.locator(EXCEPTION).count() == 0
+
+    def measure(page):
         page.locator(".st-key-present-note").wait_for(timeout=60_000)
-        tops = first_chart_tops(page, f"{row.url}-lesson-present")
-    finally:
-        leave(page)
+        return first_chart_tops(page, f"{row.url}-lesson-present")
+
+    tops = measured(app, lf.href(row.url, lesson_token, i) + "&present=1", row.charts, measure)
     assert_in_first_screen(row.url, tops, f"at stop {i + 1} of a lesson")
 
 
-def test_a_click_on_a_cell_of_the_score_map_takes_its_score_apart(context, base):
+def test_a_click_on_a_cell_of_the_score_map_takes_its_score_apart(app):
     """A click on cell (query 6, key 2) of the scores map puts qi and kj in the URL, takes that score apart in
     the dot-product section and scrolls to it; a click on the pattern map, likewise."""
+    context, base = app
     page = open_view(context, f"{base}/attention?model=tiny", 2)  # 10 tokens: a 10 x 10 map
     try:
         page.set_viewport_size({"width": 1400, "height": 900})

@@ -23,7 +23,7 @@ from ..model import gpt2 as gpt2_model
 from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
 from ..plots import theme
-from ..plots.axes import fit_rows
+from ..plots.axes import MODEBAR_PX, fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
@@ -31,7 +31,7 @@ from ..teaching import notices
 from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import snippets
-from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX
+from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
 from .working import working
 
@@ -372,7 +372,7 @@ def source(sel: Selection, where: str = "") -> str:
 
 
 CAPTION_CHAR_PX = 6.6  # an 11 px caption's character, generously
-CAPTION_LINE_PX = 14  # and its line: the strip above the title (plots.axes.MODEBAR_PX) holds two
+CAPTION_LINE_PX = 14.3  # and its line (plotly's 1.3 font sizes): the strip above the title (MODEBAR_PX) holds two
 CAPTION_LINES = 3  # at most: a third one makes the strip taller
 
 
@@ -394,13 +394,15 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
     """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
     written in its top-left corner, beside the toolbar's place; `font_scale`: its type that much larger
     (presentation mode); `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
-    fig = theme.themed(fig, dark=dark, width_px=width_px)
+    # its title's type is font_scale times larger: as many characters on a line as in a chart that much narrower
+    fig = theme.themed(fig, dark=dark, width_px=width_px / font_scale if width_px else None)
     if font_scale != 1:
         fig = present.scaled_fonts(fig, font_scale)
     # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), at its
     # left, so that the toolbar (at its right) never covers it; a third line makes the strip taller
     lines = _caption_lines(caption, width_px, font_scale)
-    extra = round(CAPTION_LINE_PX * font_scale) * max(0, len(lines) - 2)
+    # the strip grown for a third line, or for two presented (larger); 8 px: the title's glyphs rise above its anchor
+    extra = max(0, round(CAPTION_LINE_PX * font_scale * len(lines)) + 8 - MODEBAR_PX)
     top = (100 if fig.layout.margin.t is None else fig.layout.margin.t) + extra  # px; 100 is plotly's default
     left = 80 if fig.layout.margin.l is None else fig.layout.margin.l
     if extra:
@@ -434,7 +436,7 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     if fill:  # drawn as tall as the screen leaves it: its rows' labels as many as that height has room for
         fig = fit_rows(go.Figure(fig.to_dict(), _validate=False))
     # projected, the narrowest window is a projector's; else a phone's, where columns stack
-    width_px = share * NARROWEST_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
+    width_px = share * PROJECTOR_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
     fig = framed(fig, caption, dark=st.context.theme.type == "dark",
                  font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
     if fill:

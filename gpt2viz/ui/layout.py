@@ -12,6 +12,8 @@ NARROWEST_PAGE_PX = 800 - NARROW_SIDEBAR_PX - 32
 # stacked, so every chart is this wide. Titles and captions are wrapped to it outside presentation mode
 # (plotly cuts a title at the figure's edge; the server does not know the window's width)
 PHONE_PAGE_PX = 390 - 32
+# presented (ui/present.py): no sidebar, 2.5rem of padding each side at 20 px a rem, from 1280 px up
+PROJECTOR_PAGE_PX = 1280 - 100
 CELL_CHAR_PX = 7.5  # a character of a table's cell (14 px), generously; plus CELL_PAD_PX each side
 CELL_PAD_PX = 12
 # "⇆", not an icon: the icon font's name for it ("swap_horiz") showed as text until the font loaded

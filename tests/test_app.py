@@ -669,3 +669,16 @@ def test_the_code_panel_names_every_control_its_snippets_follow(url, params, say
     at = open_page(url, **params)
     intro = [m.value for m in at.markdown if m.value.startswith("**Recompute this page's numbers yourself**")]
     assert len(intro) == 1 and says in intro[0], intro
+
+
+def test_the_attention_map_says_whether_a_click_takes_a_score_apart():
+    """Up to 64 x 64 cells a click on the map selects its cell (one invisible marker a cell, its query and key);
+    beyond, the map says to choose them below instead, and carries no markers."""
+    short = open_page("attention")
+    spec = json.loads(charts(short)[0].proto.spec)
+    assert [t["type"] for t in spec["data"]].count("scatter") == 2
+    assert any("Click a cell of either map" in c.value for c in short.caption)
+    long = open_page("attention", text=" ".join(f"w{i}" for i in range(70)))
+    spec = json.loads(charts(long)[0].proto.spec)
+    assert [t["type"] for t in spec["data"]].count("scatter") == 0 and not long.exception
+    assert any("too many to click one: choose the query and key below" in c.value for c in long.caption)

@@ -2,21 +2,10 @@
 
 from pathlib import Path
 
-# pandas whole, under the import lock, before any session draws: plotly and st.dataframe look it up
-# in sys.modules without importing it, and two first sessions at once saw it half-initialised
-# ("partially initialized module 'pandas' has no attribute 'Series'")
-import pandas  # noqa: F401
 import streamlit as st
 
-from gpt2viz.spec.pages import DEFAULT, pages
-from gpt2viz.ui import export, lesson_view, present
-from gpt2viz.ui.anatomy import framed, source
-from gpt2viz.ui.cache import script_running
-from gpt2viz.ui.errors import hide_error_details, page_errors
+from gpt2viz.ui import first_paint
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
-from gpt2viz.ui.links import next_stop, tour_next
-from gpt2viz.ui.state import controls, link_notes, page_may_run, selection_of_this_run, sidebar_footer
-from gpt2viz.ui.upload import upload_limits
 
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
@@ -45,6 +34,22 @@ st.sidebar.container(key="early-style").markdown("""<style>
 [data-testid='stMainBlockContainer'] {padding-top: 4rem}
 [data-testid='stMain'] :is(h1, h2, h3, h4, h5, h6)[id] {scroll-margin-top: 5rem}
 </style>""", unsafe_allow_html=True)
+# A new server's first run: the Overview's drawing (torch-free) before torch and the weights load below
+preview = first_paint.draw() if first_paint.needed() else ()
+# pandas whole, under the import lock, before any session draws a table or chart: plotly and st.dataframe look
+# it up in sys.modules without importing it, and two first sessions at once saw it half-initialised
+# ("partially initialized module 'pandas' has no attribute 'Series'")
+import pandas  # noqa: E402, F401
+
+from gpt2viz.spec.pages import DEFAULT, pages  # noqa: E402
+from gpt2viz.ui import export, lesson_view, present, vote_view  # noqa: E402
+from gpt2viz.ui.anatomy import framed, source  # noqa: E402
+from gpt2viz.ui.cache import script_running  # noqa: E402
+from gpt2viz.ui.errors import hide_error_details, page_errors  # noqa: E402
+from gpt2viz.ui.links import next_stop, tour_next  # noqa: E402
+from gpt2viz.ui.state import controls, link_notes, page_may_run, selection_of_this_run, sidebar_footer  # noqa: E402
+from gpt2viz.ui.upload import upload_limits  # noqa: E402
+
 hide_error_details()  # a server that is not local shows no traceback, whichever command started it
 upload_limits()  # the upload route takes what this server's uploaders offer, no more
 # every session's run counted while it draws: a run alone on a quiet server takes every core (cache.run_threads)
@@ -63,6 +68,7 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
         lesson_view.back_offer()
     if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
         lesson_view.stop_bar(lesson, page.url_path, selection.present)
+        vote_view.question_box(lesson)  # a question the class votes on, and (reveal: after) the charts held back
         if selection.weights.built:  # a size only counted here measures no claim
             lesson_view.check_claims(lesson, selection)
         lesson_view.warm(lesson, selection)
@@ -70,7 +76,8 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
         present.chrome(next_stop(page.url_path))
     else:
         tour_next(page.url_path, selection)
-    if page_may_run(selection, page.url_path or DEFAULT):
+    first_paint.clear(preview)  # the page draws its own from here
+    if page_may_run(selection, page.url_path or DEFAULT) and vote_view.charts_shown(lesson):
         try:
             page.run()
         finally:  # a page that stops early (st.stop) still leaves the controls it drew

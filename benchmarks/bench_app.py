@@ -6,7 +6,10 @@ and the expected block/head shows in a chart title (tests/streamlit_server.py, `
 
 (a) Cold start: from launching `python -m streamlit run app.py` to the first page rendered, with
     random gpt2 weights and the default text (URL `/?model=gpt2`), in a fresh browser context (no
-    HTTP cache). Split into launch → /_stcore/health and health → rendered. Target ≤ 10 s.
+    HTTP cache). Split into launch → /_stcore/health and health → rendered. Target ≤ 10 s (the
+    issue's: ≤ 5 s). Beside it, launch → the diagram drawn: the Overview's drawing of the model is in
+    the page (an `svg` whose aria-label ends in "overview": its boxes, shapes and parameter counts;
+    for the trivial baselines, their h1). Target ≤ 3 s. `--cold-only`: (a) alone.
 (b) Warm: the app has served the view before (the trace is cached); the text has T = 256 tokens
     (and, for comparison, the default text). Two ways to change the view:
       goto     page.goto of the new URL (a reload: new Streamlit session, JavaScript from cache)
@@ -53,6 +56,8 @@ from gpt2viz.model.tokenizer import encode  # noqa: E402
 from gpt2viz.spec.pages import PAGES as REGISTRY  # noqa: E402
 
 COLD_TARGET_S, WARM_TARGET_S = 10.0, 0.5
+DIAGRAM_TARGET_S, WHOLE_TARGET_S = 3.0, 5.0  # issue 40: launch -> the diagram drawn; -> the whole first page
+DIAGRAM = "svg[aria-label$=' overview']"  # the Overview's drawing of the model (anatomy/diagram.py)
 TOKENS = 256
 PAGES = [row.url for row in REGISTRY]
 TITLES = {row.url: row.title for row in REGISTRY}
@@ -133,8 +138,10 @@ def click_page_link(page, url: str):
     return lambda: page.get_by_test_id("stSidebarNavLink").filter(has_text=TITLES[url]).click()
 
 
-def cold_start(browser, script: Path, cwd: Path, path: str, min_charts: int) -> tuple[float, float]:
-    """(launch → health, launch → rendered) in seconds, for a new server and a new browser context."""
+def cold_start(browser, script: Path, cwd: Path, path: str, min_charts: int,
+               drawn: str = "h1") -> tuple[float, float, float]:
+    """(launch → health, launch → rendered, launch → `drawn` in the page) in seconds, for a new server
+    and a new browser context."""
     context = new_context(browser)
     page = context.new_page()
     t0 = time.perf_counter()
@@ -142,13 +149,15 @@ def cold_start(browser, script: Path, cwd: Path, path: str, min_charts: int) -> 
     try:
         health = server.wait_healthy(timeout=120)
         page.goto(server.base + path)
+        page.wait_for_selector(drawn, state="attached", timeout=120_000)
+        first = time.perf_counter() - t0
         wait_rendered(page, min_charts, timeout_ms=120_000)
         total = time.perf_counter() - t0
         _check(page, f"cold start of {script.name}")
     finally:
         context.close()
         server.stop()
-    return health, total
+    return health, total, first
 
 
 def long_text(n_tokens: int) -> str:
@@ -209,6 +218,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    ap.add_argument("--cold-only", action="store_true", help="(a) alone: the cold starts")
     args = ap.parse_args()
     cold_reps, warm_rounds, page_reps = (1, 3, 1) if args.quick else (3, 5, 2)
     if chromium_path() is None:
@@ -232,7 +242,11 @@ def main() -> None:
         for _ in range(cold_reps):
             cold["trivial"].append(cold_start(browser, trivial, tmp, "/", 0))
             cold["trivial4"].append(cold_start(browser, trivial, tmp, "/?charts=4", 4))
-            cold["app"].append(cold_start(browser, Path("app.py"), ROOT, "/?model=gpt2", 2))
+            cold["app"].append(cold_start(browser, Path("app.py"), ROOT, "/?model=gpt2", 2, DIAGRAM))
+        if args.cold_only:
+            browser.close()
+            report_cold(cold)
+            return
 
         # (b) warm: one server each; one tab open at a time (see measure_warm)
         with StreamlitServer("app.py", ROOT) as app, StreamlitServer(trivial, tmp) as base:
@@ -347,18 +361,33 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def report(cold, warm, per_page, T) -> None:
-    print("\n(a) Cold start: launch `streamlit run` → first page rendered (median)")
-    base_total = statistics.median(t for _, t in cold["trivial"])
+def report_cold(cold) -> None:
+    import os
+
+    print(f"\n(a) Cold start: launch `streamlit run` → first page rendered (median; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    base_total = statistics.median(t for _, t, _ in cold["trivial"])
+    base_first = statistics.median(f for _, _, f in cold["trivial"])
     rows = []
     for key, label in (("app", "app.py, /?model=gpt2 (random gpt2, default text)"),
                        ("trivial", "baseline: trivial script"), ("trivial4", "baseline: trivial + 4 charts")):
-        health = statistics.median(h for h, _ in cold[key])
-        total = statistics.median(t for _, t in cold[key])
-        rows.append([label, fmt(health), fmt(total - health), fmt(total), fmt(total / base_total, "x"),
-                     ("yes" if total <= COLD_TARGET_S else "NO") if key == "app" else ""])
-    print(table(rows, ["case", "to health", "health→drawn", "total", "÷ trivial", f"≤ {COLD_TARGET_S:.0f} s"]))
-    print("all cold totals (s): " + "; ".join(f"{k}: " + ", ".join(f"{t:.2f}" for _, t in v) for k, v in cold.items()))
+        health = statistics.median(h for h, _, _ in cold[key])
+        total = statistics.median(t for _, t, _ in cold[key])
+        first = statistics.median(f for _, _, f in cold[key])
+        rows.append([label, fmt(health), fmt(first), fmt(first / base_first, "x"), fmt(total - health), fmt(total),
+                     fmt(total / base_total, "x"),
+                     (f"{'yes' if first <= DIAGRAM_TARGET_S else 'NO'} / {'yes' if total <= WHOLE_TARGET_S else 'NO'}")
+                     if key == "app" else ""])
+    print(table(rows, ["case", "to health", "diagram", "÷ trivial h1", "health→drawn", "total", "÷ trivial",
+                       f"≤ {DIAGRAM_TARGET_S:.0f} / {WHOLE_TARGET_S:.0f} s"]))
+    print("all cold totals (s): " + "; ".join(f"{k}: " + ", ".join(f"{t:.2f}" for _, t, _ in v)
+                                             for k, v in cold.items()))
+    print("all launch → diagram (app) or h1 (s): " + "; ".join(
+        f"{k}: " + ", ".join(f"{f:.2f}" for _, _, f in v) for k, v in cold.items()))
+
+
+def report(cold, warm, per_page, T) -> None:
+    report_cold(cold)
 
     print(f"\n(b) Warm view changes (median of {len(next(iter(warm.values())))} rounds; split in-page: "
           "action→run start, run, run end→charts drawn)")

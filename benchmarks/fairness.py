@@ -6,13 +6,16 @@ not local; GPT2VIZ_TRACE_BUDGET_MB=2048), spoken to in Streamlit's own protocol
 
 - the student: asks for the Attention page on a new short text (a sentence no one asked for
   before, so each view computes a run), one view every --gap seconds;
-- two heavy sessions: each asks, one view after the other, for a new 1,024-token text on Training,
-  What if, Head finder and About in turn (a new text every view: nothing is shared or cached).
+- two heavy sessions (two tabs of one student): each asks, one view after the other, for a new
+  1,024-token text on Training, What if, Head finder, About and Who wrote the answer in turn (a new
+  text every view: nothing is shared or cached).
 
 First the student alone (--views views: its time before), then with the two heavy sessions going
 (after a --ramp of seconds, --views views again: its time under load), in one run on one server.
 Goal: the student's median under load within 3x its median alone, or 3 s, whichever is larger; the
-same bound is checked on the 90th percentile too (a median hides the few views that waited a minute).
+same bound is checked on the 90th percentile too (a median hides the few views that waited a minute),
+by nearest rank over at least 14 views: of 14, the 13th slowest, so two slow views in 14 fail it
+(`int(0.9 * (n - 1))`, as before, read the 12th and let two through).
 
 Usage:  .venv/bin/python benchmarks/fairness.py [--root CHECKOUT] [--views 15] [--gap 3] [--ramp 8]
 `--root`: the checkout whose app.py is served (another worktree, to measure its code with this
@@ -23,6 +26,7 @@ heavy_views=N errors=N
 
 import argparse
 import asyncio
+import math
 import os
 import statistics
 import sys
@@ -38,7 +42,7 @@ from load_test import WORDS  # noqa: E402
 from st_protocol import Disconnected, Session  # noqa: E402
 from streamlit_server import StreamlitServer  # noqa: E402
 
-HEAVY_PAGES = ["training", "whatif", "heads", "about"]
+HEAVY_PAGES = ["training", "whatif", "heads", "about", "attribution"]
 STUDENT_PAGE = "attention"
 LONG_WORDS = 1_400  # comfortably over GPT-2's 1,024 tokens; the app cuts the text to its context
 GOAL_FACTOR, GOAL_FLOOR_S = 3.0, 3.0
@@ -99,6 +103,16 @@ async def scenario(base: str, views: int, gap: float, ramp: float) -> tuple[list
     return alone, loaded, log
 
 
+MIN_VIEWS = 14  # views under load for a 90th percentile that two slow views can move
+
+
+def nearest_rank(values: list[float], q: float) -> float | None:
+    """The q-quantile by nearest rank: the smallest value with at least q of the values at or below it."""
+    if not values:
+        return None
+    return sorted(values)[max(0, math.ceil(q * len(values)) - 1)]
+
+
 def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -111,6 +125,8 @@ def main() -> None:
     ap.add_argument("--ramp", type=float, default=8.0, help="seconds the heavy sessions run before the student asks")
     ap.add_argument("--budget-mb", default="2048")
     args = ap.parse_args()
+    if args.views < MIN_VIEWS:
+        ap.error(f"--views must be at least {MIN_VIEWS}: the 90th percentile of fewer is the slowest view or none")
     os.environ["GPT2VIZ_TRACE_BUDGET_MB"] = args.budget_mb
     load0 = os.getloadavg()[0]
     with StreamlitServer("app.py", cwd=args.root.resolve(), address="0.0.0.0") as server:
@@ -130,10 +146,10 @@ def main() -> None:
     for e in errors[:8]:
         print("error:", e[:200])
     p50a, p50b = median(a), median(b)
-    p90b = sorted(b)[int(0.9 * (len(b) - 1))] if b else None
+    p90b = nearest_rank(b, 0.9)
     goal = max(GOAL_FACTOR * (p50a or 0), GOAL_FLOOR_S)
     met = p50b is not None and p50b <= goal and not errors
-    met_p90 = p90b is not None and p90b <= goal and not errors
+    met_p90 = p90b is not None and p90b <= goal and not errors and len(b) >= MIN_VIEWS
     print(f"machine: {os.cpu_count()} cores, load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({wall:.0f} s; other work on the machine stretches every time); server tracebacks: {tracebacks}")
     print(f"fairness alone_p50_s={p50a or 0:.2f} loaded_p50_s={p50b or 0:.2f} loaded_max_s={max(b, default=0):.2f} "

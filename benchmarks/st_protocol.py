@@ -68,6 +68,8 @@ class ViewResult:
     # showing the value it had: see `Shown`)
     set_by_server: set[str] = field(default_factory=set)
     uploaders: dict[str, str] = field(default_factory=dict)  # label → widget id of the file uploaders
+    # label → widget id of the radios, number inputs and buttons (a form's submit button among them)
+    widgets: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # bodies of st.error
     captions: list[str] = field(default_factory=list)  # bodies of st.caption
     texts: list[str] = field(default_factory=list)  # bodies of every markdown and alert (info, warning, error)
@@ -179,6 +181,29 @@ class Session:
             return result
         result.seconds = time.perf_counter() - t0
         return result
+
+    async def act(self, page: str, query: str, values: dict[str, bool | int | float | str],
+                  timeout: float = 120.0) -> ViewResult:
+        """A rerun of `page` with widget values, as the browser sends them when a button is pressed: a
+        button's id with True (its trigger), a radio's with its option as shown (a string), a number
+        input's with a float, a text input's with a string.
+        Sent once, with this rerun only (a trigger is not held)."""
+        for wid, value in values.items():
+            state = WidgetState(id=wid)
+            if isinstance(value, bool):
+                state.trigger_value = value
+            elif isinstance(value, int):
+                state.int_value = value
+            elif isinstance(value, str):
+                state.string_value = value
+            else:
+                state.double_value = value
+            self.widget_states[wid] = state
+        try:
+            return await self.view(page, query, timeout)
+        finally:
+            for wid in values:
+                self.widget_states.pop(wid, None)
 
     async def upload(self, uploader_id: str, name: str, data: bytes, timeout: float = 600.0) -> int:
         """PUT `data` as the file `name` for the uploader `uploader_id` (from a view's `uploaders`);
@@ -301,6 +326,8 @@ class Session:
             Session._note_set(result, box)
         elif kind == "file_uploader":
             result.uploaders[element.file_uploader.label] = element.file_uploader.id
+        elif kind in ("radio", "number_input", "button", "text_input"):
+            result.widgets[getattr(element, kind).label] = getattr(element, kind).id
         elif kind == "alert" and element.alert.format == element.alert.ERROR:
             result.errors.append(element.alert.body)
         elif kind == "markdown" and element.markdown.element_type == Markdown.CAPTION:

@@ -18,6 +18,7 @@ pages' readable forms ("␣after", "↵") are `run.trace.tokens`.
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -27,12 +28,12 @@ from .anatomy.components import component_tree
 from .anatomy.hooks import from_hook, to_hook
 from .model import tokenizer
 from .model.demo_model import DEMO_PATH
-from .model.folder import load_weights
+from .model.folder import CONFIG_FILE, MODEL_FILE, load_weights, read_config
 from .model.gpt2 import GPT2, causal_mask
 from .model.modes import run as run_model
 from .model.tokenizer import GPT2_VOCABULARY, Vocabulary, readable_tokens, vocabulary_of
 from .model.trace import Trace
-from .model.weights import load_safetensors, random_model
+from .model.weights import WeightsError, checkpoint_config, load_safetensors, random_model
 from .spec.config import PRESETS, GPT2Config, get_config
 from .spec.schema import Mode, concrete, recorded, symbolic, text_dims
 
@@ -161,6 +162,25 @@ class Params:
 
 
 def parameters(model: str | GPT2Config = "gpt2") -> Params:
-    """The parameter accounting of a size or a config (not `params`: gpt2viz.anatomy.params is the
-    accounting module)."""
-    return Params(get_config(model) if isinstance(model, str) else model)
+    """The parameter accounting of a size, a config, or any weights `load` opens ("demo", a model.safetensors,
+    a folder), read from the file's header and the folder's config.json alone (not `params`:
+    gpt2viz.anatomy.params is the accounting module)."""
+    return Params(config_of(model) if isinstance(model, str) else model)
+
+
+def config_of(spec: str) -> GPT2Config:
+    """The config of what `load(spec)` opens, without reading a tensor."""
+    if spec == "demo":
+        return checkpoint_config(DEMO_PATH)
+    name = spec.removeprefix("random:").partition(":seed=")[0]
+    if name in PRESETS and (spec == name or spec.startswith("random:")):
+        return get_config(name)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if not (path / MODEL_FILE).is_file():
+            raise WeightsError(f"no {MODEL_FILE} in the folder {path.name}")
+        config = read_config(path / CONFIG_FILE, path.name) if (path / CONFIG_FILE).is_file() else None
+        return checkpoint_config(path / MODEL_FILE, config=config)
+    if path.is_file():
+        return checkpoint_config(path)
+    return get_config(spec)  # neither a preset nor a file: its error names the presets

@@ -68,6 +68,42 @@ def model_config(a):
     return custom_config(**sizes, bias=not a.no_bias, tied=not a.untied_head)
 
 
+def early_checks(a) -> None:
+    """The arguments' errors that need no model, found before torch is imported (one line in ~0.1 s,
+    not after 1-3 s of imports): the preset, a weights path, the text, a block or head out of range,
+    a count below 1. The commands check again on the model they build."""
+    from pathlib import Path
+
+    from .model import tokenizer
+    from .model.demo_recipe import DEMO_PATH
+
+    cfg = model_config(a) if hasattr(a, "no_bias") else get_config(a.model) if hasattr(a, "model") else None
+    weights = getattr(a, "weights", None)
+    if weights and weights != "demo" and not Path(weights).exists():
+        raise ValueError(f"no weights file at {weights}")
+    if weights == "demo" and not DEMO_PATH.is_file():
+        raise ValueError(f"no demo model at {DEMO_PATH}: make it with python -m gpt2viz train-demo")
+    if weights:
+        cfg = None  # the file's own config decides the sizes below
+    for text in (getattr(a, k, None) for k in ("text", "clean", "corrupt")):
+        if text is not None:
+            tokenizer.encode(text, max_tokens=None if cfg is None or a.command == "attribute" else cfg.n_positions)
+    if cfg is not None and a.command == "ablate":
+        tops = {"block": cfg.n_layer, "head": cfg.n_head, "neuron": cfg.d_mlp}
+        for key, top in tops.items():
+            value = getattr(a, key)
+            if value is not None and not 0 <= value < top:
+                raise ValueError(f"{key} must be between 0 and {top - 1}, got {value}")
+    for key in ("threads", "processes"):  # with --upstream, 0 processes of its own is allowed
+        if getattr(a, key, 1) < 1 and not getattr(a, "upstream", None):
+            raise ValueError(f"--{key} must be at least 1, got {getattr(a, key)}")
+    if a.command == "download" and a.name not in {n for n, c in PRESETS.items() if c.hf_repo}:
+        raise ValueError(f"no published checkpoint called {a.name!r}; choose one of "
+                         f"{', '.join(n for n, c in PRESETS.items() if c.hf_repo)}")
+    if a.command == "convert" and not Path(a.checkpoint).is_file():
+        raise ValueError(f"no checkpoint at {a.checkpoint}")
+
+
 def _recipe_options(p) -> None:
     """One option per number of the demo model's Recipe (--seed, --steps, --n-head, ...)."""
     from dataclasses import fields
@@ -188,6 +224,13 @@ def build_parser() -> Parser:
     p.add_argument("--base", help=f"the app's address (a link's, default {LINK_BASE}; for export, each stop page "
                                   "links to its view there)")
     p.add_argument("--out", help="export: the folder to write the site in (index.html, a page per stop)")
+
+    p = sub.add_parser("class", help="the class vote's answers: results per lesson, stop and round, or clear them")
+    p.add_argument("action", choices=["results", "clear"])
+    p.add_argument("--lesson", help="a lesson's signed link, or its file (signed here with GPT2VIZ_LESSON_KEY, "
+                                    "without an expiry); results without it: every lesson")
+    p.add_argument("--csv", metavar="FILE", help="results: write them as CSV to FILE ('-': standard output)")
+    p.add_argument("--before", metavar="YYYY-MM-DD", help="clear: only the votes before this day (UTC)")
     return parser
 
 
@@ -478,8 +521,13 @@ def cmd_lesson(a) -> int:
         return lesson_export(lesson, a)
     if a.action == "check":
         claims = sum(len(s.claims) for s in lesson.stops)
+        missing = lf.missing_weights(lesson.weights)
+        checked = "checked live" if not missing else "not measurable here"
         print(f"{a.file}: {lesson.title!r}, {len(lesson.stops)} stops ({', '.join(s.page for s in lesson.stops)})"
-              + (f", {claims} published claim{'s' * (claims != 1)} checked live" if claims else ""))
+              + (f", {claims} published claim{'s' * (claims != 1)} {checked}" if claims else ""))
+        if missing:
+            print(f"gpt2viz: warning: this lesson's numbers need {missing}, which this machine does not have",
+                  file=sys.stderr)
         return 0
     key = lf.server_key(os.environ)
     if key is None:
@@ -502,13 +550,81 @@ def lesson_export(lesson, a) -> int:
         raise UsageError(f"gpt2viz: error: --out {out} is a file, not a folder")
     from .lesson_site import export
 
-    done = export(lesson, out, a.base or "", lambda line: print(line, file=sys.stderr, flush=True))
+    if a.base and not a.base.startswith(("http://", "https://")):
+        raise UsageError(f"gpt2viz: error: --base {a.base[:80]!r} is not an http(s) address")
+    # each stop as it is drawn, to a person at a terminal only: otherwise the result line alone
+    progress = (lambda line: print(line, file=sys.stderr, flush=True)) if sys.stderr.isatty() else (lambda _: None)
+    done = export(lesson, out, a.base or "", progress)
     print(f"{out}: {len(done.files)} files, {done.bytes / 1e6:.1f} MB, written in {done.seconds:.1f} s "
           f"(open {out / 'index.html'})")
     return 0
 
 
-COMMANDS = {"trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
+def _lesson_id(given: str) -> str:
+    """The class vote's id of a lesson: of its signed link (the `lesson` value), or of its file signed here."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from .teaching import lessons as lf
+
+    if "lesson=" in given:
+        token = parse_qs(urlsplit(given).query).get("lesson", [""])[0]
+        if not token:
+            raise UsageError("gpt2viz: error: --lesson: the link has no lesson= value")
+        return lf.digest(token)
+    key = lf.server_key(os.environ)
+    if key is None:
+        raise UsageError(f"gpt2viz: error: --lesson FILE needs {lf.KEY_ENV} (the server's) to find its votes; "
+                         "or pass the lesson's link")
+    return lf.digest(lf.sign(lf.load(given), key))
+
+
+def cmd_class(a) -> int:
+    """`results`: one line (or CSV row) per round; `clear`: delete a lesson's votes."""
+    import csv
+    import datetime
+
+    from .server import votes
+
+    if a.action == "clear":
+        if not a.lesson:
+            raise UsageError("gpt2viz: error: class clear needs --lesson (a link or a file)")
+        before = None
+        if a.before:
+            try:
+                before = datetime.datetime.strptime(a.before, "%Y-%m-%d").replace(tzinfo=datetime.UTC).timestamp()
+            except ValueError:
+                raise UsageError(f"gpt2viz: error: --before {a.before[:40]!r} is not a day as YYYY-MM-DD") from None
+        store = votes.Store(votes.where_from_env())
+        print(f"deleted {store.clear(_lesson_id(a.lesson), before):,} votes")
+        return 0
+    if a.before:
+        raise UsageError("gpt2viz: error: --before goes with class clear")
+    store = votes.Store(votes.where_from_env())
+    rows = votes.result_rows(store.summaries(_lesson_id(a.lesson) if a.lesson else None))
+    if a.csv:
+        out = sys.stdout if a.csv == "-" else open(a.csv, "w", newline="")  # noqa: SIM115 (closed below)
+        try:
+            writer = csv.DictWriter(out, fieldnames=votes.RESULT_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        if a.csv != "-":
+            print(f"{a.csv}: {len(rows)} rounds")
+        return 0
+    if not rows:
+        print("no votes kept" + (" for this lesson" if a.lesson else ""))
+    for r in rows:
+        tally = r["counts"] or (f"median {r['median']:g}" if r["median"] != "" else "")
+        right = f", {r['right']} right" if r["right"] != "" else ""
+        voters = f"{r['voters']} voter" + "s" * (r["voters"] != 1)
+        print(f"{r['lesson'][:12]} stop {r['stop']} round {r['round']} ({r['state']}): {voters}{right}"
+              + (f"; {tally}" if tally else ""))
+    return 0
+
+
+COMMANDS = {"class": cmd_class, "trace": cmd_trace, "names": cmd_names, "params": cmd_params, "shapes": cmd_shapes,
             "download": cmd_download, "class-server": cmd_class_server, "train-demo": cmd_train_demo,
             "ablate": cmd_ablate, "patch": cmd_patch, "heads": cmd_heads, "attribute": cmd_attribute,
             "lesson": cmd_lesson, "convert": cmd_convert, "weights": cmd_weights}
@@ -522,6 +638,7 @@ def main(argv=None) -> int:
         return run_app(argv[1:])
     try:
         args = build_parser().parse_args(argv)
+        early_checks(args)  # before any command imports torch
         # in a context of its own: the vocabulary a command sets (_model) ends with it, for a caller
         # that runs several commands in one process (a test, a notebook)
         return contextvars.copy_context().run(COMMANDS[args.command], args)

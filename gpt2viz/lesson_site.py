@@ -12,15 +12,17 @@ site.MAX_VARIANTS pictures a stop; a control past that, or one that is not a few
 weights), is said on the page to be fixed here.
 """
 
+import contextlib
 import itertools
 import json
+import logging
 import math
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -31,6 +33,8 @@ from .teaching import site
 
 APP = APP_ROOT / "app.py"
 LOCAL = "_lesson_local"  # the session key of a lesson opened from a file (ui/lesson_view.py LOCAL)
+OPEN_CODE = "_code_open"  # every code expander drawn open (ui/code_panel.py OPEN_CODE)
+STATIC = "_static_export"  # the session flag that leaves a stop's question to the site (ui/vote_view.py STATIC)
 RECORD = "_page_record"  # the session key of what a page drew (ui/export.py)
 # buttons whose results a page computes only when clicked, clicked in this order
 COMPUTE = ("sweep_heads", "sweep_mlps", "attr_sweep", "run_patch")
@@ -76,7 +80,8 @@ def _node(el) -> tuple[site.Node, ...]:
     if kind in ("title", "header", "subheader"):
         return (site.Node(kind, el.value, el.proto.anchor or None),)
     if kind in ("markdown", "caption", "info", "warning", "success", "error", "code", "latex"):
-        return (site.Node(kind, el.value, getattr(el, "language", None)),)
+        html = kind in ("markdown", "caption") and bool(getattr(el.proto, "allow_html", False))
+        return (site.Node(kind, el.value, getattr(el, "language", None), html=html),)
     if kind in ("dataframe", "table"):
         return (site.Node("table", data=_table(el.value)),)
     if kind == "metric":
@@ -111,13 +116,64 @@ def _stop_bar(node: site.Node) -> bool:
 
 
 def _main(at, lesson: lf.Lesson, i: int) -> tuple[site.Node, ...]:
-    """The page's main area without the stop's bar and note (the site page draws its own)."""
+    """The page's main area without the stop's bar and note (the site page draws its own), said as a
+    static page may say it (static)."""
     nodes = list(tree(at.main))
     if nodes and _stop_bar(nodes[0]):
         nodes.pop(0)
         if lesson.stops[i].note and nodes and nodes[0].kind == "info":  # the note, under the bar
             nodes.pop(0)
-    return tuple(nodes)
+    paths = public_paths(lesson)
+    return tuple(n for n in (static(node, paths) for node in nodes) if n is not None)
+
+
+# ---------------------------------------------------------------------------- what holds on a static page
+# the app's sentences that speak of its sidebar or of links the site does not keep, as a static page says
+# them, in this order ("" drops the sentence; a text left empty is dropped); then any other mention of the
+# sidebar, as the lesson's (its text, mode, weights) or the live app's
+APP_ONLY = (("Type your own text in the sidebar first; every page then shows what the model computes on it, and "
+             "every link here keeps it (and the mode, block and head). ", ""),
+            ("Type a text in the sidebar; every page shows what GPT-2 computes on it. Click a part of the model to "
+             "open it; the shapes are this text's, in this mode.", "The shapes are this text's, in this mode."),
+            ("The sidebar's block and head choose where.", "The view's block and head, above, choose where."),
+            ("The boxes open their pages outside the lesson, on the lesson's weights and text.", ""),
+            ("the text in the sidebar", "the lesson's text"),
+            ("The sidebar's", "The lesson's"), ("the sidebar's", "the lesson's"),
+            (" in the sidebar", " in the live app"))
+
+
+def public_paths(lesson: lf.Lesson) -> dict[str, str]:
+    """This machine's paths a page may print (a Code panel's file), each as the lesson names its weights:
+    the demo model's file from the app's folder, a listed folder by its name, a cached checkpoint where
+    Hugging Face keeps it by default, and what is left under the app's folder or the home folder from
+    there ("~")."""
+    from .model.demo_recipe import DEMO_PATH
+    from .model.weights import hf_hub_dir
+    from .spec.serving import model_dirs
+
+    w = lesson.weights
+    out = {str(DEMO_PATH): DEMO_PATH.relative_to(APP_ROOT).as_posix()}
+    if w["source"] == "folder" and w["name"] in model_dirs():
+        out[model_dirs()[w["name"]]] = w["name"]
+    if w["source"] == "hf-cache":  # where Hugging Face keeps it by default, on anyone's machine
+        out[str(hf_hub_dir())] = "~/.cache/huggingface/hub"
+    return out | {str(APP_ROOT) + "/": "", str(Path.home()) + "/": "~/"}
+
+
+def static(node: site.Node, paths: dict[str, str]) -> site.Node | None:
+    """`node` as a static page may say it: no sentence about the app's sidebar (APP_ONLY), no path of this
+    machine (public_paths); None when nothing is left of a text."""
+    if node.children:
+        children = tuple(c for c in (static(c, paths) for c in node.children) if c is not None)
+        return replace(node, children=children)
+    text = node.text
+    for said, static_text in APP_ONLY:
+        text = text.replace(said + " ", static_text + " " if static_text else "").replace(said, static_text)
+    for path, name in paths.items():
+        text = text.replace(path, name)
+    if text == node.text:
+        return node
+    return replace(node, text=text) if text.strip() or node.kind not in ("markdown", "caption") else None
 
 
 # ---------------------------------------------------------------------------- a stop, run by the app
@@ -127,6 +183,8 @@ def open_stop(lesson: lf.Lesson, i: int):
 
     at = AppTest.from_file(str(APP), default_timeout=RUN_SECONDS)
     at.session_state[LOCAL] = lesson
+    at.session_state[OPEN_CODE] = True  # the Code panels drawn open, their code in the tree
+    at.session_state[STATIC] = True  # the site writes a stop's question as a self-check of its own
     at.query_params["stop"] = str(i)
     at.switch_page(BY_URL[lesson.stops[i].page].file)
     return at.run()
@@ -198,9 +256,11 @@ def stop_page(lesson: lf.Lesson, i: int, base: str = "") -> site.StopPage:
     try:
         at = open_stop(lesson, i)
     except Exception as e:  # noqa: BLE001 - a page that cannot run headless is said on its stop page
-        return site.StopPage(title, s.note, "", (), cannot=f"{type(e).__name__}: {e}".splitlines()[0], live=live)
+        return site.StopPage(title, s.note, "", (), cannot=f"{type(e).__name__}: {e}".splitlines()[0], live=live,
+                             question=s.question)
     if at.exception:
-        return site.StopPage(title, s.note, "", (), cannot=at.exception[0].value.splitlines()[0], live=live)
+        return site.StopPage(title, s.note, "", (), cannot=at.exception[0].value.splitlines()[0], live=live,
+                             question=s.question)
     source = at.session_state[RECORD].source if RECORD in at.session_state else ""
     drawn, fixed = variants_of(at, lesson)
     variants, default = [], 0
@@ -211,30 +271,54 @@ def stop_page(lesson: lf.Lesson, i: int, base: str = "") -> site.StopPage:
         at.run()
         compute(at)
         if at.exception:
-            return site.StopPage(title, s.note, source, (), cannot=at.exception[0].value.splitlines()[0], live=live)
+            return site.StopPage(title, s.note, source, (), cannot=at.exception[0].value.splitlines()[0], live=live,
+                                 question=s.question)
         if values == {k: own[k] for k in values}:
             default = len(variants)
         variants.append(site.Variant(values, _main(at, lesson, i), _view(at)))
     if len(variants) > 1 and all(v.body == variants[0].body for v in variants):  # the page does not use them
         variants, default = [site.Variant({}, variants[default].body, variants[default].view)], 0
-    return site.StopPage(title, s.note, source, tuple(variants), tuple(fixed), live=live, default=default)
+    return site.StopPage(title, s.note, source, tuple(variants), tuple(fixed), live=live, default=default,
+                         question=s.question)
 
 
 def source_line(lesson: lf.Lesson) -> str:
-    w = lesson.weights
-    weights = {"random": lambda: f"random {w['model']} weights, seed {w['seed']}", "demo": lambda: "the demo model",
-               "hf-cache": lambda: f"the checkpoint {w['checkpoint']}", "folder": lambda: f"the folder {w['name']}"}
     texts = f"text “{lesson.text.strip()}”" + (f", text B “{lesson.text_b.strip()}”" if lesson.text_b else "")
-    return f"{weights[w['source']]()} · {texts}"
+    return f"{lf.weights_name(lesson.weights)} · {texts}"
+
+
+def refuse_missing(lesson: lf.Lesson) -> None:
+    """A lesson whose weights this machine cannot load is refused in one line: its site would say "Numbers
+    from: the checkpoint gpt2" over pages drawn on other weights."""
+    missing = lf.missing_weights(lesson.weights)
+    if missing:
+        raise lf.LessonError(f"this lesson's numbers need {missing}, which this machine does not have: "
+                             "its site is not written")
+
+
+@contextlib.contextmanager
+def quiet_streamlit():
+    """Streamlit's warnings of a headless run ("missing ScriptRunContext", a widget's default beside its
+    session value) are not the reader's: an export prints its result only. (Streamlit resets its own
+    loggers' level when a headless run reads its configuration, so warnings are off for the process,
+    and on again after.)"""
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def export(lesson: lf.Lesson, out: Path, base: str = "", say: Callable[[str], None] = lambda _: None) -> Written:
-    """The lesson's site in `out`; `say` hears each stop as it is drawn."""
+    """The lesson's site in `out`; `say` hears each stop as it is drawn. A lesson whose weights are not
+    here is refused (refuse_missing)."""
+    refuse_missing(lesson)
     start = time.perf_counter()
     stops = []
-    for i, s in enumerate(lesson.stops):
-        say(f"stop {i + 1} of {len(lesson.stops)}: {BY_URL[s.page].title}")
-        stops.append(stop_page(lesson, i, base))
+    with quiet_streamlit():
+        for i, s in enumerate(lesson.stops):
+            say(f"stop {i + 1} of {len(lesson.stops)}: {BY_URL[s.page].title}")
+            stops.append(stop_page(lesson, i, base))
     files = site.write(site.Site(lesson.title, source_line(lesson), lesson.free, stops, base),
                        [s.page for s in lesson.stops], out)
     return Written(files, sum(f.stat().st_size for f in files), time.perf_counter() - start)

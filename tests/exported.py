@@ -35,3 +35,23 @@ def variants(html: str) -> dict[str, list[dict]]:
 
 def hrefs(html: str) -> list[str]:
     return [unescape(h) for h in re.findall(r'<a\b[^>]*\bhref="([^"]*)"', html)]
+
+
+# ---------------------------------------------------------------------------- a hostile lesson
+# each sets the flag window.__pwned where a page lets it run (an iframe's script sets its parent's)
+PAYLOADS = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
+            '<details open ontoggle="window.__pwned=1">d</details>',
+            '<iframe srcdoc="<script>parent.__pwned=1</script>"></iframe>', "[x](javascript:window.__pwned=1)",
+            '<a href="javascript:window.__pwned=1">a</a>', '<svg onload="window.__pwned=1"></svg>')
+EVERY = " ".join(PAYLOADS)
+HOSTILE_PAGES = ("tokens", "attention", "whatif", "patch", "overview")
+
+
+def hostile_lesson() -> dict:
+    """A lesson on the demo model whose title, texts, notes and a claim hold every payload."""
+    d = {"title": PAYLOADS[0] + PAYLOADS[-1], "weights": {"source": "demo"}, "text": " people play " + EVERY,
+         "text_b": " people play one good " + " ".join(reversed(PAYLOADS)),
+         "stops": [{"page": p, "note": EVERY} for p in HOSTILE_PAGES]}
+    d["stops"][1]["claims"] = [{"text": EVERY[:300], "citation": EVERY[:200], "measure": "induction",
+                                "heads": [[1, 2]], "threshold": 0.5, "tokens": "demo"}]
+    return d

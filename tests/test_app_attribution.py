@@ -59,7 +59,9 @@ def test_on_the_demo_repeat_the_page_names_the_writer_and_says_why_the_knockouts
     a = attribute(model, run(model, ids, names=NEEDS), one_token(" after"))
     (b, h, v), = a.top_heads(1)
     text = shown(at)
-    assert f"Head {b}.{h} writes most of logit(␣after) directly: {v:+.3g} of {a.target:.3g}" in text
+    assert (f"Of the heads, head {b}.{h} writes the largest direct share of logit(␣after): {v:+.3g} of "
+            f"{a.target:.3g} ({v / a.target:.0%})") in text and "writes most of logit" not in text  # 35 %: not most
+    assert "The 8 heads together write +8.96 (95%), most of it" in text  # measured: +8.96 of 9.44
     assert (b, h) == (1, 1)  # measured: 1.1 +3.27, 1.3 +3.02 of 9.44
     m = metrics(at)
     assert m["logit(␣after)"] == m["Sum of the 14 rows"] == f"{a.target:.6g}"
@@ -69,10 +71,11 @@ def test_on_the_demo_repeat_the_page_names_the_writer_and_says_why_the_knockouts
     cmp = compare(a, knock)
     assert not cmp.agree and cmp.knockout_top[:2] == (0, 0)  # the previous-token head: needed, writes ~nothing
     assert [r[:2] for r in cmp.knockout_order()][:2] == [(1, 3), (1, 1)]
-    assert "They differ" in text and "Head 0.0 writes almost nothing directly" in text
+    assert "They differ" in text and "Head 0.0 writes less than 10% of head 1.1's direct share" in text
     assert "through later parts" in text
     assert "the knock-out ranks 1.3" in text and "Against the runner-up ␣has" in text
     assert "the knock-out's order" in text and "still not" not in text
+    assert "Among the 4 heads that write most, the knock-out ranks 1.3" in text
     table = at.dataframe[0].value
     row = table[table["head"] == "1.3"].iloc[0]
     assert abs(row["knock-out: Δ log p(␣after)"] - float(knock[1, 3])) < 1e-3

@@ -5,12 +5,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.spec.pages import BY_URL, PAGES
+from gpt2viz.ui.code_panel import OPEN_CODE
 
 COMPONENT_PAGES = [row.url for row in PAGES if row.component]
 
 
-def open_page(url: str, **params) -> AppTest:
+def open_page(url: str, code_open: bool = True, **params) -> AppTest:
+    """The page with its Code panels open (`code_open`), as a reader who opened them sees it."""
     at = AppTest.from_file("../app.py", default_timeout=120)
+    at.session_state[OPEN_CODE] = code_open
     for key, value in {"model": "tiny", **params}.items():
         at.query_params[key] = str(value)
     at.run()
@@ -92,3 +95,16 @@ def test_the_generation_panel_follows_the_pages_sampling_controls():
         assert "4 steps, temperature 0.7, top-k 5, top-p 0.9, seed 3" in code, code
     assert "manual_seed(3)" in theirs and "range(4)" in theirs and "z.topk(5)" in theirs and "< 0.9" in theirs
     assert any("gpt2viz-generation.py" in d.proto.label for d in at.get("download_button"))
+
+
+@pytest.mark.parametrize("url", ["attention", "whatif"])
+def test_the_code_is_drawn_only_once_the_panel_is_opened(url):
+    """Closed, the panel sends no code to the browser (which would highlight it, open or not); opening it
+    (its expander's state, as a click sets it) draws both scripts."""
+    at = open_page(url, code_open=False)
+    assert not at.exception, at.exception[0].value
+    assert snippets_shown(at) == [] and not [c for c in at.code if c.language == "python"]
+    assert any(e.label.startswith("The two scripts") for e in at.expander)
+    at.session_state[f"code-{url}"] = True
+    at.run()
+    assert len(snippets_shown(at)) == 2

@@ -90,7 +90,9 @@ def test_the_attention_page_opens_on_the_cell_of_its_link():
     s = score_parts(run(random_model(get_config("tiny"), 0), encode("The quick brown fox jumps over the lazy dog "
                                                                       "because")), 1, 2, 5, 2)
     latex = " ".join(e.value for e in at.get("latex"))
-    assert f"= {s.scaled:.4g}" in latex and r"\sqrt{16}" in latex
+    shown = float(latex.split(r"{4} = ")[1].split()[0])  # the result, from the printed dot / 4
+    assert abs(shown - s.scaled) <= 1e-3 * abs(s.scaled) and r"\sqrt{16}" in latex
+    assert f"\\frac{{{s.dot:.4g}}}{{4}} = {float(f'{s.dot:.4g}') / 4:.4g}" in latex  # holds from its printed digits
     text = " ".join(m.value for m in at.markdown)
     assert f"weighs **{s.weight:.3g}**" in text and "agree in sign" in text
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]

@@ -13,6 +13,7 @@ import torch
 from gpt2viz.analysis import heads
 from gpt2viz.model import tokenizer
 from gpt2viz.model.demo_model import DEMO_PATH
+from gpt2viz.teaching import head_notices
 
 KEYS = {"block", "head", "previous_token", "induction", "first_token", "entropy", "mean_distance"}
 FRESH = " people play one good game after work"  # words of the demo model's own vocabulary, no repeat
@@ -80,8 +81,8 @@ def test_ranking_puts_the_leader_first_and_skips_missing_scores():
     assert [r["head"] for r in heads.ranked(rows, "previous_token")] == [1, 2, 0]  # ties by head
     assert [r["head"] for r in heads.ranked(rows, "entropy")] == [1, 2, 0]  # the lowest entropy leads
     assert heads.ranked(rows, "induction") == []
-    assert "repeats no token" in heads.notice(rows, "induction", "demo", [1, 2, 3])[0]
-    lines = heads.notice(rows, "previous_token", "random", [1, 2, 3])
+    assert "repeats no token" in head_notices.finder_notice(rows, "induction", "demo", [1, 2, 3])[0]
+    lines = head_notices.finder_notice(rows, "previous_token", "random", [1, 2, 3])
     assert "Block 0 head 1" in lines[0] and "nothing stands out" in lines[1]
 
 
@@ -210,7 +211,7 @@ def test_cli_json_gives_no_induction_score_where_no_target_is_valid(text):
     rows = json.loads(p.stdout)
     assert all(r["induction"] is None for r in rows)
     ids = tokenizer.encode(text)
-    assert "one or two apart" in heads.notice(rows, "induction", "demo", ids)[0]
+    assert "one or two positions after" in head_notices.finder_notice(rows, "induction", "demo", ids)[0]
 
 
 def test_one_threshold_per_job_above_what_an_even_head_scores():
@@ -218,10 +219,9 @@ def test_one_threshold_per_job_above_what_an_even_head_scores():
     most 1/3 on each job (rows i ≥ 2 have at least 3 keys), so no threshold is reached by doing nothing."""
     import inspect
 
-    from gpt2viz.ui import story
 
     assert set(heads.THRESHOLDS.values()) == {0.5}
-    assert "0.5" not in inspect.getsource(story.heads_pointer)  # it reads the shared threshold
+    assert "0.5" not in inspect.getsource(head_notices.demo_heads_sentence)  # it reads the shared threshold
     for n in range(3, 40):
         ids = list(range(n // 2)) * 2 + [999] * (n % 2)
         even = heads.uniform(ids)

@@ -87,48 +87,111 @@ def test_a_wrong_answer_gets_a_hint_not_the_answer_and_a_second_try():
     assert "Hint:" in said and "One more try" in said and e.answer_text not in said
     assert not any(e.worked.splitlines()[0] in m.value for m in at.markdown)  # the working waits
     at = answer(at, e, wrong(e))
-    assert any(e.answer_text in x.value for x in at.error)
-    assert any(e.worked.splitlines()[0] in m.value for m in at.markdown)
+    assert any("Ask your lecturer" in x.value for x in at.error)
+    assert any(e.method.splitlines()[0] in m.value for m in at.markdown)  # the method, in symbols
+    assert not any(e.worked.splitlines()[-1] in m.value for m in at.markdown)  # "So the shape is **[...]**"
 
 
-def test_typing_the_revealed_answer_scores_nothing():
+def page_text(at) -> str:
+    """Everything the page shows as text: markdown, alerts, captions, expanders' labels."""
+    return " ".join(str(x.value) for kind in ("markdown", "error", "success", "warning", "info", "caption")
+                    for x in getattr(at, kind)) + " ".join(x.label for x in at.expander)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["shape", "count"])
+def test_two_wrong_tries_never_show_the_answer_so_a_new_tab_has_nothing_to_copy(which):
+    """The answer, shown after two wrong tries in one tab, scored as correct in a new tab: now no tab
+    ever shows it to a student who did not give it, and the new tab is a fresh attempt under the same rule."""
+    from gpt2viz.teaching import exercises as ex
+
+    e = ex.exercise_set(3, 2)[which]
+    first_tab = answer(answer(exercises_page(), e, wrong(e), which), e, wrong(e), which)
+    shown = page_text(first_tab)
+    assert e.answer_text not in shown and "Ask your lecturer" in shown
+    if e.kind == "params":
+        assert str(e.answer[0]) not in shown.replace(",", "")
+    new_tab = answer(exercises_page(), e, wrong(e), which)  # a fresh attempt: a hint, one more try
+    (said,) = [x.value for x in new_tab.error]
+    assert "Hint:" in said and "One more try" in said and e.answer_text not in page_text(new_tab)
+
+
+def test_an_answer_typed_after_the_last_try_scores_nothing():
     from gpt2viz.teaching import exercises as ex
 
     e = ex.exercise_set(3, 2)[0]
     at = answer(answer(exercises_page(), e, wrong(e)), e, wrong(e))
     assert "Score: 0 of 2" in score(at)
-    at = answer(at, e, e.answer_text)  # the replay: the answer just shown
+    at = answer(at, e, e.answer_text)  # an answer found elsewhere, typed after the last try
     assert "Score: 0 of 2" in score(at) and not at.success
     assert at.text_input(key=f"answer-{e.id}").disabled
 
 
 # ---------------------------------------------------------------------------- the lecturer's password
-def test_wrong_passwords_are_limited_server_wide_and_logged(monkeypatch, caplog):
-    """Many sessions guessing at once: past the server's limit, even the right password waits."""
+def lecturer_guesses(monkeypatch, allowed: str):
     from test_app_lesson import KEY as LESSON_KEY
     from test_app_lesson import lessons_page
 
-    monkeypatch.setenv(lf.KEY_ENV, LESSON_KEY)
-    monkeypatch.setenv("GPT2VIZ_TEACHER_PASSWORD", "correct horse")
-    monkeypatch.setenv("GPT2VIZ_PASSWORD_GUESSES", "2")
+    import gpt2viz.ui.visitor as visitor
     from gpt2viz.ui.lesson_view import password_guesses
 
+    monkeypatch.setenv(lf.KEY_ENV, LESSON_KEY)
+    monkeypatch.setenv("GPT2VIZ_TEACHER_PASSWORD", "correct horse")
+    monkeypatch.setenv("GPT2VIZ_PASSWORD_GUESSES", allowed)
     password_guesses.clear()
+    address = ["10.0.0.7"]
+    monkeypatch.setattr(visitor, "visitor_address", lambda: address[0])  # the page imports it on each run
 
-    def guess(password: str):
-        at = lessons_page()  # a new session each time
+    def guess(password: str, at=None, where: str = "10.0.0.7"):
+        address[0] = where
+        at = at or lessons_page()  # a new session unless given one
         at.text_input(key="lecturer_password").input(password)
         at.button(key="FormSubmitter:lecturer-Unlock signing").click().run()
         return at
+    return guess
 
+
+def test_wrong_passwords_are_limited_per_address_and_logged(monkeypatch, caplog):
+    """Many sessions guessing from one address: past the address's limit, even the right password waits there."""
+    from gpt2viz.ui.lesson_view import password_guesses
+
+    guess = lecturer_guesses(monkeypatch, "2")
     with caplog.at_level("WARNING", logger="gpt2viz.server.guesses"):
         for _ in range(2):
             assert "Wrong password." in [e.value for e in guess("wrong").error]
-    assert len([r for r in caplog.records if "wrong lecturer password" in r.getMessage()]) == 2
+    logged = [r.getMessage() for r in caplog.records if "wrong lecturer password" in r.getMessage()]
+    assert len(logged) == 2 and "address 10.0.0.7" in logged[0]
     refused = guess("correct horse")
     (said,) = [e.value for e in refused.error]
-    assert said.startswith("Too many wrong passwords on this server: try again in") and "\n" not in said
+    assert said.startswith("Too many wrong passwords from here: try again in") and "\n" not in said
     assert "Sign the link" not in [b.label for b in refused.button]
+    password_guesses.clear()
+
+
+def test_one_attacker_cannot_lock_the_lecturer_out(monkeypatch):
+    """Ten wrong passwords a minute from anyone locked the lecturer out too. Now an attacker failing on
+    and on from another session and address locks only itself; the lecturer's right password opens."""
+    from gpt2viz.ui.lesson_view import password_guesses
+
+    guess = lecturer_guesses(monkeypatch, "4")
+    attacker = None
+    for _ in range(6):  # past its session's limit (2) and its address's (4), in new sessions and the same one
+        attacker = guess("wrong", None if attacker is None or _ % 2 else attacker, where="10.0.0.66")
+    assert any(e.value.startswith("Too many wrong passwords from here") for e in attacker.error)
+    lecturer = guess("correct horse", where="10.0.0.7")
+    assert not lecturer.error and lecturer.session_state["_lecturer"]
+    password_guesses.clear()
+
+
+def test_a_session_out_of_guesses_leaves_its_address_s_other_sessions_theirs(monkeypatch):
+    from gpt2viz.ui.lesson_view import password_guesses
+
+    guess = lecturer_guesses(monkeypatch, "6")
+    one = guess("wrong")
+    for _ in range(3):
+        one = guess("wrong", one)
+    assert one.error[0].value.startswith("Too many wrong passwords from here")  # its own 3 of 3
+    other = guess("correct horse")  # the same address (4 of 6 used), another session
+    assert not other.error and other.session_state["_lecturer"]
     password_guesses.clear()
 
 
@@ -137,13 +200,16 @@ def test_the_guess_limit_forgets_after_its_window():
 
     now = [0.0]
     limit = GuessLimit(2, 60, clock=lambda: now[0])
-    limit.failed("a")
-    limit.failed("b")
-    assert limit.wait() == 60
+    limit.failed("a", "here")
+    now[0] = 10
+    limit.failed("b", "here")
+    assert limit.wait("c", "here") == 50 and limit.wait("c", "there") == 0
     now[0] = 30
-    assert limit.wait() == 30
+    assert limit.wait("c", "here") == 30
     now[0] = 60
-    assert limit.wait() == 0
+    assert limit.wait("c", "here") == 0 and limit.wait("a", "there") == 0  # a's own one guess is its limit: gone
+    limit.failed("a", "there")
+    assert limit.wait("a", "elsewhere") == 60 and limit.wait("d", "there") == 0  # per session: 1 of 1
 
 
 # ---------------------------------------------------------------------------- the server's key

@@ -123,12 +123,63 @@ def test_the_exercises_page_grades_live_checks_and_keeps_the_score():
     assert any("whole number" in w.value for w in at.warning) and not at.success and not at.error
     at = answer(at, ":count", str(n))
     assert any(s.value == "Right." for s in at.success)
-    at = answer(at, ":count", str(n + 1))  # a second try replaces the grade
-    assert any(e.value == f"Not {n + 1}." for e in at.error)
+    assert any(f"into **{n}** tokens" in m.value for m in at.markdown)  # the working, once right
+    box = next(t for t in at.run().text_input if t.key and t.key.endswith(":count"))
+    assert box.disabled  # its mark is final: on the next run, no box to answer again
     at = answer(at, "ko1.2", "yes")
     assert not at.exception
+    if at.error:  # wrong: a hint, not the answer; then the other answer is right
+        assert any("What if page" in e.value and "One more try" in e.value for e in at.error)
+        assert not any("before and" in m.value for m in at.markdown)
+        at = answer(at, "ko1.2", "no")
     assert any("before and" in m.value for m in at.markdown)
     assert any("Live checks:" in m.value and "answered" in m.value and "2 answered" in m.value for m in at.markdown)
+
+
+def page_text(at: AppTest) -> str:
+    kinds = ("markdown", "error", "success", "warning", "info")
+    return " ".join(str(x.value) for kind in kinds for x in getattr(at, kind))
+
+
+def test_a_wrong_live_answer_gets_a_hint_then_ask_your_lecturer_never_the_answer():
+    """A live check told the right answer after the first wrong one; a new tab then scored it."""
+    text = "One two three four five"
+    n = len(encode(text))
+    for _ in range(2):  # a second tab: a fresh attempt under the same rule
+        at = answer(live_page(text=text, block=1, head=2), ":count", str(n + 3))
+        (said,) = [e.value for e in at.error]
+        assert said == f"Not {n + 3}. Hint: your text has fewer tokens than that. One more try."
+        assert f"**{n}**" not in page_text(at)
+        at = answer(at, ":count", str(n + 2))
+        (said,) = [e.value for e in at.error]
+        assert said.startswith(f"Not {n + 2}. Ask your lecturer, or look again: count the chips"), said
+        assert f"**{n}**" not in page_text(at) and "Live checks: 0 of" in page_text(at)
+        box = next(t for t in at.run().text_input if t.key and t.key.endswith(":count"))
+        assert box.disabled and f"**{n}**" not in page_text(at)
+
+
+def test_each_live_check_s_hint_says_which_way_without_the_answer():
+    from gpt2viz.teaching.live_checks import LiveAttempt, attempt, writer_check
+
+    ids, logits, patterns = fixed_run()
+    count, top, p, head = checks(ids, logits, patterns, block=1, key="k")
+    writer = writer_check(torch.tensor([[0.1, 0.0, 0.2, -0.1], [1.4, 3.0, 1.2, 3.3]]), " after", "k")
+    knock = knockout_check(top=11, block=1, head=2, key="k")
+    for check, given, says in [(count, "1", "more tokens"), (p, "0.9999", "lower than that"),
+                               (p, "1e-9", "higher than that"), (top, "London", "first bar"),
+                               (head, "0", "the page the question names"), (writer, "1.1", "the block is right"),
+                               (writer, "0.3", "in another block"), (knock, "no", "What if page")]:
+        result = grade_knockout(knock, given, 12)[0] if check is knock else grade(check, given)
+        assert result.ok is False, (check.kind, given)
+        once = attempt(check, LiveAttempt(), result, check.worked, given)
+        assert says in once.message and "One more try" in once.message and not once.worked and not once.closed
+        twice = attempt(check, once, result, check.worked, given)
+        assert "Ask your lecturer" in twice.message and twice.closed and not twice.ok and not twice.worked
+        assert attempt(check, twice, grade(check, str(check.answer)), check.worked, "x") == twice  # final
+        for said in (once.message, twice.message):
+            assert str(check.answer) not in said.replace(f"Not {given}", "")
+    right = attempt(count, LiveAttempt(), grade(count, str(count.answer)), count.worked, str(count.answer))
+    assert right.ok and right.closed and right.worked == count.worked
 
 
 @pytest.mark.parametrize("given,ok", [("1.3", True), ("1, 3", True), ("1.1", False), ("0.3", False),

@@ -135,11 +135,16 @@ def test_the_block_notice_states_one_over_root_n_only_where_the_run_obeys_it():
     block 11 1.24-fold: no rule, and why not."""
     mlp = torch.tensor([2.0, 1.9, 2.1, 2.0])
     obeys = notices.updates_notice(torch.tensor([1.9, 1.4, 1.1, 0.95]), mlp, "random")
-    assert "1.90 at the first position and 0.95 at the last" in obeys[0] and "between 1.90 and 2.10" in obeys[0]
+    assert "1.90 at the first position and 0.95 at the last" in obeys[0] and "ranges from 1.90 to 2.10" in obeys[0]
     assert "1/√n as long: √4 = 2.00" in obeys[1] and "2.00 times" in obeys[1]
     breaks = notices.updates_notice(torch.tensor([1.6, 1.0, 0.8, 0.55]), mlp, "random")
     assert "1/√n as long:" not in breaks[1] and "2.91 times the last's, not √4 = 2.00" in breaks[1]
     assert len(notices.updates_notice(mlp, mlp, "trained")) == 1
+    # block 0 reads the embeddings alone: no earlier averages; a repeated token is why, or chance
+    repeats = notices.updates_notice(torch.tensor([1.6, 1.0, 0.8, 0.55]), mlp, "random", 0, ["␣the"] * 3 + ["␣a"])
+    assert "('␣the' 3 times)" in repeats[1] and "already holds averages" not in repeats[1]
+    chance = notices.updates_notice(torch.tensor([1.6, 1.0, 0.8, 0.55]), mlp, "random", 0, ["a", "b", "c", "d"])
+    assert "by chance" in chance[1] and "already holds averages" not in chance[1]
 
 
 def demo_patterns(text: str):
@@ -184,7 +189,7 @@ def test_a_period_two_repeat_gives_no_induction_score():
     for b, h, pattern in patterns:
         lines = notices.attention_notice(pattern, ids, 0, "demo", b, h)
         assert not any("induction head:" in line for line in lines), (b, h, lines)
-        assert any("only one or two apart" in line for line in lines)
+        assert any("only one or two positions after" in line for line in lines)
 
 
 # ---------------------------------------------------------------------------- worked examples
@@ -218,7 +223,9 @@ def test_the_mlp_and_block_worked_examples_print_the_run_s_numbers():
     post = torch.nn.functional.gelu(pre, approximate="tanh")
     w_proj = torch.tensor([[3.0, 4.0], [0.0, 1.0]])  # [4d, d]
     text = notices.mlp_worked(pre, post, w_proj, 0)
-    assert "a = 1.000" in text and "GELU(1.000) = 0.841" in text and "0.8412 × 5.0000 = 4.206" in text
+    # the GELU's printed result is the next step's operand: 0.841 × 5 would be 4.205, so GELU(a) gets 4 decimals
+    # (and a, as every operand, one more than the result it gives)
+    assert "a = 1.00000" in text and "GELU(1.00000) = 0.8412" in text and "norm 0.8412 × 5.00000 = 4.206" in text
     x, attn, mlp = torch.tensor([3.0, 4.0]), torch.tensor([0.0, 1.0]), torch.tensor([1.0, 0.0])
     text = notices.block_worked(x, attn, x + attn, mlp, x + attn + mlp, 7)
     assert "position 7" in text and "‖xₙ‖ = 5.00" in text and "‖Δattn‖ ÷ ‖xₙ‖ = 1.00 ÷ 5.00 = 0.20" in text
@@ -244,6 +251,132 @@ def test_printed_arithmetic_is_read_back_and_checked_at_its_printed_precision():
     assert arithmetic.holds("e^(-0.5 − (-0.25))", "0.779") and arithmetic.holds("√(0.0008 + 0.00001)", "0.0285")
     assert arithmetic.holds("GELU(1.000)", "0.841") and arithmetic.holds("1,000 ÷ 8", "125")
     assert arithmetic.equations("‖xₙ‖ = 5.00; a = 1.000, 64% = 0.64") == []  # no arithmetic: nothing to redo
+
+
+def every_precision(monkeypatch) -> list[str]:
+    """Make arithmetic.enough also print its example at every precision it may pick; the texts, gathered."""
+    seen, real = [], arithmetic.enough
+
+    def enough(prints, least=2, most=9):
+        seen.extend(prints(arithmetic.Sheet(n)) for n in range(least, most + 1))
+        return real(prints, least, most)
+    monkeypatch.setattr(arithmetic, "enough", enough)
+    return seen
+
+
+def near_ties(base: torch.Tensor, unit: float) -> torch.Tensor:
+    """`base` moved to the nearest rounding tie of `unit` (…5 in the next decimal), then a hair off it."""
+    ties = (torch.floor(base / unit) + 0.5) * unit
+    return ties + torch.tensor([-1e-7, 0.0, 1e-7, 3e-10])[torch.arange(base.numel()) % 4].reshape(base.shape) * unit
+
+
+def worked_examples(g: torch.Generator, adversarial: bool) -> list[str]:
+    """Each worked example of notices.py on random vectors, or on vectors whose printed quantities sit at
+    or a hair from a rounding tie of their printed digits."""
+    L, d, dh = int(torch.randint(1, 9, (1,), generator=g)), 8, 4
+    weights = torch.rand(L, generator=g, dtype=torch.float64) + 0.05
+    weights = weights / weights.sum()
+    if adversarial and L > 1:  # the weights at ties of 3 decimals, the exponentials then follow them
+        weights[:-1] = near_ties(weights[:-1], 1e-3).clamp(min=1e-3)
+        weights[-1] = 1 - weights[:-1].sum()
+    scores = weights.log() * float(torch.rand(1, generator=g) * 3 + 0.5)  # [L]
+    pattern = torch.softmax(scores.float(), -1)  # [L], float32 as the chart draws it
+    v = torch.randn(L, dh, generator=g)
+    out = [notices.attention_worked(scores.float(), pattern, v, pattern @ v, [f"k{i}" for i in range(L)])]
+    w_u, z = torch.randn(d, 20, generator=g), torch.randn(d, generator=g) * 3
+    logits = (z @ w_u).double()  # [V]
+    if adversarial:  # a gap at a tie, and the top logit at one
+        top = logits.topk(2).indices
+        logits[top[0]] = float(near_ties(logits[top[0]].reshape(1), 1e-3)[0])
+        logits[top[1]] = logits[top[0]] - 0.0015
+    out.append(notices.output_worked(logits, z, w_u, {i: f"t{i}" for i in range(20)}))
+    pre = torch.randn(3, 16, generator=g, dtype=torch.float64) * 2
+    if adversarial:  # GELU(a) at a tie of 3 decimals: a found by bisection
+        target = float(near_ties(torch.tensor([0.8411]), 1e-3)[0])
+        lo, hi = 0.0, 3.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if arithmetic.gelu(mid) < target else (lo, mid)
+        pre[-1, 0] = lo
+        pre[-1, 1:] = pre[-1, 1:].clamp(max=lo - 0.1)
+    for exact in (False, True):
+        post = torch.nn.functional.gelu(pre, approximate="none" if exact else "tanh")
+        out.append(notices.mlp_worked(pre.float(), post.float(), torch.randn(16, d, generator=g),
+                                      notices.top_neuron(post.float())))
+    x = torch.randn(d, generator=g, dtype=torch.float64) * float(torch.rand(1, generator=g) * 2 + 0.01)
+    if adversarial:  # the centred coordinate at a tie
+        x[0] = x[1:].mean() + 10
+    mu, var = x.mean(), x.var(unbiased=False)
+    normalized = ((x - mu) / (var + 1e-5).sqrt()).float()
+    gain, bias = torch.rand(d, generator=g) + 0.5, torch.randn(d, generator=g) * 0.1
+    out.append(notices.layernorm_worked(x.float(), normalized, normalized * gain + bias, gain, bias, 1e-5, 3))
+    xs = [torch.randn(d, generator=g) for _ in range(3)]
+    if adversarial:  # ratios of norms at ties of 2 decimals: 0.125 and 0.375
+        xs = [torch.tensor([8.0] + [0.0] * (d - 1)), torch.tensor([0.0, 1.0] + [0.0] * (d - 2)),
+              torch.tensor([0.0, 0.0, 3.0] + [0.0] * (d - 3))]
+    x0, a, m = xs
+    out.append(notices.block_worked(x0, a, x0 + a, m, x0 + a + m, 5))
+    return out
+
+
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_every_worked_equation_holds_from_its_printed_digits_at_every_precision(monkeypatch, adversarial):
+    """A worked example's results are computed from its printed operands (arithmetic.Sheet), so each
+    equation holds whatever precision `enough` picks, and whatever the CPU's rounding of the run."""
+    seen = every_precision(monkeypatch)
+    g = torch.Generator().manual_seed(7 + adversarial)
+    shown = [text for _ in range(60) for text in worked_examples(g, adversarial)]
+    assert len(seen) > 60 * 7 * 5  # every example at each of its precisions
+    for text in seen + shown:
+        printed = arithmetic.equations(text)
+        assert printed and [eq for eq in printed if not arithmetic.holds(*eq)] == [], text
+
+
+def test_a_result_is_computed_from_its_printed_operands_never_from_elsewhere():
+    """On an AMD CPU the Attention page printed e^(0.435749680 − 0.489878684) = 0.947309891, the
+    exponential of the unrounded scores: from the printed ones it is 0.9473098919."""
+    sheet = arithmetic.Sheet(9)
+    printed = sheet.equation("e^(0.435749680 − 0.489878684)", 0.9473098914, 9)
+    assert printed.endswith("= 0.947309892") and arithmetic.holds(*arithmetic.equations(printed)[0])
+    assert sheet.misses == 1  # not the quantity's own rounding: `enough` would try more decimals
+
+    def never(w: arithmetic.Sheet) -> str:  # a quantity no precision of its operands rounds to
+        return w.equation(f"{w.num(1 / 3)} × 3", 1.0 + 10 ** -(w.n + 1) * 7, w.n + 1)
+    text = arithmetic.enough(never, 2, 6)  # none matches: the most decimals, and the equation holds all the same
+    assert text == "0.333333 × 3 = 0.9999990" and arithmetic.holds(*arithmetic.equations(text)[0])
+
+
+def test_the_mlp_worked_example_writes_an_exact_gelu_as_a_times_phi_of_a():
+    pre = torch.tensor([[0.5, -0.3, 1.7, 0.2]])  # [T, 4d]
+    text = notices.mlp_worked(pre, torch.nn.functional.gelu(pre), torch.eye(4), 2)  # nanoGPT's exact GELU
+    assert "the exact form a × Φ(a) (Φ: the standard normal distribution function), is 1.700 × Φ(1.700) = 1.624" \
+        in text and arithmetic.equations(text)[0] == ("1.700 × Φ(1.700)", "1.624")
+    assert [eq for eq in arithmetic.equations(text) if not arithmetic.holds(*eq)] == [] and "Φ" not in \
+        notices.mlp_worked(pre, torch.nn.functional.gelu(pre, approximate="tanh"), torch.eye(4), 2)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 7])
+def test_the_attention_worked_example_counts_the_scores_it_lists(L):
+    scores = torch.linspace(0, 1, L)
+    pattern = torch.softmax(scores, -1)
+    text = notices.attention_worked(scores, pattern, torch.ones(L, 2), pattern @ torch.ones(L, 2),
+                                    [f"k{i}" for i in range(L)])
+    listed = len(re.findall(r"key \d+ 'k\d+': e\^", text))
+    assert listed == min(3, L)
+    said = {1: "The only score:", 2: "The row's two scores:", 3: "The row's three scores:"}.get(
+        L, "The three largest scores:")
+    assert said in text and ("The row's one weight is 1." if L == 1 else f"The row's {L} weights add to 1.") in text
+
+
+@pytest.mark.parametrize("var", [3.5, 0.00083, 0.02])
+def test_the_layernorm_worked_example_says_the_scale_is_gone_only_where_var_dwarfs_eps(var):
+    """The review's M8: 'whatever x's scale was' beside a standard deviation of 0.994."""
+    x = torch.tensor([-1.0, 1.0, -1.0, 1.0], dtype=torch.float64) * var ** 0.5  # σ² = var
+    normalized = (x / (x.var(unbiased=False) + 1e-5).sqrt()).float()
+    text = notices.layernorm_worked(x.float(), normalized, normalized, torch.ones(4), None, 1e-5, 0)
+    sd = re.search(r"standard deviation (\d\.\d{3})", text).group(1)
+    assert "whatever" not in text and (sd == "1.000") == (var > 1000 * 1e-5)
+    assert ("takes out x's scale" in text) == (var >= 1000 * 1e-5) and ("not negligible" in text) != (var >= 0.01)
 
 
 def test_the_layernorm_page_answers_why_it_rescales():

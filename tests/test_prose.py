@@ -125,7 +125,7 @@ def test_smaller_corrections():
 
 def test_modes_text_counts_every_key_of_the_full_pass():
     from gpt2viz.spec.config import get_config
-    from gpt2viz.ui.modes_view import why_decode_is_cheap
+    from gpt2viz.teaching.page_text import why_decode_is_cheap
 
     said = why_decode_is_cheap(get_config("gpt2"), 10)
     assert "up to" not in said and "10 keys each" in said and "masks" in said
@@ -203,7 +203,7 @@ def test_aliases_name_the_other_libraries_and_their_layouts():
 
 # Bold that marks emphasis or a widget's label, not a term
 EMPHASIS = {"one thing", "one query", "next", "last", "back", "demo", "mode", "measured here", "they agree",
-            "they differ", "through later parts", "direct effect"}  # the last: said within its entry's text
+            "they differ", "through later parts", "direct effect", "claim"}  # the last: said within its entry's text
 # words the pages use as terms without marking them
 TERM_WORDS = ("neuron", "entropy", "nats", "logit difference", "margin", "pre-activation")
 # symbols the notices and worked examples print

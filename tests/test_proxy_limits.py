@@ -1,7 +1,7 @@
 """The nginx template's limits per visitor address, written as the floods they stop: deploy/nginx.conf.template
-as shipped (400 connections at once, 300 requests a second with bursts of 15,000, a 1 MB body with
-uploads off), in front of a stand-in replica that answers every request at once (or holds it, to
-keep connections open). A class behind one NAT address stays far below these (docs/deploy.md)."""
+as shipped (400 connections at once, 8 websockets a browser, 300 requests a second with bursts of
+15,000, a 1 MB body with uploads off), in front of a stand-in replica that answers every request at
+once (or holds it, to keep connections open). A class behind one NAT address stays far below these (docs/deploy.md)."""
 
 import asyncio
 import os
@@ -51,7 +51,7 @@ class Replica:
                 while await reader.readline() not in (b"\r\n", b""):  # the headers
                     pass
                 self.seen += 1
-                while path.startswith(b"/hold") and not self.release.is_set():
+                while path.startswith((b"/hold", b"/_stcore/stream")) and not self.release.is_set():
                     await asyncio.sleep(0.05)
                 writer.write(OK)
                 await writer.drain()
@@ -103,6 +103,43 @@ def test_one_address_holding_400_connections_gets_503_for_the_next(proxy):
         for s in held:
             s.close()
     assert healthy(proxy.base)  # the flood gone, the address is served again
+
+
+def held_stream(port: int, cookie: str | None) -> socket.socket:
+    """A websocket's opening request to Streamlit's stream, which the stand-in replica holds open."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(("GET /_stcore/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               + (f"Cookie: gpt2viz_affinity={cookie}\r\n" if cookie else "") + "\r\n").encode())
+    return s
+
+
+def test_one_browser_s_websocket_flood_leaves_its_classmates_behind_the_same_address_room(proxy):
+    """400 websockets from one address locked everyone else behind a class's NAT address out. Now one
+    browser (its cookie) holds at most 8; a classmate's browser on the same address still connects,
+    and so do 300 more; clients without a cookie, or with one nginx did not make, share 8 per address."""
+    held = []
+    try:
+        flooder = "f" * 32  # an affinity key of the form nginx makes
+        held += [held_stream(proxy.port, flooder) for _ in range(8)]
+        end = time.monotonic() + 60
+        while proxy.replica.seen < 8 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert proxy.replica.seen == 8
+        with held_stream(proxy.port, flooder) as ninth:
+            assert status_of(ninth) == "HTTP/1.1 503 Service Temporarily Unavailable"
+        held += [held_stream(proxy.port, f"{i:032x}") for i in range(300)]  # one tab each, one address
+        held += [held_stream(proxy.port, None) for _ in range(4)]
+        held += [held_stream(proxy.port, f"forged-{i}") for i in range(4)]  # not nginx's form: the address's 8
+        while proxy.replica.seen < 316 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert proxy.replica.seen == 316  # every classmate's websocket reached the app
+        with held_stream(proxy.port, None) as cookieless:
+            assert status_of(cookieless) == "HTTP/1.1 503 Service Temporarily Unavailable"
+    finally:
+        proxy.replica.release.set()
+        for s in held:
+            s.close()
+    assert healthy(proxy.base)
 
 
 def pipelined(port: int, count: int, statuses: list[str]) -> None:

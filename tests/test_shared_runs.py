@@ -1,22 +1,38 @@
 """Runs shared by a host's processes. A run one process computed is mapped by another from
 the host's folder, every tensor as it was (derived ones too); two processes asking for one run at
 once compute it once; the folder's budget evicts the oldest file no process maps, and keeps a run
-that would not fit its process's own."""
+that would not fit its process's own.
 
+Bit for bit, and why that is legitimate here: the product promises a mapped run equals the run it
+stores, derived tensors included. The derived attention scores are a matrix product whose rounding
+MKL may take from its operands' alignment (on this kind of AMD CPU, q @ kᵀ rounds otherwise when an
+operand starts 4, 8 or 12 bytes past a 16-byte boundary) and layout. The product keeps the promise by
+construction: the file places every tensor on a 64-byte boundary, as torch's allocator does, and the
+scores are computed from contiguous q and k on every path. So these tests check the construction (the
+offsets, the pointers) as well as the values, and compare the values bitwise only between the app's own
+two paths: a run in memory, and the same run written by one process and mapped by another."""
+
+import errno
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.numpy import save_file
 
+from gpt2viz.model import derive
 from gpt2viz.model.modes import Mode, run
 from gpt2viz.model.tokenizer import encode
 from gpt2viz.model.weights import random_model
-from gpt2viz.server.shared_runs import SUFFIX, SharedRuns, digest, plain
-from gpt2viz.spec.config import get_config
+from gpt2viz.server import shared_runs
+from gpt2viz.server.shared_runs import ALIGN, PAD, SUFFIX, SharedRuns, digest, plain, read_mapped, write_aligned
+from gpt2viz.spec.config import GPT2Config, get_config
 
 TEXT = "The cat sat on the mat because it was warm."
 
@@ -99,3 +115,116 @@ def test_the_folder_evicts_the_oldest_file_no_process_maps(tmp_path, model):
     tiny = SharedRuns(tmp_path, size // 4)  # a run larger than the folder stays its process's own
     tiny.get_or_run(key(Mode.FULL, "Not written."), lambda: run(model, encode("Not written."), Mode.FULL), model)
     assert tiny.written == 0 and len(list(tmp_path.glob(f"*{SUFFIX}"))) == 2
+
+
+def offsets(path) -> dict[str, int]:
+    """Each tensor's first byte in the file, read from the header as the format defines it."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    return {name: 8 + n + e["data_offsets"][0] for name, e in header.items()}
+
+
+ODD = {"one": np.ones(1, np.float32), "three": np.arange(3, dtype=np.float32), "mask": np.array([True, False, True]),
+       "ids": np.arange(5, dtype=np.int64), "empty": np.zeros((0, 4), np.float32),
+       "matrix": np.arange(35, dtype=np.float32).reshape(5, 7)}
+
+
+def test_every_tensor_of_a_shared_file_starts_at_a_64_byte_boundary_and_the_file_opens_with_safe_open(tmp_path):
+    path = tmp_path / "odd.safetensors"
+    size = write_aligned(path, ODD, {"note": "sizes of 4, 12, 3, 40, 0 and 140 bytes"})
+    assert os.path.getsize(path) == size
+    at = offsets(path)
+    assert {n: at[n] % ALIGN for n in ODD} == dict.fromkeys(ODD, 0), at
+    assert any(n.startswith(PAD) for n in at)  # the gaps are filler tensors: the format has no gaps
+    with safe_open(str(path), framework="np") as f:
+        assert f.metadata() == {"note": "sizes of 4, 12, 3, 40, 0 and 140 bytes"}
+        for name, a in ODD.items():
+            got = f.get_tensor(name)
+            assert got.dtype == a.dtype and got.shape == a.shape and np.array_equal(got, a), name
+    with open(path, "rb") as f:
+        mapped, meta = read_mapped(f)
+    assert set(mapped) == set(ODD) and meta["note"].startswith("sizes")  # the fillers are not tensors of the run
+    assert {n: t.data_ptr() % ALIGN for n, t in mapped.items() if t.numel()} == dict.fromkeys(set(ODD) - {"empty"}, 0)
+    assert all(np.array_equal(mapped[n].numpy(), a) for n, a in ODD.items())
+
+
+def test_a_file_packed_without_gaps_is_not_mapped_but_run_again(tmp_path, model):
+    # safetensors' own writer packs the tensors: after a 4-byte tensor, the next starts 4 bytes past a boundary
+    path = tmp_path / f"{digest(key(Mode.PREFILL))}{SUFFIX}"
+    first = run(model, encode(TEXT), Mode.PREFILL)
+    meta = first.metadata() | {"order": json.dumps(list(first.order)), "derived_cache_bytes": "0"}
+    save_file({"aaa": np.ones(1, np.float32)} | {n: np.ascontiguousarray(t.numpy()) for n, t in first.tensors.items()},
+              str(path), metadata=meta)
+    assert {o % ALIGN for o in offsets(path).values()} - {0}  # misaligned tensors: what the old writer wrote
+    with open(path, "rb") as f, pytest.raises(ValueError, match="not a multiple of 64"):
+        read_mapped(f)
+    ran = []
+    folder = SharedRuns(tmp_path, 64 * 2**20)
+    folder.get_or_run(key(Mode.PREFILL), lambda: ran.append(1) or run(model, encode(TEXT), Mode.PREFILL), model)
+    assert ran == [1] and folder.read == 0  # run here rather than mapped at another alignment
+
+
+@pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE])
+def test_a_mapped_run_s_tensors_sit_where_the_allocator_puts_in_memory_ones(tmp_path, mode):
+    # d_head 5: the heads' views of qkv start 20, 40, ... bytes into it, and a packed file 4 bytes off
+    odd = random_model(GPT2Config("odd", n_layer=1, n_head=4, n_embd=20, vocab_size=50257, n_positions=64), 1)
+    k = (("random", "odd", 1), tuple(encode(TEXT)), mode.value, None, None)
+    first = SharedRuns(tmp_path, 64 * 2**20).get_or_run(k, lambda: run(odd, encode(TEXT), mode), odd)
+    mapped = SharedRuns(tmp_path, 64 * 2**20).get_or_run(k, refuse, odd)
+    assert mapped.shared_file is not None
+    assert {n: t.data_ptr() % ALIGN for n, t in mapped.tensors.items() if t.numel()} == \
+        {n: 0 for n, t in mapped.tensors.items() if t.numel()}
+    assert {n: o % ALIGN for n, o in offsets(tmp_path / f"{digest(k)}{SUFFIX}").items() if not n.startswith(PAD)} == \
+        dict.fromkeys(first.tensors, 0)
+    for name in first.names:  # the app's two paths: the run in memory, and the same run mapped (see the module)
+        assert torch.equal(mapped[name], first[name]), name
+
+
+def derived_bytes(folder: str, mode: str) -> None:
+    """Another process of the host: maps the run of `mode` and prints the digest of every derived tensor."""
+    import hashlib
+    m = random_model(get_config("tiny"), 0)
+    t = SharedRuns(folder, 64 * 2**20).get_or_run(key(Mode(mode)), refuse, m)
+    assert t.shared_file is not None
+    print(json.dumps({n: hashlib.sha256(t[n].numpy().tobytes()).hexdigest() for n in derive.derivations(
+        m, t.mode, t.tensors)}))
+
+
+@pytest.mark.parametrize("mode", [Mode.PREFILL])
+def test_another_process_derives_from_the_mapped_run_what_the_writer_derives_in_memory(tmp_path, model, mode):
+    import hashlib
+    first = SharedRuns(tmp_path, 64 * 2**20).get_or_run(key(mode), lambda: run(model, encode(TEXT), mode), model)
+    here = str(Path(__file__).parent)
+    code = f"import sys; sys.path.insert(0, {here!r}); import test_shared_runs as t; t.derived_bytes(*sys.argv[1:])"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), mode.value], capture_output=True, text=True,
+                         timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    theirs = json.loads(out.stdout)
+    assert "blocks.0.attn.scores" in theirs  # the one MKL's alignment reached
+    assert theirs == {n: hashlib.sha256(first[n].numpy().tobytes()).hexdigest() for n in theirs}
+
+
+@pytest.mark.parametrize("fault", ["short", "full"])
+def test_a_write_to_a_full_folder_never_puts_a_short_file_under_a_run_s_name(tmp_path, model, monkeypatch, fault):
+    real = shared_runs._put
+    calls = []
+
+    def put(f, data):
+        calls.append(len(memoryview(data).cast("B")))
+        if len(calls) == 3:  # a tensor's bytes, after the header and the first
+            if fault == "full":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(f, memoryview(data).cast("B")[: calls[-1] // 2])  # a short write that did not raise
+        return real(f, data)
+    monkeypatch.setattr(shared_runs, "_put", put)
+    folder = SharedRuns(tmp_path, 64 * 2**20)
+    trace = folder.get_or_run(key(Mode.FULL), lambda: run(model, encode(TEXT), Mode.FULL), model)
+    assert len(calls) >= 3 and folder.written == 0 and trace.shared_file is None  # the run stays this process's
+    assert list(tmp_path.glob(f"*{SUFFIX}")) == [] and list(tmp_path.glob("*.tmp")) == []
+    monkeypatch.setattr(shared_runs, "_put", real)
+    other = SharedRuns(tmp_path, 64 * 2**20)
+    ran = []
+    other.get_or_run(key(Mode.FULL), lambda: ran.append(1) or run(model, encode(TEXT), Mode.FULL), model)
+    assert ran == [1] and other.written == 1 and (tmp_path / f"{digest(key(Mode.FULL))}{SUFFIX}").exists()

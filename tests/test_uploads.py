@@ -282,6 +282,29 @@ def test_a_refused_upload_says_why_in_one_line_and_leaves_nothing_behind(serve, 
     assert "UploadedFileManager" not in stats
 
 
+def test_an_upload_with_fewer_token_rows_than_gpt2_s_vocabulary_is_refused_as_a_folder_would_be(serve, tmp_path):
+    """A 16-token model was taken, then 7 of 8 pages could not be drawn: GPT-2's tokenizer gives ids
+    up to 50,256. The upload path now reads the file as the folder path does, and refuses it."""
+    from gpt2viz.spec.config import GPT2Config
+
+    path = tmp_path / "small.safetensors"
+    save_safetensors(random_model(GPT2Config("small", n_layer=1, n_head=2, n_embd=8, vocab_size=16, n_positions=32),
+                                  seed=1), path)
+    server = serve()
+
+    async def go():
+        s, status, loaded, again = await upload_and_view(server.base, path.read_bytes())
+        await s.close()
+        return status, loaded, again
+    status, loaded, again = asyncio.run(go())
+    assert status == 204 and loaded.ok and again.ok
+    for view in (loaded, again):
+        assert len(view.errors) == 1 and "\n" not in view.errors[0], view.errors
+        assert "the model has 16 token rows but its vocabulary" in view.errors[0] and "50,256" in view.errors[0]
+        assert not any("from an upload" in c for c in view.captions)
+    assert upload_folder(tmp_path) == []
+
+
 def test_removing_the_file_from_the_uploader_deletes_it_from_disk(serve, tmp_path, tiny_file):
     server = serve()
 

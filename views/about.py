@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gpt2viz.teaching import page_text
 from gpt2viz.ui.anatomy import selection, text_notes
 from gpt2viz.ui.cache import decode_check
 from gpt2viz.ui.caps import capped
@@ -19,11 +20,7 @@ else:
     sel = capped(sel, "about")
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens twice: full, then decode…") as progress:
         diff = decode_check(sel.weights, sel.ids, progress)
-    verdict = ":material/check_circle: agree" if diff < 1e-4 else ":material/error: DISAGREE"
-    st.markdown(f"Decoding the last token against the KV cache of the {len(sel.ids) - 1} before it, and running "
-                f"the full sequence without a cache, give last-position logits that {verdict}: the largest "
-                f"difference over all {sel.config.vocab_size:,} logits is **{diff:.2e}** "
-                f"({sel.weights.label}).")
+    st.markdown(page_text.decode_check_sentence(len(sel.ids), sel.config.vocab_size, diff, sel.weights.label))
 st.subheader("What the test suite proves")
 st.markdown("""
 Against `transformers.GPT2LMHeadModel` (eager attention) on the same random weights, loaded from the

@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz.ui import attribution_view as av
 from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui.anatomy import random_note, selection, text_or_stop
+from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Who wrote the answer")
@@ -16,8 +17,9 @@ with present.folded(sel.present):  # projected, the first chart starts in the fi
     story.offer(sel, "attribution", says="the model copies after from the first time round. Which heads write its "
                 "logit, and does knocking them out tell the same story?")
 text_or_stop(sel)
+sel = capped(sel, "attribution")
 if not sel.present:
-    st.caption("Runs the whole text (full mode, no dropout), whatever the sidebar's mode.")
+    st.caption("Runs the text in full mode (no dropout), whatever the sidebar's mode.")
 trace = av.full_trace(sel)
 answer, versus, position, error = av.controls(sel, trace)
 if error or not sel.present:  # the tokens it may take, beside the boxes
@@ -30,7 +32,7 @@ if sel.present:  # projected, the charts in the first screen, then the numbers t
     av.charts(sel, a)
     av.likeliest(sel, trace, position)
 av.totals(a)
-st.markdown(av.named(a))
+st.markdown(av.named(a, sel.weights.random))
 random_note(sel)
 if not sel.present:
     av.charts(sel, a)

@@ -25,7 +25,8 @@ else:
     attn, mlp = trace.get("attn.out", b)[0], trace.get("mlp.out", b)[0]  # [T, d] each
     anatomy.side_by_side(plots.position_norms(attn, q, f"‖Δattn‖ added by block {b}", offset=offset),
                          plots.position_norms(mlp, q, f"‖Δmlp‖ added by block {b}", offset=offset))
-    anatomy.notice(notices.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), notices.weights_kind(sel.weights)))
+    anatomy.notice(notices.updates_notice(attn.norm(dim=-1), mlp.norm(dim=-1), notices.weights_kind(sel.weights), b,
+                                          q))
     demo_beside("block", sel)
     x, mid = trace.get("resid_pre", b)[0], trace.get("resid_mid", b)[0]  # [T, d] each
     anatomy.side_by_side(  # what each update is beside the stream it is added to: the running sum's steps

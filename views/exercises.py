@@ -1,6 +1,8 @@
-"""Exercises: predict a shape, compute a parameter count; a wrong answer gets a hint and a second try,
-the answer and its working come after the second (or a right answer); every answer keeps its feedback,
-with a running score that an answer typed after the reveal does not change. The answer key is for the
+"""Exercises: predict a shape, compute a parameter count; a wrong answer gets a hint and a second try;
+after a right answer its working, after a second wrong one the method without its numbers and "ask
+your lecturer": the answer is never shown to a student who did not give it, so a new tab (a fresh
+attempt) has nothing to copy. Every answer keeps its feedback, with a running score; an answered
+exercise's mark is final. The answer key is for the
 operator: shown only when the server was started with GPT2VIZ_TEACHER=1, never by a control or a link
 a student could use."""
 
@@ -52,9 +54,12 @@ for i, e in enumerate(exercise_set, 1):
         attempt = results.get(e.id)
         if attempt is not None:
             (st.success if attempt.correct else st.error)(attempt.message)
-            if attempt.closed:
-                with st.expander("Worked answer", expanded=not attempt.correct):
+            if attempt.correct:
+                with st.expander("Worked answer"):
                     st.markdown(e.worked)
+            elif attempt.closed:  # out of tries: how to work it out, never the answer
+                with st.expander("How to work it out", expanded=True):
+                    st.markdown(e.method)
 closed = [results[e.id].correct for e in exercise_set if e.id in results and results[e.id].closed]
 score.markdown(f"**Score: {sum(closed)} of {len(exercise_set)}** correct · {len(closed)} answered")
 

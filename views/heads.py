@@ -17,11 +17,11 @@ with present.folded(sel.present):  # projected, the first chart starts in the fi
                 "average over the text's positions of one thing a head can do. Look for the heads that stand out, "
                 "then open them on the Attention page to see the stripe behind the number.")
 sel = capped(sel, "heads")
-rows = hv.scores(sel)
+rows, patterns = hv.scores(sel)
 if not sel.present:
     hv.repeat_offer(sel)
 st.subheader("Every head, one map per score")
-hv.maps(sel, rows)
+hv.maps(sel, rows, patterns)
 if sel.present:
     hv.repeat_offer(sel)
 st.subheader("Two scores at once")

@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.analysis.lens import decompose, lens_grid, lens_window, logit_lens
 from gpt2viz.model.tokenizer import readable_tokens
+from gpt2viz.teaching import page_text
 from gpt2viz.ui import code_panel, present
 from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
@@ -54,6 +55,5 @@ st.subheader(f"The stream {'entering block ' + str(depth) if depth < n_layer els
 st.latex(r"x_n = x_0 + \sum_{m<n} \left(\Delta_\text{attn}^{(m)} + \Delta_\text{mlp}^{(m)}\right)")
 d = decompose(trace, depth)
 plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · {where}", "L2 norm"))
-st.markdown(f"Sum of the {len(d.labels)} part{'s' * (len(d.labels) != 1)} minus the recorded stream: largest "
-            f"difference **{d.max_abs_error:.2e}** (float32 rounding).")
+st.markdown(page_text.lens_residual_sentence(len(d.labels), d.max_abs_error))
 code_panel.section("lens", sel, (("lens_pos", i),))

@@ -2,7 +2,6 @@
 sidebar's weights and text and a sequence of stops, and sign its link once the lecturer's password is
 given (gpt2viz/teaching/lessons.py says what a lesson and its link are)."""
 
-import hmac
 import json
 import os
 import time
@@ -14,16 +13,26 @@ import streamlit as st
 
 from gpt2viz.server.received import LESSON_UPLOAD_MB
 from gpt2viz.spec.pages import BY_URL, DEFAULT
+from gpt2viz.teaching import lesson_text
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.ui.anatomy import selection
-from gpt2viz.ui.lesson_view import LOCAL, key_problem, password_guesses, seen_values, server_key
+from gpt2viz.ui.lesson_draft import keep as keep_draft
+from gpt2viz.ui.lesson_draft import restore as restore_draft
+from gpt2viz.ui.lesson_view import (
+    LOCAL,
+    PASSWORD_ENV,
+    is_lecturer,
+    key_problem,
+    lecturer_form,
+    seen_values,
+    server_key,
+)
 from gpt2viz.ui.site_download import site_download
+from gpt2viz.ui.text import plain
 from gpt2viz.ui.upload import read_once
-from gpt2viz.ui.visitor import visitor_address
 
-PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
-DRAFT, LECTURER = "_lesson_draft_stops", "_lecturer"
+DRAFT = "_lesson_draft_stops"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # a link to them opens the student's own computer
 QR_PRESENTED_PX = 560
 
@@ -35,12 +44,12 @@ sel = replace(sel, weights=None)
 st.title("Lessons")
 st.markdown("A lesson is a path through the app for a class: the weights, one or two texts, and stops, each a "
             "page with its view and your note or question. Students open one link, land on stop 1, and step "
-            "with **next** and **back**; the controls you pin are shown but locked. A lesson is also a small "
-            "JSON or TOML file you can write by hand (`lessons/` has two).")
+            "with **next** and **back**; the controls you pin are shown but locked. "
+            + lesson_text.shipped_lessons(len([*SHIPPED.glob("*.json"), *SHIPPED.glob("*.toml")])))
 
 
 def summary(lesson: lf.Lesson) -> None:
-    st.markdown(f"**{lesson.title}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
+    st.markdown(f"**{plain(lesson.title)}** · {lesson.weights['source']} weights · {len(lesson.stops)} stops · "
                 f"students may change: {', '.join(lesson.free) or 'nothing but the stop'}")
     st.dataframe([{"stop": i, "page": BY_URL[s.page].title, "mode": s.mode, "block": s.block, "head": s.head,
                    "note": s.note} for i, s in enumerate(lesson.stops, 1)], hide_index=True, width="stretch")
@@ -75,7 +84,7 @@ if opened is not None:
     with left:
         open_here(opened, "open_file")
     with right:
-        site_download(opened, "open_file", bool(st.session_state.get(LECTURER)))
+        site_download(opened, "open_file", is_lecturer())
 
 
 # ---------------------------------------------------------------------------- build one
@@ -85,6 +94,7 @@ st.markdown("The lesson takes the sidebar's weights and text. For each stop, set
 WEIGHTS = {"random": lambda: random_weights,
            "demo": lambda: {"source": "demo"},
            "hf-cache": lambda: {"source": "hf-cache", "checkpoint": st.session_state.get("checkpoint", "")}}
+restore_draft()  # what the builder held when the lecturer left it, or what this page's address holds
 stops = st.session_state.setdefault(DRAFT, [])
 title = st.text_input("Title", max_chars=lf.MAX_TITLE, key="lesson_title", placeholder="Attention, step by step")
 text_b = st.text_input("Text B, for Compare and patch (optional)", max_chars=lf.MAX_TEXT, key="lesson_text_b")
@@ -92,6 +102,15 @@ cols = st.columns([2, 5])  # wide enough for a page title at 800 px; the button 
 page = cols[0].selectbox("Page", lf.PAGES, format_func=lambda u: BY_URL[u].title, key="lesson_page",
                          index=lf.PAGES.index("attention"))
 cols[1].text_input("Note or question for this stop", max_chars=lf.MAX_NOTE, key="lesson_note")
+with st.expander("A question the class votes on at this stop (optional)", icon=":material/how_to_vote:"):
+    st.text_input("Question", max_chars=lf.MAX_QUESTION, key="lesson_q_text",
+                  placeholder="Which earlier token will the second 'play' attend to?")
+    st.text_area(f"Choices, one a line ({lf.MIN_CHOICES} to {lf.MAX_CHOICES}); none for a number answer",
+                 max_chars=lf.MAX_CHOICES * (lf.MAX_CHOICE + 1), key="lesson_q_choices", height=120)
+    st.text_input("The answer: the right choice's line (1, 2, ...), or the number", max_chars=24, key="lesson_q_answer")
+    st.text_input("A number answer's tolerance: how far from it still counts as right (0 if empty)", max_chars=24,
+                  key="lesson_q_tolerance")
+    st.selectbox("The stop's charts", lf.REVEALS, key="lesson_q_reveal")
 if page in lf.PAGE_VALUES:
     seen = seen_values(page)
     st.caption(f"{BY_URL[page].title}'s own controls as you left them on it: "
@@ -117,8 +136,15 @@ def add_stop() -> None:
             stop["values"] = json.loads(raw)
         except json.JSONDecodeError:
             stop["values"] = raw  # the lesson's check then names the field: stops[i].values
+    if ss.get("lesson_q_text", "").strip():
+        stop["question"] = lf.question_from_builder(ss["lesson_q_text"], ss.get("lesson_q_choices", ""),
+                                                    ss.get("lesson_q_answer", ""), ss.get("lesson_q_tolerance", ""),
+                                                    ss.get("lesson_q_reveal", lf.REVEALS[0]))
     stops.append(stop)
     ss["lesson_note"] = ss["lesson_values"] = ""
+    for key in ("lesson_q_text", "lesson_q_choices", "lesson_q_answer", "lesson_q_tolerance"):
+        ss[key] = ""
+    ss["lesson_q_reveal"] = lf.REVEALS[0]
 
 
 st.button(f"Add stop {len(stops) + 1}", icon=":material/add:", key="lesson_add",
@@ -130,6 +156,7 @@ set_here = (k for s in stops if isinstance(s.get("values"), dict) for k in s["va
 freeable = list(dict.fromkeys([*lf.CONTROLS, *set_here]))
 free = st.multiselect("Students may change", freeable, key="lesson_free",
                       help="every other control the lesson sets is shown but locked")
+keep_draft(stops)
 built = None
 if stops:
     # the page's own controls as one column, as the file writes them
@@ -156,7 +183,7 @@ if built is not None:
     with middle:
         open_here(built, "open_built")
     with right:
-        site_download(built, "open_built", bool(st.session_state.get(LECTURER)))
+        site_download(built, "open_built", is_lecturer())
 
 
 # ---------------------------------------------------------------------------- sign
@@ -175,20 +202,8 @@ if key is None:
 elif not password:
     st.info(f"Signing here needs a lecturer password: set `{PASSWORD_ENV}` on the server. Or sign on the "
             "server: `python -m gpt2viz lesson link FILE`.", icon=":material/lock:")
-elif not st.session_state.get(LECTURER):
-    with st.form("lecturer"):
-        given = st.text_input("Lecturer password", type="password", max_chars=200, key="lecturer_password")
-        if st.form_submit_button("Unlock signing", icon=":material/lock_open:"):
-            wait = password_guesses().wait()
-            if wait:
-                st.error(f"Too many wrong passwords on this server: try again in {wait:.0f} s.", icon=":material/lock:")
-            elif hmac.compare_digest(given.encode(), password.encode()):
-                st.session_state[LECTURER] = True
-                st.rerun()
-            else:
-                password_guesses().failed(visitor_address())
-                time.sleep(1)  # a guess a second, per session
-                st.error("Wrong password.", icon=":material/lock:")
+elif not is_lecturer():
+    lecturer_form("lecturer", "Unlock signing")
 else:
     choices = {"the lesson opened above": opened, "the lesson built above": built}
     choices = {k: v for k, v in choices.items() if v is not None}
@@ -222,6 +237,5 @@ else:
                 st.image(lf.qr_svg(link), caption="The same link as a QR code, for the projector",
                          width=QR_PRESENTED_PX if sel.present else 280)
                 until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lf.verify(token, key).expires or 0))
-                st.caption(f"{len(link):,} characters. " + (f"It works until {until}." if hours else
-                                                             "It works until the server's key changes."))
+                st.caption(lesson_text.link_length(len(link), until if hours else None))
                 st.markdown(f'<a href="{path}" target="_self">Open stop 1 →</a>', unsafe_allow_html=True)

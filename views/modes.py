@@ -4,10 +4,12 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.spec import costs
+from gpt2viz.teaching import page_text
+from gpt2viz.teaching.page_text import why_decode_is_cheap, why_decode_waits_on_memory
 from gpt2viz.ui import present
 from gpt2viz.ui.anatomy import plot, random_note, selection, text_or_stop
 from gpt2viz.ui.layout import wide_table
-from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary, why_decode_is_cheap, why_decode_waits_on_memory
+from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary
 
 sel = selection()
 cfg = sel.config
@@ -44,11 +46,10 @@ st.subheader("The KV cache")
 st.latex(r"\text{bytes} = 2 \cdot n_\text{layer} \cdot B \cdot n_h \cdot L \cdot d_h \cdot \text{bytes per value}")
 for dtype in ("fp32", "fp16"):
     c = costs.kv_cache_bytes(cfg, 1, n, dtype)
-    st.markdown(f"- {c.name} after this text (L = {n}): {c.calculation} = **{c.value:,} bytes** "
-                f"({costs.human_bytes(c.value)})")
+    st.markdown(page_text.kv_cache_line(c.name, n, c.calculation, c.value, costs.human_bytes(c.value)))
 full = costs.kv_cache_bytes(cfg, 1, cfg.n_positions, "fp32")
-st.markdown(f"- At the full context (L = {cfg.n_positions:,}), fp32: {full.calculation} = **{full.value:,} bytes** "
-            f"({costs.human_bytes(full.value)})")
+st.markdown(page_text.kv_cache_line(full.name, cfg.n_positions, full.calculation, full.value,
+                                    costs.human_bytes(full.value), full_context=True))
 if not sel.present:
     cache_charts()
 random_note(sel)

@@ -11,11 +11,19 @@ from gpt2viz.ui.overview import residual_norm_series, top_next_tokens
 
 SHOWS = ("blocks.*.resid_pre", "blocks.*.resid_mid", "blocks.*.resid_post", "logits")
 
-page = anatomy.header("model", SHOWS)
+
+
+def drawn_model(sel, box) -> None:
+    """Before the run: the model drawn needs only the config and the text's length (none without a text)."""
+    if sel.text_error:
+        return
+    box.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. Click a part of "
+                 "the model to open it; the shapes are this text's, in this mode.")
+    draw_diagram("overview", sel, "overview", box)
+
+
+page = anatomy.header("model", SHOWS, before_run=drawn_model)
 sel, trace = page.sel, page.trace
-page.diagram.markdown("Type a text in the sidebar; every page shows what GPT-2 computes on it. Click a part of "
-                      "the model to open it; the shapes are this text's, in this mode.")
-draw_diagram("overview", sel, "overview", page.diagram)
 probs, tokens = top_next_tokens(trace, k=10)
 labels, norms = residual_norm_series(trace)
 q, _, offset = axis_tokens(trace)

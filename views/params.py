@@ -4,6 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.anatomy.params import accounting_csv
+from gpt2viz.teaching import page_text
 from gpt2viz.ui import present
 from gpt2viz.ui.anatomy import plot, selection
 from gpt2viz.ui.layout import wide_table
@@ -42,8 +43,8 @@ def breakdown() -> None:
 
 if sel.present:  # projected, the picture first; the table it sums under it
     breakdown()
-st.subheader(f"{size}: {report['total']:,} parameters" + "".join(f" · {v}" for v in cfg.variant()))
-st.markdown(f"`{report['formula']['symbolic']}`  \n= {report['formula']['calculation']} = **{report['total']:,}**")
+st.subheader(page_text.params_headline(size, report["total"], list(cfg.variant())))
+st.markdown(page_text.params_formula(report["formula"]["symbolic"], report["formula"]["calculation"], report["total"]))
 wide_table(component_rows(report), height=520)
 if not sel.present:
     breakdown()

@@ -5,9 +5,11 @@ import streamlit as st
 from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import selection, token_notes
+from gpt2viz.ui.working import progress_in
 
 sel = selection()
 st.title("Compare and patch")
+progress = st.container()  # the runs' progress, on the first screen (a long text takes seconds)
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("Text A is the sidebar's text; text B is below. Run both, compare what the chosen head attends "
                 "to and what each predicts, then move one piece of A's computation into B's run at a time "
@@ -17,7 +19,8 @@ text_b = wv.text_b_box(sel)
 ids_b, cut_b, error_b = wv.ids_of(text_b, sel.config.n_positions)
 wv.stop_without_text(sel, error_b)
 token_notes(ids_b, cut_b, sel.config.n_positions, "Text B")
-a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
+with progress_in(progress):
+    a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
 wv.side_by_side(sel, a, b)
 st.subheader("Activation patching: A into B")
 st.caption("With trained weights, try A = a few words followed by the first of them again, and B = A with its "

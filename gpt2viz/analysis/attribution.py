@@ -188,7 +188,7 @@ class Comparison:
 
     @property
     def agree(self) -> bool:
-        """The head that writes most is the one whose knock-out costs most."""
+        """The head with the largest direct share is the one whose knock-out costs most."""
         return self.direct[0][:2] == self.knockout_top[:2]
 
     def knockout_order(self) -> list[tuple[int, int, float, float]]:

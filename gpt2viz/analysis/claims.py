@@ -12,10 +12,23 @@ when published:
   share of the clean one.
 
 The thresholds that decide "agrees" or "differs" are the lesson file's, not this module's.
+
+When a share means something (`share_of`, the rule every share and ratio here keeps): `attribution` and
+`knockout` divide by the clean mean logit difference. On weights that do not prefer the indirect
+object that difference is about 0 (random gpt2: -0.02), and a ratio with a denominator near 0 is any
+number: 1.12 "agrees" there by chance. So a share is measured only when its denominator is at least the
+lesson's own bar for a clear preference, its `logit_diff` claim's threshold (`share_floor`; SHARE_FLOOR
+where the lesson has none); below it the value is NaN and the claim reads "not measurable on these
+weights", with the number and the reason (teaching/claim_text.py).
+
+What a measurement saw besides its value is kept as numbers (`Measured.seen`); the sentences that say
+them are teaching/claim_text.py's.
 """
 
+import math
 import random
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import torch
 
@@ -43,11 +56,44 @@ PLACES = ("store", "garden", "restaurant", "school", "hospital", "office", "hous
 THINGS = ("ring", "kiss", "bone", "basketball", "computer", "necklace", "drink", "snack")
 
 
+SHARE_FLOOR = 1.0  # a lesson without a logit_diff claim: a share needs a clean mean logit difference of 1 or more
+
+
 @dataclass(frozen=True)
 class Measured:
-    value: float  # the claim's number, measured here
-    agrees: bool  # against the lesson's threshold
-    detail: str  # what else the measurement saw, one sentence
+    kind: str  # one of MEASURES
+    value: float  # the claim's number, measured here; NaN when it is not measurable (share_of)
+    agrees: bool  # against the lesson's threshold; never when not measurable
+    seen: dict = field(default_factory=dict)  # what else the measurement saw, by name (claim_text says it)
+
+    @property
+    def measurable(self) -> bool:
+        return not math.isnan(self.value)
+
+
+# ---------------------------------------------------------------------------- when a share means something
+def share_floor(claims: Iterable[dict]) -> float:
+    """The least clean mean logit difference a lesson's shares divide by: its logit_diff claim's threshold
+    (the difference it counts as the weights preferring the right name), else SHARE_FLOOR."""
+    floors = [c["threshold"] for c in claims if c.get("measure") == "logit_diff"]
+    return max(floors) if floors else SHARE_FLOOR
+
+
+def measurable(denominator: float, floor: float) -> bool:
+    """The rule: a share or ratio is measured only when its denominator reaches `floor` (NaN never does).
+    A denominator near 0 (or below it: the weights prefer the other answer) makes the ratio any number."""
+    return denominator >= floor
+
+
+def share_of(part: float, whole: float, floor: float) -> float:
+    """part / whole where `measurable(whole, floor)`; NaN ("not measurable on these weights") where not."""
+    return part / whole if measurable(whole, floor) else float("nan")
+
+
+def _judged(kind: str, value: float, threshold: float, seen: dict) -> Measured:
+    """`value` against the lesson's threshold (at least or at most, AT_LEAST); never agreeing when NaN."""
+    ok = (value >= threshold) if AT_LEAST[kind] else (value <= threshold)
+    return Measured(kind, value, bool(ok) and not math.isnan(value), seen)
 
 
 def ioi_prompts(n: int, seed: int = 0) -> list[tuple[str, int, int]]:
@@ -82,11 +128,9 @@ def induction(model: GPT2, heads, threshold: float, vocabulary=None, seed: int =
     score = {(r["block"], r["head"]): r["induction"] for r in rows}
     listed = [score[tuple(h)] for h in heads]
     others = sorted(((v, k) for k, v in score.items() if list(k) not in [list(h) for h in heads]), reverse=True)
-    value = min(listed)
-    best = f"; the best other head, head {_head(*others[0][1])}, scores {others[0][0]:.2f}" if others else ""
-    detail = (f"on {half} random tokens repeated once, the listed heads score {min(listed):.2f} to "
-              f"{max(listed):.2f}{best}")
-    return Measured(value, value >= threshold, detail)
+    best = {"best_other": others[0][1], "best_other_score": others[0][0]} if others else {}
+    return _judged("induction", min(listed), threshold,
+                   {"half": half, "lowest": min(listed), "highest": max(listed), "listed": len(listed)} | best)
 
 
 @torch.no_grad()
@@ -125,35 +169,35 @@ def prompt_logit_diff(model: GPT2, text: str) -> tuple[int, int, float] | None:
 
 def logit_diff(model: GPT2, threshold: float, n: int = 16, seed: int = 0) -> Measured:
     d = _differences(model, ioi_prompts(n, seed))  # [n]
-    value = float(d.mean())
-    return Measured(value, value >= threshold,
-                    f"over {n} prompts, {float((d > 0).float().mean()):.0%} prefer the right name")
+    return _judged("logit_diff", float(d.mean()), threshold,
+                   {"prompts": n, "preferring": int((d > 0).sum())})
 
 
-def attribution_share(model: GPT2, heads, threshold: float, n: int = 16, seed: int = 0) -> Measured:
+def attribution_share(model: GPT2, heads, threshold: float, n: int = 16, seed: int = 0,
+                      floor: float = SHARE_FLOOR) -> Measured:
     shares, targets = [], []
     for text, io, s in ioi_prompts(n, seed):
         a = attribute(model, run(model, encode(text), names=NEEDS), io, s)
         grid = a.heads()  # [n_layer, nh]
         shares.append(float(sum(grid[b, h] for b, h in heads)))
         targets.append(a.target)
-    mean_target = sum(targets) / n
-    value = (sum(shares) / n) / mean_target if mean_target else float("nan")
-    return Measured(value, value >= threshold,
-                    f"the listed heads write {sum(shares) / n:+.2f} of a mean logit difference of {mean_target:+.2f}")
+    written, clean = sum(shares) / n, sum(targets) / n
+    return _judged("attribution", share_of(written, clean, floor), threshold,
+                   {"prompts": n, "written": written, "clean": clean, "floor": floor})
 
 
-def knockout(model: GPT2, heads, threshold: float, n: int = 16, seed: int = 0) -> Measured:
+def knockout(model: GPT2, heads, threshold: float, n: int = 16, seed: int = 0, floor: float = SHARE_FLOOR) -> Measured:
     prompts = ioi_prompts(n, seed)
     zeroed = [Intervention(block_name("attn.z", b), "zero", head=h) for b, h in heads]
     clean, knocked = float(_differences(model, prompts).mean()), float(_differences(model, prompts, zeroed).mean())
-    value = knocked / clean if clean else float("nan")
-    return Measured(value, value <= threshold,
-                    f"the mean logit difference goes from {clean:+.2f} to {knocked:+.2f} with them zeroed")
+    return _judged("knockout", share_of(knocked, clean, floor), threshold,
+                   {"prompts": n, "clean": clean, "knocked": knocked, "floor": floor})
 
 
-def measure(model: GPT2, kind: str, heads, threshold: float, vocabulary=None, n: int = 16, seed: int = 0) -> Measured:
-    """One claim's measurement on `model` (see the module's docstring for each kind)."""
+def measure(model: GPT2, kind: str, heads, threshold: float, vocabulary=None, n: int = 16, seed: int = 0,
+            floor: float = SHARE_FLOOR) -> Measured:
+    """One claim's measurement on `model` (see the module's docstring for each kind); `floor`: the least
+    clean mean logit difference a share divides by (share_floor of the lesson's claims)."""
     missing = [(b, h) for b, h in heads if not (0 <= b < model.config.n_layer and 0 <= h < model.config.n_head)]
     if missing:
         raise ValueError(f"these weights have no head {_head(*missing[0])}: the claim is about another model")
@@ -162,7 +206,7 @@ def measure(model: GPT2, kind: str, heads, threshold: float, vocabulary=None, n:
     if kind == "logit_diff":
         return logit_diff(model, threshold, n, seed)
     if kind == "attribution":
-        return attribution_share(model, heads, threshold, n, seed)
+        return attribution_share(model, heads, threshold, n, seed, floor)
     if kind == "knockout":
-        return knockout(model, heads, threshold, n, seed)
+        return knockout(model, heads, threshold, n, seed, floor)
     raise ValueError(f"unknown measure {kind!r}; one of {', '.join(MEASURES)}")

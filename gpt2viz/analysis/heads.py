@@ -13,12 +13,11 @@ attention distance, the mean over queries of Σⱼ a_ij (i − j), how many posi
 average. The page notices (teaching/notices.py) and the finder name a head's job from these scores
 with one threshold per job (below), and only from MIN_ROWS scored queries on. The finder runs the
 model once for every head's pattern, lays the scores out one row per head (the CLI's JSON), ranks the
-heads for each score, and says what leads, measured against a head that attends uniformly on the
-same text. Pure: no Streamlit.
+heads for each score, and gives a head that attends uniformly on the same text to measure them
+against. What the scores say in words is teaching/head_notices.py's. Pure: no Streamlit.
 """
 
 from dataclasses import dataclass
-from statistics import median
 
 import torch
 
@@ -214,78 +213,3 @@ def repeated_text(text: str, n_positions: int) -> str:
 
 def head_name(row: dict) -> str:
     return f"block {row['block']} head {row['head']}"
-
-
-def no_induction(ids) -> str:
-    """Why a text gives no head an induction score, and what would."""
-    if not has_repeat(ids):
-        return ("The text repeats no token, so no head has an induction score: a text that repeats a stretch of "
-                "three tokens or more gives every head one.")
-    return ("The text repeats tokens only one or two apart, so no head has an induction score: the token after "
-            "the earlier occurrence would be the query itself or the token just before it, which the "
-            "previous-token score already measures. A repeat of three tokens or more gives one.")
-
-
-def job_sentence(key: str, value: float) -> str:
-    """What a head that shows job `key` (its score `value` at or above the threshold) does, in numbers."""
-    return {"previous_token": f"{value:.0%} of each position's attention goes to the token just before it (the "
-                              "stripe right below the diagonal)",
-            "first_token": f"from position 2 on, {value:.0%} of each position's attention goes to the first token, "
-                           "a place to put weight when nothing else matters",
-            "induction": f"from a repeated token it puts {value:.0%} of its attention on the token that followed "
-                         "the earlier occurrence, the token that comes next if the repeat goes on (a stripe "
-                         "parallel to the diagonal)"}[key]
-
-
-def scored(key: str, ids) -> int:
-    """How many queries of a full run on `ids` score `key`'s job (what MIN_ROWS counts)."""
-    return len(induction_targets(ids, len(ids))) if key == "induction" else max(0, len(ids) - 2)
-
-
-def notice(rows: list[dict], key: str, kind: str, ids) -> list[str]:
-    """What to notice in the map of score `key`: which head leads and by how much, against the
-    runner-up, the median head and a uniform head on this text; on random weights, that nothing
-    stands out; a job named only as `HeadScores.shows` allows. `kind`: "random", "demo" or "trained"
-    (notices.weights_kind)."""
-    s, order = SCORES[key], ranked(rows, key)
-    if not order:
-        return [no_induction(ids) if key == "induction" else
-                f"A text of {len(ids)} tokens has no position 2 or later, so no head has a {s.title}: at position 1 "
-                "the token before is the first token, and one cell cannot say which of the two a head reads."]
-    lead, values = order[0], sorted(r[key] for r in order)
-    middle, base = median(values), uniform(ids)[key]
-    lines = [f"**{head_name(lead).capitalize()}** {s.leader}: {lead[key]:.3f}"
-             + (f", then {head_name(order[1])} with {order[1][key]:.3f}" if len(order) > 1 else "")
-             + f"; the median head has {middle:.3f}, a head attending evenly {base:.3f}."]
-    if kind == "random":
-        lines.append(f"These weights are random: nothing stands out. Every head's {s.title} lies between "
-                     f"{values[0]:.2f} and {values[-1]:.2f}, near the even head's {base:.2f}; which head leads is "
-                     "chance.")
-        return lines
-    if key in THRESHOLDS and lead[key] >= THRESHOLDS[key]:
-        n = scored(key, ids)
-        if n >= MIN_ROWS:
-            lines.append(f"It is {JOBS[key]}: {job_sentence(key, lead[key])}.")
-        else:
-            lines.append(f"Only {n} position{'s' * (n != 1)} of this text score{'s' * (n == 1)} it, too few to name "
-                         f"a job (from {MIN_ROWS} on): try a longer text.")
-    return lines
-
-
-def scatter_notice(rows: list[dict], x: str, y: str, kind: str) -> list[str]:
-    """What to notice in the scatter of scores `x` and `y`: the head that leads each axis, whether
-    one head leads both; on random weights, how tight the cloud is."""
-    lx, ly = ranked(rows, x)[0], ranked(rows, y)[0]
-    sx, sy = SCORES[x], SCORES[y]
-    if lx is ly:
-        lines = [f"**{head_name(lx).capitalize()}** leads on both: it {sx.leader} ({lx[x]:.2f}) and {sy.leader} "
-                 f"({lx[y]:.2f})."]
-    else:
-        lines = [f"**{head_name(lx).capitalize()}** {sx.leader} ({lx[x]:.2f}, {sy.title} {lx[y]:.2f}); "
-                 f"**{head_name(ly)}** {sy.leader} ({ly[y]:.2f}, {sx.title} {ly[x]:.2f})"
-                 + ("." if kind == "random" else ": each of these two heads has a job of its own.")]
-    if kind == "random":
-        xs, ys = [r[x] for r in rows], [r[y] for r in rows]
-        lines.append(f"Random weights: every head sits in one cloud, {sx.title} {min(xs):.2f} to {max(xs):.2f} and "
-                     f"{sy.title} {min(ys):.2f} to {max(ys):.2f}; no head has a job yet.")
-    return lines

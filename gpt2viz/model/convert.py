@@ -8,6 +8,11 @@ files: the app and every server path read the folder this writes (safetensors an
 - `meta.pkl` (the character vocabulary: vocab_size, itos, stoi) is read only after every opcode of
   it was checked to build dicts, lists, strings or integers: a pickle that would import or call
   anything is refused before one opcode runs.
+- Both pickles are read opcode by opcode first (`pickle_budget`): one that would build an object of
+  more than a million elements (a list fetched from the memo into the next list, over and over) or
+  nest deeper than a vocabulary or a checkpoint does is refused before it is loaded; model_args is
+  checked against the tensors the file holds before a model of its size is described or built; and
+  no message formats more of a value from the file than a short prefix.
 nanoGPT's names map to the Hugging Face GPT-2 layout: `transformer.` dropped (and the `_orig_mod.`
 a compiled model's state dict carries), its Linear weights [out, in] transposed to Conv1D's
 [in, out], the causal-mask buffers (`attn.bias`, present without flash attention) skipped, the
@@ -20,7 +25,7 @@ import io
 import json
 import os
 import pickle
-import pickletools
+import zipfile
 from pathlib import Path
 
 import torch
@@ -28,6 +33,7 @@ import torch
 from ..spec.config import GPT2Config
 from .folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE
 from .gpt2 import GPT2
+from .pickle_budget import PickleRefused, check_pickle
 from .tokenizer import GPT2_VOCABULARY
 from .vocab import char_tokenizer_json
 from .weights import WeightsError, save_safetensors
@@ -35,6 +41,15 @@ from .weights import WeightsError, save_safetensors
 COMPILED_PREFIX = "_orig_mod."
 LINEAR_WEIGHTS = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
 MASK_BUFFER = ".attn.bias"  # nanoGPT's causal mask, a buffer [1, 1, block_size, block_size]
+# the budgets on what the converter reads, checked before anything is built from it: far above what
+# nanoGPT writes (a character vocabulary is a few kB; a checkpoint's pickle indexes a few hundred
+# tensors, its optimizer's state included), far below what would take a second to walk
+META_MAX_BYTES = 16 * 2 ** 20
+META_MAX_NODES = 1_000_000
+META_MAX_DEPTH = 4  # meta -> itos -> symbol
+CKPT_PICKLE_MAX_BYTES = 64 * 2 ** 20
+CKPT_MAX_NODES = 1_000_000
+CKPT_MAX_DEPTH = 32
 MODEL_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
 # the opcodes that build dicts, lists, strings and integers (and the memo and framing around them);
 # anything else (GLOBAL, REDUCE, BUILD, a tuple, a float, None...) is not a vocabulary file's
@@ -50,27 +65,53 @@ class ConvertError(ValueError):
 
 
 # ---------------------------------------------------------------------------- meta.pkl
+def _short(value) -> str:
+    """A value from a file, for a message: a number or a short string as written, anything else by its type.
+
+    A structure from an untrusted file is never formatted whole: a small file can hold one whose
+    repr is larger than any memory."""
+    if isinstance(value, (bool, int, float)) or value is None:
+        if isinstance(value, int) and abs(value) >= 10 ** 30:
+            return f"an integer of {value.bit_length():,} bits"
+        return repr(value)[:40]
+    if isinstance(value, str):
+        return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    return f"a {type(value).__name__}"
+
+
+def _keys(mapping: dict) -> str:
+    """A dict's first six keys in sorted order, each as _short writes it."""
+    return "[" + ", ".join(sorted(_short(k) for k in mapping)[:6]) + "]"
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module, name):  # never reached after the opcode check; kept as a second lock
-        raise ConvertError(f"refused: the pickle asks for {module}.{name}")
+        raise ConvertError(f"refused: the pickle asks for {str(module)[:40]}.{str(name)[:40]}")
 
 
 def read_plain_pickle(path) -> object:
-    """A pickle of dicts, lists, strings and integers only; anything else refused, unrun, in one line."""
+    """A pickle of dicts, lists, strings and integers only, within a size and depth budget; anything
+    else refused, unrun, in one line."""
     path = Path(path)
+    size = path.stat().st_size
+    if size > META_MAX_BYTES:
+        raise ConvertError(f"{path.name} was refused without running it: {size:,} bytes, more than the "
+                           f"{META_MAX_BYTES:,} a vocabulary file needs")
     data = path.read_bytes()
+    try:  # reads the opcodes; runs none of them
+        check_pickle(data, max_nodes=META_MAX_NODES, max_depth=META_MAX_DEPTH, allowed=PLAIN_OPCODES)
+    except PickleRefused as e:
+        if str(e).startswith("it is not a pickle"):
+            raise ConvertError(f"{path.name} is not a pickle: {str(e).removeprefix('it is not a pickle: ')}") from None
+        raise ConvertError(f"{path.name} was refused without running it: {e}; a vocabulary file holds only "
+                           "dicts, lists, strings and integers") from None
     try:
-        for op, arg, _ in pickletools.genops(data):  # reads the opcodes; runs none of them
-            if op.name not in PLAIN_OPCODES:
-                what = f" ({str(arg)[:60]})" if op.name in ("GLOBAL", "STACK_GLOBAL", "INST") and arg else ""
-                raise ConvertError(f"{path.name} was refused unread: it holds a {op.name} opcode{what}; a "
-                                   "vocabulary file holds only dicts, lists, strings and integers")
+        return _PlainUnpickler(io.BytesIO(data)).load()
     except ConvertError:
         raise
-    except Exception as e:  # not a pickle, or a truncated one
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ConvertError(f"{path.name} is not a pickle: {first}") from None
-    return _PlainUnpickler(io.BytesIO(data)).load()
+    except Exception as e:  # plain opcodes in an order no pickler writes (a key that is a list, ...)
+        first = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        raise ConvertError(f"{path.name} is not a pickle a vocabulary is saved as: {first}") from None
 
 
 def read_meta(path) -> list[str]:
@@ -78,7 +119,7 @@ def read_meta(path) -> list[str]:
     name = Path(path).name
     meta = read_plain_pickle(path)
     if not isinstance(meta, dict) or "itos" not in meta:
-        found = (f"a dict with keys {sorted(map(str, meta))[:6]}" if isinstance(meta, dict)
+        found = (f"a dict with keys {_keys(meta)}" if isinstance(meta, dict)
                  else f"a {type(meta).__name__}")
         raise ConvertError(f"{name} is not nanoGPT's meta.pkl (vocab_size, itos, stoi): found {found}")
     itos = meta["itos"]
@@ -89,11 +130,11 @@ def read_meta(path) -> list[str]:
     n = meta.get("vocab_size", len(itos))
     if not isinstance(n, int) or sorted(itos) != list(range(n)):
         raise ConvertError(f"{name}: itos has ids {min(itos)} to {max(itos)} ({len(itos)} of them), "
-                           f"but vocab_size is {n!r:.20}")
+                           f"but vocab_size is {_short(n)}")
     symbols = [itos[i] for i in range(n)]
     bad = next((s for s in symbols if not (isinstance(s, str) and len(s) == 1)), None)
     if bad is not None:
-        raise ConvertError(f"{name}: symbol {bad!r:.40} is not one character; the converter reads character "
+        raise ConvertError(f"{name}: symbol {_short(bad)} is not one character; the converter reads character "
                            "vocabularies (nanoGPT's shakespeare_char kind)")
     stoi = meta.get("stoi")
     if stoi is not None and stoi != {s: i for i, s in enumerate(symbols)}:
@@ -102,11 +143,36 @@ def read_meta(path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- ckpt.pt
+def _check_checkpoint_pickle(path: Path) -> None:
+    """The budget on the pickle inside torch.save's zip, before torch.load builds (and hashes) one object of it."""
+    refused = f"{path.name} was refused without loading it"
+    if not zipfile.is_zipfile(path):
+        raise ConvertError(f"{refused}: it is not the zip archive torch.save writes (a checkpoint saved by "
+                           "torch 1.6 or later, as nanoGPT's train.py does)")
+    try:
+        with zipfile.ZipFile(path) as z:
+            pickles = [i for i in z.infolist() if i.filename.count("/") == 1 and i.filename.endswith("/data.pkl")]
+            if len(pickles) != 1:
+                raise ConvertError(f"{refused}: it holds {len(pickles)} data.pkl records, where torch.save writes one")
+            if pickles[0].file_size > CKPT_PICKLE_MAX_BYTES:
+                raise ConvertError(f"{refused}: its data.pkl is {pickles[0].file_size:,} bytes, more than the "
+                                   f"{CKPT_PICKLE_MAX_BYTES:,} a checkpoint's index of tensors needs")
+            data = z.read(pickles[0])
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
+        first = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        raise ConvertError(f"{refused}: its zip archive does not read: {first}") from None
+    try:
+        check_pickle(data, max_nodes=CKPT_MAX_NODES, max_depth=CKPT_MAX_DEPTH)
+    except PickleRefused as e:
+        raise ConvertError(f"{refused}: {e}") from None
+
+
 def read_checkpoint(path) -> dict:
     """nanoGPT's checkpoint dict, through torch.load(weights_only=True); one line if it is not one."""
     path = Path(path)
     if not path.is_file():
         raise ConvertError(f"no checkpoint at {path}")
+    _check_checkpoint_pickle(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # weights_only refuses other objects; not a torch file at all
@@ -118,7 +184,7 @@ def read_checkpoint(path) -> dict:
     if not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("model_args"), dict):
         tensors = sum(isinstance(v, torch.Tensor) for v in ckpt.values())
         found = (f"a state dict of {tensors} tensors without model_args" if tensors
-                 else f"a dict with keys {sorted(map(str, ckpt))[:6]}")
+                 else f"a dict with keys {_keys(ckpt)}")
         raise ConvertError(f"{path.name} is not nanoGPT's checkpoint (model, model_args, iter_num, ...): found {found}")
     return ckpt
 
@@ -126,12 +192,43 @@ def read_checkpoint(path) -> dict:
 def _model_args(args: dict, name: str) -> dict:
     for key in MODEL_ARGS:
         if not isinstance(args.get(key), int) or isinstance(args.get(key), bool) or args[key] < 1:
-            raise ConvertError(f"{name}: model_args[{key!r}] is {args.get(key)!r:.40}, not a positive whole number")
+            raise ConvertError(f"{name}: model_args[{key!r}] is {_short(args.get(key))}, not a positive whole number")
     return args
+
+
+def _short_shape(t: torch.Tensor) -> str:
+    return str(list(t.shape)) if t.dim() <= 8 else f"of {t.dim()} dimensions"
+
+
+def _check_sizes(args: dict, state: dict, name: str) -> None:
+    """model_args against the tensors the file holds, before a model of that size is described or built:
+    a size that no tensor carries (n_embd 10^9, n_layer 10^6, block_size 10^9) is refused here."""
+    for key in ("wte.weight", "wpe.weight"):
+        if key not in state or state[key].dim() != 2:
+            raise ConvertError(f"{name}: its model has no two-dimensional transformer.{key}, so it is not "
+                               "nanoGPT's GPT")
+    (rows, d), positions = state["wte.weight"].shape, state["wpe.weight"].shape[0]
+    blocks = {k.split(".")[1] for k in state if k.startswith("h.")}
+    layers = len(blocks) if blocks == {str(i) for i in range(len(blocks))} else None
+    found = {"n_embd": (d, f"wte.weight is [{rows:,}, {d:,}]"),
+             "vocab_size": (rows, f"wte.weight is [{rows:,}, {d:,}]"),
+             "block_size": (positions, f"wpe.weight has {positions:,} rows"),
+             "n_layer": (layers, "the model has no blocks h.N" if not blocks
+                         else f"the model has blocks h.0 to h.{len(blocks) - 1}" if layers
+                         else f"the model's {len(blocks)} blocks are not numbered h.0, h.1, h.2, ...")}
+    for key, (value, why) in found.items():
+        if args[key] != value:
+            raise ConvertError(f"{name}: model_args says {key} = {_short(args[key])}, but {why}")
+    if args["n_head"] > d:
+        raise ConvertError(f"{name}: model_args says n_head = {_short(args['n_head'])}, more heads than the "
+                           f"{d:,} dimensions of a token's vector")
 
 
 def to_hf_state(state: dict, name: str) -> tuple[dict[str, torch.Tensor], bool]:
     """nanoGPT's state dict in the Hugging Face layout, and whether lm_head is tied to wte."""
+    bad = next((k for k in state if not isinstance(k, str)), None)
+    if bad is not None:
+        raise ConvertError(f"{name}: its model has a key that is {_short(bad)}, not a tensor's name")
     state = {k.removeprefix(COMPILED_PREFIX): v for k, v in state.items()}
     if "transformer.wte.weight" not in state:
         sample = ", ".join(sorted(state)[:3])
@@ -140,13 +237,17 @@ def to_hf_state(state: dict, name: str) -> tuple[dict[str, torch.Tensor], bool]:
     out = {}
     for key, t in state.items():
         if not isinstance(t, torch.Tensor):
-            raise ConvertError(f"{name}: model[{key!r:.60}] is a {type(t).__name__}, not a tensor")
+            raise ConvertError(f"{name}: model[{_short(key)}] is a {type(t).__name__}, not a tensor")
+        if t.numel() * t.element_size() > t.untyped_storage().nbytes() - t.storage_offset() * t.element_size():
+            # a view repeating a few stored numbers (a zero stride) into a shape no memory holds
+            raise ConvertError(f"{name}: model[{_short(key)}] has shape {_short_shape(t)}, more numbers than its "
+                               f"file stores ({t.untyped_storage().nbytes():,} bytes)")
         if key.endswith(MASK_BUFFER) and key.count(".") == 4:  # transformer.h.N.attn.bias: the mask
             continue
         if key == "lm_head.weight":
             continue
         if not key.startswith("transformer."):
-            raise ConvertError(f"{name}: tensor {key!r:.60} is not part of nanoGPT's GPT")
+            raise ConvertError(f"{name}: tensor {_short(key)} is not part of nanoGPT's GPT")
         hf = key.removeprefix("transformer.")
         out[hf] = t.t().contiguous() if hf.endswith(LINEAR_WEIGHTS) else t
     head = state.get("lm_head.weight")
@@ -163,6 +264,7 @@ def convert_nanogpt(ckpt_path, out_dir, meta_path=None) -> dict:
     ckpt = read_checkpoint(ckpt_path)
     args = _model_args(ckpt["model_args"], ckpt_path.name)
     state, tied = to_hf_state(ckpt["model"], ckpt_path.name)
+    _check_sizes(args, state, ckpt_path.name)
     bias = any(k.endswith(".bias") for k in state)
     if "bias" in args and bool(args["bias"]) != bias:
         raise ConvertError(f"{ckpt_path.name}: model_args says bias={args['bias']} but the model "

@@ -108,8 +108,11 @@ def causal_mask(T: int, L: int) -> torch.Tensor:
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """Q K^T / sqrt(dh) before the mask, the scale in place into the fresh matmul output."""
-    return (q @ k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)  # [B, nh, T, L]
+    """Q K^T / sqrt(dh) before the mask, the scale in place into the fresh matmul output. The operands
+    are made contiguous first (a copy of the heads' views of qkv, a no-op on a mapped shared run's): the
+    product then reads one memory layout whether q and k are the forward pass's views, a trace's, or a
+    shared run's mapped tensors, so its rounding is the same on every path (MKL's can follow the layout)."""
+    return (q.contiguous() @ k.contiguous().transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)  # [B, nh, T, L]
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

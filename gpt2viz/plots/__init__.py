@@ -16,7 +16,8 @@ Colours are chosen to work for colour-blind readers:
 - sequential "Viridis" (attention probabilities, 0 to 1 fixed), which is perceptually uniform and
   readable under all three common colour-vision deficiencies and in greyscale;
 - diverging "PuOr" (ColorBrewer purple-orange; raw attention scores, centred on 0), one of
-  ColorBrewer's colour-blind-safe diverging schemes (orange = negative, purple = positive);
+  ColorBrewer's colour-blind-safe diverging schemes (orange = negative, purple = positive; turned
+  round on a knock-out's Δ log p, so that on every effect map purple means "helps this token");
 - categorical colours from the Okabe-Ito palette (blue #0072B2, orange #E69F00, vermillion
   #D55E00, sky blue #56B4E9, grey #999999), which stay distinct for protan, deutan and tritan
   readers; none is black or white, so lines show on the light and the dark theme;

@@ -90,17 +90,21 @@ def mask_cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dic
 
 def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, value_title: str,
                    x_title: str = "block", y_title: str = "", signed: bool = False,
-                   cell_text: str | None = None) -> go.Figure:
+                   cell_text: str | None = None, helps_when_negative: bool = False) -> go.Figure:
     """A small labelled matrix [rows, cols] on the sequential scale, e.g. gradient norms per
     component (rows) and block (columns), or with `signed` on the diverging scale centred on 0
     (an effect that can go either way); hover names the row, the column and the value.
     `cell_text`: a d3 number format ("+.2f") to write each value in its cell, for maps whose
-    numbers are read, not only their colours."""
+    numbers are read, not only their colours. `helps_when_negative`: the signed scale turned round, for a
+    value whose negative means "helps" (a knock-out's Δ log p), so that purple means "helps this token" on
+    every map that says so (Attribution's direct shares, What if's sweeps)."""
     z = checks.array(z, "z", "rows, cols")
     rows = checks.labels(row_labels, z.shape[0], "row_labels", f"z has {z.shape[0]} rows")
     cols = checks.labels(col_labels, z.shape[1], "col_labels", f"z has {z.shape[1]} columns")
     rows, cols = [escape(r) for r in rows], [escape(c) for c in cols]
     scale = dict(colorscale=colorscale(DIVERGING), zmid=0) if signed else dict(colorscale=colorscale(SEQUENTIAL))
+    if signed and helps_when_negative:
+        scale["reversescale"] = True
     trace = heatmap(z, cols, rows, "%{y} · %{x}<br>" + value_title + " %{z:.3g}", **scale,
                     colorbar=dict(title=dict(text=value_title)))
     height = 150 + 28 * len(rows)

@@ -4,7 +4,8 @@
     python -m gpt2viz class-server --processes 3 --address 0.0.0.0
 
 One Streamlit process runs the app's Python on one core, so a class of 30 queues on it while the
-other cores idle. This starts N processes (`streamlit run app.py` on 127.0.0.1 and ports of their
+other cores idle. This starts N processes (`streamlit run serve.py`, app.py behind its upload gate and the
+class vote's browser id, on 127.0.0.1 and ports of their
 own) and nginx in front of them with the tested `deploy/nginx.conf.template` (websockets passed
 through, session affinity by cookie, a lost process's students moved to another). The processes
 share one cookie secret (Streamlit signs its XSRF cookie with it) and one lesson key where one is
@@ -45,6 +46,8 @@ from pathlib import Path
 from ..model.memory import ONE_ARENA_ENV
 from ..spec.paths import APP_ROOT
 from ..spec.serving import DEFAULT_RANDOM_MODELS, RANDOM_MODELS
+from .addresses import ip_literal, listen_address
+from .addresses import upstream as upstream_address
 from .launch import config_flags
 from .received import LESSON_UPLOAD_MB, max_upload_mb
 from .shared_runs import BUDGET_ENV as SHARED_MB_ENV
@@ -52,7 +55,7 @@ from .shared_runs import DIR_ENV as SHARED_DIR_ENV
 
 ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
-APP = ROOT / "app.py"
+APP = ROOT / "serve.py"  # app.py behind the upload gate and the class vote's cookie (serve.py)
 DEFAULT_BUDGET_MB = 2048
 RESTARTS_ENV, RESTARTS = "GPT2VIZ_RESTARTS", 3
 REPLICA_HEADER_ENV = "GPT2VIZ_REPLICA_HEADER"  # "1": responses name the replica that answered (tests)
@@ -115,17 +118,6 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
 
 COOKIE_SECRET = "STREAMLIT_SERVER_COOKIE_SECRET"
 LESSON_KEY = "GPT2VIZ_LESSON_KEY"
-WILDCARDS = ("0.0.0.0", "", "::", "[::]")  # every interface: the students' one too
-
-
-def host_port(text: str) -> str:
-    """'HOST:PORT' (an IPv6 host in brackets) as nginx's upstream line takes it; ValueError in one line."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or host in WILDCARDS or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--upstream takes HOST:PORT of another host's app process (10.0.0.2:8601), got {text!r}")
-    return f"{host}:{int(port)}"
-
-
 def url_host(address: str) -> str:
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
 
@@ -143,6 +135,10 @@ def healthy(base: str, timeout: float = 2.0) -> bool:
         return False
 
 
+class StoppedWhileStarting(Exception):
+    """Ctrl-C or SIGTERM arrived before every process answered."""
+
+
 class ClassServer:
     """N app processes and nginx in front of them and of the `upstream` ones (none with `backends_only`);
     `start()` returns when nginx (or, on a backend host, every process) answers, `stop()` ends them all."""
@@ -151,16 +147,14 @@ class ClassServer:
                  env: dict[str, str] | None = None, log=sys.stderr, backends_only: bool = False,
                  upstream: list[str] | tuple = ()):
         base_env = dict(os.environ if env is None else env)
-        upstream = [host_port(u) for u in upstream]
+        upstream = [upstream_address(u) for u in upstream]
         if backends_only and upstream:
             raise ValueError("--backends-only starts no nginx, so it takes no --upstream (the front host does)")
         if processes < (0 if upstream else 1):
             raise ValueError(f"--processes must be at least {0 if upstream else 1}, got {processes}")
         if not 0 < port < 65536 or (backends_only and port + processes - 1 > 65535):
             raise ValueError(f"--port must be between 1 and 65535{' for every process' * backends_only}, got {port}")
-        if backends_only and address in WILDCARDS:
-            raise ValueError("--backends-only needs --address: the private interface the front host reaches "
-                             "(the app ports must not face the students)")
+        address = listen_address(address, private=backends_only)  # every interface, however written: not a backend's
         if (backends_only or upstream) and not base_env.get(COOKIE_SECRET):
             raise ValueError(f"several hosts sign one cookie: set {COOKIE_SECRET} alike on every host "
                              "(made once with: openssl rand -hex 32)")
@@ -188,11 +182,13 @@ class ClassServer:
         self.restarts = [0] * processes  # times each process was started again
         self.max_restarts = restarts_allowed(self.env)
         self._given_up: set[int] = set()
+        self.stopping = False  # set by Ctrl-C or SIGTERM; start() gives up at its next look
 
     @property
     def base(self) -> str:
-        host = "127.0.0.1" if self.address in ("0.0.0.0", "") else self.address
-        return f"http://{host}:{self.port}"
+        literal = ip_literal(self.address)
+        host = ("127.0.0.1" if literal.version == 4 else "::1") if literal and literal.is_unspecified else self.address
+        return f"http://{url_host(host)}:{self.port}"
 
     def _say(self, line: str) -> None:
         print(line, file=self.log, flush=True)
@@ -216,6 +212,8 @@ class ClassServer:
         end = time.monotonic() + timeout
         for i, p in enumerate(self.ports):
             while not healthy(self.app_base(i)):
+                if self.stopping:
+                    raise StoppedWhileStarting
                 if self.apps[i].poll() is not None or time.monotonic() > end:
                     raise RuntimeError(f"app process {i} (port {p}) did not start: {self.app_log(i)[-500:]}")
                 time.sleep(0.2)
@@ -229,7 +227,7 @@ class ClassServer:
                       f"{secrets_line}). Ctrl-C stops it.")
             return
         conf = Path(self.dir) / "nginx.conf"
-        conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"{self.address}:{self.port}",
+        conf.write_text(nginx_config(TEMPLATE.read_text(), self.dir, f"{url_host(self.address)}:{self.port}",
                                      [f"127.0.0.1:{p}" for p in self.ports] + self.upstream,
                                      replica_header=self.env.get(REPLICA_HEADER_ENV) == "1",
                                      max_body_mb=max_upload_mb(self.env["GPT2VIZ_ALLOW_UPLOAD"] == "1")))
@@ -238,6 +236,8 @@ class ClassServer:
                                            "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=out,
                                           stderr=subprocess.STDOUT, start_new_session=True)
         while not healthy(self.base):
+            if self.stopping:
+                raise StoppedWhileStarting
             if self.proxy.poll() is not None or time.monotonic() > end:
                 raise RuntimeError(f"nginx did not start: {self.nginx_log()[-500:]}")
             time.sleep(0.1)
@@ -263,12 +263,18 @@ class ClassServer:
 
     def serve(self) -> int:
         """Start, then wait until Ctrl-C or SIGTERM; say when a process dies (nginx moves its students)."""
-        stop = []
+        def asked_to_stop(*_):
+            self.stopping = True
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.append(True))
+            signal.signal(sig, asked_to_stop)
         try:
-            self.start()
-            while not stop:
+            try:
+                self.start()
+            except StoppedWhileStarting:  # at once, not when the start's timeout runs out
+                self._say("gpt2viz class server: stopped while starting; everything it started is stopped")
+                return 0
+            while not self.stopping:
                 self.restart_exited()
                 if self.proxy is not None and self.proxy.poll() is not None:
                     self._say(f"nginx exited with {self.proxy.returncode}: {self.nginx_log()[-300:]}")

@@ -18,8 +18,19 @@ process's cache as any trace does. So the host holds at most the two together, e
 run is in memory once however many processes map it, and a process lets a mapped trace go as it
 would its own (its next ask maps the file again, in milliseconds, where it ran the model before). A
 run whose file would not fit even after eviction is not written: it stays its process's own.
+
+Bit for bit: a mapped run equals the run it stores, derived tensors too, because every tensor of the
+file starts at a 64-byte boundary, as torch's allocator places a tensor in memory (`write_aligned`). A
+matrix product reads its operands' alignment: MKL rounds q @ kᵀ differently on some CPUs when an operand
+starts 4, 8 or 12 bytes past a 16-byte boundary, and `safetensors.numpy.save_file` packs tensors with no
+gap. The format accepts no gap between two tensors, so the gaps are filler tensors of bytes (named
+`PAD`...), and the header is padded with spaces so that the data starts on a boundary too; the file
+still opens with `safetensors.safe_open`. A file whose tensors are not aligned is not mapped (read_mapped).
+A file is renamed into place only once all of its bytes are written and its size checked: a write
+to a full folder leaves no short file under a run's name.
 """
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -28,8 +39,8 @@ import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
+import numpy as np
 import torch
-from safetensors.numpy import save_file
 
 from ..model.derive import derivations
 from ..model.gpt2 import GPT2
@@ -41,6 +52,11 @@ SUFFIX = ".safetensors"
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
           "BOOL": torch.bool}
+NUMPY = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.float64): "F64",
+         np.dtype(np.int64): "I64", np.dtype(np.int32): "I32", np.dtype(np.int16): "I16", np.dtype(np.int8): "I8",
+         np.dtype(np.uint8): "U8", np.dtype(np.bool_): "BOOL"}
+ALIGN = 64  # bytes: where torch's CPU allocator starts every tensor, and where the file starts every one
+PAD = "__pad__."  # the filler tensors' names: bytes between two tensors, which the format has no other way to say
 
 
 def plain(key: Hashable) -> bool:
@@ -115,10 +131,10 @@ class SharedRuns:
         try:
             meta = trace.metadata() | {"order": json.dumps(list(trace.order)),
                                        "derived_cache_bytes": str(trace.derived_cache_bytes)}
-            save_file(arrays, str(tmp), metadata=meta)
+            write_aligned(tmp, arrays, meta)  # every byte written and the size checked, or OSError
             os.replace(tmp, self.dir / f"{name}{SUFFIX}")
             return True
-        except OSError:  # the folder full (tmpfs): the run stays this process's own
+        except OSError:  # the folder full (tmpfs): the run stays this process's own, no file named for it
             tmp.unlink(missing_ok=True)
             return False
 
@@ -155,17 +171,72 @@ def _remove_unless_mapped(path: Path) -> bool:
         return False
 
 
+def layout(arrays: dict[str, np.ndarray], metadata: dict[str, str]) -> tuple[bytes, list[tuple[int, np.ndarray]]]:
+    """The safetensors header (its 8-byte length included, padded with spaces to a multiple of ALIGN)
+    and each array's offset in the data, every one a multiple of ALIGN: the filler tensors (PAD) take
+    the gaps, since the format wants each tensor to begin where the one before it ends."""
+    header: dict = {"__metadata__": dict(metadata)} if metadata else {}
+    placed, end = [], 0
+    for name, a in arrays.items():
+        if name.startswith(PAD):
+            raise ValueError(f"a tensor's name starts with {PAD!r}, the filler's")
+        gap = -end % ALIGN
+        if gap:
+            header[f"{PAD}{len(placed)}"] = {"dtype": "U8", "shape": [gap], "data_offsets": [end, end + gap]}
+            end += gap
+        header[name] = {"dtype": NUMPY[a.dtype], "shape": list(a.shape), "data_offsets": [end, end + a.nbytes]}
+        placed.append((end, a))
+        end += a.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % ALIGN)  # the data starts on a boundary
+    return len(text).to_bytes(8, "little") + text, placed
+
+
+def write_aligned(path: str | Path, arrays: dict[str, np.ndarray], metadata: dict[str, str]) -> int:
+    """Write `arrays` (C-ordered) as a safetensors file whose every tensor starts at a multiple of
+    ALIGN bytes from the file's start (layout); its size, checked: OSError (ENOSPC) when the file
+    holds fewer bytes than written, as a full folder may leave it."""
+    head, placed = layout(arrays, metadata)
+    size = len(head) + (placed[-1][0] + placed[-1][1].nbytes if placed else 0)
+    with open(path, "wb") as f:
+        _put(f, head)
+        at = 0
+        for offset, a in placed:
+            if offset > at:
+                _put(f, bytes(offset - at))  # the filler tensor's bytes
+            if a.nbytes:
+                _put(f, a.reshape(-1).view(np.uint8))
+            at = offset + a.nbytes
+        f.flush()
+        os.fsync(f.fileno())
+        written = os.fstat(f.fileno()).st_size
+    if written != size:
+        raise OSError(errno.ENOSPC, f"{written} of {size} bytes written", str(path))
+    return size
+
+
+def _put(f, data) -> None:
+    """Write `data` (bytes or a C-ordered array) to `f`, all of it (a buffered file raises on a short write)."""
+    f.write(data)
+
+
 def read_mapped(f) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """The tensors of a safetensors file as views of its pages (mapped copy-on-write: never written,
     so every process reads the same pages), and its metadata. The format: an 8-byte little-endian
-    header length, a JSON header (name: dtype, shape, data_offsets), then the data."""
+    header length, a JSON header (name: dtype, shape, data_offsets), then the data. The filler
+    tensors are left out; a tensor not at a multiple of ALIGN bytes is a ValueError (a file of
+    another writer, whose matrix products could round otherwise than the run it stores)."""
     mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     n = int.from_bytes(mm[:8], "little")
     header = json.loads(mm[8:8 + n])
     meta = header.pop("__metadata__", {})
     tensors = {}
     for name, e in header.items():
+        if name.startswith(PAD):
+            continue
         start, end = e["data_offsets"]
+        if (8 + n + start) % ALIGN:
+            raise ValueError(f"{name} starts at byte {8 + n + start}, not a multiple of {ALIGN}")
         dtype = DTYPES[e["dtype"]]
         count = (end - start) // torch.empty((), dtype=dtype).element_size()
         flat = torch.frombuffer(mm, dtype=dtype, count=count, offset=8 + n + start) if count else \

@@ -1,6 +1,11 @@
 """Exercises generated from the component tree and the schema: "predict the shape" and "compute the parameter count",
 each with its answer and the worked arithmetic, and a handout (Markdown) for a teacher.
 
+A student is never shown an answer they did not give: a wrong try gets a hint, the last wrong try
+the method without its numbers (`method`) and "ask your lecturer". The answer and its working
+(`worked`) are the lecturer's (the answer key) and the student's once they answered right; so a
+new tab, a fresh attempt under the same rule, holds nothing to copy.
+
 An exercise has a stable id that encodes everything that determines it, so a set of exercises is
 reproducible from a seed and shareable as a list of ids.
 """
@@ -44,7 +49,8 @@ class Exercise:
     kind: str  # "shape" or "params"
     question: str  # Markdown
     answer: tuple[int, ...]  # a shape, or a one-element count
-    worked: str  # Markdown: the arithmetic
+    worked: str  # Markdown: the arithmetic (shown after a right answer, and in the answer key)
+    method: str = ""  # Markdown: how to work it out, in symbols, with no number of the answer in it
 
     @property
     def answer_text(self) -> str:
@@ -73,7 +79,22 @@ def shape_exercise(model: str, mode: str, short: str, B: int = 1, T: int | None 
     steps = [f"`{name}` is {symbolic(axes)}."] + [f"- {_explain(a, values, short)}" for a in axes]
     steps.append(f"So the shape is **[{', '.join(map(str, answer))}]**.")
     ident = f"shape:{model}:{mode.value}:{short}:B{run['B']}:T{run['T']}:P{run['P']}:b{block}"
-    return Exercise(ident, "shape", question, answer, "\n".join(steps))
+    return Exercise(ident, "shape", question, answer, "\n".join(steps), _shape_method(name, axes))
+
+
+def _shape_method(name: str, axes) -> str:
+    """The working in symbols: the tensor's axes and what each one means, no value of any."""
+    seen, lines = set(), [f"`{name}` is {symbolic(axes)}. Put in each size:"]
+    for axis in axes:
+        sym = re.match(r"^\d*([A-Za-z_]*)", axis).group(1)
+        if not sym:
+            lines.append("- a number written in the shape itself keeps its value")
+        elif sym not in seen:
+            seen.add(sym)
+            meaning = "d / nh, the head size" if sym == "dh" else MODEL_AXES.get(sym) or AXIS_NAMES.get(sym, sym)
+            lines.append(f"- {sym}: {meaning}" + ("; L = P + T" if sym == "L" else ""))
+    lines.append("The question gives the batch and the positions; the model's config (Parameters page) gives the rest.")
+    return "\n".join(lines)
 
 
 def _per_block(short: str) -> bool:
@@ -104,13 +125,15 @@ def _explain(axis: str, values: dict, short: str) -> str:
 def params_exercise(model: str, component: str) -> Exercise:
     cat = component_tree(model)
     c = cat[component]
-    lines, terms = [], []
+    lines, terms, method = [], [], []
     for leaf in [x for x in c.leaves if x.rows]:
         times = leaf.instances // c.instances  # the model counts each block component n_layer times
         for r in leaf.rows:
             if not r.parameters:
                 lines.append(f"- {leaf.title}: 0 ({leaf.weights_note or 'no tensor of its own'})")
                 continue
+            method.append(f"- {leaf.title}, {r.name}: {r.symbolic}" + (" in each block, times the blocks it spans"
+                                                                      if times > 1 else ""))
             lines.append(f"- {leaf.title}, {r.name}: {r.symbolic} = {r.calculation} = {r.parameters:,}"
                          + (f"; × {times} blocks: {r.parameters:,} × {times} = {r.parameters * times:,}"
                             if times > 1 else ""))
@@ -123,8 +146,11 @@ def params_exercise(model: str, component: str) -> Exercise:
         lines.append(f"- Sum: {' + '.join(f'{t:,}' for t in terms)} = {per:,}")
     if c.instances > 1 and per:
         lines.append(f"- Across all {c.instances} blocks: {per:,} × {c.instances} = {c.total:,}")
+    method = (["Count each tensor as the product of its sizes, then add them up:"] + method if method
+               else [f"{c.weights_note or 'It owns no weights.'}"])
+    method.append("The model's config (Parameters page) gives V, n_ctx, d and the number of blocks.")
     return Exercise(f"params:{model}:{component}", "params", params_question(model, component), (per,),
-                    "\n".join(lines))
+                    "\n".join(lines), "\n".join(method))
 
 
 # what each counted component is called in a question
@@ -203,7 +229,8 @@ def parse_answer(text: str) -> tuple[int, ...]:
         raise Unreadable(f"could not read {text[:40]!r} as whole numbers") from None
 
 
-TRIES = 2  # a wrong answer gets a hint and another try; the answer and its working come after the last
+TRIES = 2  # a wrong answer gets a hint and another try; after the last, the method and "ask your lecturer"
+ASK = "Ask your lecturer, or work it through with the method below."
 
 
 def _given(ex: Exercise, text: str) -> tuple[int, ...]:
@@ -246,19 +273,20 @@ class Attempt:
 
     @property
     def closed(self) -> bool:
-        """Answered right, or out of tries: its answer and working are shown and its mark is final."""
+        """Answered right, or out of tries: its mark is final (the working is shown only after a right answer)."""
         return self.correct or self.tries >= TRIES
 
 
 def answer(ex: Exercise, before: Attempt, text: str) -> Attempt:
-    """The exercise after this answer. A closed one does not change: after the answer is shown, typing
-    it scores nothing. Raises Unreadable (no try is used) for an answer that is not one."""
+    """The exercise after this answer. A closed one does not change: its mark is final. The answer is
+    never in a message (a wrong last try is told to ask the lecturer). Raises Unreadable (no try is
+    used) for an answer that is not one."""
     if before.closed:
         return before
     ok, message = check(ex, text)
     tries = before.tries + 1
     if not ok:
-        message += " One more try." if tries < TRIES else f" The answer is {ex.answer_text}: see the working."
+        message += " One more try." if tries < TRIES else f" {ASK}"
     return Attempt(tries, ok, message)
 
 
@@ -276,3 +304,7 @@ def handout(exercises: list[Exercise], answers: bool = True, title: str = "GPT-2
             lines += [f"**Answer:** {ex.answer_text}", "", ex.worked, ""]
     return "\n".join(lines)
 
+
+SENTENCES = (shape_exercise, params_exercise, params_question, check, hint, answer)
+NOT_SENTENCES = (handout,  # the set laid out as HTML: its sentences are shape_exercise's and params_exercise's
+                 exercise_set)  # draws exercises: the same functions write them

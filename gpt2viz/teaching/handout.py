@@ -58,3 +58,7 @@ def _plain(line: str) -> str:
         line = line.replace(mark, "")
     line = _EMPHASIS.sub(r"\1", line)  # *followed* -> followed
     return " ".join(w for w in line.split(" ") if not (w.startswith(":material/") and w.endswith(":")))
+
+
+NOT_SENTENCES = (build,  # one page's figures and notices laid out as an HTML file
+                 unlinked)  # an SVG with its links taken out

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import time
 import tomllib
 import zlib
@@ -82,6 +83,7 @@ class Stop:
     values: dict = field(default_factory=dict)  # the page's own controls (PAGE_VALUES)
     note: str = ""
     claims: tuple[dict, ...] = ()  # published claims this stop checks on the weights in view (_claim)
+    question: dict | None = None  # a question the class votes on at this stop (_question)
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ def _value(page: str, key: str, value, where: str):
     return _int(value, f"{where}.{key}")
 
 
-STOP_FIELDS = ("page", "mode", "block", "head", "values", "note", "claims")
+STOP_FIELDS = ("page", "mode", "block", "head", "values", "note", "claims", "question")
 CLAIM_MEASURES = ("induction", "logit_diff", "attribution", "knockout")  # analysis/claims.py measures each
 CLAIM_FIELDS = ("text", "citation", "measure", "heads", "published", "threshold", "tokens", "prompts", "seed")
 MAX_CLAIMS, MAX_CLAIM_TEXT = 4, 300
@@ -241,7 +243,72 @@ def _claim(d, where: str) -> dict:
 def _number(value, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LessonError(f"{where}: expected a number, got {value!r:.40}")
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        raise LessonError(f"{where}: {value!r:.40} is not a finite number of at most {MAX_NUMBER:.0e} in size")
     return float(value)
+
+
+QUESTION_FIELDS = ("text", "choices", "answer", "number", "tolerance", "reveal")
+MAX_QUESTION, MAX_CHOICE, MIN_CHOICES, MAX_CHOICES = 300, 80, 2, 6
+MAX_NUMBER = 1e12  # a number answer, its tolerance and a student's vote are at most this in size
+
+
+def _question(d, where: str) -> dict:
+    """A question the class votes on: `text` and either `choices` (2 to 6 strings) with `answer` (the index
+    of the right one), or `number` (the right value) with `tolerance` (how far from it still counts as
+    right, at least 0); `reveal: "after"` hides the stop's charts until the lecturer reveals the answer
+    (predict, then see)."""
+    _only(d, where, QUESTION_FIELDS)
+    out: dict = {"text": _str(_need(d, "text", where), f"{where}.text", MAX_QUESTION)}
+    if ("choices" in d) == ("number" in d):
+        raise LessonError(f"{where}: give either choices and answer, or number and tolerance")
+    if "choices" in d:
+        if "number" in d or "tolerance" in d:
+            raise LessonError(f"{where}: a question with choices has no number or tolerance")
+        choices = d["choices"]
+        if not isinstance(choices, list) or not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+            raise LessonError(f"{where}.choices: expected a list of {MIN_CHOICES} to {MAX_CHOICES} choices")
+        out["choices"] = [_str(c, f"{where}.choices[{j}]", MAX_CHOICE) for j, c in enumerate(choices)]
+        if len(set(out["choices"])) < len(out["choices"]):
+            raise LessonError(f"{where}.choices: two choices are the same")
+        out["answer"] = _int(_need(d, "answer", where), f"{where}.answer", 0, len(choices) - 1)
+    else:
+        if "answer" in d:
+            raise LessonError(f"{where}.answer: a number question gives its answer as number")
+        out["number"] = _number(d["number"], f"{where}.number")
+        out["tolerance"] = _number(_need(d, "tolerance", where), f"{where}.tolerance")
+        if out["tolerance"] < 0:
+            raise LessonError(f"{where}.tolerance: {out['tolerance']:g} is below 0")
+    reveal = d.get("reveal")
+    if reveal is not None:
+        if reveal != "after":
+            raise LessonError(f"{where}.reveal: {reveal!r:.40} is not after (the stop's charts wait for the reveal)")
+        out["reveal"] = "after"
+    return out
+
+
+REVEALS = ("shown at once", "hidden until the answer is revealed")  # the builder's words for `reveal`
+
+
+def question_from_builder(text: str, choices: str, answer: str, tolerance: str, reveal: str) -> dict:
+    """The Lessons page builder's question fields as a lesson file's `question`: choices one a line, the
+    answer the right one's line from 1 (or the number), the tolerance 0 when empty. What does not read as
+    a number is kept as typed, so that the lesson's check names the field (`stops[i].question.answer`)."""
+    def number(raw: str):
+        try:
+            return float(raw)
+        except ValueError:
+            return raw.strip()
+
+    lines = [c.strip() for c in choices.splitlines() if c.strip()]
+    out: dict = {"text": text.strip()}
+    if lines:
+        picked = number(answer)
+        out |= {"choices": lines, "answer": int(picked) - 1 if isinstance(picked, float) and picked.is_integer()
+                else picked}
+    else:
+        out |= {"number": number(answer), "tolerance": number(tolerance) if tolerance.strip() else 0.0}
+    return out | ({"reveal": "after"} if reveal == REVEALS[1] else {})
 
 
 def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
@@ -262,8 +329,9 @@ def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
     claims = d.get("claims", [])
     if not isinstance(claims, list) or len(claims) > MAX_CLAIMS:
         raise LessonError(f"{where}.claims: expected a list of at most {MAX_CLAIMS} claims")
+    question = _question(d["question"], f"{where}.question") if d.get("question") is not None else None
     return Stop(page, mode, block, head, values, _str(d.get("note", ""), f"{where}.note", MAX_NOTE, empty=True),
-                tuple(_claim(c, f"{where}.claims[{j}]") for j, c in enumerate(claims)))
+                tuple(_claim(c, f"{where}.claims[{j}]") for j, c in enumerate(claims)), question)
 
 
 def parse(d) -> Lesson:
@@ -305,6 +373,84 @@ def load(path: str | Path) -> Lesson:
     except (OSError, UnicodeDecodeError) as e:
         raise LessonError(f"{path}: cannot read it: {e}") from None
     return loads(text, path.name)
+
+
+# ---------------------------------------------------------------------------- a lesson being built, in a URL
+# the builder's fields (views/lesson.py) a draft keeps, each with its cap; its stops as the builder holds them
+DRAFT_FIELDS = {"title": MAX_TITLE, "text_b": MAX_TEXT, "page": 40, "note": MAX_NOTE, "values": 300,
+                "q_text": MAX_QUESTION, "q_choices": MAX_CHOICES * (MAX_CHOICE + 1), "q_answer": 24, "q_tolerance": 24,
+                "q_reveal": 40}
+
+
+def draft_token(draft: dict) -> str:
+    """The Lessons page's builder as a URL value (compact JSON, zlib, URL-safe base64): what a reload or
+    a copied address gives back. Longer than a link may be (MAX_TOKEN_CHARS): a LessonError."""
+    token = _b64(zlib.compress(json.dumps(draft, separators=(",", ":"), ensure_ascii=False).encode(), 9))
+    if len(token) > MAX_TOKEN_CHARS:
+        raise LessonError(f"the draft takes {len(token):,} characters in the address, at most {MAX_TOKEN_CHARS:,}")
+    return token
+
+
+def read_draft(token: str) -> tuple[dict, list[dict], int]:
+    """A builder URL value back: its fields (each a string within its cap, else left out), its stops
+    that a lesson takes (each checked as a lesson's stop) and how many it left out. One line if it is
+    too long or not a draft at all."""
+    if len(token) > MAX_TOKEN_CHARS:
+        raise LessonError(f"{len(token):,} characters, at most {MAX_TOKEN_CHARS:,}")
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(_unb64(token), MAX_JSON_BYTES)
+        if inflate.unconsumed_tail:
+            raise LessonError(f"more than {MAX_JSON_BYTES:,} bytes")
+        d = json.loads(raw)
+    except LessonError:
+        raise
+    except (ValueError, zlib.error):
+        raise LessonError("not a draft of this page") from None
+    if not isinstance(d, dict):
+        raise LessonError("not a draft of this page")
+    fields = {k: v for k, v in d.items() if k in DRAFT_FIELDS and isinstance(v, str) and len(v) <= DRAFT_FIELDS[k]}
+    free = d.get("free")
+    if isinstance(free, list) and len(free) <= 64 and all(isinstance(f, str) and len(f) <= 40 for f in free):
+        fields["free"] = free
+    given = d.get("stops") if isinstance(d.get("stops"), list) else []
+    stops = []
+    for s in given[:MAX_STOPS]:
+        try:
+            _stop(s, 0, None, None)
+        except (LessonError, TypeError, ValueError):
+            continue
+        stops.append(s)
+    return fields, stops, len(given) - len(stops)
+
+
+# ---------------------------------------------------------------------------- the weights, here
+def missing_weights(weights: dict, env=None) -> str | None:
+    """What of a lesson's weights this machine cannot load, and how to get it, in a clause ("the checkpoint
+    gpt2 (`python -m gpt2viz download gpt2` fetches it)"); None when it can. Random weights are always here."""
+    import os
+
+    from ..model.demo_recipe import DEMO_PATH
+    from ..model.weights import find_hf_checkpoints
+    from ..spec.serving import MODEL_DIRS, model_dirs
+
+    env = os.environ if env is None else env
+    source = weights["source"]
+    if source == "demo" and not DEMO_PATH.is_file():
+        return "the demo model (`python -m gpt2viz train-demo` writes it)"
+    name = weights.get("checkpoint")
+    if source == "hf-cache" and name not in [c.name for c in find_hf_checkpoints(env)]:
+        return f"the checkpoint {name} (`python -m gpt2viz download {name}` fetches it)"
+    if source == "folder" and weights["name"] not in model_dirs(env):
+        return f"the folder {weights['name']} (listed in {MODEL_DIRS})"
+    return None
+
+
+def weights_name(weights: dict) -> str:
+    """The weights as a lesson names them: "the checkpoint gpt2", "the demo model", "random gpt2 weights, seed 0"."""
+    return {"random": lambda: f"random {weights.get('model')} weights, seed {weights.get('seed')}",
+            "demo": lambda: "the demo model", "hf-cache": lambda: f"the checkpoint {weights.get('checkpoint')}",
+            "folder": lambda: f"the folder {weights.get('name')}"}[weights["source"]]()
 
 
 # ---------------------------------------------------------------------------- links
@@ -379,3 +525,9 @@ def qr_svg(link: str) -> str:
 
     svg = segno.make(link, error="m").svg_inline(scale=6, border=4, light="#fff")
     return svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)  # a file of its own, e.g. an image
+
+
+# what of a lesson's weights this machine lacks, and how it names them (tests/test_text_corpus.py)
+SENTENCES = (missing_weights, weights_name)
+NOT_SENTENCES = (sign, digest, href, qr_svg,  # a lesson's signed token, digest, link and QR code: no sentence
+                 draft_token)  # the builder's fields as a URL value

@@ -1,14 +1,15 @@
 """Live checks: questions answered only by looking at the student's own run, graded against that run.
 How many tokens is the text; which token comes next, and with what
 probability; which head of block n attends most to the previous token; after knocking out a head,
-does the top next token change; which head writes most of the top token's logit directly? Pure: the
+does the top next token change; which head writes the largest direct share of the top token's logit? Pure: the
 numbers of the run in, questions and grades out.
 
 Grading tolerates what the run cannot tell apart from its answer, and nothing more: GPT-2's leading
 space (" Paris" = "Paris"); a probability within 10 % of its own size (no absolute floor: on random
 weights the answer is a few ten-thousandths, and a floor of 0.01 passed "0"); any head whose
 previous-token score is within HEAD_TIE of the best (the pages print whole percents, and on random
-weights every head of a block lies within a few). The head check needs a text of MIN_ROWS + 2 tokens,
+weights every head of a block lies within a few); any head whose direct share the Attribution map
+prints as the largest's (WRITER_DIGITS decimals). The head check needs a text of MIN_ROWS + 2 tokens,
 so that the score reads positions where the previous token is not the first. An answer that cannot
 be read (not a number, not yes or no, a head that does not exist) is not graded: the student is
 asked again, and nothing is revealed.
@@ -86,28 +87,40 @@ def head_check(ids, patterns: torch.Tensor, block: int, key: str, random: bool) 
         question = (f"Which head of block {block} has the highest previous-token score on your text? (Head finder, "
                     "previous-token tab. These weights are random: no head has a stripe, the heads differ by chance.)")
         worked = (f"Head **{best}** by chance, and any head within {HEAD_TIE:.0%} of it counts ("
-                  + ", ".join(str(h) for h in tied) + f"): from position 2 on, {listed}.")
+                  + ", ".join(str(h) for h in tied) + f"): on average from position 2 on, {listed}.")
     else:
         question = (f"Which head of block {block} attends most to the previous token on your text? (Attention page: "
                     "the stripe right below the diagonal.)")
         worked = (f"Head **{best}**" + (f" (or {', '.join(str(h) for h in tied if h != best)}: within {HEAD_TIE:.0%})"
                                         if len(tied) > 1 else "")
-                  + f": from position 2 on, {scores[best]:.0%} of each position's attention goes to the token just "
-                  f"before it ({listed}).")
+                  + f": on average from position 2 on, {scores[best]:.0%} of a position's attention goes to the token "
+                  f"just before it ({listed}).")
     return LiveCheck(f"{key}:prev{block}", question, "head", best, worked, f"a head number from 0 to {len(scores) - 1}",
                      top=len(scores), accept=tied)
 
 
-def writer_check(heads: torch.Tensor, token: str, key: str) -> LiveCheck:
-    """Which head writes most of the top token's logit directly? `heads` [n_layer, nh]: each head's direct
-    logit attribution (analysis/attribution.py) to that logit at the last position."""
+WRITER_DIGITS = 2  # the Attribution map prints each head's share to 2 decimals (cell_text "+.2f")
+
+
+def writer_check(heads: torch.Tensor, token: str, key: str, random: bool = False) -> LiveCheck:
+    """Which head writes the largest direct share of the top token's logit? `heads` [n_layer, nh]: each
+    head's direct logit attribution (analysis/attribution.py) to that logit at the last position. Any head
+    the map prints with the largest head's value (to WRITER_DIGITS decimals) counts: the page cannot tell
+    them apart."""
     n_layer, nh = heads.shape
     i = int(heads.flatten().argmax())
     b, h = divmod(i, nh)
-    return LiveCheck(f"{key}:writer", f"Which head writes most of the logit of {token!r} directly? (Who wrote "
-                     "the answer page.) Answer block.head, such as 1.3.", "block.head", (b, h),
-                     f"Head **{b}.{h}**: {float(heads[b, h]):+.3g} of the logit, the largest of the "
-                     f"{n_layer * nh} heads' direct shares.", "block.head, such as 1.3", top=nh, blocks=n_layer)
+    shown = round(float(heads[b, h]), WRITER_DIGITS)
+    tied = tuple(divmod(j, nh) for j in range(n_layer * nh)
+                 if j != i and round(float(heads.flatten()[j]), WRITER_DIGITS) == shown)
+    also = (" (or " + ", ".join(f"{tb}.{th}" for tb, th in tied)
+            + f": the map prints them all as {shown:+.{WRITER_DIGITS}f})" if tied else "")
+    chance = " These weights are random: the heads' shares differ by chance." if random else ""
+    return LiveCheck(f"{key}:writer", f"Which head writes the largest direct share of the logit of {token!r}? (Who "
+                     f"wrote the answer page.) Answer block.head, such as 1.3.{chance}", "block.head", (b, h),
+                     f"Head **{b}.{h}**{also}: {float(heads[b, h]):+.3g} of the logit, the largest of the "
+                     f"{n_layer * nh} heads' direct shares.", "block.head, such as 1.3", top=nh, blocks=n_layer,
+                     accept=tied)
 
 
 def knockout_check(top: int, block: int, head: int, key: str) -> LiveCheck:
@@ -157,10 +170,71 @@ def grade(check: LiveCheck, text: str) -> Grade:
         b, h = int(m.group(1)), int(m.group(2))
         if b >= check.blocks or h >= check.top:
             return Grade(None, f"There is no head {b}.{h}: type {check.hint}.")
-        ok = (b, h) == check.answer
+        ok = (b, h) == check.answer or (b, h) in check.accept
         return Grade(ok, "Right." if ok else f"Not {b}.{h}.")
     word = given.lower()
     if word not in ("yes", "y", "no", "n"):
         return Grade(None, f"Type {check.hint}.")
     ok = word.startswith("y") == check.answer
     return Grade(ok, "Right." if ok else "No, look again.")
+
+
+# ---------------------------------------------------------------------------- tries
+TRIES = 2  # as the exercises: a wrong answer gets a hint and another try; the answer itself is never told
+WHERE = {"count": "count the chips on the Tokens page, one a token",
+         "token": "the Output page's first bar is the top token; type it as shown there",
+         "probability": "read the first bar's probability on the Output page",
+         "head": "find the head on the page the question names, block by block as it says",
+         "block.head": "the Who wrote the answer page ranks every head's direct share of the logit",
+         "knock-out": "knock the head out on the What if page and compare the top token before and after"}
+
+
+@dataclass(frozen=True)
+class LiveAttempt:
+    """One live check in a session: readable answers so far, whether one was right, what was said."""
+    tries: int = 0
+    ok: bool = False
+    message: str = ""
+    worked: str = ""  # the worked answer: kept only once the student answered right
+
+    @property
+    def closed(self) -> bool:
+        return self.ok or self.tries >= TRIES
+
+
+def attempt(check: LiveCheck, before: LiveAttempt, result: Grade, worked: str, text: str) -> LiveAttempt:
+    """The check after this graded answer. A wrong one is told which way it is off (a hint), then, after
+    the last try, where to look and to ask the lecturer: never the answer. An unreadable answer
+    (result.ok None) and an answer to a closed check change nothing."""
+    if before.closed or result.ok is None:
+        return before
+    tries = before.tries + 1
+    if result.ok:
+        return LiveAttempt(tries, True, result.message, worked)
+    if tries < TRIES:
+        message = f"{result.message} Hint: {nudge(check, text)}. One more try."
+    else:
+        message = f"{result.message} Ask your lecturer, or look again: {WHERE.get(check.kind, 'the page it names')}."
+    return LiveAttempt(tries, False, message)
+
+
+def nudge(check: LiveCheck, text: str) -> str:
+    """Which way a wrong answer is off, without the answer: fewer or more, lower or higher, the block."""
+    given = text.strip().replace(",", "").replace(" ", "")
+    if check.kind == "count" and given.isdigit():
+        return f"your text has {'fewer' if int(given) > check.answer else 'more'} tokens than that"
+    if check.kind == "probability":
+        m = re.fullmatch(r"(\d*\.?\d+(?:[eE][-+]?\d+)?)(%?)", given)
+        if m:
+            p = float(m.group(1)) / (100 if m.group(2) else 1)
+            return f"the probability is {'lower' if p > check.answer else 'higher'} than that"
+    if check.kind == "block.head":
+        m = re.fullmatch(r"(\d+)[.,](\d+)", given)
+        if m:
+            right_block = int(m.group(1)) == check.answer[0]
+            return "the block is right, the head is another" if right_block else "the head is in another block"
+    return WHERE.get(check.kind, "look again at the page the question names")
+
+
+SENTENCES = (checks, head_check, writer_check, knockout_check, grade_knockout, grade, powers_of_ten,
+             attempt, nudge)

@@ -27,12 +27,14 @@ weights, texts, modes and temperatures and checks them):
 """
 
 import math
+from collections import Counter
 
 import torch
 
-from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores, job_sentence, no_induction
+from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores
 from . import arithmetic
 from .arithmetic import fmt, gelu, term
+from .head_notices import cannot_tell, job_sentence, no_induction, shares, tells_previous_token
 
 # The question a learner brings to each component page, by component id: one line.
 QUESTIONS = {
@@ -74,19 +76,26 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
     T, L = pattern.shape
     s = head_scores(pattern, ids, offset)
     lines = []
-    if T == 1:
+    if offset:  # decode: one new row against the cache (L = offset + 1 ≥ 2 keys)
         top = int(pattern[0].argmax())
-        lines.append(f"Decode computes one row: the new token reads all {L} keys, the cached ones and its own, "
-                     f"and gives the most weight, {float(pattern[0, top]):.0%}, to key {top}. Switch to full "
+        lines.append(f"Decode computes one row: the new token reads all {L} keys, the {offset} cached ones and its "
+                     f"own, and gives the most weight, {float(pattern[0, top]):.0%}, to key {top}. Switch to full "
                      "sequence to see every position's row and the stripes a head draws.")
+    elif T == 1:
+        lines.append("A text of one token: its one row reads only itself, with weight 1. Type more words to see a "
+                     "pattern.")
     else:
         lines.append("The grey upper triangle is the causal mask: a position never reads a later one.")
     named = False
     if kind != "random":  # on random weights nothing is learned: no job to name
         for key in ("previous_token", "induction", "first_token"):
             value = getattr(s, key)
-            if s.shows(key):
-                lines.append(f"**{JOBS[key][0].upper() + JOBS[key][1:]}:** {job_sentence(key, value)}.")
+            if s.shows(key) and key == "previous_token" and not tells_previous_token(pattern, ids, offset):
+                lines.append(cannot_tell(pattern, ids, offset))  # a period-2 repeat: an induction head looks there too
+                named = True
+            elif s.shows(key):
+                lines.append(f"**{JOBS[key][0].upper() + JOBS[key][1:]}:** "
+                             f"{job_sentence(key, shares(pattern, ids, key, offset))}.")
                 named = True
             elif value is not None and value >= THRESHOLDS[key]:
                 n = s.repeats if key == "induction" else s.rows
@@ -95,9 +104,11 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
     if not named and T > 1:
         lines.append(_pattern_shape(s))
     if kind == "random":
-        if s.rows < MIN_ROWS and T > 1:
-            lines.append("On a text this short an even split already gives key 0 half of row 1 and a third of row "
-                         "2, so a large share there says nothing about the head.")
+        if s.rows < MIN_ROWS and T > 1 and not offset:
+            even = ["half of row 1", "a third of row 2", "a quarter of row 3"][:T - 1]
+            split = even[0] if len(even) == 1 else ", ".join(even[:-1]) + " and " + even[-1]
+            lines.append(f"On a text this short an even split already gives key 0 {split}, so a large share there "
+                         "says nothing about the head.")
         lines.append("These weights are random: q·k is small noise, so softmax gives nearly even rows and no head "
                      "has a job. The demo model (sidebar, **demo**) shows heads that learned one.")
     elif kind == "demo":
@@ -114,12 +125,12 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
 def _pattern_shape(s) -> str:
     """What a pattern is, without saying what it is for: how even its rows are, and the previous- and
     first-token shares where the text scores them."""
-    spread = ("nearly evenly: row i gives each of its i + 1 keys about 1/(i + 1)" if s.entropy >= 0.9
+    spread = ("nearly evenly, close to 1/(i + 1) on each of row i's i + 1 keys" if s.entropy >= 0.9
               else "over several keys" if s.entropy >= 0.5 else "")
-    verb = f"spreads its attention {spread}" if spread else "concentrates its attention on a few keys"
-    shares = (f"; {s.previous_token:.0%} goes to the token just before and {s.first_token:.0%} to the first token, "
-              "from position 2 on" if s.previous_token is not None else "")
-    return (f"Each row {verb} (its entropy is {s.entropy:.2f} of an even row's: 1 is "
+    verb = f"spread their attention {spread}" if spread else "concentrate their attention on a few keys"
+    shares = (f"; on average from position 2 on, {s.previous_token:.0%} goes to the token just before and "
+              f"{s.first_token:.0%} to the first token" if s.previous_token is not None else "")
+    return (f"On average its rows {verb} (their mean entropy is {s.entropy:.2f} of an even row's: 1 is "
             f"perfectly even, 0 all on one key){shares}.")
 
 
@@ -187,9 +198,14 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
                  f"{V - kept:,} get exactly 0. Temperature alone never makes a probability 0.")
     else:
         zero = int((after == 0).sum())
-        line += (f"Temperature alone never makes a probability 0: all {V:,} tokens keep one, the smallest here "
-                 f"{float(after[after > 0].min()):.2g}" + (f" ({zero:,} are below 10⁻³⁰⁸, too small even for a "
-                                                          "float64, which rounds them to 0)." if zero else "."))
+        smallest = f"{float(after[after > 0].min()):.2g}"
+        if zero:  # exp underflows: below half of float64's smallest subnormal, 4.9e-324, a value is stored as 0
+            line += (f"Temperature alone never makes a probability 0, but {zero:,} of these {V:,} "
+                     f"{'is' if zero == 1 else 'are'} smaller than the smallest number a float64 can hold (about "
+                     f"5 × 10⁻³²⁴) and {'is' if zero == 1 else 'are'} stored as 0; the smallest stored is {smallest}.")
+        else:
+            line += (f"Temperature alone never makes a probability 0: all {V:,} tokens keep one, the smallest here "
+                     f"{smallest}.")
     return [line]
 
 
@@ -222,6 +238,23 @@ def layernorm_why(entering: float, leaving: float, d: int) -> str:
             "weights reading it see inputs of one size at every depth, which keeps training stable.")
 
 
+CONTRACTIONS = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"}  # GPT-2's pre-tokenizer splits these off a word
+
+
+def token_kind(token: str) -> str:
+    """What a token is, from its readable form (spaces as ␣, newlines as ↵): "newline" (whitespace with
+    a line break), "space" (spaces or tabs alone), "mark" (ASCII punctuation, a leading space allowed),
+    "contraction" ('s, 't, ...) or "piece" (a word or part of one: letters, digits, emoji bytes)."""
+    if token and all(c in "␣↵⇥ " for c in token):
+        return "newline" if "↵" in token else "space"
+    bare = token.lstrip("␣ ")
+    if bare in CONTRACTIONS:
+        return "contraction"
+    if bare and all(not c.isalnum() and c.isascii() for c in bare):
+        return "mark"
+    return "piece"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'s' * (n != 1)}"
 
@@ -235,16 +268,25 @@ def tokens_notice(ids: list[int] | tuple[int, ...], tokens: list[str] | tuple[st
                 "one token per character, the space and the newline included, so a word of five letters is five "
                 "tokens and 'the', 'The' and ' the' share the ids of their letters."]
     words = text.split()
-    marks = sum(1 for t in tokens if t.strip(" ␣↵") and all(not c.isalnum() and c.isascii() for c in t.strip(" ␣↵")))
-    pieces = len(ids) - marks
+    kinds = [token_kind(t) for t in tokens]
+    count = {k: kinds.count(k) for k in ("mark", "newline", "space", "contraction", "piece")}
+    # a token within one word (GPT-2's pre-tokenizer never joins two): what the word claims rest on
+    within = all(not any(c in "␣↵⇥ " for c in t.lstrip("␣ ")) for t, k in zip(tokens, kinds)
+                 if k not in ("newline", "space"))
     parts = []
-    if marks:
-        parts.append(f"{_plural(marks, 'punctuation mark')} {'is a token' if marks == 1 else 'are tokens'} of "
-                     f"{'its' if marks == 1 else 'their'} own")
-    if pieces > len(words):
-        parts.append("some words or characters split into pieces (rare words, emoji and accents do)")
-    elif pieces == len(words) and words:
-        parts.append("every word is one token: common words are")
+    if within and len(ids) == len(words) and not count["newline"] + count["space"]:
+        # each non-space token lies within one word and each word holds one at least: one token each
+        parts.append("each word is a single token, as common words are")
+    else:
+        for kind, one, many in (("mark", "is punctuation", "are punctuation"),
+                                ("newline", "is a line break", "are line breaks"),
+                                ("space", "is spaces alone", "are spaces alone"),
+                                ("contraction", "is a contraction split off ('s, 't, 're, …)",
+                                 "are contractions split off ('s, 't, 're, …)")):
+            if count[kind]:
+                parts.append(f"{count[kind]:,} {one if count[kind] == 1 else many}")
+        if within and count["piece"] > len(words):  # more pieces than words: some word holds two at least
+            parts.append("some words split into pieces (rare words, numbers, emoji and accents do)")
     line = f"{_plural(len(ids), 'token')} for {_plural(len(words), 'space-separated word')}" + (
         ": " + "; ".join(parts) + "." if parts else ".")
     starts = sum(1 for t in tokens if t.startswith(" ") or t.startswith("␣"))
@@ -289,14 +331,16 @@ def mlp_intuition(d: int, d_mlp: int) -> str:
         "pattern is present, so the layer can compute what no linear map can.")
 
 
-def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str]:
+def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str, block: int | None = None,
+                   tokens: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """attn, mlp: [T] norms of the two updates a block adds at each position (full sequence): what the
-    two charts beside it draw."""
+    two charts beside it draw; `block` and the T readable `tokens`: which block, on which text (why
+    the 1/√n rule fails differs in block 0, whose input is the embeddings alone)."""
     T = attn.numel()
     first, last = float(attn[0]), float(attn[-1])
-    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ stays between "
-             f"{float(mlp.min()):.2f} and {float(mlp.max()):.2f}: the MLP works on each position alone, so its "
-             "update does not shrink along the text as attention's can."]
+    lines = [f"‖Δattn‖ is {first:.2f} at the first position and {last:.2f} at the last; ‖Δmlp‖ ranges from "
+             f"{float(mlp.min()):.2f} to {float(mlp.max()):.2f}: the MLP works on each position alone, so how much "
+             "it adds depends on that position's own stream, not on how many positions came before it."]
     if kind == "random" and T > 1 and last > 0:
         ratio, root = first / last, math.sqrt(T)
         if abs(ratio / root - 1) <= ROOT_N_TOLERANCE:
@@ -305,10 +349,23 @@ def updates_notice(attn: torch.Tensor, mlp: torch.Tensor, kind: str) -> list[str
                          f"here the first position's update is {ratio:.2f} times the last's.")
         else:
             lines.append(f"Here the first position's update is {ratio:.2f} times the last's, not √{T} = {root:.2f}: "
-                         "in this block each position's stream already holds averages of earlier ones, so the "
-                         "values a row averages are not independent, and an average of n of them is not 1/√n "
-                         "as long.")
+                         + not_root_n(block, tokens))
     return lines
+
+
+def not_root_n(block: int | None, tokens) -> str:
+    """Why a row's average is not 1/√n as long: in block 0 (its input the embeddings alone) a repeated
+    token, or chance; in a later block, streams that already hold averages of earlier positions."""
+    if block == 0 and tokens is not None:
+        token, n = Counter(tokens).most_common(1)[0]
+        if n > 1:
+            return (f"the values a row averages are not independent here, because this text repeats tokens "
+                    f"({token!r} {n} times), and copies of one token share its embedding row, so their values lean "
+                    "the same way.")
+        return ("1/√n is what an average of n independent random vectors gives on average over many draws; one "
+                "text's first and last positions scatter around it by chance.")
+    return ("in this block each position's stream already holds averages of earlier ones, so the values a row "
+            "averages are not independent, and an average of n of them is not 1/√n as long.")
 
 
 ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is within 15 % of it
@@ -316,29 +373,41 @@ ROOT_N_TOLERANCE = 0.15  # the 1/√n rule is stated only where the run is withi
 
 # ---------------------------------------------------------------------------- worked examples
 # One vector followed through a page's computation with this run's numbers, beside the picture it is
-# drawn from (the printed values are the chart's). Each step is printed as an equation of printed
-# numbers with as many decimals as it takes for a reader's calculator to give the printed result
-# (arithmetic.enough).
+# drawn from. Each step is printed as an equation of printed numbers whose result is computed from those
+# printed numbers (arithmetic.Sheet), so it holds to the last digit for a reader who redoes it; a
+# result the next step uses is used as printed. The operands get as many decimals as it takes for each
+# result to be the chart's value as its hover rounds it (arithmetic.enough).
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three"}
+
+
 def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tensor, z: torch.Tensor,
                      keys: list[str]) -> str:
     """The last query of one head: scores [L] (already divided by √dh), its pattern row [L] (the
     chart's), the values v [L, dh] it weighs and its output z [dh] (the ‖z‖ strip's last bar); keys:
     the L key tokens."""
     s = scores.double()
+    L = s.numel()
     m = float(s.max())
     e = (s - m).exp()  # [L]: subtracting the max changes no weight, and no exponential overflows
     total = float(e.sum())
-    top = s.topk(min(3, s.numel())).indices.tolist()
-    w = [fixed(float(pattern[j])) for j in top]  # the chart's weights, as its hover rounds them
+    top = s.topk(min(3, L)).indices.tolist()
 
-    def prints(n: int) -> str:
-        return "; ".join(f"key {j} {keys[j]!r}: e^({fmt(float(s[j]), n)} − {term(fmt(m, n))}) = {fmt(float(e[j]), n)}, "
-                         f"and {fmt(float(e[j]), n)} ÷ {fmt(total, n)} = **{w[i]}**" for i, j in enumerate(top))
+    def prints(w: arithmetic.Sheet) -> str:
+        steps = []
+        for j in top:
+            ej = w.result(f"e^({w.num(float(s[j]))} − {term(w.num(m))})", float(e[j]), w.fewer)
+            aj = w.result(f"{ej} ÷ {w.num(total)}", float(pattern[j]), 3)  # the chart's weight, as its hover rounds it
+            steps.append(f"key {j} {keys[j]!r}: e^({w.num(float(s[j]))} − {term(w.num(m))}) = {ej}, "
+                         f"and {ej} ÷ {w.num(total)} = **{aj}**")
+        return "; ".join(steps)
     terms = (pattern.double()[:, None] * v.double()).norm(dim=-1)  # [L]: ‖a_j v_j‖
     k = int(terms.argmax())
+    listed = ("The only score" if L == 1 else f"The row's {NUMBER_WORDS[L]} scores" if len(top) == L else
+              f"The {NUMBER_WORDS[len(top)]} largest scores")
+    weights = "The row's one weight is 1." if L == 1 else f"The row's {L} weights add to 1."
     return (f"**Worked example: the last row.** Softmax takes each score minus the row's largest, exponentiates it "
-            f"and divides by the sum S of all {s.numel()} exponentials. The three largest scores: "
-            f"{arithmetic.enough(prints, 3)}. The row's {s.numel()} weights add to 1. The head's output for this "
+            f"and divides by the sum S of all {L} exponential{'s' if L > 1 else ''}. {listed}: "
+            f"{arithmetic.enough(prints, 3)}. {weights} The head's output for this "
             f"position is z = Σⱼ aⱼ vⱼ, the weighted average of the values; its largest term is key {k} "
             f"{keys[k]!r} (‖a v‖ = {float(terms[k]):.3f}). ‖z‖ = {float(z.double().norm()):.3f} is the last bar of "
             "the ‖z‖ strip: the length of that average, short when the weights spread over values that point "
@@ -351,39 +420,51 @@ def output_worked(logits: torch.Tensor, z_f: torch.Tensor, w_u: torch.Tensor, to
     top = logits.topk(2).indices.tolist()
     first, second = float(logits[top[0]]), float(logits[top[1]])
     ratio = math.exp(first - second)  # p(first) / p(second), the softmax's own ratio
-    ratio = fixed(ratio, 3 if ratio < 100 else 1)
     row = w_u[:, top[0]].double()
     nz, nr = float(z_f.double().norm()), float(row.norm())
     cos = first / (nz * nr)  # the angle's cosine that makes the product the recorded logit
 
-    def gap(n: int) -> str:
-        printed = fmt(round(first, n) - round(second, n), n)  # the difference of the two printed logits
-        return (f"{tokens[top[0]]!r} has logit {fmt(first, n)} and {tokens[top[1]]!r} {fmt(second, n)}: a gap of "
-                f"{fmt(first, n)} − {term(fmt(second, n))} = {printed}, so the first is e^{printed} = {ratio} times as "
-                "likely as the second")
+    def gap(w: arithmetic.Sheet) -> str:
+        a, b = w.num(first), w.num(second)
+        difference = w.result(f"{a} − {term(b)}", None)  # the difference of the two printed logits
+        times = w.result(f"e^{difference}", ratio, 3 if ratio < 100 else 1)
+        return (f"{tokens[top[0]]!r} has logit {a} and {tokens[top[1]]!r} {b}: a gap of "
+                f"{a} − {term(b)} = {difference}, so the first is e^{difference} = {times} times as likely as "
+                "the second")
 
-    def dot(n: int) -> str:
+    def dot(w: arithmetic.Sheet) -> str:
         return (f"logit({tokens[top[0]]!r}) = Z_f · W_U[:, {top[0]}] = ‖Z_f‖ ‖W_U[:, {top[0]}]‖ cos θ = "
-                f"{fmt(nz, n)} × {fmt(nr, n)} × {term(fmt(cos, n + 1))} = {fixed(first)}")
+                + w.equation(f"{w.num(nz)} × {w.num(nr)} × {term(w.num(cos, 1))}", first, 3))
     return (f"**Worked example: the top two.** {arithmetic.enough(gap, 3)}, whatever the other tokens' logits "
             f"(the softmax divides both by the same sum). Each logit is a dot product: "
             f"{arithmetic.enough(dot, 3)}.")
+
+
+def exact_gelu(pre: torch.Tensor, post: torch.Tensor) -> bool:
+    """Whether post is the exact (erf) GELU of pre rather than GPT-2's tanh form: the nearer of the two."""
+    x, y = pre.double().flatten(), post.double().flatten()
+    tanh = torch.nn.functional.gelu(x, approximate="tanh")
+    return bool((torch.nn.functional.gelu(x) - y).abs().sum() < (tanh - y).abs().sum())
 
 
 def mlp_worked(pre: torch.Tensor, post: torch.Tensor, w_proj: torch.Tensor, neuron: int) -> str:
     """One neuron (the chart's first bar) at the last position: pre, post [T, 4d]; w_proj [4d, d]."""
     a, g = float(pre[-1, neuron]), float(post[-1, neuron])
     r = float(w_proj[neuron].double().norm())
+    exact = exact_gelu(pre[-1], post[-1])  # a nanoGPT model's exact GELU, a × Φ(a)
 
-    def fires(n: int) -> str:
-        return (f"Its pre-activation is a = {fmt(a, n)} (Z₂'s dot product with column {neuron} of W_fc, plus its "
-                f"bias), and GELU({fmt(a, n)}) = {fixed(g)}")
-
-    def writes(n: int) -> str:
-        return (f"It writes back {fixed(g)} × row {neuron} of W_proj, a d-vector of norm {fmt(abs(g), n)} × "
-                f"{fmt(r, n)} = {fixed(abs(g) * r)}")
-    return (f"**Worked example: neuron #{neuron} at the last position.** {arithmetic.enough(fires, 3)}. "
-            f"{arithmetic.enough(writes, 3)}: one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
+    def steps(w: arithmetic.Sheet) -> str:
+        pa = w.num(a)
+        applied = f"{pa} × Φ({pa})" if exact else f"GELU({pa})"
+        fired = w.result(applied, g, w.fewer)  # the chart's bar; the next step's operand, as printed
+        form = "GELU(a), here the exact form a × Φ(a) (Φ: the standard normal distribution function), is " \
+            if exact else ""
+        norm = w.result(f"{fired.lstrip('-')} × {w.num(r)}", abs(g) * r, 3)
+        return (f"Its pre-activation is a = {pa} (Z₂'s dot product with column {neuron} of W_fc, plus its "
+                f"bias), and {form}{applied} = {fired}. It writes back {fired} × row {neuron} of W_proj, a "
+                f"d-vector of norm {fired.lstrip('-')} × {w.num(r)} = {norm}")
+    return (f"**Worked example: neuron #{neuron} at the last position.** {arithmetic.enough(steps, 3)}: "
+            f"one of the {w_proj.shape[0]:,} terms that add up to Δmlp there.")
 
 
 def layernorm_worked(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, gain: torch.Tensor,
@@ -400,18 +481,27 @@ def layernorm_worked(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tenso
     after = normalized.double()
     epsilon = f"{eps:.10f}".rstrip("0")  # 0.00001, as a calculator takes it
 
-    def stats(n: int) -> str:  # σ² with 3 more decimals: √ of a small variance magnifies its rounding
-        total, s = fmt(float(x64.sum()), n), fmt(math.sqrt(var + eps), n)
-        return (f"Its {d} numbers add to {total}, so μ = {total} ÷ {d} = {fmt(mu, n)}; their variance is "
-                f"σ² = {fmt(var, n + 3)} (the mean of (x − μ)²), so √(σ² + ε) = √({fmt(var, n + 3)} + {epsilon}) = "
-                f"{s}. Coordinate {j}, the tallest bar of the centred row: ({fmt(float(x[j]), n)} − "
-                f"{term(fmt(mu, n))}) ÷ {s} = {fixed(nj)}")
+    def steps(w: arithmetic.Sheet) -> str:  # σ² with 3 more decimals: √ of a small variance magnifies its rounding
+        total, variance = w.num(float(x64.sum())), w.num(var, 3)
+        mean = w.result(f"{total} ÷ {d}", mu)
+        root = w.result(f"√({variance} + {epsilon})", math.sqrt(var + eps))
+        centred = f"({w.num(float(x[j]))} − {term(mean)}) ÷ {root}"
+        scaled = w.result(centred, nj, w.fewer)  # the chart's bar; the next step's operand, as printed
+        return (f"Its {d} numbers add to {total}, so μ = {total} ÷ {d} = {mean}; their variance is "
+                f"σ² = {variance} (the mean of (x − μ)²), so √(σ² + ε) = √({variance} + {epsilon}) = "
+                f"{root}. Coordinate {j}, the tallest bar of the centred row: {centred} = {scaled}; then gain and "
+                f"bias: " + w.equation(f"{w.num(gj)} × {term(scaled)} + {term(w.num(bj))}", oj, 3))
+    if var >= LN_SCALE_FREE * eps:  # then √(σ² ÷ (σ² + ε)), the standard deviation after, is 1 to 3 decimals
+        scale = (f"σ² is {var / eps:,.0f} times ε, so dividing by √(σ² + ε) takes out x's scale")
+    else:
+        scale = (f"dividing by √(σ² + ε) leaves a standard deviation of √(σ² ÷ (σ² + ε)), and ε = {epsilon} is "
+                 f"not negligible beside this vector's σ² = {var:.2g}, only {var / eps:,.0f} times ε")
+    return (f"**Worked example: position {position}.** {arithmetic.enough(steps, 3)}. "
+            f"After: mean {fixed(float(after.mean()))} and standard deviation "
+            f"{float(after.std(unbiased=False)):.3f}: {scale}.")
 
-    def scaled(n: int) -> str:
-        return f"then gain and bias: {fmt(gj, n)} × {term(fmt(nj, n))} + {term(fmt(bj, n))} = {fixed(oj)}"
-    return (f"**Worked example: position {position}.** {arithmetic.enough(stats, 3)}; {arithmetic.enough(scaled, 3)}. "
-            f"After: mean {fixed(float(after.mean()))} and standard deviation {float(after.std(unbiased=False)):.3f}, "
-            "whatever x's scale was.")
+
+LN_SCALE_FREE = 1000  # σ² at least this many times ε: LayerNorm's output has standard deviation 1 to 3 decimals
 
 
 def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: torch.Tensor,
@@ -419,11 +509,21 @@ def block_worked(x: torch.Tensor, attn: torch.Tensor, mid: torch.Tensor, mlp: to
     """One position's running sum through a block: x, Δattn, x′ = x + Δattn, Δmlp, x + Δattn + Δmlp [d]."""
     n = {k: float(t.double().norm()) for k, t in (("x", x), ("a", attn), ("mid", mid), ("m", mlp), ("out", out))}
 
-    def prints(p: int) -> str:
-        return (f"‖xₙ‖ = {fmt(n['x'], p)}; + Δattn, of norm {fmt(n['a'], p)} (‖Δattn‖ ÷ ‖xₙ‖ = {fmt(n['a'], p)} ÷ "
-                f"{fmt(n['x'], p)} = {n['a'] / n['x']:.2f}, the last bar of the first ratio chart), gives "
-                f"‖x′ₙ‖ = {fmt(n['mid'], p)}; + Δmlp, of norm {fmt(n['m'], p)} (‖Δmlp‖ ÷ ‖x′ₙ‖ = {fmt(n['m'], p)} ÷ "
-                f"{fmt(n['mid'], p)} = {n['m'] / n['mid']:.2f}), gives ‖xₙ₊₁‖ = {fmt(n['out'], p)}")
+    def prints(w: arithmetic.Sheet) -> str:
+        first = w.result(f"{w.num(n['a'])} ÷ {w.num(n['x'])}", n["a"] / n["x"], 2)  # the ratio chart's last bar
+        second = w.result(f"{w.num(n['m'])} ÷ {w.num(n['mid'])}", n["m"] / n["mid"], 2)
+        return (f"‖xₙ‖ = {w.num(n['x'])}; + Δattn, of norm {w.num(n['a'])} (‖Δattn‖ ÷ ‖xₙ‖ = {w.num(n['a'])} ÷ "
+                f"{w.num(n['x'])} = {first}, the last bar of the first ratio chart), gives "
+                f"‖x′ₙ‖ = {w.num(n['mid'])}; + Δmlp, of norm {w.num(n['m'])} (‖Δmlp‖ ÷ ‖x′ₙ‖ = {w.num(n['m'])} ÷ "
+                f"{w.num(n['mid'])} = {second}), gives ‖xₙ₊₁‖ = {w.num(n['out'])}")
     return (f"**Worked example: position {position}, a running sum.** The block adds, it never overwrites: "
             f"{arithmetic.enough(prints, 2)}. Norms do not add: two updates pointing different ways lengthen the "
             "sum by less than their own lengths.")
+
+
+SENTENCES = (attention_notice, mlp_notice, residual_notice, output_notice, temperature_notice, layernorm_notice,
+             layernorm_why, tokens_notice, attention_intuition, mlp_intuition, updates_notice, not_root_n,
+             attention_worked, output_worked, mlp_worked, layernorm_worked, block_worked)
+NOT_SENTENCES = (fixed,  # a number's digits, no sentence
+                 weights_kind,  # "random", "demo" or "trained": a label the sentences branch on
+                 token_kind)  # a token's class, which tokens_notice counts

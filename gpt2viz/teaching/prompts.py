@@ -56,3 +56,7 @@ def induction_cells(ids) -> list[tuple[int, int]]:
     for the most recent earlier occurrence j of token ids[i], when j + 1 < i − 1 (the word that
     followed it, neither the current word nor the one before it)."""
     return induction_targets(ids, len(ids))
+
+
+NOT_SENTENCES = (prompts_for,)  # the ready prompts: static texts and sentences, checked on the demo model by
+# tests/test_prompts.py, not built from a run in view

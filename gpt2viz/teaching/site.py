@@ -18,12 +18,14 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
+from html.parser import HTMLParser
 from pathlib import Path
 
 import plotly.offline
 from markdown_it import MarkdownIt
 
 from .handout import untemplated
+from .votes_text import number
 
 MAX_VARIANTS = 16  # pre-rendered pictures of a stop's free controls; beyond, the control is fixed here
 PLOTLY_JS = "plotly.min.js"
@@ -41,6 +43,7 @@ class Node:
     text: str = ""
     data: object = None
     children: tuple["Node", ...] = ()
+    html: bool = False  # markdown, caption: the app wrote it with unsafe_allow_html (its own links, drawings)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class StopPage:
     cannot: str = ""  # why this page could not be exported (then variants may be empty)
     live: str = ""  # the address of this view in the live app, when a base URL was given
     default: int = 0  # the variant shown first: the lesson's own values
+    question: dict | None = None  # the stop's class question, written here as a self-check (no vote, no request)
 
 
 @dataclass
@@ -77,24 +81,127 @@ def stop_file(i: int, page: str) -> str:
 
 
 # ---------------------------------------------------------------------------- Markdown as Streamlit writes it
-_MD = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+def _safe_link(url: str) -> bool:
+    """A link the site keeps: http(s), a heading on the page (#...), a page of the site, or an app page
+    (/page?..., pointed at `base` or unlinked). Never javascript:, data:, vbscript:, file: or another scheme."""
+    url = re.sub(r"[\x00-\x20\x7f]", "", url)  # a browser drops these inside a scheme ("java\tscript:")
+    return bool(re.match(r"(?i)(https?://|#|/(?!/)|[\w.-]+\.html(?:#|$))", url))
+
+
+def _markdown_it(html: bool) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": html}).enable("table").enable("strikethrough").disable("image")
+    md.validateLink = _safe_link
+    return md
+
+
+_MD = _markdown_it(html=False)  # every text a lesson or a reader wrote, and every element of the app's
+_MD_APP = _markdown_it(html=True)  # st.markdown(..., unsafe_allow_html=True): the app's own links and drawings
 _ICON = re.compile(r":material/[a-z0-9_]+:\s?")
 _COLOR = re.compile(r":(?:red|orange|yellow|green|blue|violet|gray|grey|rainbow|primary)(?:-background|-badge)?"
                     r"\[([^\]]*)\]")
-_APP_HREF = re.compile(r'<a\b[^>]*\bhref="(/[^"]*)"[^>]*>(.*?)</a>', re.S)
+LEAVES = " (leaves the lesson)"  # the app's label on a link out of a lesson (ui/state.py LEAVES)
+# the app's HTML the site keeps: text, tables, links, and the SVG of its drawings; anything else is dropped
+# (its text kept), and script, style and frames with their content
+_TAGS = frozenset(("a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5",
+                   "h6", "hr", "i", "kbd", "li", "ol", "p", "pre", "s", "small", "span", "strong", "sub", "sup",
+                   "table", "tbody", "td", "th", "thead", "tr", "u", "ul", "svg", "g", "defs", "marker", "path",
+                   "rect", "circle", "ellipse", "line", "polyline", "polygon", "text", "tspan", "title"))
+_DROPPED = frozenset(("script", "style", "iframe", "frame", "frameset", "object", "embed", "template", "noscript",
+                      "textarea", "select", "option", "math", "svg:script", "foreignobject"))
+_VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+                   "track", "wbr"))
+_URL_ATTRS = frozenset(("href", "xlink:href"))
+_NAME = re.compile(r"[a-zA-Z][-a-zA-Z0-9_:.]*$")
 
 
-def markdown(text: str, base: str = "", inline: bool = False) -> str:
+class _Clean(HTMLParser):
+    """HTML with only _TAGS, no on* attribute, no URL but a _safe_link, no style that fetches; links to the
+    app's pages pointed at `base`, or, without one, their text kept without the link (and without the
+    app's "(leaves the lesson)": on a static page the phrase is no link)."""
+
+    def __init__(self, base: str):
+        super().__init__(convert_charrefs=True)
+        self.base, self.out, self.dropping, self.open = base, [], 0, []  # open: a's kept (True) or unlinked
+
+    def handle_starttag(self, tag, attrs):
+        if self.dropping or tag in _DROPPED:  # within a dropped element: count its depth
+            self.dropping += tag not in _VOID
+            return
+        if tag not in _TAGS:
+            return
+        kept, unlink = [], False
+        for name, value in attrs:
+            value = value or ""
+            low = name.lower()
+            if not _NAME.match(name) or low.startswith("on") or low in ("srcdoc", "src", "action", "formaction"):
+                continue
+            if low == "style" and re.search(r"(?i)url\(|expression|javascript|@import", value):
+                continue
+            if low in _URL_ATTRS:
+                if not _safe_link(value):
+                    unlink = tag == "a"
+                    continue
+                if value.startswith("/"):  # an app page: live on `base`, else no link
+                    if not self.base:
+                        unlink = tag == "a"
+                        continue
+                    value = self.base.rstrip("/") + value
+            kept.append(f' {name}="{escape(value)}"')
+        if tag == "a":
+            self.open.append(not unlink)
+            if unlink:
+                self.out.append(("unlinked", ""))
+                return
+        self.out.append(f"<{tag}{''.join(kept)}>")
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in _VOID:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag):
+        if self.dropping:
+            self.dropping -= tag not in _VOID
+            return
+        if tag not in _TAGS or tag in _VOID:
+            return
+        if tag == "a" and self.open and not self.open.pop():
+            self._close_unlinked()
+            return
+        self.out.append(f"</{tag}>")
+
+    def _close_unlinked(self):
+        """The text of an unlinked link, since its start, without the app's "(leaves the lesson)"."""
+        start = max(i for i, x in enumerate(self.out) if isinstance(x, tuple))
+        text = "".join(x for x in self.out[start + 1:] if isinstance(x, str))
+        self.out[start:] = [text.replace(escape(LEAVES), "").replace(LEAVES, "")]
+
+    def handle_data(self, data):
+        if not self.dropping:
+            self.out.append(escape(data, quote=False))
+
+    def html(self) -> str:
+        self.close()
+        while any(isinstance(x, tuple) for x in self.out):  # a link left open
+            self._close_unlinked()
+        return "".join(self.out)
+
+
+def clean(html: str, base: str = "") -> str:
+    """`html` with nothing in it that runs or fetches (_Clean)."""
+    parser = _Clean(base if re.match(r"(?i)https?://", base) else "")
+    parser.feed(html)
+    return parser.html()
+
+
+def markdown(text: str, base: str = "", inline: bool = False, html: bool = False) -> str:
     """Streamlit's Markdown as HTML: its :material/...: icons dropped, its :color[text] kept as text, and
-    links to the app's pages pointed at `base` (a live server) or, without one, kept as plain text."""
+    links to the app's pages pointed at `base` (a live server) or, without one, kept as plain text. Raw
+    HTML is text, unless `html` (the app's own st.markdown(unsafe_allow_html=True)); either way the
+    result is cleaned (clean): no lesson's text runs on a page of the site."""
     text = _COLOR.sub(r"\1", _ICON.sub("", text))
-    html = _MD.renderInline(text) if inline else _MD.render(text)
-
-    def relink(m: re.Match) -> str:
-        if not base:
-            return m.group(2)
-        return f'<a href="{escape(base.rstrip("/"))}{m.group(1)}">{m.group(2)}</a>'
-    return _APP_HREF.sub(relink, html)
+    md = _MD_APP if html else _MD
+    return clean(md.renderInline(text) if inline else md.render(text), base)
 
 
 # ---------------------------------------------------------------------------- a tree as HTML
@@ -111,9 +218,9 @@ def render(node: Node, charts: list[dict], base: str = "") -> str:
     k, t = node.kind, node.text
     inner = "".join(render(c, charts, base) for c in node.children)
     if k == "markdown":
-        return f'<div class="md">{markdown(t, base)}</div>'
+        return f'<div class="md">{markdown(t, base, html=node.html)}</div>'
     if k == "caption":
-        return f'<div class="caption">{markdown(t, base)}</div>'
+        return f'<div class="caption">{markdown(t, base, html=node.html)}</div>'
     if k in ("title", "header", "subheader"):
         tag = {"title": "h1", "header": "h2", "subheader": "h3"}[k]
         anchor = f' id="{escape(node.data)}"' if node.data else ""  # a link on the page may lead to it
@@ -172,6 +279,7 @@ details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
 .switch button[aria-pressed=true]{background:#1c83e1;color:#fff;border-color:#1c83e1}
 .variant[hidden]{display:none}.diagram svg{max-width:100%;height:auto}
 ol.stops li{margin:.6rem 0}ol.stops p{margin:.1rem 0 .6rem}
+.question{border:1px solid #d5d8de;border-radius:6px;padding:.4rem 1rem;margin:1rem 0}
 """
 
 # each chart is drawn when its variant is first shown (a chart drawn hidden has no width); the variant
@@ -222,12 +330,30 @@ def _bar(site: Site, i: int, pages: Sequence[str]) -> str:
             f"{n} · {escape(site.stops[i].title)}</span>{back}{nxt}</nav>")
 
 
+def question_html(question: dict) -> str:
+    """A stop's class question as a self-check: the question and its choices, then the answer folded
+    (choose, then open it). Plain HTML: no script, no form, no request."""
+    if "choices" in question:
+        choices = "".join(f"<li>{escape(c)}</li>" for c in question["choices"])
+        asked = f'<ol class="choices" type="A">{choices}</ol>'
+        right = question["choices"][question["answer"]]
+        answer = f"{chr(ord('A') + question['answer'])}: {escape(right)}"
+    else:
+        asked = "<p>Your answer: a number.</p>"
+        tolerance = f" (within {number(question['tolerance'])})" if question["tolerance"] else ""
+        answer = f"{number(question['number'])}{tolerance}"
+    after = " The charts below show why." if question.get("reveal") == "after" else ""
+    return (f'<section class="question"><p><strong>Question:</strong> {escape(question["text"])}</p>{asked}'
+            f"<details><summary>Show the answer</summary><p>The answer: {answer}.{after}</p></details></section>")
+
+
 def stop_html(site: Site, i: int, pages: Sequence[str]) -> str:
     """Stop i's page: the bar (the lesson, the place, back and next), the note, the switch between its
     variants, each variant's drawing, and the way to the live app."""
     stop, base = site.stops[i], site.base
     charts: list[dict] = []
     parts = [f'<div class="note">{markdown(stop.note, base)}</div>' if stop.note else "",
+             question_html(stop.question) if stop.question else "",
              f'<p class="source">Numbers from: {escape(stop.source)}</p>']
     if stop.cannot:
         parts.append(f'<div class="alert warning">This page cannot be exported: {escape(stop.cannot)}</div>')
@@ -244,7 +370,7 @@ def stop_html(site: Site, i: int, pages: Sequence[str]) -> str:
         view = f'<p class="view">{escape(v.view)}</p>' if v.view else ""
         default = " data-default" if j == stop.default else ""
         parts.append(f'<section class="variant" data-key="{escape(_key(v.values))}"{default}>{view}{body}</section>')
-    if stop.live:
+    if stop.live and re.match(r"(?i)https?://", stop.live):
         parts.append(f'<p><a href="{escape(stop.live)}">Open this view live</a> (in the app, on its server)</p>')
     scripts = (f'<script src="{PLOTLY_JS}"></script><script type="application/json" id="figures">'
                f"{_figure_json(charts)}</script><script>{_SCRIPT % json.dumps(CHART_CONFIG)}</script>")
@@ -290,3 +416,8 @@ def zipped(folder: Path) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, path.read_bytes())
     return buffer.getvalue()
+
+
+# the static site's files and HTML: placing sentences built elsewhere (the notices, the lesson's own notes,
+# its questions)
+NOT_SENTENCES = (stop_file, markdown, render, stop_html, index_html, clean, question_html)

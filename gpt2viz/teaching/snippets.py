@@ -538,3 +538,6 @@ def cells(page: str, view: View) -> str:
     intro = [f"# %% [markdown]\n# gpt2viz · the {page} page, recomputed two ways. Each cell leaves the page's "
              "numbers in `result`.\n"]
     return "\n".join(intro + [f"# %%\n{snippet(page, view, kind)}" for kind in KINDS])
+
+
+NOT_SENTENCES = (weights_comment, snippet, cells)  # Python code a student can run, not sentences about a run

@@ -74,3 +74,6 @@ def tally(totals: dict[str, int], i: int) -> tuple[int, int]:
     """(parameters met up to stop i, those stop i adds), from each component's total over the model."""
     added = [sum(totals[c] for c in s.adds) for s in TOUR[: i + 1]]
     return sum(added), added[-1]
+
+
+NOT_SENTENCES = ()  # the stops' sentences are static; the tally's sentence is ui/links.py's (tally gives numbers)

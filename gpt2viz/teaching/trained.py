@@ -142,3 +142,7 @@ def lines(m: Measured) -> dict[str, str]:
         "patch": (f"{predicts}; with the last token changed (the ready pair's B) there is nothing to copy: "
                   f"p({ans}) is {m.pair[1]:.3f} and the top token {m.pair[2]!r} ({m.pair[3]:.3f})."),
     }
+
+
+SENTENCES = (lines,)
+NOT_SENTENCES = (part,)  # an attribution row's name in words ("block 1 head 3"): a label

@@ -27,10 +27,10 @@ from ..plots.axes import MODEBAR_PX, fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
-from ..teaching import notices
+from ..teaching import notices, page_text
 from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
-from .code_panel import snippets
+from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
 from .working import working
@@ -66,6 +66,13 @@ def cat_of(sel: Selection) -> ComponentTree:
 def page_of(cat: ComponentTree, cid: str) -> PageRow:
     """The page that shows component `cid`."""
     return home(cid, {c.id: c.parent for c in cat})[0]
+
+
+def heading(cat: ComponentTree, cid: str) -> str:
+    """The page's h1: its component's title, or the menu's where that says more of the same (the menu's
+    "Tokens and embeddings" for the component "Embeddings"), so a page opens under the name it was chosen by."""
+    title, menu = cat[cid].title, page_of(cat, cid).title
+    return menu if title.lower() in menu.lower() else title
 
 
 def run_values(sel: Selection, mode: Mode) -> dict[str, int]:
@@ -112,13 +119,10 @@ def token_notes(ids: tuple[int, ...], cut: int, n_positions: int, which: str = "
     """What became of a typed text on its way to tokens: the end cut off at the context, and
     `<|endoftext|>` read as the one special token."""
     if cut:
-        st.info(f"{which} was cut to the model's context of {n_positions:,} tokens: "
-                f"{cut:,} tokens at the end are not shown.", icon=":material/content_cut:")
+        st.info(page_text.cut_note(which, n_positions, cut), icon=":material/content_cut:")
     if ENDOFTEXT_ID in ids and current().end_of_text == ENDOFTEXT_ID:  # a character model has no such token
         n = ids.count(ENDOFTEXT_ID)
-        st.info(f"`{ENDOFTEXT}` in {which.lower()} is read as GPT-2's end-of-text token, id {ENDOFTEXT_ID:,} "
-                f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(ENDOFTEXT)} characters.",
-                icon=":material/keyboard_return:")
+        st.info(page_text.endoftext_note(ENDOFTEXT, which, ENDOFTEXT_ID, n), icon=":material/keyboard_return:")
 
 
 # one line in the page's body, beside the values it qualifies (a tooltip alone was missed)
@@ -154,12 +158,13 @@ def selection() -> Selection:
     return st.session_state["selection"]
 
 
-def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
+def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentPage:
     """The page's opening: where the part sits, its title and the question it answers; then the
     run (the trace holds at least `shows`, formatted with b = the selected block), so that the page's
     live picture comes next, in the first screen. The explanation, the equation and the exact
     details follow the picture, in `footer`. When there is nothing to run it says why, draws the
-    footer and stops the page."""
+    footer and stops the page. `before_run(sel, container)`: what the page draws in the diagram's place
+    before the run (the Overview's drawing, which needs no run)."""
     sel = selection()
     cat = cat_of(sel)
     c = cat[cid]
@@ -168,7 +173,7 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
     badge = ":blue-badge[uses parameters]" if c.learned else ":gray-badge[parameter-free]"
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
-    st.title(c.title)
+    st.title(heading(cat, c.id))
     if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
         st.container(key="page-question").markdown(f"##### :material/help: {notices.QUESTIONS[cid]}")
     row = page_of(cat, cid)
@@ -180,6 +185,8 @@ def header(cid: str, shows: tuple[str, ...] = ()) -> ComponentPage:
             st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
             random_note(sel)
     diagram = st.container()
+    if before_run is not None:
+        before_run(sel, diagram)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
     trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)
@@ -290,10 +297,7 @@ def parameters(c: Component, sel: Selection, heading: bool = True) -> None:
     rows = [{"component": r.name, "formula": r.symbolic, "calculation": r.calculation,
              "parameters": f"{r.parameters:,}", "checkpoint tensors": ", ".join(r.tensors)} for r in c.rows]
     st.table(rows)
-    if c.instances > 1:
-        st.markdown(f"**{c.per_instance:,}** per block × {c.instances} blocks = **{c.total:,}** parameters")
-    else:
-        st.markdown(f"**{c.total:,}** parameters")
+    st.markdown(page_text.per_block_total(c.per_instance, c.instances, c.total))
     if c.weights_note:
         st.caption(c.weights_note)
 
@@ -306,8 +310,10 @@ def code(c: Component, page: ComponentPage | None = None) -> None:
         if fn is gpt2_model.gelu_new and page is not None:  # the function this model's MLP calls
             fn = gpt2_model.activation(page.sel.config)
         lines, start = inspect.getsourcelines(fn)
-        with st.expander(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})"):
-            st.code("".join(lines), language="python", line_numbers=True)
+        box, show = opened(f"gpt2viz/model/gpt2.py · {fn.__qualname__} (lines {start}–{start + len(lines) - 1})",
+                           key=f"code-{c.id}-{fn.__qualname__}")
+        if show:
+            box.code("".join(lines), language="python", line_numbers=True)
     st.markdown("\n".join(reference_line(r) for r in c.references))
 
 

@@ -13,6 +13,8 @@ from ..analysis.attribution import NEEDS, Attribution, Comparison, attribute, co
 from ..model.tokenizer import decode, readable
 from ..model.trace import Trace
 from ..spec.schema import Mode
+from ..teaching import attribution_text as say
+from ..teaching import whatif_text
 from .anatomy import plot
 from .cache import get_trace
 from .layout import wide_table
@@ -26,7 +28,7 @@ TOP = 4  # heads set beside their knock-outs
 
 
 def full_trace(sel: Selection) -> Trace:
-    with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in full mode…") as progress:
+    with working(whatif_text.running(sel.config.name, len(sel.ids))) as progress:
         return get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 
@@ -58,8 +60,8 @@ def controls(sel: Selection, trace: Trace) -> tuple[int | None, int | None, int,
 
 def likeliest(sel: Selection, trace: Trace, position: int, k: int = 5) -> None:
     top = trace["logits"][0, position].softmax(-1).topk(k)
-    st.caption(f"Likeliest next tokens after position {position} ({code_span(trace.tokens[position])}): "
-               + ", ".join(f"{shown(int(i))} {float(p):.2g}" for p, i in zip(*top)))
+    st.caption(say.likeliest(position, code_span(trace.tokens[position]),
+                             [(shown(int(i)), float(p)) for p, i in zip(*top)]))
 
 
 def attribution(sel: Selection, trace: Trace, answer: int | None, versus: int | None, position: int) -> Attribution:
@@ -73,11 +75,9 @@ def target_label(a: Attribution) -> str:
 
 def totals(a: Attribution) -> None:
     """The target, the rows' sum beside it, and what is left."""
-    cols = st.columns(3)
-    cols[0].metric(target_label(a), f"{a.target:.6g}", help="the run's own value at this position")
-    cols[1].metric(f"Sum of the {len(a.names)} rows", f"{float(a.values.sum()):.6g}")
-    cols[2].metric("Residual (sum − target)", f"{a.residual:.1e}",
-                   help="float32 rounding of the forward pass; the split itself is exact")
+    for col, (label, value, why) in zip(st.columns(3), say.totals(target_label(a), a.target, len(a.names),
+                                                                    float(a.values.sum()), a.residual)):
+        col.metric(label, value, help=why or None)
 
 
 def charts(sel: Selection, a: Attribution) -> None:
@@ -99,12 +99,11 @@ def bar_label(name: str) -> str:
     return f"{'b_O' if part == 'attn.bias' else 'MLP'} {b}"
 
 
-def named(a: Attribution) -> str:
-    """The sentence that names the head that writes most of the target."""
-    b, h, v = a.top_heads(1)[0]
-    share = f" of {a.target:.3g}" if a.target > 0 else ""
-    return (f"**Head {b}.{h} writes most of {target_label(a)} directly: {v:+.3g}{share}.** Purple cells add to "
-            "it, orange ones take away (head b.h: block b, head h); the cells and the bars add up to the value above.")
+def named(a: Attribution, random: bool) -> str:
+    """The headline over the map (teaching/attribution_text.py), and what its colours mean."""
+    grid = a.heads()  # [n_layer, nh]
+    heads = [(b, h, float(grid[b, h])) for b in range(a.n_layer) for h in range(a.n_head)]
+    return say.headline(target_label(a), a.target, heads, a.others(), random) + " " + say.COLOURS
 
 
 DIRECT_ONLY = (
@@ -115,47 +114,17 @@ DIRECT_ONLY = (
     "what What if's knock-out measures; the two are side by side below.")
 
 
-def _head(r) -> str:
-    return f"{r[0]}.{r[1]}"
-
-
-def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None) -> list[str]:
-    """Whether the head that writes most is the one whose knock-out costs most, and where not, why."""
-    top, ko = cmp.direct[0], cmp.knockout_top
-    if cmp.agree:
-        return [f"**They agree**: head {_head(top)} writes most directly ({top[2]:+.3g}) and costs most when "
-                f"knocked out (Δ log p {top[3]:+.3g})."]
-    lines = [f"**They differ**: the knock-out that costs most is head {_head(ko)}'s (Δ log p {ko[3]:+.3g}), "
-             f"not head {_head(top)}'s ({top[3]:+.3g}). Why:"]
-    for r in cmp.indirect:
-        lines.append(f"- Head {_head(r)} writes almost nothing directly ({r[2]:+.3g}) but is needed (Δ log p "
-                     f"{r[3]:+.3g}): it acts **through later parts**, as a previous-token head acts through the "
-                     "induction heads that read it. Direct attribution does not see that, by design.")
-    order = cmp.knockout_order()
-    if order[0][:2] != top[:2]:
-        first = order[0]
-        lines.append(f"- Among the heads that write, the knock-out ranks {_head(first)} (Δ log p {first[3]:+.3g}) "
-                     f"above {_head(top)} ({top[3]:+.3g}); the attribution ranks {_head(top)} first "
-                     f"({top[2]:+.3g} against {first[2]:+.3g}).")
-        lines.append(_margin_reason(first, top, a, margin))
-    else:
-        lines.append(f"- Among the heads that write, the knock-out's order is the attribution's: {_head(top)} first.")
-    return lines
-
-
-def _margin_reason(first, top, a: Attribution, margin: Attribution | None) -> str:
-    later = ("A knock-out also changes what later parts read (an MLP after the head) and the final LayerNorm's "
-             "scale; attribution holds both fixed.")
-    if margin is None:
-        return "  " + later
-    f, t = margin.heads()[first[0], first[1]], margin.heads()[top[0], top[1]]
-    against = f"Against the runner-up {readable(margin.versus)}, {target_label(margin)} splits {_head(first)} " \
-              f"{float(f):+.3g}, {_head(top)} {float(t):+.3g}"
-    if f > t:
-        return (f"  {against}: the knock-out's order. A knock-out moves log p, which depends on the answer's "
-                f"margin over the other tokens, and head {_head(top)} also raises tokens that compete with "
-                f"{readable(a.answer)}. {later}")
-    return f"  {against}: still not the knock-out's order. {later}"
+def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None, random: bool) -> list[str]:
+    """The verdict (teaching/attribution_text.py), with the margin over the runner-up of the two heads
+    it may set against each other: the writer the knock-out ranks first and the attribution's first."""
+    writers = [r for r in cmp.direct if r[:2] not in {x[:2] for x in cmp.indirect}]
+    split = None
+    if margin is not None and len(writers) > 1:
+        first = min(writers, key=lambda r: r[3])
+        grid = margin.heads()  # [n_layer, nh]
+        split = (readable(margin.versus), target_label(margin), float(grid[first[0], first[1]]),
+                 float(grid[writers[0][0], writers[0][1]]))
+    return say.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), random, split)
 
 
 def runner_up(sel: Selection, trace: Trace, a: Attribution) -> Attribution | None:
@@ -177,9 +146,9 @@ def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison
                 "to set them beside this attribution.", icon=":material/info:")
         return None
     n = cfg.n_layer * cfg.n_head
-    pressed = n <= AUTO_SWEEP or st.button(f"Knock out every head ({n} runs)", key="attr_sweep")
+    pressed = n <= AUTO_SWEEP or st.button(say.sweep_button(n), key="attr_sweep")
     if not requested(("sweep", sel.weights.key, sel.ids, "head", "zero", a.answer), pressed):
-        st.caption(f"Each head zeroed in turn (as on What if), {n} runs; the result is shared with What if's sweep.")
+        st.caption(say.sweep_offer(n))
         return None
     slot = st.empty()  # the sweep's progress bar, gone once it is done
     with slot.container():
@@ -188,9 +157,8 @@ def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison
     cmp = compare(a, knock, k=min(TOP, n))
     rank = {(b, h): i + 1 for i, (b, h) in enumerate(
         (int(j) // cfg.n_head, int(j) % cfg.n_head) for j in knock.flatten().argsort())}
-    rows = [{"head": _head(r), f"direct share of {target_label(a)}": round(r[2], 4),
-             f"knock-out: Δ log p({readable(a.answer)})": round(r[3], 4), f"knock-out rank (of {n})": rank[r[:2]]}
-            for r in cmp.direct + [r for r in cmp.indirect if r not in cmp.direct]]
+    rows = say.comparison_table(cmp.direct + [r for r in cmp.indirect if r not in cmp.direct], rank, target_label(a),
+                                readable(a.answer), n)
     wide_table(rows)  # at 800 px its columns scroll sideways under the pinned head column
-    st.markdown("\n".join(verdict(cmp, a, runner_up(sel, trace, a))))
+    st.markdown("\n".join(verdict(cmp, a, runner_up(sel, trace, a), sel.weights.random)))
     return cmp

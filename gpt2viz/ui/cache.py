@@ -35,6 +35,8 @@ from ..spec import costs
 from ..spec.config import get_config
 from ..spec.schema import concrete, owns_storage, recorded, text_dims
 from ..spec.serving import is_local
+from ..teaching import page_text
+from . import first_paint
 from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
@@ -42,6 +44,15 @@ LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
 MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
 CORES = os.cpu_count() or 1
 MAX_RUNS = max(2, CORES)  # runs computing at once: side by side, a run takes one core (run_threads)
+# a run of a text longer than this is heavy whatever its bytes (TraceCache: heavy runs hold all but
+# one slot): the heavy pages' capped runs (256-512 tokens) have small estimates, and two tabs on
+# them took both slots of a 2-core server, so a third student's short view waited 15-22 s
+LIGHT_TOKENS = 128
+
+
+def heavy_for(n_tokens: int) -> bool | None:
+    """True for a run of a long text; None: the trace cache decides by the run's estimate."""
+    return True if n_tokens > LIGHT_TOKENS else None
 THREADS_ENV = "GPT2VIZ_THREADS"
 
 
@@ -84,7 +95,9 @@ def random_weights(model: str, seed: int, models: ModelCache | None = None) -> L
 
     def build() -> LoadedModel:
         with st.spinner("Initialising random GPT-2 weights…"):
-            return LoadedModel(random_model(cfg, seed), ("random", model, seed),
+            drawn = first_paint.take(model, seed)  # a new server's first run drew them in a thread
+            drawn = random_model(cfg, seed) if drawn is None else drawn
+            return LoadedModel(drawn, ("random", model, seed),
                                f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
     models = model_cache() if models is None else models
     return models.get(("random", model, seed), build, params_bytes(cfg), f"random {model} weights")
@@ -297,9 +310,7 @@ def check_fits(cfg, budget: int) -> None:
     sizes, _ = _tensor_bytes_of(cfg, cfg.n_positions, Mode.FULL)
     need = 3 * max(sizes.values())
     if need > budget:
-        raise CheckpointTooLarge(f"a context of {cfg.n_positions:,} positions at width {cfg.n_embd:,} makes a page's "
-                                 f"run need {mib(need)}, more than the {mib(budget)} this server gives its runs: "
-                                 "a checkpoint with a shorter context or a narrower model fits")
+        raise CheckpointTooLarge(page_text.checkpoint_too_large(cfg.n_positions, cfg.n_embd, mib(need), mib(budget)))
 
 
 class CheckpointTooLarge(ValueError):
@@ -406,7 +417,7 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
         host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
         return here() if host is None else host.get_or_run(key, here, weights.model)
     return cache.get_or_compute(key, compute, estimate=run_bytes(weights, len(ids), mode, names),
-                                evict_first=not shared, progress=progress)
+                                evict_first=not shared, progress=progress, heavy=heavy_for(len(ids)))
 
 
 def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None, estimate: int,
@@ -428,15 +439,10 @@ def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: t
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid, mode) else (lo, mid - 1)
-    ways = [f"a text of at most {lo:,} tokens in {mode.value} mode"] if lo >= shortest else []
     others = [m.value for m in Mode if m is not mode and fits(n_tokens, m)]
-    if others:
-        ways.append(f"the {' or '.join(others)} mode at this length")
-    ways.append("another page")
     raise RunTooLarge(estimate, cache.budget,
-                      f"This page's run of {n_tokens:,} tokens in {mode.value} mode needs about {mib(estimate)}, more "
-                      f"than the {mib(cache.budget)} this server gives one run. What fits: "
-                      f"{', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
+                      page_text.run_too_large(n_tokens, mode.value, mib(estimate), mib(cache.budget),
+                                              lo if lo >= shortest else None, others))
 
 
 def _steps(progress: Progress | None):
@@ -456,7 +462,7 @@ def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, 
         trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout,
                     progress=_steps(progress))
         return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
-    return cache.get_or_compute(key, compute, estimate=estimate, progress=progress)
+    return cache.get_or_compute(key, compute, estimate=estimate, progress=progress, heavy=heavy_for(len(ids)))
 
 
 GENERATION_NAMES = ("blocks.*.attn.pattern", "logits")

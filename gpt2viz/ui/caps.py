@@ -10,13 +10,15 @@ from dataclasses import replace
 import streamlit as st
 
 from ..spec.pages import BY_URL
+from ..teaching import page_text
 from .state import Selection
 from .visitor import is_local
 
 # tokens a page runs on, at most: a training run costs about three forward passes and holds the
 # activations for the backward one; What if runs the text twice (before and after the knock-out);
-# the head finder and About run it once or twice without gradients
-HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512}
+# the head finder and About run it once or twice without gradients; Who wrote the answer records
+# every tensor of the run (a full trace) and sets What if's knock-outs beside it
+HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512, "attribution": 256}
 SWEEP_TOKENS = 64  # a sweep runs the text once per head (144 on gpt2), as patching (64) once per cell
 
 
@@ -29,8 +31,7 @@ def capped(sel: Selection, page: str) -> Selection:
     cap = token_cap(page)
     if cap is None or len(sel.ids) <= cap:
         return sel
-    st.info(f"This shared server runs {BY_URL[page].title} on the first {cap:,} of this text's {len(sel.ids):,} "
-            "tokens, so that every student's view stays quick.", icon=":material/timer:")
+    st.info(page_text.cap_note(BY_URL[page].title, cap, len(sel.ids)), icon=":material/timer:")
     return replace(sel, ids=sel.ids[:cap])
 
 
@@ -38,6 +39,5 @@ def sweep_refused(n_tokens: int) -> bool:
     """True (and said in one line) when this server does not sweep a text this long."""
     if is_local() or n_tokens <= SWEEP_TOKENS:
         return False
-    st.warning(f"This shared server sweeps texts of up to {SWEEP_TOKENS} tokens (a sweep runs the text once per "
-               f"part); this one has {n_tokens:,}. Shorten the text to sweep it.", icon=":material/timer:")
+    st.warning(page_text.sweep_refusal(SWEEP_TOKENS, n_tokens), icon=":material/timer:")
     return True

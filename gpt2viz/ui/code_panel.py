@@ -1,5 +1,8 @@
 """The Code panel's snippets (gpt2viz/teaching/snippets.py) for the view on screen: one tab per kind
-(gpt2viz · transformers), each copyable, and one download of both as a `.py` of `# %%` cells."""
+(gpt2viz · transformers), each copyable, and one download of both as a `.py` of `# %%` cells.
+
+The code sits in a closed expander that draws it only once opened (`opened`): the browser highlights
+every code block it is sent, open or not, about 0.3 s of its main thread a page for code below the fold."""
 
 from pathlib import Path
 
@@ -7,6 +10,10 @@ import streamlit as st
 
 from ..teaching.snippets import KINDS, View, cells, snippet
 from .state import Selection
+
+# True in the session: every code expander drawn open (the lesson export reads the code from the page;
+# gpt2viz/lesson_site.py sets it)
+OPEN_CODE = "_code_open"
 
 # the page's own controls the snippets follow (session keys)
 PAGE_VALUES = {"layernorm": ("ln",), "output": ("temp", "topk", "topp")}
@@ -38,6 +45,12 @@ def view_words(values: tuple = ()) -> str:
     return f"{shared}, and this page's {own[0] if len(own) == 1 else ', '.join(own[:-1]) + ' and ' + own[-1]}"
 
 
+def opened(label: str, key: str):
+    """A closed expander that reruns the page when opened: (the expander, whether to draw its code now)."""
+    box = st.expander(label, expanded=bool(st.session_state.get(OPEN_CODE)), key=key, on_change="rerun")
+    return box, box.open
+
+
 def section(page: str, sel: Selection, values: tuple = ()) -> None:
     """The Code section of a page without a component (What if, Logit lens, Head finder, Generation)."""
     st.subheader("Code")
@@ -54,9 +67,12 @@ def snippets(page: str, sel: Selection, values: tuple = ()) -> None:
     st.markdown(f"**Recompute this page's numbers yourself**, for this view ({view_words(values)}): with "
                 "gpt2viz, or with `transformers` alone on the same weights read from their file (forward hooks on its "
                 "modules). Each script leaves the numbers in `result`.")
-    for tab, kind in zip(st.tabs(list(KINDS)), KINDS):
-        with tab:
-            st.code(snippet(page, view, kind), language="python", wrap_lines=True)  # narrow windows wrap
+    box, show = opened(f"The two scripts: {' and '.join(KINDS)}", key=f"code-{page}")
+    if show:
+        with box:
+            for tab, kind in zip(st.tabs(list(KINDS)), KINDS):
+                with tab:
+                    st.code(snippet(page, view, kind), language="python", wrap_lines=True)  # narrow windows wrap
     st.download_button(f"gpt2viz-{page}.py (both, as # %% cells)", lambda: cells(page, view),
                        file_name=f"gpt2viz-{page}.py", mime="text/x-python", key=f"cells-{page}",
                        icon=":material/download:", on_click="ignore")

@@ -2,14 +2,14 @@
 link or a lesson stop can open on a cell) give q_i and k_j as dh coordinates, their products sorted,
 the sum, the division by √dh, and where the score lands in its row's softmax."""
 
-import math
 from functools import partial
 
 import streamlit as st
 
 from .. import plots
-from ..analysis.dot import ScoreParts, score_parts
+from ..analysis.dot import score_parts
 from ..model.trace import Trace
+from ..teaching import dot_text as say
 from .anatomy import plot
 from .layout import scroll_to
 from .links import anchor
@@ -70,33 +70,6 @@ def pick(trace: Trace, block: int, head: int) -> tuple[int, int]:
     return i, j
 
 
-def agree_cancel(s: ScoreParts) -> str:
-    """How the products split: what the agreeing coordinates add, the disagreeing ones take, and
-    how few of the largest carry the sum."""
-    pos = float(s.products.clamp(min=0).sum())
-    neg = float(s.products.clamp(max=0).sum())
-    n_pos = int((s.products > 0).sum())
-    top = float(s.products[s.order[:3]].sum())
-    return (f"{n_pos} of the {s.d_head} coordinates agree in sign (together {pos:+.4g}); the other "
-            f"{s.d_head - n_pos} pull the other way ({neg:+.4g}). The three largest products, at coordinates "
-            f"{', '.join(str(int(c)) for c in s.order[:3])}, add up to {top:+.4g} of the sum {s.dot:+.4g}.")
-
-
-def in_softmax(s: ScoreParts, i: int, j: int) -> str:
-    if s.masked:
-        return (f"Key {j} comes after query {i}: the causal mask sets this score to −∞ before the softmax, so "
-                "its weight is 0 whatever the dot product says.")
-    head = (f"**In row {i}'s softmax** over the {s.readable} key{'s' * (s.readable > 1)} it may read, this score "
-            f"weighs **{s.weight:.3g}** (rank {s.rank} of {s.readable}).")
-    if s.best_other is None:
-        return head + " It is the only key the query reads, so it takes all the weight."
-    gap = s.scaled - s.best_other
-    than = "next largest" if gap >= 0 else "largest"
-    return (f"{head} The {than} other score in the row is {s.best_other:.4g}, {abs(gap):.3g} "
-            f"{'lower' if gap >= 0 else 'higher'}: it gets e^({-gap:+.3g}) = {math.exp(-gap):.3g} times this key's "
-            "weight. The softmax turns differences of scores into ratios of weights.")
-
-
 def section(sel: Selection, trace: Trace, queries: list[str], keys: list[str], offset: int) -> None:
     b, h = sel.block, sel.head
     st.subheader("The dot product behind one score", anchor=SECTION)
@@ -113,10 +86,7 @@ def section(sel: Selection, trace: Trace, queries: list[str], keys: list[str], o
                                x_title=f"coordinate c (of dh = {dh})"), f"block {b} head {h}")
     plot(plots.sorted_products(s.q, s.k, f"The {dh} products q[c] · k[c], largest first, and their running sum"),
          f"block {b} head {h}")
-    st.markdown(agree_cancel(s))
-    st.latex(rf"s_{{{i},{j}}} = \frac{{q \cdot k}}{{\sqrt{{d_h}}}} = \frac{{{s.dot:.4g}}}{{\sqrt{{{dh}}}}}"
-             rf" = \frac{{{s.dot:.4g}}}{{{math.sqrt(dh):.4g}}} = {s.scaled:.4g}")
-    st.caption(f"The score map above shows {s.recorded:.4g} in this cell ({code_span(f'blocks.{b}.attn.scores')}, "
-               "float32); dividing by √dh keeps scores from growing with the head size, which would push the "
-               "softmax towards one key.")
-    st.markdown(in_softmax(s, i, j))
+    st.markdown(say.agree_cancel(s.products.tolist(), s.dot))
+    st.latex(say.score_equation(offset + i, j, s.dot, dh))
+    st.caption(say.recorded(s.recorded, code_span(f"blocks.{b}.attn.scores")))
+    st.markdown(say.in_softmax(offset + i, j, s.masked, s.readable, s.weight, s.rank, s.best_other, s.scaled))

@@ -7,8 +7,9 @@ from .. import plots
 from ..analysis.experiments import EXPERIMENTS, TEMPERATURE_CHOICES, Experiment, Outcome, question
 from ..model.tokenizer import readable, readable_tokens
 from ..spec.schema import Mode
+from ..teaching import page_text
 from .anatomy import plot, side_by_side
-from .cache import run_bytes, trace_cache
+from .cache import heavy_for, run_bytes, trace_cache
 from .state import Selection, locked
 from .text import plain
 
@@ -51,7 +52,7 @@ def outcome(e: Experiment, sel: Selection) -> Outcome:
     with st.spinner(f"Running {sel.config.name} with and without the change…"):
         return trace_cache().get_or_compute(
             key, lambda: e.measure(sel.weights.model, sel.ids, sel.mode, sel.block, sel.head),
-            estimate=2 * run_bytes(sel.weights, len(sel.ids), sel.mode, ("logits",)))
+            estimate=2 * run_bytes(sel.weights, len(sel.ids), sel.mode, ("logits",)), heavy=heavy_for(len(sel.ids)))
 
 
 def answer(e: Experiment, sel: Selection, predicted: str) -> None:
@@ -106,8 +107,7 @@ def _mask(out, sel: Selection) -> None:
     still = float(out.moved_with[:-1].max())
     plot(plots.grouped_bars([out.moved_with.tolist(), out.moved_without.tolist()], ["with the mask", "without"],
                             labels, f"How far each position's output moved: last token {change}", "max |change|",
-                            "position·token", subtitle="output: the stream leaving the last block · with the mask "
-                            + ("every earlier position moved by 0" if still == 0 else f"at most {still:.2g}")))
+                            "position·token", subtitle=page_text.mask_subtitle(still)))
 
 
 def _position(out, sel: Selection) -> None:

@@ -10,6 +10,7 @@ from .. import plots
 from ..analysis import heads
 from ..plots.heatmaps import NARROWEST_PX, annotate
 from ..spec.schema import Mode
+from ..teaching import head_notices
 from ..teaching.notices import weights_kind
 from .anatomy import notice, plot, text_notes
 from .cache import get_trace
@@ -22,9 +23,10 @@ LABELS = {key.replace("_", " "): key for key in heads.SCORES}
 MAP_HEIGHT = 260  # px at the least: a map of 2 blocks keeps a readable colour bar
 
 
-def scores(sel: Selection) -> list[dict]:
+def scores(sel: Selection) -> tuple[list[dict], "Patterns"]:
     """Every head's scores on this text from one full run (the shared trace in the trace cache,
-    scored once per trace); stops the page, saying why, when there is nothing to score."""
+    scored once per trace), and the run's patterns (one [nh, T, T] per block: a job is named from the
+    leading head's own positions); stops the page, saying why, when there is nothing to score."""
     if not sel.ids:
         st.warning(sel.text_error, icon=":material/edit:")
         st.stop()
@@ -38,7 +40,18 @@ def scores(sel: Selection) -> list[dict]:
     text_notes(sel)
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in full mode and scoring every head…") as p:
         trace = get_trace(sel.weights, sel.ids, Mode.FULL, sel.weights.seed, heads.PATTERNS, progress=p)
-        return trace.memo("head finder", lambda: heads.score_trace(trace))
+        return trace.memo("head finder", lambda: heads.score_trace(trace)), Patterns(trace)
+
+
+class Patterns:
+    """A run's attention patterns by block, [nh, T, T] each, read only when asked for (the finder's
+    notice reads the leading head's block)."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __getitem__(self, block: int):
+        return self.trace.get("attn.pattern", block)[0]
 
 
 def repeat_offer(sel: Selection) -> None:
@@ -48,14 +61,14 @@ def repeat_offer(sel: Selection) -> None:
         return
     twice = heads.repeated_text(sel.text, sel.config.n_positions)
     link = anchor("Append a repeat: this text twice →", "heads", text=twice) if len(twice) <= MAX_TEXT_CHARS else ""
-    st.markdown(f":material/repeat: {heads.no_induction(sel.ids)} {link}", unsafe_allow_html=True)
+    st.markdown(f":material/repeat: {head_notices.no_induction(sel.ids)} {link}", unsafe_allow_html=True)
 
 
 def head_link(row: dict, label: str) -> str:
     return anchor(label, "attention", block=row["block"], head=row["head"], mode="full")
 
 
-def maps(sel: Selection, rows: list[dict]) -> None:
+def maps(sel: Selection, rows: list[dict], patterns: Patterns) -> None:
     """One tab per score: its block × head map, what to notice, and links to its top three heads."""
     cfg, kind = sel.config, weights_kind(sel.weights)
     blocks, cols = [f"block {b}" for b in range(cfg.n_layer)], [f"head {h}" for h in range(cfg.n_head)]
@@ -66,11 +79,11 @@ def maps(sel: Selection, rows: list[dict]) -> None:
             if rows[0][key] is not None:
                 z = np.array([r[key] for r in rows]).reshape(cfg.n_layer, cfg.n_head)  # rows come block by block
                 plot(score_map(z, blocks, cols, key, len(sel.ids)), "every head")
-            notice(heads.notice(rows, key, kind, sel.ids))
+            notice(head_notices.finder_notice(rows, key, kind, sel.ids, patterns))
             top = heads.ranked(rows, key)[:3]
             if top:
                 st.markdown("Open on the Attention page: " + " · ".join(
-                    head_link(r, f"{heads.head_name(r)} ({r[key]:.2f})") for r in top), unsafe_allow_html=True)
+                    head_link(r, head_notices.head_label(r, key)) for r in top), unsafe_allow_html=True)
 
 
 def score_map(z: np.ndarray, blocks: list[str], cols: list[str], key: str, T: int):
@@ -101,7 +114,7 @@ def scatter(sel: Selection, rows: list[dict]) -> None:
                              heads.SCORES[ky].title, heads.score_range(kx, len(sel.ids)),
                              heads.score_range(ky, len(sel.ids)))
     plot(fig, "every head")
-    notice(heads.scatter_notice(rows, kx, ky, weights_kind(sel.weights)))
+    notice(head_notices.scatter_notice(rows, kx, ky, weights_kind(sel.weights)))
 
 
 def open_head(sel: Selection, rows: list[dict]) -> None:
@@ -116,4 +129,4 @@ def open_head(sel: Selection, rows: list[dict]) -> None:
                        disabled=locked("open_head"))
     row = rows[b * cfg.n_head + h]
     c[2].markdown(head_link(row, f"Open block {b} head {h} on the Attention page →"), unsafe_allow_html=True)
-    st.caption(" · ".join(f"{heads.SCORES[k].title} {row[k]:.2f}" for k in heads.SCORES if row[k] is not None))
+    st.caption(head_notices.scores_caption(row))

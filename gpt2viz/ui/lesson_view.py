@@ -9,15 +9,17 @@ free are declared disabled (ui/state.py `locked`). A signed link's next and back
 next and back switch pages within it.
 """
 
+import hmac
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 from html import escape
 
 import streamlit as st
 
-from ..analysis.claims import AT_LEAST, Measured, measure, prompt_logit_diff
+from ..analysis.claims import Measured, measure, prompt_logit_diff, share_floor
 from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode, readable
@@ -25,9 +27,13 @@ from ..server.guesses import GuessLimit, guesses_allowed
 from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
-from . import present
+from ..teaching.claim_text import claim_reading
+from ..teaching.lesson_text import lesson_refused, missing_weights, password_wait
+from ..teaching.lesson_text import place as place_text
+from . import present, visitor
 from .cache import cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
+from .text import plain
 
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
@@ -75,9 +81,37 @@ def server_key() -> bytes | None:
     return None
 
 
+PASSWORD_ENV = "GPT2VIZ_TEACHER_PASSWORD"  # the lecturer's password: signing links, running the class vote
+LECTURER = "_lecturer"  # the session's flag once the lecturer password was given
+
+
+def is_lecturer() -> bool:
+    return bool(st.session_state.get(LECTURER))
+
+
+def lecturer_form(key: str, button: str) -> None:
+    """The lecturer password in a form; right, it makes this session the lecturer's (a rerun). Wrong
+    guesses are counted per session and per address (server/guesses.py), one a second per session."""
+    password = os.environ.get(PASSWORD_ENV, "")
+    with st.form(key):
+        given = st.text_input("Lecturer password", type="password", max_chars=200, key=f"{key}_password")
+        if st.form_submit_button(button, icon=":material/lock_open:"):
+            who = {"session": visitor.session_id(), "address": visitor.visitor_address()}  # looked up at the call
+            wait = password_guesses().wait(**who)
+            if wait:
+                st.error(password_wait(wait), icon=":material/lock:")
+            elif password and hmac.compare_digest(given.encode(), password.encode()):
+                st.session_state[LECTURER] = True
+                st.rerun()
+            else:
+                password_guesses().failed(**who)
+                time.sleep(1)  # a guess a second, per session
+                st.error("Wrong password.", icon=":material/lock:")
+
+
 @st.cache_resource
 def password_guesses() -> GuessLimit:
-    """Wrong lecturer passwords, counted over every session of this server (server/guesses.py)."""
+    """Wrong lecturer passwords, counted per session and per address (server/guesses.py)."""
     return GuessLimit(guesses_allowed())
 
 
@@ -106,8 +140,10 @@ def open_lesson() -> OpenLesson | None:
     else:
         lesson = None
     missing = lesson is not None and _missing_weights(lesson.weights)
+    if missing and token is not None:
+        unavailable(lesson)  # a student's link: the lesson's words, no page of other weights
     if missing:
-        st.error(f"This lesson uses {missing}, which this server does not offer.", icon=":material/error:")
+        st.error(lesson_refused(*missing), icon=":material/error:")
         lesson = None
     if lesson is None:
         st.session_state.pop(LOCKED, None)  # out of a lesson: every control is the reader's again
@@ -120,16 +156,32 @@ def open_lesson() -> OpenLesson | None:
     return opened
 
 
-def _missing_weights(weights: dict) -> str | None:
-    """What of the lesson's weights this server lacks (a source, a checkpoint), or None."""
+def unavailable(lesson: lf.Lesson) -> None:
+    """A signed lesson whose weights this server lacks: one line saying what its numbers need, then its
+    title, notes and claims as text (never as markup), and nothing else: no page of other weights."""
+    st.html("<style>[data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl'], "
+            "[data-testid='stExpandSidebarButton'] {display: none}</style>")  # no controls: nothing to set here
+    st.warning(f"This lesson's numbers need {lf.weights_name(lesson.weights)} on the lecturer's server, which "
+               "this server does not have: below are its notes without them.", icon=":material/cloud_off:")
+    st.header(plain(lesson.title), anchor=False)
+    for i, s in enumerate(lesson.stops, 1):
+        st.markdown(f"**Stop {i}: {BY_URL[s.page].title}**" + (f"  \n{plain(s.note)}" if s.note else ""))
+        for c in s.claims:
+            st.caption(f"Published: {plain(c['text'])} ({plain(c['citation'])}); not measured here.")
+        if s.question:
+            st.caption(f"Question: {plain(s.question['text'])}")
+    st.stop()
+
+
+def _missing_weights(weights: dict) -> tuple[str, str | None] | None:
+    """What of the lesson's weights this server lacks (a source, a checkpoint), and the checkpoint to
+    download where that is what is missing; None when nothing is."""
     if weights["source"] == "folder" and weights["name"] not in model_dirs():  # by name: never a path
-        return f"the folder {weights['name']} (its operator lists it in {MODEL_DIRS})"
+        return missing_weights("folder", name=weights["name"], model_dirs_env=MODEL_DIRS), None
     if weights["source"] not in sources_enabled():
-        return f"the {weights['source']} weights"
+        return missing_weights(weights["source"]), None
     if weights["source"] == "hf-cache" and weights["checkpoint"] not in [c.name for c in cached_checkpoints()]:
-        return (f"the checkpoint {weights['checkpoint']} (python -m gpt2viz download {weights['checkpoint']} fetches "
-                "it; meanwhile lessons/induction-demo.json, opened on the Lessons page, checks the demo model's "
-                "own induction heads the same way)")
+        return missing_weights("hf-cache", checkpoint=weights["checkpoint"]), weights["checkpoint"]
     return None
 
 
@@ -171,7 +223,7 @@ def _stop_link(opened: OpenLesson, presenting: bool, container=st):
 
 def place(opened: OpenLesson) -> str:
     """Where the class is: "stop 3 of 6 · Output"."""
-    return f"stop {opened.i + 1} of {len(opened.lesson.stops)} · {BY_URL[opened.stop.page].title}"
+    return place_text(opened.i, len(opened.lesson.stops), BY_URL[opened.stop.page].title)
 
 
 def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
@@ -189,7 +241,7 @@ def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
                        place=place(opened), note=carry_view(stop.note), link=_stop_link(opened, True))
     else:
         left, back, nxt = st.columns([6, 1, 1], vertical_alignment="center")
-        left.markdown(f":material/school: **{opened.lesson.title}** · {place(opened)}"
+        left.markdown(f":material/school: **{plain(opened.lesson.title)}** · {place(opened)}"
                       + ("" if opened.token else " · opened from a file, in this session only"))
         if opened.i > 0:
             _stop_link(opened, False, back)("", "← back", opened.i - 1)
@@ -239,7 +291,7 @@ def back_offer() -> None:
         return  # not a lesson this server signed, or expired: no way back to offer
     i = _stop_index(raw, len(lesson.stops))
     back = escape(lf.href(lesson.stops[i].page, token, i, DEFAULT))
-    st.caption(f':material/school: Outside the lesson **{escape(lesson.title)}** · '
+    st.caption(f':material/school: Outside the lesson **{plain(lesson.title)}** · '
                f'<a href="{back}" target="_self">← back to the lesson, stop {i + 1}</a>', unsafe_allow_html=True)
 
 
@@ -280,41 +332,28 @@ def warm(opened: OpenLesson, sel: Selection) -> None:
 
 # ---------------------------------------------------------------------------- published claims, measured here
 @st.cache_resource(max_entries=64, show_spinner="Measuring the published claim on these weights…")
-def _measured(weights_key, claim_json: str, _sel: Selection) -> Measured | str:
+def _measured(weights_key, claim_json: str, floor: float, _sel: Selection) -> Measured | str:
     """A claim measured on the weights in view, once per weights and claim on this server; or why it
-    cannot be (the weights lack a head it names)."""
+    cannot be (the weights lack a head it names). `floor`: the lesson's bar for a share's denominator."""
     c = json.loads(claim_json)
     vocabulary = demo_vocabulary() if c["tokens"] == "demo" and DEMO_PATH.is_file() else None
     try:
         return measure(_sel.weights.model, c["measure"], c["heads"], c["threshold"], vocabulary, c["prompts"],
-                       c["seed"])
+                       c["seed"], floor)
     except ValueError as e:
         return str(e)
 
 
-def claim_text(c: dict, m: Measured | str, prompt: tuple[int, int, float] | None = None) -> str:
-    """Published beside measured here, and plainly whether they agree; for the logit difference, the
-    prompt in view's own beside the mean (`prompt`: IO, S and their difference)."""
-    published = f" {c['published']:g}" if "published" in c else ""
-    head = f"**Published{published}**: {c['text']} ({c['citation']})."
-    if isinstance(m, str):
-        return f"{head}  \n**Measured here**: not measurable on these weights: {m}."
-    bound = "at least" if AT_LEAST[c["measure"]] else "at most"
-    verdict = "**agrees**" if m.agrees else "**differs**"
-    own = "" if prompt is None else (f" On the prompt in view alone, logit({readable(prompt[0])}) − "
-                                     f"logit({readable(prompt[1])}) = {prompt[2]:+.3g}.")
-    return (f"{head}  \n**Measured here**: {m.value:.3g} ({c['measure']}; {m.detail}). The lesson counts "
-            f"{bound} {c['threshold']:g} as agreeing: {verdict}.{own}")
-
-
 def check_claims(opened: OpenLesson, sel: Selection) -> None:
     """Under the stop's note: each published claim beside its measurement on the weights in view."""
+    floor = share_floor(c for s in opened.lesson.stops for c in s.claims)
     for c in opened.stop.claims:
-        m = _measured(sel.weights.key, json.dumps(c, sort_keys=True), sel)
+        m = _measured(sel.weights.key, json.dumps(c, sort_keys=True), floor, sel)
         ok = not isinstance(m, str) and m.agrees
         prompt = prompt_logit_diff(sel.weights.model, sel.text) \
             if c["measure"] == "logit_diff" and not isinstance(m, str) else None
-        (st.success if ok else st.warning)(claim_text(c, m, prompt), icon=":material/fact_check:")
+        named = None if prompt is None else (readable(prompt[0]), readable(prompt[1]), prompt[2])
+        (st.success if ok else st.warning)(claim_reading(c, m, named), icon=":material/fact_check:")
 
 
 SEEN = "_lesson_page_values"  # session key: {page: its own controls as the lecturer last left them}

@@ -12,7 +12,7 @@ import streamlit as st
 from ..anatomy import diagram
 from ..model.demo_model import DEMO_PATH
 from ..spec.pages import BY_URL, DEFAULT, home
-from ..teaching import tour
+from ..teaching import page_text, tour
 from ..teaching.prompts import prompts_for
 from . import export
 from .anatomy import cat_of, run_values
@@ -78,10 +78,8 @@ def tour_next(url: str, sel: Selection) -> None:
     cat = cat_of(sel)
     met, added = tour.tally({c.id: c.total for c in cat}, i)
     if stop.part == tour.TOUR[0].part and met:
-        parts.append(f"parameters met so far: **{met:,}** of {cat.root.total:,} ({met / cat.root.total:.1%})"
-                     + (f", {added:,} added here (" + ", ".join(cat[c].title.lower() for c in stop.adds)
-                        + (", in every block" if all(c.startswith("block.") for c in stop.adds) else "") + ")"
-                        if added else ""))
+        parts.append(page_text.tally_line(met, cat.root.total, added, [cat[c].title.lower() for c in stop.adds],
+                                          all(c.startswith("block.") for c in stop.adds)))
     if stop.demo and sel.weights.random and DEMO_PATH.is_file():
         line = demo_line(url) if url not in BESIDE else None  # the component pages say it beside their picture
         parts.append("random weights learned nothing" + (f"; on the demo model, {line}" if line else "") + " "

@@ -8,6 +8,7 @@ from ..cli import shapes_report
 from ..model.modes import Mode
 from ..spec import costs
 from ..spec.config import LIMITS, PRESETS, GPT2Config, custom_config, get_config
+from ..teaching import page_text
 from .layout import wide_table
 from .state import number
 
@@ -73,8 +74,7 @@ def link_notes(raw: dict, shown: dict) -> list[str]:
             same = False
         if not same:
             lo = 0 if field == "n_inner" else 1
-            notes.append(f"The link asked for {field}={value[:20]!r}, which is not a whole number from {lo:,} to "
-                         f"{LIMITS[field]:,}; showing {field}={shown[field]:,}.")
+            notes.append(page_text.link_bounds_note(field, value, lo, LIMITS[field], shown[field]))
     return notes
 
 
@@ -135,9 +135,7 @@ def checkpoint_check(sel) -> None:
         return
     report = report_for(sel.config.name if sel.config.name in PRESETS else "gpt2", sel.weights.path, key)
     ck = report["checkpoint"]
-    verdict = "✅ matches" if ck["matches"] else "❌ does not match"
-    st.markdown(f"`{ck['path']}`: **{ck['total']:,}** parameters in the header, {ck['expected_total']:,} expected "
-                f"for this shape: {verdict}.")
+    st.markdown(page_text.checkpoint_line(ck["path"], ck["total"], ck["expected_total"], ck["matches"]))
     st.dataframe([{k: t[k] for k in ("key", "dtype", "shape", "parameters", "component", "status")}
                   for t in ck["tensors"]], hide_index=True, height=300)
     for b in ck["buffers"][:3]:

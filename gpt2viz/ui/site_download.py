@@ -28,8 +28,9 @@ def site_download(lesson: lf.Lesson, key: str, lecturer: bool) -> None:
     """The button, and once the site is written, the file to save."""
     ident = lf.digest(repr(lesson))
     allowed = lecturer or is_local()
+    missing = lf.missing_weights(lesson.weights)  # its site would name weights its pages were not drawn on
     if st.button("Download as a website", key=f"site-{key}", icon=":material/language:", help=HELP,
-                 disabled=not allowed):
+                 disabled=not allowed or bool(missing)):
         lock = _one_at_a_time()
         if not lock.acquire(blocking=False):
             st.warning("Another lesson's website is being written on this server: try again in a minute.",
@@ -42,7 +43,10 @@ def site_download(lesson: lf.Lesson, key: str, lecturer: bool) -> None:
                 st.error(f"The website could not be written: {e}", icon=":material/error:")
             finally:
                 lock.release()
-    if not allowed:
+    if missing:
+        st.caption(f":material/cloud_off: This lesson's numbers need {missing}, which this machine does not have: "
+                   "its website is not written.")
+    elif not allowed:
         st.caption("On a shared server the lecturer's password (below) unlocks this; or write it on your own "
                    "machine: `python -m gpt2viz lesson export FILE --out DIR`.")
     built = st.session_state.get(_BUILT)

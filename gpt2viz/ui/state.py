@@ -49,7 +49,7 @@ SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache"
            "path": "Local file", "folder": "Folder", "upload": "Upload"}
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 # the URL keys of the sidebar's controls: what a link to another page carries over
-SELECTION_KEYS = ("text", "weights", "model", "seed", "mode", "block", "head", present.KEY)
+SELECTION_KEYS = ("text", "weights", "model", "seed", "folder", "mode", "block", "head", present.KEY)
 LOCKED = "_locked"  # session key: the controls a lesson pins (ui/lesson_view.py), shown but not changeable
 # session key: while a lesson's stop is shown, the URL values of its view (the lesson's weights and text, and
 # the stop's view), which every link out of it carries: the stop's own URL holds only the lesson
@@ -432,7 +432,7 @@ def _folder(sb) -> LoadedModel | None:
         if path:
             return folder_weights(path)
     if listed:
-        name = sb.selectbox("Folder", list(listed), key="folder", disabled=locked("folder"))
+        name = sb.selectbox("Folder", list(listed), key="folder", bind="query-params", disabled=locked("folder"))
         return folder_weights(listed[name])
     sb.caption("Type the folder's path, or list folders in GPT2VIZ_MODEL_DIRS.")
     return None
@@ -467,7 +467,13 @@ def url_fallbacks(raw: dict[str, str], sel: Selection) -> list[str]:
     shown = {"mode": sel.mode.value, "block": str(sel.block), "head": str(sel.head), "weights": sel.source}
     if sel.weights.random:
         shown |= {"model": sel.weights.model_name, "seed": str(sel.weights.seed)}
+    if sel.source == "folder" and not sel.weights.random and st.session_state.get("folder"):
+        shown["folder"] = st.session_state["folder"]  # a listed folder, by its name
     notes = []
+    if raw.get("weights") == "folder" and sel.source == "folder" and sel.weights.random:  # none opened
+        asked = f"the folder {code_span(repr(raw['folder'][:40]))}" if raw.get("folder") else "a folder's weights"
+        notes.append(f"The link asked for {asked}, which is not available here; showing random "
+                     f"{sel.weights.model_name} weights.")
     for key, value in raw.items():
         if key in shown and value is not None and value != shown[key]:
             notes.append(f"The link asked for {key}={code_span(repr(value[:40]))}, which is not available here; "

@@ -4,8 +4,8 @@ prompts get one (today the demo model)."""
 
 import streamlit as st
 
-from ..analysis.heads import INDUCTION
 from ..model.demo_model import DEMO_PATH, demo_heads
+from ..teaching.head_notices import demo_heads_sentence
 from ..teaching.prompts import Prompt, prompts_for
 from .links import anchor
 from .state import Selection
@@ -46,13 +46,7 @@ def offer(sel: Selection, page: str, says: str | None = None) -> Prompt | None:
 def heads_pointer(sel: Selection) -> None:
     """On the Attention page: which heads to look at (as measured when the file was made), and the link
     to the text that shows them. A head is called an induction head only from the threshold every
-    page and the head finder use."""
+    page and the head finder use (head_notices.demo_heads_sentence)."""
     heads = demo_heads(DEMO_PATH)
-    block, head, score = heads["induction"]
-    pblock, phead, pscore = heads["previous"]
-    induction = ("is an induction head" if score >= INDUCTION else "comes closest to an induction head") + (
-        f": from a repeated word it puts {score:.0%} of its attention on the word that followed the earlier "
-        "occurrence (held-out sequences)")
-    previous = f"block {pblock} head {phead} puts {pscore:.0%} on the previous word"
-    st.info(f"**Block {block} head {head} {induction}**; {previous}.", icon=":material/visibility:")
+    st.info(demo_heads_sentence(heads["induction"], heads["previous"]), icon=":material/visibility:")
     offer(sel, "attention")

@@ -19,7 +19,8 @@ import streamlit as st
 from streamlit import config, runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..model.weights import checkpoint_config, load_safetensors
+from ..model.folder import load_weights
+from ..model.weights import checkpoint_config
 from ..server.received import MODEL_UPLOAD_MB, cap_session_files, max_upload_mb, received_files_mb
 from ..server.uploads import MIB, Held, UploadError, Uploads, uploads_allowed
 from .cache import LoadedModel, check_fits, trace_cache
@@ -148,8 +149,8 @@ def _model(store: Uploads, held: Held, box) -> LoadedModel:
 
 
 def _build(path: Path, held: Held) -> LoadedModel:
-    check_fits(checkpoint_config(path), trace_cache().budget)
-    loaded = load_safetensors(path)
+    check_fits(checkpoint_config(path), trace_cache().budget)  # its context, as the folder path checks it
+    loaded = load_weights(path)  # a file alone, as the folder path reads one: GPT-2's vocabulary fits its rows
     return LoadedModel(loaded.model, ("upload", held.digest),
                        f"{loaded.model.config.name} from an upload ({held.size / MIB:,.0f} MiB)", False,
                        tuple(loaded.notes))

@@ -37,3 +37,10 @@ def visitor_address() -> str:
 def is_local() -> bool:
     """The operator on their own machine: uploads, downloads and uncapped pages are theirs."""
     return server_address() in LOOPBACK
+
+
+def session_id() -> str:
+    """This browser tab's session: a random id kept in its state (made on first use)."""
+    import uuid
+
+    return st.session_state.setdefault("_visitor_session", uuid.uuid4().hex)

@@ -27,14 +27,15 @@ from ..model.demo_model import DEMO_PATH
 from ..model.tokenizer import TextError, encode, readable
 from ..model.trace import Trace
 from ..spec.schema import Mode
+from ..teaching import whatif_text as say
 from ..teaching.prompts import DEMO_REPEAT
 from . import present
 from .anatomy import plot, text_notes
-from .cache import get_trace, records_everything, run_bytes, trace_cache
+from .cache import get_trace, heavy_for, records_everything, run_bytes, trace_cache
 from .caps import sweep_refused
 from .state import Selection, default_text_b, locked, number
 from .text import code_span
-from .working import working
+from .working import progress_bar, working
 
 # bound widgets put the option they show into the URL, so options are shown as their URL values
 PARTS = {"head": "head", "attention": "attn", "MLP": "mlp", "neuron": "neuron"}  # shown -> Target.part
@@ -114,16 +115,7 @@ def target_controls(sel: Selection) -> tuple[Target, str]:
 
 
 def what_is_replaced(target: Target, method: str, T: int) -> str:
-    where = {"head": f"head {target.index}'s slice of {code_span(target.name)} (its output before W_O, "
-                     "every position)",
-             "attn": f"{code_span(target.name)}, the update Δattn the attention adds to the stream",
-             "mlp": f"{code_span(target.name)}, the update Δmlp the MLP adds to the stream",
-             "neuron": f"neuron {target.index} of {code_span(target.name)} (after the GELU), every position"}
-    how = ("zeros" if method == "zero" else
-           "its value at the text's one position (a mean over one position changes nothing)" if T == 1 else
-           f"its mean over this text's {T} positions (the same vector at every position; positions are "
-           "averaged over the whole text, later ones included)")
-    return f"Replaces {where[target.part]} by {how}. The sidebar's block and head choose where."
+    return say.what_is_replaced(target.part, target.index, code_span(target.name), method, T)
 
 
 def text_b_box(sel: Selection) -> str:
@@ -154,7 +146,7 @@ def _names(sel: Selection, n_tokens: int) -> tuple[str, ...] | None:
 
 def clean_trace(sel: Selection, ids: tuple[int, ...] | None = None) -> Trace:
     ids = sel.ids if ids is None else ids
-    with working(f"Running {sel.config.name} on {len(ids):,} tokens in full mode…") as progress:
+    with working(say.running(sel.config.name, len(ids))) as progress:
         return get_trace(sel.weights, ids, Mode.FULL, sel.weights.seed, NEEDS, progress=progress)
 
 
@@ -177,11 +169,11 @@ def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Kn
     resumed from the clean run's input of the block it is in."""
     everywhere = every_position(len(sel.ids))
     key = ("knockout", sel.weights.key, sel.ids, target, method, everywhere)
-    with working(f"Running blocks {target.block} to {sel.config.n_layer - 1} with {target.label} knocked out…") \
-            as progress:
+    with working(say.running_knocked(target.block, sel.config.n_layer - 1, target.label)) as progress:
         return trace_cache().get_or_compute(
             key, lambda: knockout_from(sel.weights.model, clean, target, method, everywhere, progress.step),
-            progress=progress, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, ("logits",)))
+            progress=progress, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, ("logits",)),
+            heavy=heavy_for(len(sel.ids)))
 
 
 def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) -> torch.Tensor:
@@ -189,10 +181,11 @@ def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) 
     if knocked.loss is not None:
         return knocked.loss
     key = ("knockout loss", sel.weights.key, sel.ids, target, method)
-    with working(f"Unembedding all {len(sel.ids):,} positions…"):
+    with working(say.unembedding(len(sel.ids))):
         return trace_cache().get_or_compute(
             key, lambda: Grid(loss_from(sel.weights.model, knocked.final, sel.ids)),
-            estimate=run_bytes(sel.weights, min(len(sel.ids), 256), Mode.FULL, ("logits",))).values
+            estimate=run_bytes(sel.weights, min(len(sel.ids), 256), Mode.FULL, ("logits",)),
+            heavy=heavy_for(len(sel.ids))).values
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
@@ -202,8 +195,7 @@ def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
 
 
 def _progress(label: str):
-    bar = st.progress(0.0, text=label)
-    return lambda done, total: bar.progress(done / total, text=f"{label}: {done} of {total} runs")
+    return progress_bar(label)  # "label: 3 of 12 runs · about 4 s left"
 
 
 def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace | None = None) -> Grid:
@@ -216,7 +208,7 @@ def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace 
 
     def compute():
         values = sweep(sel.weights.model, list(sel.ids), part, method, token, batch,
-                       _progress(f"Knocking out {n} {'heads' if part == 'head' else 'MLPs'} one at a time"), clean)
+                       _progress(say.sweeping(n, part)), clean)
         return Grid(values)
     return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
                                                                                   Mode.FULL, ("logits",)), heavy=True)
@@ -261,9 +253,10 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
     top = ids[0]
     new_top = int(after.argmax())
     cols = st.columns(3)
-    cols[0].metric(f"p({readable(top)!r})", f"{after[top]:.4g}", f"{float(after[top]) - probs[0]:+.3g}")
+    cols[0].metric(f"p({readable(top)!r})", *say.probability_metric(probs[0], float(after[top])))
     cols[1].metric("Top token after", repr(readable(new_top)), "unchanged" if new_top == top else "changed",
                    delta_color="off")
+    st.caption(say.probability_change(repr(readable(top)), probs[0], float(after[top])))
     if len(clean.token_ids) > 1:
         key = ("knockout loss", sel.weights.key, sel.ids, target, method)
         if knocked.loss is None and not requested(key, False):
@@ -271,13 +264,12 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
             if requested(key, slot.button("Loss at every position", key="loss_everywhere")):
                 slot.empty()
             else:
-                cols[2].caption(f"The loss at each of the {len(sel.ids):,} positions needs all of them unembedded, "
-                                f"about as much work as {unembedding_blocks(sel.config, len(sel.ids)):.0f} of "
-                                f"{sel.config.name}'s blocks. The charts above need the last position only.")
+                cols[2].caption(say.loss_offer(len(sel.ids), unembedding_blocks(sel.config, len(sel.ids)),
+                                               sel.config.name))
                 return
         loss_b, loss_a = clean.memo("loss per position", lambda: loss_per_position(clean)), \
             knocked_loss(sel, target, method, knocked)  # [T-1]
-        cols[2].metric("Mean next-token loss", f"{float(loss_a.mean()):.4f}", f"{float((loss_a - loss_b).mean()):+.4f}",
+        cols[2].metric("Mean next-token loss", *say.loss_metric(float(loss_a.mean()), float((loss_a - loss_b).mean())),
                        delta_color="inverse")
         plot(plots.position_values(loss_a - loss_b, list(clean.tokens[1:]),
                                    "Change in loss at each position (after − before; up = worse)",
@@ -288,8 +280,7 @@ def changed_table(knocked: Knocked) -> None:
     st.caption("The knock-out changed " + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything "
                "computed before it is identical, bit for bit. Below are the later values that changed most, relative "
                "to their size. Attention patterns are not listed: they follow from q and k, which are.")
-    rows = [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"}
-            for name, c in knocked.changed]
+    rows = say.changed_rows(knocked.changed)
     st.dataframe(rows, hide_index=True, width="stretch")
 
 
@@ -300,13 +291,13 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
     token = ids[shown.index(st.selectbox("Token to track", shown, key="track", bind="query-params",
                                          disabled=locked("track"),
                                          help="one of the 10 most likely next tokens before any knock-out"))]
-    st.caption(f"Each cell: log p({readable(token)!r}) at the last position with that one part knocked out "
-               f"({METHODS[method]}), minus the same without any knock-out. Orange: the part helped this token.")
+    st.caption(say.sweep_caption(repr(readable(token)), METHODS[method]))
     if sweep_refused(len(sel.ids)):
         return
     cols = st.columns(2)
-    heads = cols[0].button(f"Sweep every head ({cfg.n_layer} × {cfg.n_head} runs)", key="sweep_heads")
-    mlps = cols[1].button(f"Sweep every MLP ({cfg.n_layer} runs)", key="sweep_mlps")
+    head_label, mlp_label = say.sweep_buttons(cfg.n_layer, cfg.n_head)
+    heads = cols[0].button(head_label, key="sweep_heads")
+    mlps = cols[1].button(mlp_label, key="sweep_mlps")
     for part, pressed in (("head", heads), ("mlp", mlps)):
         if requested(("sweep", sel.weights.key, sel.ids, part, method, token), pressed):
             grid = sweep_grid(sel, part, method, token, clean).values
@@ -314,7 +305,7 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
             plot(plots.matrix_heatmap(grid, [f"block {b}" for b in range(cfg.n_layer)], cols_,
                                       f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "
                                       "knocked out", "Δ log p", x_title="head" if part == "head" else "",
-                                      y_title="block", signed=True))
+                                      y_title="block", signed=True, helps_when_negative=True))
 
 
 def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
@@ -353,15 +344,13 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> tuple[int, int]:
                 "runs B with one activation taken from A's run and shows the **restored fraction** "
                 "(m_patched − m_B) / (m_A − m_B): 0 = the patch changed nothing, 1 = A's margin is back in full.")
     if len(b.token_ids) > MAX_PATCH_TOKENS:
-        st.warning(f"Patching every (block, position) takes {sel.config.n_layer} × {len(b.token_ids)} runs; this "
-                   f"page patches texts of up to {MAX_PATCH_TOKENS} tokens. Shorten A and B.", icon=":material/timer:")
+        st.warning(say.patch_too_long(sel.config.n_layer, len(b.token_ids), MAX_PATCH_TOKENS), icon=":material/timer:")
         return answers
-    pressed = st.button(f"Patch A into B ({sel.config.n_layer} × {len(sel.ids)} positions, then "
-                        f"{sel.config.n_layer} × {sel.config.n_head} heads)", key="run_patch")
+    pressed = st.button(say.patch_button(sel.config.n_layer, len(sel.ids), sel.config.n_head), key="run_patch")
     if not requested(("patch", sel.weights.key, sel.ids, b.token_ids, answers), pressed):
         return answers
     p = patching(sel, b.token_ids, answers)
-    st.caption(f"m_A = {p.clean_diff:.4g} · m_B = {p.corrupt_diff:.4g}")
+    st.caption(say.margins(p.clean_diff, p.corrupt_diff))
     if p.clean_diff == p.corrupt_diff:
         st.warning("A and B give this answer pair the same margin: there is nothing to restore.")
         return answers

@@ -1,0 +1,162 @@
+"""The pages' other computed sentences: what a model's sizes, a server's limits, a text's cut and a
+check's figures say, in words (the Modes page's two paragraphs, the Parameters page's headline, the
+tour's running tally, the refusals that quote a number). Pure: numbers and names in, text out; the
+pages in gpt2viz/ui/ and views/ only place them."""
+
+from ..anatomy.components import component_tree
+from ..spec import costs
+from ..spec.config import GPT2Config
+
+
+def why_decode_is_cheap(cfg: GPT2Config, n: int) -> str:
+    """In words, with the figures of costs.decode_step_vs_full: one query against L cached keys."""
+    c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
+    ratio = c["full"].value / c["decode"].value
+    return (f"Decoding the last of these **{n:,}** tokens runs **one query**, the new token's, against **L = {n:,}** "
+            f"keys and values: {n - 1:,} read from the cache and its own. That step takes "
+            f"**{c['decode'].value:,} FLOPs**; a full pass over the same text takes **{c['full'].value:,}**, "
+            f"{ratio:,.1f} times as many. Every matrix multiply works on 1 row instead of {n:,}, and attention "
+            f"compares 1 query with {n:,} keys ({c['decode_attention'].value:,} FLOPs) instead of {n:,} queries with "
+            f"{n:,} keys each ({c['full_attention'].value:,}: the full pass computes every score and masks the "
+            f"later keys' afterwards, so query i uses only the first i + 1). What the step reads instead is the cache: "
+            f"**{c['cache'].value:,} bytes** ({costs.human_bytes(c['cache'].value)}, fp32) of keys and values for the "
+            f"{n - 1:,} earlier positions, beside the {c['weights'].value:,} bytes "
+            f"({costs.human_bytes(c['weights'].value)}) of fp32 weights that both read.")
+
+
+def why_decode_waits_on_memory(cfg: GPT2Config, n: int) -> str:
+    """A decode step's arithmetic per byte it must read, against a full pass's: why it is limited by
+    memory, not arithmetic; and what the cache costs per token."""
+    c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
+    read = c["weights"].value + c["cache"].value  # bytes both must read at least once
+    per_token = costs.kv_cache_bytes(cfg, 1, 1).value  # one position's keys and values, every layer
+    ratio = c["full"].value / c["decode"].value
+    return (f"A decode step does 1/{ratio:,.0f} of a full pass's arithmetic, but it still "
+            f"reads every weight and the whole cache: about **{c['decode'].value / read:.2f} FLOPs per byte read**, "
+            f"against **{c['full'].value / c['weights'].value:,.0f}** for a full pass over the same {n:,} tokens, "
+            "which reads the weights once and no cache (about n/2 per byte in fp32). A processor needs tens (CPU) to "
+            "hundreds (GPU) of operations per byte fetched to keep busy; below that it waits on memory. A decode "
+            "step is always far below; a full pass rises above only on long texts. This project's "
+            "benchmark (README, `benchmarks/bench_forward.py`) measured a gpt2 decode step against "
+            "1,000 cached positions at 1/38 of a full pass's time, although its arithmetic is 1/1,001. Each token "
+            f"adds 2 · n_layer · d · 4 bytes = 2 · {cfg.n_layer} · {cfg.n_embd} · 4 = **{per_token:,} bytes** "
+            f"({costs.human_bytes(per_token)}, fp32) to the cache.")
+
+
+def per_block_total(per_instance: int, instances: int, total: int) -> str:
+    """A component's parameters, per block and over the blocks (the arithmetic under its table)."""
+    if instances > 1:
+        return f"**{per_instance:,}** per block × {instances} blocks = **{total:,}** parameters"
+    return f"**{total:,}** parameters"
+
+
+def cut_note(which: str, n_positions: int, cut: int) -> str:
+    """A typed text longer than the context: what was cut."""
+    return (f"{which} was cut to the model's context of {n_positions:,} tokens: {cut:,} "
+            f"token{'s' * (cut != 1)} at the end {'are' if cut != 1 else 'is'} not shown.")
+
+
+def endoftext_note(marker: str, which: str, token_id: int, n: int) -> str:
+    """A typed `<|endoftext|>` (`marker`), read `n` times as GPT-2's one special token."""
+    return (f"`{marker}` in {which.lower()} is read as GPT-2's end-of-text token, id {token_id:,} "
+            f"({'once' if n == 1 else f'{n} times'}): one token, not its {len(marker)} characters.")
+
+
+def cap_note(title: str, cap: int, n_tokens: int) -> str:
+    """A shared server runs a heavy page on the first `cap` tokens of a longer text."""
+    return (f"This shared server runs {title} on the first {cap:,} of this text's {n_tokens:,} tokens, so that "
+            "every student's view stays quick.")
+
+
+def sweep_refusal(limit: int, n_tokens: int) -> str:
+    """A shared server does not sweep a text longer than `limit` tokens."""
+    return (f"This shared server sweeps texts of up to {limit:,} tokens (a sweep runs the text once per part); this "
+            f"one has {n_tokens:,}. Shorten the text to sweep it.")
+
+
+def checkpoint_too_large(n_positions: int, n_embd: int, need: str, budget: str) -> str:
+    """A checkpoint whose full context makes a page's run exceed the server's budget (`need` and
+    `budget` already in MiB words)."""
+    return (f"a context of {n_positions:,} positions at width {n_embd:,} makes a page's run need {need}, more than "
+            f"the {budget} this server gives its runs: a checkpoint with a shorter context or a narrower model fits")
+
+
+def run_too_large(n_tokens: int, mode: str, need: str, budget: str, longest: int | None, others: list[str]) -> str:
+    """A page's run that exceeds the server's budget, and what fits instead: a text of at most
+    `longest` tokens in this mode (None: none), the `others` modes at this length, another page."""
+    ways = [f"a text of at most {longest:,} token{'s' * (longest != 1)} in {mode} mode"] if longest else []
+    if others:
+        ways.append(f"the {' or '.join(others)} mode at this length")
+    ways.append("another page")
+    return (f"This page's run of {n_tokens:,} token{'s' * (n_tokens != 1)} in {mode} mode needs about {need}, more "
+            f"than the {budget} this server gives one run. What fits: "
+            f"{', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
+
+
+def mask_subtitle(still: float) -> str:
+    """The no-mask experiment's chart: how far the earlier positions moved with the mask on (0 in exact
+    arithmetic; what rounding leaves)."""
+    return ("output: the stream leaving the last block · with the mask "
+            + ("every earlier position moved by 0" if still == 0 else f"every earlier position moved by at most "
+               f"{still:.2g}"))
+
+
+def tally_line(met: int, total: int, added: int, titles: list[str], every_block: bool) -> str:
+    """The tour's running tally of parameters: met so far of the model's total, and what this stop adds."""
+    line = f"parameters met so far: **{met:,}** of {total:,} ({met / total:.1%})"
+    if added:
+        line += f", {added:,} added here (" + ", ".join(titles) + (", in every block" if every_block else "") + ")"
+    return line
+
+
+AGREE = 1e-4  # the decode check's largest logit difference below which the two paths agree
+
+
+def decode_check_sentence(n_tokens: int, vocab: int, diff: float, weights: str) -> str:
+    """The About page's live check: the last token decoded against the cache of the others, against
+    the full sequence without a cache; they agree when the largest logit difference is below AGREE."""
+    verdict = ":material/check_circle: agree" if diff < AGREE else ":material/error: DISAGREE"
+    cached = n_tokens - 1
+    return (f"Decoding the last token against the KV cache of the {cached:,} token{'s' * (cached != 1)} before it, and "
+            f"running the full sequence without a cache, give last-position logits that {verdict} (below {AGREE:g}): "
+            f"the largest difference over all {vocab:,} logits is **{diff:.2e}** ({weights}).")
+
+
+def lens_residual_sentence(parts: int, error: float) -> str:
+    """The residual decomposition's check: its parts add up to the recorded stream, up to rounding."""
+    return (f"Sum of the {parts} part{'s' * (parts != 1)} minus the recorded stream: largest difference "
+            f"**{error:.2e}** (float32 rounding).")
+
+
+def kv_cache_line(name: str, L: int, calculation: str, value: int, human: str, full_context: bool = False) -> str:
+    """One line of the Modes page's KV-cache sizes: after this text, or at the full context."""
+    where = f"At the full context (L = {L:,}), fp32" if full_context else f"{name} after this text (L = {L:,})"
+    return f"- {where}: {calculation} = **{value:,} bytes** ({human})"
+
+
+def params_headline(name: str, total: int, variant: list[str]) -> str:
+    """The Parameters page's heading: the model and its total."""
+    return f"{name}: {total:,} parameters" + "".join(f" · {v}" for v in variant)
+
+
+def params_formula(symbolic: str, calculation: str, total: int) -> str:
+    """The total's formula, with this model's numbers."""
+    return f"`{symbolic}`  \n= {calculation} = **{total:,}**"
+
+
+def link_bounds_note(field: str, asked: str, lo: int, hi: int, shown: int) -> str:
+    """A link's size field that is not a whole number in range, and what is shown instead."""
+    return (f"The link asked for {field}={asked[:20]!r}, which is not a whole number from {lo:,} to {hi:,}; showing "
+            f"{field}={shown:,}.")
+
+
+def checkpoint_line(path: str, total: int, expected: int, matches: bool) -> str:
+    """A checkpoint's header count against the model's accounting."""
+    verdict = "✅ matches" if matches else "❌ does not match"
+    return (f"`{path}`: **{total:,}** parameters in the header, {expected:,} expected for this shape: {verdict}.")
+
+
+SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
+             checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
+             lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
+             checkpoint_line)

@@ -1,0 +1,107 @@
+"""A new server's first page before torch: the Overview's drawing from the URL alone (ui/first_paint.py),
+the very drawing the page then draws; nothing of it imports torch; the weights drawn in a thread meanwhile
+are the ones the model cache would have drawn, taken once."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec.config import get_config
+from gpt2viz.ui import first_paint
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_preview_imports_no_torch():
+    code = ("import sys; import gpt2viz.ui.first_paint as f; "
+            "d = f.overview({'model': 'gpt2'}); "
+            "print('torch' in sys.modules, 'pandas' in sys.modules, d is not None and 'gpt2 overview' in d[1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.split() == ["False", "False", "True"], out.stderr
+
+
+def overview_svgs(at) -> list[str]:
+    return [m.value for m in at.markdown if "overview\"" in m.value and m.value.startswith("<svg")]
+
+
+def test_the_preview_is_the_pages_own_drawing():
+    """The same boxes, counts, shapes and links as the Overview draws once the model is there, for a view
+    of another text, mode and size than the defaults."""
+    query = {"model": "tiny", "mode": "decode", "text": "one two three four five"}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception
+    title, svg = first_paint.overview(query)
+    assert overview_svgs(at) == [svg] and at.title[0].value == title
+    assert "Starting: loading PyTorch" not in " ".join(c.value for c in at.caption)  # cleared once drawn
+
+
+def test_no_preview_where_the_url_does_not_decide_the_weights():
+    assert first_paint.overview({"weights": "demo"}) is None
+    assert first_paint.overview({"model": "gpt2", "lesson": "x"}) is None
+    assert first_paint.overview({"model": "gpt2-xl"}) is None  # not built for visitors of a class server
+    assert first_paint.overview({"model": "tiny", "text": ""}) is None
+    assert first_paint.overview({"model": "tiny", "seed": "-1"}) is None
+
+
+def test_the_first_run_draws_the_preview_then_the_page():
+    """In a fresh process (torch not imported), the first AppTest run goes through the preview and ends
+    with the real page, the preview's line gone."""
+    code = f"""
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=300)
+at.query_params["model"] = "tiny"
+assert "torch" not in sys.modules
+at.run()
+assert not at.exception, at.exception
+from gpt2viz.ui import first_paint
+assert first_paint._prebuilt == {{"done": None}}, first_paint._prebuilt  # drawn in the thread and taken
+captions = " ".join(c.value for c in at.caption)
+print("preview line left" if "Starting: loading PyTorch" in captions else "ok", len(at.get("plotly_chart")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.stdout.split() == ["ok", "2"], out.stderr[-2000:]
+
+
+def test_the_weights_drawn_in_the_thread_are_the_seeds_taken_once(monkeypatch):
+    monkeypatch.setattr(first_paint, "_prebuilt", {})
+    first_paint.prebuild("tiny", 3)
+    first_paint.prebuild("tiny", 4)  # one a process: ignored
+    model = first_paint.take("tiny", 3)
+    fresh = random_model(get_config("tiny"), 3)
+    assert model is not None and all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                                       fresh.state_dict().values()))
+    assert first_paint.take("tiny", 3) is None  # taken once; and no second prebuild
+    first_paint.prebuild("tiny", 3)
+    assert first_paint.take("tiny", 3) is None
+
+
+def preview_then_page():
+    import streamlit as st
+
+    from gpt2viz.ui import first_paint
+
+    first_paint.draw()
+    st.title("the page")
+
+
+def test_a_preview_that_fails_leaves_the_page_alone(monkeypatch):
+    def broken(query):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(first_paint, "overview", broken)
+    at = AppTest.from_function(preview_then_page, default_timeout=60).run()
+    assert not at.exception and [t.value for t in at.title] == ["the page"] and not at.caption
+
+
+def test_the_preview_starts_on_the_apps_default_text():
+    from gpt2viz.ui.state import DEFAULT_TEXT
+
+    assert first_paint.DEFAULT_TEXT == DEFAULT_TEXT

@@ -402,7 +402,7 @@ def test_decode_shows_the_positions_vectors_not_one_bar(url):
 def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
     at = open_page("merge", mode="decode")
     figs = [json.loads(c.proto.spec) for c in charts(at)]
-    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"].replace("<br>", " "))
+    fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"].replace(" <br>", " "))
     heat, bars = fig["data"][:2]
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
 
@@ -499,7 +499,7 @@ def test_generation_counts_steps_one_way_and_says_which_probabilities(params, sa
     specs = [json.loads(c.proto.spec) for c in charts(at)]
     assert specs[0]["data"][1]["x"] == [1, 2, 3, 4]  # the cache chart's steps
     titles = [s["layout"]["title"] for s in specs]  # in one of two columns a subtitle may be wrapped
-    heads = [(t["text"], t.get("subtitle", {}).get("text", "").replace("<br>", " ")) for t in titles]
+    heads = [(t["text"], t.get("subtitle", {}).get("text", "").replace(" <br>", " ")) for t in titles]
     assert any(title.startswith("Step 2: ") and says in sub for title, sub in heads), heads
     chosen = table["chosen"][1]  # step 2's token is the highlighted bar
     bars = specs[-1]["data"][0]
@@ -555,12 +555,14 @@ def test_the_decomposition_opens_after_the_last_block_and_its_depth_is_in_the_ur
     """Block 0's input is the embedding alone (one bar): the decomposition opens on the stream after the
     last block, every block's attention and MLP in it; a depth chosen is in the URL."""
     at = open_page("lens")
-    bars = next(json.loads(c.proto.spec) for c in charts(at) if "after the last block" in c.proto.spec)
+    titled = [json.loads(c.proto.spec) for c in charts(at)]  # titles wrap to a phone's width
+    bars = next(s for s in titled if "after the last block" in s["layout"]["title"]["text"].replace(" <br>", " "))
     assert list(bars["data"][0]["y"] if bars["data"][0].get("orientation") == "h" else bars["data"][0]["x"]) == [
         "embed", "attn 0", "mlp 0", "attn 1", "mlp 1"]  # tiny: 2 blocks
     assert at.slider(key="lens_depth").proto.query_param_key == "lens_depth"
     at.slider(key="lens_depth").set_value(1).run()
-    assert any("block 1 input" in c.proto.spec for c in charts(at))
+    assert any("block 1 input" in json.loads(c.proto.spec)["layout"]["title"]["text"].replace(" <br>", " ")
+               for c in charts(at))
 
 
 def in_order(node) -> list:
@@ -668,3 +670,16 @@ def test_the_code_panel_names_every_control_its_snippets_follow(url, params, say
     at = open_page(url, **params)
     intro = [m.value for m in at.markdown if m.value.startswith("**Recompute this page's numbers yourself**")]
     assert len(intro) == 1 and says in intro[0], intro
+
+
+def test_the_attention_map_says_whether_a_click_takes_a_score_apart():
+    """Up to 64 x 64 cells a click on the map selects its cell (one invisible marker a cell, its query and key);
+    beyond, the map says to choose them below instead, and carries no markers."""
+    short = open_page("attention")
+    spec = json.loads(charts(short)[0].proto.spec)
+    assert [t["type"] for t in spec["data"]].count("scatter") == 2
+    assert any("Click a cell of either map" in c.value for c in short.caption)
+    long = open_page("attention", text=" ".join(f"w{i}" for i in range(70)))
+    spec = json.loads(charts(long)[0].proto.spec)
+    assert [t["type"] for t in spec["data"]].count("scatter") == 0 and not long.exception
+    assert any("too many to click one: choose the query and key below" in c.value for c in long.caption)

@@ -49,7 +49,7 @@ def test_whatif_deep_link_sets_target_and_method():
     assert "head 3's slice of" in shown and "blocks.1.attn.z" in shown and "mean over this text's" in shown
     assert "The knock-out changed `blocks.1.attn.z`" in shown
     assert "Random weights: these effects are noise" in shown and "trained weights" in shown
-    titles = [s["layout"]["title"]["text"].replace("<br>", " ") for s in specs(at)]  # wrapped in a column
+    titles = [s["layout"]["title"]["text"].replace(" <br>", " ") for s in specs(at)]  # wrapped in a column
     assert any("After knocking out head 1.3" in t for t in titles)
 
 

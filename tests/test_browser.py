@@ -637,7 +637,7 @@ def test_a_charts_camera_saves_an_svg_that_keeps_its_source(context, base):
         leave(page)
     assert 'width="1600"' in svg and 'height="900"' in svg, svg[:300]
     assert re.search(r'<rect[^>]*style="fill: rgb\(255, 255, 255\); fill-opacity: 1', svg), svg[:600]  # opaque
-    caption = re.sub(r"<[^>]+>", " ", svg)  # the caption's lines are tspans
+    caption = " ".join(re.sub(r"<[^>]+>", " ", svg).split())  # the caption's lines are tspans
     assert all(part in caption for part in ("random tiny, seed 0", "The quick brown fox", "full · block 1", "head 2"))
 
 

@@ -81,20 +81,21 @@ def test_attention_heatmap_full():
 
 
 @pytest.mark.parametrize("L", [4, 10, 16])
-def test_cell_values_are_written_only_where_they_fit_an_800px_window(L):
-    """Cell numbers readable or not written, never clipped or overlapping."""
+def test_cell_values_are_written_only_where_they_fit_a_phones_window(L):
+    """Cell numbers readable or not written, never clipped or overlapping, in an 800 px window (half of it in
+    one of two columns) and a phone's (where columns stack)."""
     pattern, scores = causal_pattern(L, L), np.random.default_rng(0).normal(size=(L, L))
     tokens = [f"t{i}" for i in range(L)]
-    from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX
+    from gpt2viz.plots.heatmaps import CELL_CHAR_PX, NARROWEST_PX, PHONE_PLOT_PX
 
-    fits = {share: share * NARROWEST_PX / L >= 4 * CELL_CHAR_PX + 6 for share in (1.0, 0.5)}
+    fits = {share: min(share * NARROWEST_PX, PHONE_PLOT_PX) / L >= 4 * CELL_CHAR_PX + 6 for share in (1.0, 0.5)}
     for share, fit in fits.items():
         fig = plots.attention_heatmap(pattern, tokens, tokens, "h", share=share)
         assert (fig.data[0].texttemplate is not None) == fit
         assert not fit or fig.data[0].textfont.size >= 11  # readable, or not written
     maps = plots.attention_maps(scores, pattern, np.ones(L), tokens, tokens, "m")
     for trace, axis, chars in [(maps.data[0], maps.layout.xaxis, 5), (maps.data[1], maps.layout.xaxis2, 4)]:
-        width = (axis.domain[1] - axis.domain[0]) * NARROWEST_PX
+        width = (axis.domain[1] - axis.domain[0]) * PHONE_PLOT_PX
         assert (trace.texttemplate is not None) == (width / L >= chars * CELL_CHAR_PX + 6)
 
 
@@ -114,9 +115,10 @@ def test_attention_heatmap_decode_row_sits_at_position_P():
     assert fig.data[0].z.shape == (1, P + 1) and list(fig.data[0].y) == ["5·␣dog"]
 
 
-def test_attention_heatmap_long_sequence_keeps_the_cells_it_points_at_and_is_unannotated():
-    """Beyond 32 tokens about 20 labels (an 800 px window's width of them, upright), always with the last
-    query, the key it reads most and, in decode, the new token's own key; no value written in cells."""
+def test_attention_heatmap_long_sequence_keeps_the_rows_it_points_at_and_is_unannotated():
+    """Beyond 32 tokens about 20 row labels, always with the last query; the keys left to the browser
+    (as many as the window's width has room for, upright when they do not fit flat); no value written in
+    cells."""
     n = 300
     tokens = [f"␣w{i}" for i in range(n)]
     pattern = causal_pattern(n, n)
@@ -125,13 +127,12 @@ def test_attention_heatmap_long_sequence_keeps_the_cells_it_points_at_and_is_una
     fig = plots.attention_heatmap(pattern, tokens, tokens, "long")
     assert fig.data[0].texttemplate is None
     labels = plots.position_labels(tokens)
-    assert labels[137] in fig.layout.xaxis.tickvals and labels[-1] in fig.layout.yaxis.tickvals
+    assert labels[-1] in fig.layout.yaxis.tickvals
+    assert fig.layout.yaxis.tickmode == "array" and len(fig.layout.yaxis.tickvals) <= plots.LABEL_THINNED + 2
+    assert fig.layout.xaxis.tickmode == "auto" and fig.layout.xaxis.tickvals is None
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
-        assert axis.tickmode == "array" and len(axis.tickvals) <= plots.LABEL_THINNED + 2
         assert axis.autotickangles == (0, -90)  # upright when they do not fit flat
     assert fig.layout.height <= 560
-    decode = plots.attention_heatmap(pattern[-1:], tokens[-1:], tokens, "d", query_offset=n - 1)
-    assert labels[-1] in decode.layout.xaxis.tickvals and labels[137] in decode.layout.xaxis.tickvals
 
 
 def category_axes(fig: go.Figure) -> list:
@@ -147,30 +148,46 @@ def token_axes(fig: go.Figure) -> list:
 
 
 @pytest.mark.parametrize("n", [6, 12, 32])
-def test_every_query_and_key_of_a_heatmap_is_labelled_up_to_32_tokens(n):
-    """Up to 32 tokens each query and key has its label (none dropped): shrunk to fit, never below 8 px,
-    13 px where the projector's width has room; the lens writes its positions all too."""
+def test_every_query_of_a_heatmap_is_labelled_up_to_32_tokens_and_its_keys_fit_the_window(n):
+    """Up to 32 tokens each query has its label (none dropped): shrunk to fit, never below 8 px, 13 px
+    where the height has room. The keys (and the lens' positions) are as many as the window's width has
+    room for, at 13 px (plotly's thinning): a fixed array of them overlapped in a phone's window."""
     tokens = [f"␣word{i}" for i in range(n)]
     pattern = causal_pattern(n, n)
     figures = [plots.attention_heatmap(pattern, tokens, tokens, "a"),
                plots.attention_heatmap(pattern[-1:], tokens[-1:], tokens, "d", query_offset=n - 1, share=0.5),
-               plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m")]
+               plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m"),
+               plots.lens_heatmap(np.full((3, n), 0.5), [["␣x"] * n] * 3, np.zeros((3, n)), list("abc"), tokens, "l")]
     for fig in figures:
-        axes = token_axes(fig)
-        assert axes, fig.layout.title.text
-        for axis in axes:
-            assert len(axis.tickvals) == len(set(fig.data[0].x if axis is fig.layout.xaxis else axis.tickvals))
-            assert plots.MIN_LABEL_PX <= axis.tickfont.size <= 13
-        assert len(fig.layout.xaxis.tickvals) == n
+        rows = token_axes(fig)
+        if fig.layout.title.text != "l":
+            assert rows == [fig.layout.yaxis], fig.layout.title.text
+            assert len(fig.layout.yaxis.tickvals) == len(fig.data[0].y)
+            assert plots.MIN_LABEL_PX <= fig.layout.yaxis.tickfont.size <= 13
+        assert fig.layout.xaxis.tickmode == "auto" and not fig.layout.xaxis.nticks
+        assert fig.layout.xaxis.tickvals is None and fig.layout.xaxis.tickfont.size == 13
     if n <= 12:
         assert plots.attention_heatmap(pattern, tokens, tokens, "a").layout.yaxis.tickfont.size == 13
+
+
+def test_a_chart_that_fills_a_screen_leaves_its_rows_to_the_browser():
+    """Presented, the first chart is as tall as the screen: its query rows at 13 px (times the
+    presentation's scale), as many as fit, not shrunk for the smallest screen (7 px at 1920 x 1080)."""
+    tokens = [f"␣word{i}" for i in range(10)]
+    pattern = causal_pattern(10, 10)
+    fig = plots.fit_rows(plots.attention_maps(pattern, pattern, pattern[0], tokens, tokens, "m"))
+    assert fig.layout.yaxis.tickmode == "auto" and fig.layout.yaxis.tickvals is None
+    assert fig.layout.yaxis.tickfont.size == 13
+    grid = plots.heads_grid(np.stack([pattern] * 4), tokens, tokens, "g")
+    before = grid.layout.yaxis.ticktext
+    assert plots.fit_rows(grid).layout.yaxis.ticktext == before  # the grid names its heads, not its rows
 
 
 def test_the_lens_writes_each_cells_token_cut_to_what_it_holds():
     tokens = [f"␣t{i}" for i in range(12)]
     fig = plots.lens_heatmap(np.full((3, 12), 0.5), [["␣everything"] * 12] * 3, np.zeros((3, 12)),
                              ["a", "b", "c"], tokens, "lens")
-    assert fig.layout.xaxis.tickvals == tuple(plots.position_labels(tokens))
+    assert list(fig.data[0].x) == plots.position_labels(tokens)  # hover names each; the browser writes what fits
     assert all(cell.endswith("…") and 2 <= len(cell) <= 5 for row in fig.data[0].text for cell in row)
     wide = plots.lens_heatmap(np.full((3, 200), 0.5), [["␣x"] * 200] * 3, np.zeros((3, 200)), ["a", "b", "c"],
                               ["␣t"] * 200, "lens")
@@ -324,13 +341,35 @@ def unvalidated_builds():
     yield plots.attention_heatmap(patterns[0, -1:], TOKENS[-1:], TOKENS, "decode", query_offset=T - 1)
     yield plots.matrix_heatmap(np.ones((2, 3)), ["W_QKV", "<b>"], ["0", "1", "2"], "grads", "norm")
     yield plots.heads_grid(np.full((3, 4, 40), 1 / 40), long[-4:], long, "long", query_offset=36)
+    yield plots.attention_maps(scores, patterns[0], np.arange(T), TOKENS, TOKENS, "clickable", mask=mask,
+                               clickable=True)
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(9))
 def test_unvalidated_figures_are_what_plotlys_checks_would_make(index):
     fig = list(unvalidated_builds())[index]
     checked = go.Figure(fig.to_dict())  # every value checked (and shorthands like line_width expanded)
     assert json.loads(pio.to_json(checked)) == json.loads(pio.to_json(fig))
+
+
+def test_a_click_on_either_map_selects_its_cell_up_to_64_by_64_cells():
+    """Heatmap cells cannot be selected: one invisible marker a cell of each map carries (i, j, value)."""
+    scores = np.random.default_rng(2).normal(size=(T, T))
+    pattern = causal_pattern(T, T)
+    fig = plots.attention_maps(scores, pattern, np.arange(T), TOKENS, TOKENS, "m", clickable=True)
+    heat, cells = fig.data[:3], fig.data[3:]
+    assert [t.type for t in heat] == ["heatmap"] * 3 and [t.type for t in cells] == ["scatter"] * 2
+    for trace, values, axis in zip(cells, (scores, pattern), ("x", "x2")):
+        assert trace.xaxis == axis and trace.marker.opacity == 0 and len(trace.customdata) == T * T
+        i, j, v = trace.customdata[T + 2]  # row 1, column 2
+        assert (i, j) == (1, 2) and v == pytest.approx(float(values[1, 2]))
+        assert trace.x[T + 2] == heat[0].x[2] and trace.y[T + 2] == heat[0].y[1]
+    assert fig.layout.hoverdistance == -1
+    assert len(plots.attention_maps(scores, pattern, np.arange(T), TOKENS, TOKENS, "m").data) == 3
+    n = 65  # 65 x 65 cells: more than CLICK_CELLS, no overlay
+    big = plots.attention_maps(np.zeros((n, n)), causal_pattern(n, n), np.ones(n), ["␣a"] * n, ["␣a"] * n, "big",
+                               clickable=True)
+    assert len(big.data) == 3 and plots.attention.CLICK_CELLS == 64 * 64
 
 
 def test_attention_maps_decode_row():
@@ -712,7 +751,7 @@ def test_titles_wrap_to_the_width_a_chart_is_drawn_at():
     wide = theme.themed(fig, width_px=1000)
     narrow = theme.themed(fig, width_px=264)
     assert "<br>" not in wide.layout.title.text and wide.layout.margin.t == fig.layout.margin.t
-    lines = narrow.layout.title.text.split("<br>")
+    lines = narrow.layout.title.text.split(" <br>")
     assert len(lines) >= 2 and all(len(line) * theme.TITLE_CHAR_PX <= 264 for line in lines)
     assert " ".join(lines) == fig.layout.title.text
     extra = theme.TITLE_LINE_PX * (len(lines) - 1)
@@ -725,6 +764,6 @@ def test_subtitles_wrap_too():
     subtitle = "the model's own (greedy: before any temperature or top-k)"
     fig = plots.topk_tokens([0.5, 0.2], ["a", "b"], "Step 1", subtitle=subtitle)
     narrow = theme.themed(fig, width_px=264)
-    lines = narrow.layout.title.subtitle.text.split("<br>")
+    lines = narrow.layout.title.subtitle.text.split(" <br>")
     assert len(lines) == 2 and " ".join(lines) == subtitle and narrow.layout.title.text == "Step 1"
     assert narrow.layout.margin.t == fig.layout.margin.t + theme.TITLE_LINE_PX

@@ -26,10 +26,12 @@ scores, pattern = trace.get("attn.scores", b, head=h)[0], trace.get("attn.patter
 z = trace.get("attn.z", b)[0, h]  # [T, dh]
 # on the demo model, outline where an induction head looks: the word after each earlier occurrence
 marks = induction_cells(sel.ids) if sel.weights.demo else ()
+clickable = T * L <= plots.attention.CLICK_CELLS  # one marker a cell: bounded
 plot(plots.attention_maps(scores, pattern, z.norm(dim=-1), q, k, f"Attention · block {b} head {h}",
-                          query_offset=offset, mask=causal_mask(T, L), marks=marks,
+                          query_offset=offset, mask=causal_mask(T, L), marks=marks, clickable=clickable,
                           marks_note="outlined: where an induction head looks (the word after the earlier occurrence)"),
-     f"block {b} head {h}")
+     f"block {b} head {h}", on_click=dot_view.on_click(T, L) if clickable else None, key=dot_view.MAP_KEY)
+dot_view.click_note(clickable)
 dot_view.caveat(sel)
 cfg = sel.config
 anatomy.notice(notices.attention_notice(pattern, trace.token_ids, offset, notices.weights_kind(sel.weights), b, h,

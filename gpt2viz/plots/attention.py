@@ -12,11 +12,11 @@ from .axes import (
     DIVERGING,
     GREYS,
     MASKED_GREY,
-    PROJECTOR_PLOT_PX,
     SEQUENTIAL,
     SUBTITLE_PX,
     TICK_PX,
     VERMILLION,
+    across_axis,
     category_axis,
     escape,
     figure,
@@ -26,7 +26,17 @@ from .axes import (
     token_axis,
     top_margin,
 )
-from .heatmaps import MASK_VEIL, NARROWEST_PX, annotate, colorscale, future_zeros, heatmap, mask_cover, mask_path
+from .heatmaps import (
+    MASK_VEIL,
+    NARROWEST_PX,
+    PHONE_PLOT_PX,
+    annotate,
+    colorscale,
+    future_zeros,
+    heatmap,
+    mask_cover,
+    mask_path,
+)
 
 MAX_GRID_CELLS = 4_000_000  # heads_grid: nh*T*L above this would ship tens of MB to the browser
 
@@ -40,6 +50,9 @@ SCORES, PATTERN, NORMS = (0.0, 0.36), (0.50, 0.83), (0.85, 0.885)
 
 MASKED_NOTE = "grey: masked (a future key), probability exactly 0"
 MARK_LINE = dict(color="#d62728", width=2)  # outlined cells: where a head is expected to look
+
+CLICK_CELLS = 64 * 64  # attention_maps' clickable overlay: one invisible marker a cell of each map, up to this
+# many cells (a map of 128 x 128 would put 32,768 markers in the page, drawn on every change of view)
 
 MIN_PLOT_PX = 160  # plot height of a heatmap at least: its colour bar is as tall
 MIN_MAPS_PX = 280  # attention_maps' plot height at least: two colour bars share it
@@ -71,12 +84,12 @@ def pointed_cells(pattern: np.ndarray, query_offset: int, marks=()) -> tuple[set
     return keys, rows
 
 
-def _token_axes(xlabels: list[str], ylabels: list[str], x_px: float, top: int, plot_px: int, max_height: int,
+def _token_axes(xlabels: list[str], ylabels: list[str], top: int, plot_px: int, max_height: int,
                 pointed: tuple[set[int], set[int]]) -> tuple[dict, dict, dict, int]:
-    """(xaxis, yaxis, margin, height) of a key x query heatmap: every label up to LABEL_ALL of each
-    (kept_labels beyond, with the pointed cells), the keys' font sized for an x axis x_px long, the
-    queries' for the plot height left under max_height."""
-    xaxis = token_axis(xlabels, "key", x_px, pointed[0])
+    """(xaxis, yaxis, margin, height) of a key x query heatmap: the keys as many as the window's width
+    has room for (across_axis), the queries every one up to LABEL_ALL (kept_labels beyond, with the
+    pointed rows), their font sized for the plot height left under max_height."""
+    xaxis = across_axis(xlabels, "key")
     rough = fixed_margins(xaxis, category_axis(ylabels, "query"), top, xlabels, ylabels)[2]
     plot_px = min(plot_px, max_height - rough["t"] - rough["b"])
     yaxis = token_axis(ylabels, "query", plot_px, pointed[1], autorange="reversed")
@@ -84,10 +97,10 @@ def _token_axes(xlabels: list[str], ylabels: list[str], x_px: float, top: int, p
     return xaxis, yaxis, margin, margin["t"] + margin["b"] + plot_px
 
 
-def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str], x_px: float,
+def _heatmap_layout(title: str, ylabels: list[str], xlabels: list[str],
                     pointed: tuple[set[int], set[int]], subtitle: str | None = None, **extra) -> dict:
     # at least MIN_PLOT_PX of plot, so that a decode row's colour bar stays readable
-    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, x_px, top_margin(subtitle),
+    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, top_margin(subtitle),
                                                max(MIN_PLOT_PX, 20 * len(ylabels)), 560, pointed)
     return figure_layout(title, height=height, subtitle=subtitle, xaxis=xaxis, yaxis=yaxis, margin=margin, **extra)
 
@@ -104,10 +117,9 @@ def attention_heatmap(pattern, query_tokens: Sequence[str], key_tokens: Sequence
     ylabels, xlabels = _attention_axes(T, L, query_tokens, key_tokens, query_offset)
     probs = heatmap(pattern, xlabels, ylabels, _CELL + "attention %{z:.3f}", colorscale=colorscale(SEQUENTIAL),
                     zmin=0, zmax=1, colorbar=dict(title=dict(text="p"), thickness=14))
-    annotate(probs, T, L, share * NARROWEST_PX)
+    annotate(probs, T, L, min(share * NARROWEST_PX, PHONE_PLOT_PX))  # a phone stacks columns
     cover = mask_cover(mask_path(future_zeros(pattern, query_offset)), fillcolor=MASKED_GREY)
-    return figure([probs], _heatmap_layout(title, ylabels, xlabels, share * PROJECTOR_PLOT_PX,
-                                           pointed_cells(pattern, query_offset),
+    return figure([probs], _heatmap_layout(title, ylabels, xlabels, pointed_cells(pattern, query_offset),
                                            subtitle=MASKED_NOTE if cover else None,
                                            **({"shapes": cover} if cover else {})))
 
@@ -165,7 +177,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
 
 
 def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_tokens: Sequence[str],
-                   title: str, query_offset: int = 0, mask=None, marks=(), marks_note: str = "") -> Figure:
+                   title: str, query_offset: int = 0, mask=None, marks=(), marks_note: str = "",
+                   clickable: bool = False) -> Figure:
     """One head, one figure, one row per query: the raw scores q·k/sqrt(dh) [T, L] (diverging,
     centred on 0, range set by the cells `mask` keeps; masked cells veiled in white, their hover
     keeps the score), the softmax pattern [T, L] (0-1; masked cells, exactly 0, in grey) and the
@@ -191,7 +204,10 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
                 xaxis="x3"),
     ]
     for trace, ((left, right), chars) in zip(traces, [(SCORES, 5), (PATTERN, 4)]):  # scores may be "-0.04"
-        annotate(trace, T, L, (right - left) * NARROWEST_PX, chars)
+        annotate(trace, T, L, (right - left) * PHONE_PLOT_PX, chars)
+    if clickable and T * L <= CLICK_CELLS:
+        traces += [cell_markers(scores, xlabels, ylabels, "x", "score"),
+                   cell_markers(pattern, xlabels, ylabels, "x2", "attention")]
     veil = mask_cover(mask_path(mask), **MASK_VEIL)
     grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
     # the title, a subtitle when something is veiled, then the panels' own titles above them
@@ -199,8 +215,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     top = top_margin("subtitle") + (SUBTITLE_PX + 12 if veil or grey or outlined else 0)  # panel titles under the title
     # in decode (one query row) too, the two stacked colour bars are MIN_MAPS_PX * 0.47 px tall each
     pointed = pointed_cells(pattern, query_offset, marks)
-    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, (SCORES[1] - SCORES[0]) * PROJECTOR_PLOT_PX, top,
-                                               max(MIN_MAPS_PX, 20 * T), 600, pointed)
+    xaxis, yaxis, margin, height = _token_axes(xlabels, ylabels, top, max(MIN_MAPS_PX, 20 * T), 600, pointed)
     # three panels, each with its colour bar to its right: short panel titles, so that nothing
     # overlaps in an 800 px window; what the veils mean goes into the subtitle
     bar = dict(thickness=12, xanchor="left", xpad=2, ypad=0, nticks=4, tickfont=dict(size=TICK_PX),
@@ -215,7 +230,8 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
             ("coloraxis3", GREYS, (0, float(z_norms.max()) or 1.0), (edge, 0.235, 0.47), "‖z‖")]:
         layout[name] = dict(colorscale=colorscale(scale), cmin=limits[0], cmax=limits[1],
                             colorbar=dict(bar, x=x, y=y, len=length, title=dict(bar["title"], text=text)))
-    notes = [("scores q·k/√dh", SCORES[0]), ("pattern = softmax", PATTERN[0]), ("‖z‖", NORMS[0])]
+    # as short as a panel in a phone's window (60 px) holds: the colour bars say what the colours are
+    notes = [("scores", SCORES[0]), ("pattern", PATTERN[0]), ("‖z‖", NORMS[0])]
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=SUBTITLE_PX))
                              for text, x in notes]
@@ -225,10 +241,25 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
         overlaid.append(marks_note or "outlined: marked cells")
     if veil or grey or outlined:
         layout["shapes"] = veil + grey + outlined
+    if len(traces) > 3:  # a click anywhere in a cell reaches its marker, whatever the cell's size
+        layout["hoverdistance"] = -1
     return figure(traces, dict(layout, **figure_layout(
         title, height=height, subtitle=" · ".join(overlaid) or None,
         margin=dict(margin, r=56),
         yaxis=yaxis)))
+
+
+def cell_markers(values: np.ndarray, xlabels: list[str], ylabels: list[str], xaxis: str, what: str) -> dict:
+    """One invisible, selectable marker at the centre of each cell of a [T, L] map on axes (xaxis, y),
+    customdata [i, j, value]: what a click on a cell selects, as Streamlit's on_select reports it."""
+    T, L = values.shape
+    rows, cols = np.divmod(np.arange(T * L), L)
+    hidden = dict(marker=dict(opacity=0))
+    cells = [[int(i), int(j), float(v)] for i, j, v in zip(rows, cols, values.ravel())]
+    return dict(type="scatter", mode="markers", x=[xlabels[j] for j in cols], y=[ylabels[i] for i in rows],
+                xaxis=xaxis, yaxis="y", showlegend=False, marker=dict(size=10, opacity=0), selected=hidden,
+                unselected=hidden, customdata=cells,
+                hovertemplate=_CELL + what + " %{customdata[2]:.3f}<extra></extra>")
 
 
 def _outlines(marks, query_offset: int, T: int, L: int) -> list[dict]:

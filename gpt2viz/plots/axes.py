@@ -113,9 +113,9 @@ def label_font(axis_px: float, n: int, shown: list[int]) -> int:
 
 
 def token_axis(labels: list[str], title: str, axis_px: float, keep=(), **extra) -> dict:
-    """A category axis of token labels that writes the ones `kept_labels` keeps (every one up to
-    LABEL_ALL, turned by the browser as TICK_ANGLES say and shrunk to fit an axis axis_px long), cut to
-    TICK_CHARS (hover keeps them whole)."""
+    """A category axis of token labels down the page (rows: a figure's height is its own, whatever the
+    window) that writes the ones `kept_labels` keeps (every one up to LABEL_ALL, shrunk to fit an axis
+    axis_px long), cut to TICK_CHARS (hover keeps them whole)."""
     shown = kept_labels(len(labels), keep)
     font = label_font(axis_px, len(labels), shown)
     return dict(category_axis(labels, title, **extra), tickmode="array", tickvals=[labels[i] for i in shown],
@@ -123,22 +123,26 @@ def token_axis(labels: list[str], title: str, axis_px: float, keep=(), **extra) 
                 autotickangles=list(UPRIGHT_ANGLES))
 
 
-def fit_rows(fig: go.Figure, chart_px: float, scale: float = 1.0) -> go.Figure:
-    """`fig` (changed in place) with the font of its token rows (a `token_axis` as its y axis) sized for
-    a chart drawn chart_px tall, its type then made `scale` times larger: a chart that fills a screen
-    has less height than it asked for, and its rows' labels would overlap."""
+def across_axis(labels: list[str], title: str, **extra) -> dict:
+    """A category axis of token labels across the page, whose length is the window's: the browser writes
+    as many as fit at TICK_PX (every one where there is room, every k-th in a phone's window), flat or
+    upright; hover names every cell's token. A fixed array of them, sized for a projector, overlapped
+    into one block in a 390 px window."""
+    return category_axis(labels, title, **dict(dict(autotickangles=list(UPRIGHT_ANGLES)), **extra))
+
+
+def fit_rows(fig: go.Figure) -> go.Figure:
+    """`fig` (changed in place) with its token rows (a `token_axis` as its y axis) left to the browser, as
+    `across_axis` leaves a width: for a chart that fills a screen, whose height the server does not know.
+    Every row's label at TICK_PX where the screen has room (a 1920 x 1080 projector), every k-th where
+    not; shrunk for the smallest screen, they were 7 px on the largest beside 18 px keys."""
     axis = fig.layout.yaxis
     if axis.type != "category" or axis.tickmode != "array" or not axis.tickvals or not fig.data:
         return fig
     rows = list(fig.data[0].y or ())
-    if not set(axis.tickvals) <= set(rows):
-        return fig
-    margin = fig.layout.margin
-    plot_px = chart_px - (margin.t or 0) - (margin.b or 0)
-    shown = [rows.index(v) for v in axis.tickvals]
-    gap = min((b - a for a, b in zip(shown, shown[1:])), default=len(rows)) or 1
-    size = plot_px / max(len(rows), 1) * gap / LABEL_PITCH / scale
-    axis.tickfont.size = round(max(MIN_LABEL_PX / scale, min(axis.tickfont.size or TICK_PX, size)), 1)
+    if not set(axis.tickvals) <= set(rows) or list(axis.ticktext or ()) != [short(v) for v in axis.tickvals]:
+        return fig  # not one label per row (the grid of every head names its heads)
+    axis.update(tickmode="auto", tickvals=None, ticktext=None, tickfont_size=TICK_PX)
     return fig
 
 

@@ -1,6 +1,7 @@
 """Bar charts: one value per position, the most active neurons, the loss per prediction, the top
 next tokens and the parameter counts (horizontal bars)."""
 
+import html
 import math
 from collections.abc import Sequence
 
@@ -105,12 +106,12 @@ def _hbars(values, labels: list[str], text: list[str], customdata: list, hoverte
                   hovertemplate=hovertemplate + "<extra></extra>")
 
 
-def _hbar_xaxis(values, title: str) -> dict:
+def _hbar_xaxis(values, title: str, **extra) -> dict:
     """A value axis from 0. Labels written past the ends of positive bars go into the right margin
     (`_text_room`); past negative ones, into room kept left of the longest."""
     lo, hi = min(0.0, float(np.min(values))), max(0.0, float(np.max(values)))
     span = (hi - lo) or 1.0
-    return value_axis(title, range=[lo - 0.25 * span if lo < 0 else lo, hi + 0.03 * span if hi > 0 else hi])
+    return value_axis(title, range=[lo - 0.25 * span if lo < 0 else lo, hi + 0.03 * span if hi > 0 else hi], **extra)
 
 
 def _text_room(texts: list[str]) -> int:
@@ -139,8 +140,26 @@ def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "proba
                        xaxis=_hbar_xaxis(values, x_title), yaxis=index_axis(labels, "next token", autorange="reversed"))
 
 
-def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) -> go.Figure:
-    """Parameter counts per component as horizontal bars, exact with thousands separators."""
+PART_CHARS = 20  # a component's name on param_breakdown's axis: on two lines of at most this many characters
+
+
+def _two_lines(label: str, n: int = PART_CHARS) -> str:
+    """A label on at most two lines of n characters (words kept whole where they fit; cut with "…" past
+    that): the axis' labels beside the bars took a phone's whole width and left the bars none."""
+    words, lines = html.unescape(label).split(" "), [""]
+    for word in words:
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > n:
+            lines.append("")
+        lines[-1] = (lines[-1] + " " + word).strip()
+    if len(lines) > 2:
+        lines = [lines[0], " ".join(lines[1:])]
+    return "<br>".join(escape(line if len(line) <= n else line[: n - 1] + "…") for line in lines)
+
+
+def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str, wrap: bool = True) -> go.Figure:
+    """Parameter counts per component as horizontal bars, exact with thousands separators; each component's
+    name on at most two lines beside its bar (hover names it whole), or on one (`wrap=False`: a chart that
+    fills a projector's screen, whose rows are as tall as that leaves them)."""
     counts = checks.integers(counts, "counts")
     labels = [escape(s) for s in checks.labels(labels, len(counts), "labels", f"counts has {len(counts)} entries")]
     total = sum(counts)
@@ -149,7 +168,12 @@ def param_breakdown(labels: Sequence[str], counts: Sequence[int], title: str) ->
     bars = _hbars(counts, labels, texts, [list(z) for z in zip(labels, shares)],
                   "%{customdata[0]}<br>%{text} parameters<br>%{customdata[1]} of the total", BLUE)
     subtitle = f"total {total:,}"
-    return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (len(counts) + 4)), subtitle=subtitle,
-                       margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT), r=_text_room(texts)),
-                       xaxis=_hbar_xaxis(counts, "parameters"),
-                       yaxis=index_axis(labels, "component", autorange="reversed"))
+    shown = [_two_lines(label) for label in labels] if wrap else labels
+    row_px = _HBAR_PX + (10 if any("<br>" in label for label in shown) else 0)  # two lines need 34 px
+    return with_layout(go.Figure(bars), title, height=max(200, row_px * (len(counts) + 4)), subtitle=subtitle,
+                       margin=default_margin(subtitle, l=label_px([max(x.split("<br>"), key=len) for x in shown],
+                                                                  MARGIN_LEFT), r=_text_room(texts)),
+                       # each bar writes its exact count: the axis' own numbers (1×10⁶) add nothing, and in a
+                       # phone's window they overlapped under the bars
+                       xaxis=_hbar_xaxis(counts, "parameters", showticklabels=False),
+                       yaxis=index_axis(shown, "component", autorange="reversed"))

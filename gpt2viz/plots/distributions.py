@@ -6,7 +6,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import checks
-from .axes import BLUE, GREY, ORANGE, SKY, VERMILLION, default_margin, value_axis, with_layout
+from .axes import BLUE, GREY, HEIGHT, ORANGE, SKY, VERMILLION, default_margin, value_axis, with_layout
+
+LEGEND_ROWS_PX = 60  # gelu_curve's legend under the plot: in a phone's window its 4 entries take a row each
 
 PERCENTILES = 99  # dots on the GELU curve: this input's 1st ... 99th percentiles
 
@@ -72,9 +74,12 @@ def gelu_curve(pre_activations, title: str, x_range: tuple[float, float] = (-5.0
     subtitle = f"{v.size:,} pre-activations · {float((v < 0).mean()):.1%} negative"
     if outside:
         subtitle += f" · {outside / v.size:.1%} outside [{lo:g}, {hi:g}]"
-    return with_layout(fig, title, subtitle=subtitle, bargap=0, margin=default_margin(subtitle, r=80),
-                       # inside, top left, where GELU(x) is near 0: above the plot it wrapped onto the title
-                       legend=dict(x=0.01, xanchor="left", y=0.99, yanchor="top", bgcolor="rgba(0,0,0,0)"),
+    return with_layout(fig, title, HEIGHT + LEGEND_ROWS_PX, subtitle=subtitle, bargap=0,
+                       margin=default_margin(subtitle, r=80),
+                       # under the plot, at the figure's foot, in as many rows as the width needs: above the plot
+                       # it wrapped onto the title; inside it, it covered the curve (presented) and the histogram
+                       legend=dict(orientation="h", x=0, xanchor="left", xref="container", y=0, yanchor="bottom",
+                                   yref="container"),
                        xaxis=value_axis("pre-activation x", range=[lo, hi]), yaxis=value_axis("GELU(x)"),
                        yaxis2=value_axis("share of pre-activations", overlaying="y", side="right", showgrid=False,
                                          tickformat=".0%", rangemode="tozero"))

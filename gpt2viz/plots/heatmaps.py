@@ -14,8 +14,8 @@ from .axes import (
     MARGIN_BOTTOM,
     MARGIN_LEFT,
     ORANGE,
-    PROJECTOR_PLOT_PX,
     SEQUENTIAL,
+    across_axis,
     category_axis,
     checked_positions,
     clamp_height,
@@ -25,11 +25,13 @@ from .axes import (
     figure_layout,
     label_px,
     short,
-    token_axis,
 )
 
 ANNOTATE_MAX = 16  # write values into heatmap cells only up to this many rows, and when they fit:
 NARROWEST_PX = 360  # the plot area of a full-width chart in an 800 px window (sidebar open, 13 px labels)
+# and in a phone's window (390 px, columns stacked): values are written into cells only where they fit there,
+# else they overlapped into a smear; hover reads every cell
+PHONE_PLOT_PX = 220
 CELL_CHAR_PX = 6.7  # width of a digit of the CELL_PX cell text
 LENS_TEXT_PX = CELL_PX  # the logit lens' tokens written in its cells
 LENS_CHAR_PX = 6.2  # width of a character of them, generously
@@ -133,7 +135,9 @@ def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, de
                     "the final prediction's rank here: %{customdata[1]}", colorscale=colorscale(SEQUENTIAL),
                     zmin=0, zmax=1, customdata=[[[t, int(r)] for t, r in zip(tr, rr)] for tr, rr in zip(top, ranks)],
                     colorbar=dict(title=dict(text="p(top)")))
-    fits = int((NARROWEST_PX / n_p - 4) // LENS_CHAR_PX)  # characters of a token a cell holds
+    # characters of a token a cell holds in an 800 px window: the lens is read by its cells' tokens (in a phone's
+    # window, where they would not fit, they overlap; hover reads each)
+    fits = int((NARROWEST_PX / n_p - 4) // LENS_CHAR_PX)
     if fits >= 2:  # each cell's token, cut to what the cell holds in the narrowest window ("…"): never clipped
         trace.update(text=[[short(t, fits) for t in row] for row in top], texttemplate="%{text}",
                      textfont=dict(size=LENS_TEXT_PX))
@@ -143,6 +147,5 @@ def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, de
     # at least 300 px: a colour bar of a few rows' height crowded its 13 px ticks
     return figure([trace], figure_layout(title, height=clamp_height(max(300, 150 + 26 * n_d)), shapes=outline,
                                          margin=default_margin(l=label_px(rows, MARGIN_LEFT), b=MARGIN_BOTTOM + 20),
-                                         xaxis=token_axis(cols, "position · token", PROJECTOR_PLOT_PX,
-                                                          () if at is None else (at,)),
+                                         xaxis=across_axis(cols, "position · token"),
                                          yaxis=category_axis(rows, "depth", autorange="reversed")))

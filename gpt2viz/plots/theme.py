@@ -23,8 +23,12 @@ from .axes import TICK_ANGLES, TICK_PX, TITLE_PX  # the sizes the builders set, 
 
 FONT = '"Source Sans", sans-serif'
 # st.plotly_chart's config: the toolbar shows while the pointer is over the chart, and no longer
-# covers titles and legends the rest of the time
-CONFIG = {"displaylogo": False, "displayModeBar": "hover"}
+# covers titles and legends the rest of the time; three buttons of plotly's (save, zoom, reset: a double
+# click resets too) and Streamlit's fullscreen, so that it fits the strip above the title beside the
+# caption of where the numbers come from, in a phone's window too
+MODEBAR_REMOVED = ("pan2d", "zoomIn2d", "zoomOut2d", "autoScale2d", "select2d", "lasso2d")
+MODEBAR_WIDTH_PX = 130  # its width then from the chart's right edge, measured in chromium (4 buttons of 24 px, padding)
+CONFIG = {"displaylogo": False, "displayModeBar": "hover", "modeBarButtonsToRemove": list(MODEBAR_REMOVED)}
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
 _AXIS = re.compile(r"^[xy]axis\d*$")
 _COLORAXIS = re.compile(r"^coloraxis\d*$")
@@ -166,7 +170,7 @@ def _wrap_title(layout: dict, width_px: float) -> None:
     for part, char_px in ((title, TITLE_CHAR_PX), (title.get("subtitle") or {}, SUBTITLE_CHAR_PX)):
         lines = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
         if len(lines) > 1:
-            part["text"] = "<br>".join(lines)
+            part["text"] = " <br>".join(lines)  # the space: the title's text reads as its words, not "head0"
             extra += TITLE_LINE_PX * (len(lines) - 1)
             if part is title and "pad" in title:  # plotly raises a title's extra lines above its anchor
                 title["pad"]["t"] = title["pad"].get("t", 0) + round(0.7 * TITLE_LINE_PX * (len(lines) - 1))

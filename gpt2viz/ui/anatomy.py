@@ -23,7 +23,7 @@ from ..model import gpt2 as gpt2_model
 from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
 from ..plots import theme
-from ..plots.axes import fit_rows
+from ..plots.axes import MODEBAR_PX, fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
@@ -31,7 +31,7 @@ from ..teaching import notices, page_text
 from . import demo, export, present
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import opened, snippets
-from .layout import NARROWEST_PAGE_PX
+from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
 from .working import working
 
@@ -379,56 +379,76 @@ def source(sel: Selection, where: str = "") -> str:
 
 
 CAPTION_CHAR_PX = 6.6  # an 11 px caption's character, generously
+CAPTION_LINE_PX = 14.3  # and its line (plotly's 1.3 font sizes): the strip above the title (MODEBAR_PX) holds two
+CAPTION_LINES = 3  # at most: a third one makes the strip taller
 
 
-def _caption_lines(caption: str, width_px: float | None) -> list[str]:
-    """At most two lines (the strip above the title holds two): in a narrow chart the text's quote goes
-    first, then what does not fit."""
+def _caption_lines(caption: str, width_px: float | None, scale: float = 1.0) -> list[str]:
+    """At most CAPTION_LINES lines, left of the toolbar's place (theme.MODEBAR_WIDTH_PX) in a chart
+    width_px wide: where they do not fit, the text's quote goes first, then what does not fit."""
     if not width_px:
         return [caption]
-    chars = max(20, int((width_px - 95) / CAPTION_CHAR_PX))
+    chars = max(20, int((width_px - theme.MODEBAR_WIDTH_PX - 12) / (CAPTION_CHAR_PX * scale)))
     lines = theme.title_lines(caption, chars)
-    if len(lines) > 2:
+    if len(lines) > CAPTION_LINES:
         lines = theme.title_lines(re.sub(r" · “[^”]*”", "", caption), chars)
-    return lines if len(lines) <= 2 else [lines[0], lines[1][: chars - 1] + "…"]
+    if len(lines) > CAPTION_LINES:
+        lines = lines[:CAPTION_LINES - 1] + [lines[CAPTION_LINES - 1][: chars - 1] + "…"]
+    return lines
 
 
 def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width_px: float | None = None):
     """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
-    written in its top-right corner; `font_scale`: its type that much larger (presentation mode);
-    `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
-    fig = theme.themed(fig, dark=dark, width_px=width_px)
+    written in its top-left corner, beside the toolbar's place; `font_scale`: its type that much larger
+    (presentation mode); `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
+    # its title's type is font_scale times larger: as many characters on a line as in a chart that much narrower
+    fig = theme.themed(fig, dark=dark, width_px=width_px / font_scale if width_px else None)
     if font_scale != 1:
         fig = present.scaled_fonts(fig, font_scale)
-    # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), on
-    # as many lines as the narrowest drawing needs (the plot's right margin, up to 95 px, is not its to use)
-    lines = _caption_lines(caption, width_px)
-    top = 100 if fig.layout.margin.t is None else fig.layout.margin.t  # px; 100 is plotly's default
-    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), xref="paper", x=1, xanchor="right",
-                       align="right", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
+    # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), at its
+    # left, so that the toolbar (at its right) never covers it; a third line makes the strip taller
+    lines = _caption_lines(caption, width_px, font_scale)
+    # the strip grown for a third line, or for two presented (larger); 8 px: the title's glyphs rise above its anchor
+    extra = max(0, round(CAPTION_LINE_PX * font_scale * len(lines)) + 8 - MODEBAR_PX)
+    top = (100 if fig.layout.margin.t is None else fig.layout.margin.t) + extra  # px; 100 is plotly's default
+    left = 80 if fig.layout.margin.l is None else fig.layout.margin.l
+    if extra:
+        fig.layout.margin.t = top
+        if fig.layout.title.pad.t is not None:
+            fig.layout.title.pad.t += extra
+        if fig.layout.height:
+            fig.layout.height += extra
+    fig.add_annotation(text=" <br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left",
+                       xshift=4 - left, align="left", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
                        font=dict(size=round(11 * font_scale), color="#808495"))
     return fig
 
 
-def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None) -> None:
+def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None,
+         on_click=None, key: str | None = None):
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its top-right corner (`where`: the block, head…;
     `run=False`: a figure of the model alone names only it; `sizes_of`: a figure of a configuration's sizes
     alone, such as another size's parameter accounting, names that configuration and nothing of the run).
     `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
-    wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX). The page's handout keeps it
-    (ui/export.py); its camera button saves an SVG."""
+    wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX), and a phone's (PHONE_PAGE_PX).
+    The page's handout keeps it (ui/export.py); its camera button saves an SVG. `on_click` (with a `key`):
+    called when a click selects a point of the chart, before the next run; the chart's selection is then
+    st.session_state[key].selection."""
     sel = selection()
     caption = (f"{sizes_of}: from its sizes alone" if sizes_of else source(sel, where) if run
                else sel.weights.label)
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
     export.record(fig, caption)
-    if fill:  # drawn as tall as the screen leaves it: its rows' labels sized for that height
-        fig = fit_rows(go.Figure(fig.to_dict(), _validate=False), present.SMALLEST_CHART_PX, present.FONT_SCALE)
+    if fill:  # drawn as tall as the screen leaves it: its rows' labels as many as that height has room for
+        fig = fit_rows(go.Figure(fig.to_dict(), _validate=False))
+    # projected, the narrowest window is a projector's; else a phone's, where columns stack
+    width_px = share * PROJECTOR_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
     fig = framed(fig, caption, dark=st.context.theme.type == "dark",
-                 font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=share * NARROWEST_PAGE_PX)
+                 font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
     if fill:
         fig.layout.height = None
+    select = dict(on_select=on_click, selection_mode="points", key=key) if on_click else {}
     with present.screen(fill):
         st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
-                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)})
+                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)}, **select)

@@ -2,6 +2,8 @@
 link or a lesson stop can open on a cell) give q_i and k_j as dh coordinates, their products sorted,
 the sum, the division by √dh, and where the score lands in its row's softmax."""
 
+from functools import partial
+
 import streamlit as st
 
 from .. import plots
@@ -9,9 +11,42 @@ from ..analysis.dot import score_parts
 from ..model.trace import Trace
 from ..teaching import dot_text as say
 from .anatomy import plot
+from .layout import scroll_to
 from .links import anchor
-from .state import Selection, number
+from .state import Selection, choose, number
 from .text import code_span
+
+MAP_KEY = "score-map"  # the Attention page's map of scores and pattern, whose cells a click takes apart
+SECTION = "dot-product"  # the section's anchor
+_SCROLL = "dot-product-scroll"  # set by a click: the next run scrolls to the section
+_CLICKS = "dot-product-clicks"  # clicks so far in this session: each scroll is a new one
+
+
+def on_click(T: int, L: int):
+    """The map's on_click (anatomy.plot): a click on a cell of a map of T queries and L keys."""
+    return partial(_take_apart, T, L)
+
+
+def _take_apart(T: int, L: int) -> None:
+    """The clicked cell's query i and key j into the URL-bound boxes below (qi, kj), and the section into
+    view; a cell outside the map drawn (a stale selection) changes nothing."""
+    points = st.session_state[MAP_KEY].selection.points
+    cell = points[0].get("customdata") if points else None
+    if cell and 0 <= int(cell[0]) < T and 0 <= int(cell[1]) < L:
+        choose(qi=int(cell[0]), kj=int(cell[1]))
+        st.session_state[_SCROLL] = st.session_state.get(_CLICKS, 0) + 1
+        st.session_state[_CLICKS] = st.session_state[_SCROLL]
+
+
+def click_note(clickable: bool) -> None:
+    """Under the map: what a click on a cell does, or, on a map too large for one marker a cell, where
+    to choose the cell instead."""
+    if clickable:
+        st.caption(f":material/touch_app: Click a cell of either map to take its score apart below, in "
+                   f"[The dot product behind one score](#{SECTION}).")
+    else:
+        st.caption(f":material/touch_app: This map has more than {plots.attention.CLICK_CELLS:,} cells, too many to "
+                   f"click one: choose the query and key below, in [The dot product behind one score](#{SECTION}).")
 
 
 def caveat(sel: Selection) -> None:
@@ -37,7 +72,9 @@ def pick(trace: Trace, block: int, head: int) -> tuple[int, int]:
 
 def section(sel: Selection, trace: Trace, queries: list[str], keys: list[str], offset: int) -> None:
     b, h = sel.block, sel.head
-    st.subheader("The dot product behind one score")
+    st.subheader("The dot product behind one score", anchor=SECTION)
+    if clicks := st.session_state.pop(_SCROLL, 0):  # a cell of the map was clicked
+        scroll_to(SECTION, clicks)
     i, j = pick(trace, b, h)
     s = trace.memo(("score parts", b, h, i, j), lambda: score_parts(trace, b, h, i, j))
     dh = s.d_head

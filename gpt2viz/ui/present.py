@@ -15,9 +15,8 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-# the first chart's box on the smallest projector (720 px less the 14rem of bar and title, 20 px a rem),
-# less a few lines of a stop's note: what its rows' labels are sized for
-SMALLEST_CHART_PX = 400
+from ..plots.axes import MODEBAR_PX
+
 FONT_SCALE = 1.4  # the charts' type, as the page's (16 px -> 20 px) and a little more: read from the back row
 KEY = "present"  # the toggle's key and its URL key; links that keep the view carry it (state.SELECTION_KEYS)
 
@@ -106,9 +105,14 @@ def _scale_fonts(node, factor: float, in_font: bool = False) -> None:
 
 
 def scaled_fonts(fig: go.Figure, factor: float) -> go.Figure:
-    """A copy of `fig` whose every font size is `factor` times larger."""
+    """A copy of `fig` whose every font size is `factor` times larger, and the room above its plot (its
+    title, subtitle, a legend or panel titles there; not the toolbar's strip) too: a subtitle at the
+    projector's size overlapped the plot's first tick label, and a legend above it the plot."""
     spec = fig.to_dict()
     _scale_fonts(spec, factor)
+    margin = spec.setdefault("layout", {}).get("margin") or {}
+    if margin.get("t", 0) > MODEBAR_PX:
+        margin["t"] = round(MODEBAR_PX + (margin["t"] - MODEBAR_PX) * factor)
     return go.Figure(spec, _validate=False)
 
 

@@ -350,6 +350,14 @@ def number(container, label: str, lo, hi, default, key: str, **kw):
     return type(default)(value)
 
 
+def choose(**values: int) -> None:
+    """Set URL-bound number inputs (`number`) from a chart's click, in a callback (before the run that
+    draws them): the boxes and the URL then show these values. A control a lesson pins keeps its own."""
+    for key, value in values.items():
+        if not locked(key):
+            st.session_state[key] = float(value)
+
+
 def _same_number(text: str, value: float) -> bool:
     try:
         return math.isclose(float(text), value, rel_tol=1e-9, abs_tol=1e-12)

@@ -29,6 +29,7 @@ from ..model.trace import Trace
 from ..spec.schema import Mode
 from ..teaching import whatif_text as say
 from ..teaching.prompts import DEMO_REPEAT
+from . import present
 from .anatomy import plot, text_notes
 from .cache import get_trace, heavy_for, records_everything, run_bytes, trace_cache
 from .caps import sweep_refused
@@ -92,8 +93,9 @@ def stop_without_text(sel: Selection, error_b: str | None = None) -> None:
         st.warning(sel.text_error or f"Text B: {error_b}", icon=":material/edit:")
         st.stop()
     text_notes(sel)
-    if sel.weights.random:
-        st.info(random_weights_note(), icon=":material/casino:")
+    if sel.weights.random:  # projected, a closed line the lecturer opens: the first chart in the first screen
+        with present.folded(sel.present, "Random weights: these effects are noise"):
+            st.info(random_weights_note(), icon=":material/casino:")
 
 
 def target_controls(sel: Selection) -> tuple[Target, str]:

@@ -1,0 +1,211 @@
+"""Every page of the registry in a phone's window and, presented, on a projector.
+
+At 390x844 (a 6.1" phone; columns stack, no sidebar) no two tick labels of one chart's axis overlap
+(each label's box as drawn, turned labels as the turned quadrilaterals they are), no text of a chart lies
+under plotly's toolbar (where it shows on a tap or hover), and the page is not wider than the window;
+each page is screenshotted whole (test-artifacts/screenshots/{url}-390x844.png). Presented (`present=1`)
+at 1280x720 and 1920x1080, out of a lesson and at a lesson's stop (whose note stands under the bar), the
+page's first chart starts in the first screen.
+
+One server, one browser context, tabs reused (browser_tabs); a view is opened once and resized for the
+two projectors. Skipped without Debian's chromium, as test_browser.py is.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from browser_tabs import leave, tab  # noqa: E402
+from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+
+from gpt2viz.spec.pages import PAGES, href  # noqa: E402
+from gpt2viz.teaching import lessons as lf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+PHONE = (390, 844)
+PROJECTORS = [(1280, 720), (1920, 1080)]
+KEY = "browser-layout-key-0123456789"
+CHARTED = [row for row in PAGES if row.charts]  # the pages that draw a chart in every mode
+# a lecturer's note of three lines on the smallest projector (the chart gives up room for it)
+NOTE = ("Look at the first chart before anything else: where is the largest value, and which position holds it? "
+        "Say it aloud, then change one control and say what moved, and by how much, before reading the numbers "
+        "below the chart.")
+
+
+@pytest.fixture(scope="module")
+def app():
+    """(a browser context at a phone's size, the server's address): one of each for the module; the server
+    signs and opens lessons with KEY."""
+    with pytest.MonkeyPatch.context() as env, chromium_for_tests() as browser:
+        env.setenv(lf.KEY_ENV, KEY)  # the server inherits it
+        with StreamlitServer("app.py", cwd=ROOT) as server:
+            server.wait_healthy(timeout=60)
+            context = new_context(browser, *PHONE)
+            yield context, server.base
+            context.close()
+
+
+def open_view(context, url: str, charts: int):
+    page = tab(context)
+    page.goto(url)
+    wait_rendered(page, charts, timeout_ms=120_000)
+    return page
+
+
+def measured(app, path: str, charts: int, measure):
+    """What `measure(page)` finds on the view at `path` (with no exception shown), the tab then left."""
+    context, base = app
+    page = open_view(context, base + path, charts)
+    try:
+        assert page.locator(EXCEPTION).count() == 0
+        return measure(page)
+    finally:
+        leave(page)
+
+
+# Per chart: pairs of tick labels of one axis that overlap (each label's box as drawn: getBBox through the
+# screen transform, so a turned label is its turned quadrilateral, 15% of its line box's height inset as the
+# glyphs leave it), and the texts whose box meets the toolbar's (plotly lays it out, hidden until a hover or
+# a tap, at the chart's top right).
+_PHONE_JS = r"""
+() => {
+  const quad = t => {
+    const b = t.getBBox(), m = t.getScreenCTM(), dy = b.height * 0.15, dx = 0.5;
+    return [[b.x + dx, b.y + dy], [b.x + b.width - dx, b.y + dy], [b.x + b.width - dx, b.y + b.height - dy],
+            [b.x + dx, b.y + b.height - dy]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const span = (pts, [ux, uy]) => { const v = pts.map(([x, y]) => x * ux + y * uy);
+                                    return [Math.min(...v), Math.max(...v)]; };
+  const normals = pts => pts.map((p, i) => { const q = pts[(i + 1) % 4], n = Math.hypot(q[0] - p[0], q[1] - p[1]) || 1;
+                                             return [(p[1] - q[1]) / n, (q[0] - p[0]) / n]; });
+  const overlap = (a, b) => [...normals(a), ...normals(b)].every(u => {
+    const [a0, a1] = span(a, u), [b0, b1] = span(b, u);
+    return Math.min(a1, b1) - Math.max(a0, b0) > 0.5; });
+  const ticks = [], under = [];
+  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
+    const axes = new Map();
+    for (const t of chart.querySelectorAll(".xtick text, .ytick text, [class*='tick'] > text")) {
+      const axis = t.parentElement.getAttribute("class") || "";
+      if (!/^[xy]\d*tick$/.test(axis) || !t.textContent.trim() || !t.getBBox().width) continue;
+      if (!axes.has(axis)) axes.set(axis, []);
+      axes.get(axis).push([t.textContent, quad(t)]);
+    }
+    for (const [axis, labels] of axes)
+      for (let i = 0; i < labels.length; i++)
+        for (let j = i + 1; j < labels.length; j++)
+          if (overlap(labels[i][1], labels[j][1])) ticks.push([c, axis, labels[i][0], labels[j][0]]);
+    const bar = chart.querySelector(".modebar");
+    if (!bar) return;
+    const r = bar.getBoundingClientRect();
+    const box = [[r.left, r.top], [r.right, r.top], [r.right, r.bottom], [r.left, r.bottom]];
+    for (const t of chart.querySelectorAll("text"))
+      if (t.textContent.trim() && !t.closest(".hoverlayer") && t.getBBox().width && overlap(quad(t), box))
+        under.push([c, t.textContent]);
+  });
+  return {ticks, under, overflow: document.documentElement.scrollWidth - window.innerWidth};
+}
+"""
+
+
+def whole_page_shot(page, name: str) -> None:
+    """The whole page (Streamlit scrolls inside stMain: the window grows to its content first)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
+    page.set_viewport_size({"width": PHONE[0], "height": min(max(height, PHONE[1]), 16_000)})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("row", PAGES, ids=[row.url for row in PAGES])
+def test_every_page_reads_in_a_phones_window(app, row):
+    def measure(page):
+        found = page.evaluate(_PHONE_JS)
+        whole_page_shot(page, f"{row.url}-390x844")
+        return found
+
+    found = measured(app, f"{href(row.url)}?model=tiny", row.charts, measure)
+    assert found["ticks"] == [], f"{row.url}: tick labels overlap at 390x844 (chart, axis, a, b): {found['ticks'][:6]}"
+    assert found["under"] == [], f"{row.url}: text under the toolbar at 390x844 (chart, text): {found['under'][:6]}"
+    assert found["overflow"] <= 1, f"{row.url} is {found['overflow']} px wider than a 390 px window"
+
+
+DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
+
+
+def first_chart_tops(page, name: str) -> dict:
+    """The top (px from the window's top) of the first chart, or drawn diagram where one comes first, at each
+    projector's size, in the same tab; what the window shows, screenshotted ({name}-{w}x{h}.png)."""
+    tops = {}
+    for w, h in PROJECTORS:
+        page.set_viewport_size({"width": w, "height": h})
+        page.wait_for_timeout(300)  # let the layout settle
+        tops[(w, h)] = page.evaluate(f"() => document.querySelector(`{CHART}, {DIAGRAM}`).getBoundingClientRect().top")
+        page.screenshot(path=str(SHOTS / f"{name}-{w}x{h}.png"))
+    return tops
+
+
+def assert_in_first_screen(url: str, tops: dict, where: str) -> None:
+    late = {size: round(top) for size, top in tops.items() if top > size[1] - 100}
+    assert not late, f"{url} {where}: the first chart starts at {late} (px), not in the first screen"
+
+
+@pytest.mark.parametrize("row", CHARTED, ids=[row.url for row in CHARTED])
+def test_presented_every_page_shows_its_first_chart_in_the_first_screen(app, row):
+    tops = measured(app, f"{href(row.url)}?model=tiny&present=1", row.charts,
+                    lambda page: first_chart_tops(page, f"{row.url}-present"))
+    assert_in_first_screen(row.url, tops, "presented")
+
+
+@pytest.fixture(scope="module")
+def lesson_token() -> str:
+    """One lesson, a stop on every charted page, each with a three-line note."""
+    lesson = lf.parse({"title": "Every page", "weights": {"source": "random", "model": "tiny"},
+                       "text": "The quick brown fox jumps over the lazy dog because",
+                       "stops": [{"page": row.url, "note": NOTE} for row in CHARTED]})
+    return lf.sign(lesson, KEY.encode())
+
+
+@pytest.mark.parametrize("i", range(len(CHARTED)), ids=[row.url for row in CHARTED])
+def test_presented_every_lesson_stop_shows_its_first_chart_in_the_first_screen(app, lesson_token, i):
+    row = CHARTED[i]
+
+    def measure(page):
+        page.locator(".st-key-present-note").wait_for(timeout=60_000)
+        return first_chart_tops(page, f"{row.url}-lesson-present")
+
+    tops = measured(app, lf.href(row.url, lesson_token, i) + "&present=1", row.charts, measure)
+    assert_in_first_screen(row.url, tops, f"at stop {i + 1} of a lesson")
+
+
+def test_a_click_on_a_cell_of_the_score_map_takes_its_score_apart(app):
+    """A click on cell (query 6, key 2) of the scores map puts qi and kj in the URL, takes that score apart in
+    the dot-product section and scrolls to it; a click on the pattern map, likewise."""
+    context, base = app
+    page = open_view(context, f"{base}/attention?model=tiny", 2)  # 10 tokens: a 10 x 10 map
+    try:
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.wait_for_timeout(300)
+        for subplot, (i, j) in (("xy", (6, 2)), ("x2y", (8, 5))):
+            area = page.locator(".js-plotly-plot").first.locator(f".nsewdrag[data-subplot='{subplot}']")
+            area.scroll_into_view_if_needed()
+            box = area.bounding_box()
+            x, y = box["x"] + (j + 0.5) * box["width"] / 10, box["y"] + (i + 0.5) * box["height"] / 10
+            page.mouse.move(x, y)
+            page.wait_for_timeout(300)  # plotly finds the point under the pointer on the next frame
+            page.mouse.click(x, y)
+            page.wait_for_function(f"() => /[?&]qi={i}(\\.0)?(&|$)/.test(location.search) && "
+                                   f"/[?&]kj={j}(\\.0)?(&|$)/.test(location.search)", timeout=60_000)
+            wait_rendered(page, 2, must_see=f"Query {i} and key {j} of block 0 head 0")
+            try:  # the scroll, once the page's script has loaded
+                page.wait_for_function("() => { const t = document.getElementById('dot-product')"
+                                       "?.getBoundingClientRect().top; return t >= 0 && t < 300; }", timeout=20_000)
+            except Exception:
+                top = page.locator("#dot-product").bounding_box()["y"]
+                raise AssertionError(f"the dot product's heading is at {top} px after the click, not in view") from None
+            page.wait_for_timeout(1600)  # its last try
+        assert page.locator(EXCEPTION).count() == 0
+    finally:
+        leave(page)

@@ -24,14 +24,19 @@ from gpt2viz.model.pickle_budget import PickleRefused, check_pickle
 
 CPU_BOUND = 5.0  # seconds of CPU for the conversion itself (the refusal takes milliseconds)
 RSS_BOUND = 600 * 2 ** 20  # bytes, the whole process's peak (Python, torch and the refusal)
+# The peak is this process image's own (VmHWM): ru_maxrss carries the parent's peak across fork and exec,
+# so under a pytest worker that once held 3.8 GB it read 3.8 GB before the converter ran.
 RUNNER = """
 import json, resource, sys
+def peak():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 from gpt2viz.cli import main
-before = resource.getrusage(resource.RUSAGE_SELF)
+before, rss_before = resource.getrusage(resource.RUSAGE_SELF), peak()
 rc = main(sys.argv[1:])
 after = resource.getrusage(resource.RUSAGE_SELF)
 cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-print(json.dumps({"cpu": cpu, "rss": after.ru_maxrss * 1024, "rss_before": before.ru_maxrss * 1024}))
+print(json.dumps({"cpu": cpu, "rss": peak(), "rss_before": rss_before}))
 sys.exit(rc)
 """
 

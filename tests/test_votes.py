@@ -5,7 +5,6 @@ upgrade from its first version, results and clearing, and a database that is not
 import csv
 import json
 import math
-import multiprocessing
 import sqlite3
 
 import pytest
@@ -167,24 +166,27 @@ def test_a_database_that_is_not_there_is_one_line():
     assert "\n" not in str(e.value) and "cannot be reached" in str(e.value)
 
 
-def _voter(path, n, start):
-    s = Store(path)
-    for i in range(n):
-        s.vote("L", 0, 1, f"p{start}-{i}", i % 3)
-    s.close()
+VOTER = """
+import sys
+from gpt2viz.server.votes import Store
+path, n, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = Store(path)
+for i in range(n):
+    s.vote("L", 0, 1, f"p{start}-{i}", i % 3)
+s.close()
+"""
 
 
 def test_processes_sharing_the_sqlite_file_lose_no_vote(tmp_path):
-    """The class server's processes on one host: each its own connection to the one WAL file."""
+    """The class server's processes on one host: each its own connection to the one WAL file. New
+    interpreters (not multiprocessing's spawn, which re-imports the __main__ an AppTest left in a worker)."""
+    import subprocess
+    import sys
+
     path = tmp_path / "votes.sqlite3"
     Store(path).open_round("L", 0, CHOICE)
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_voter, args=(str(path), 40, k)) for k in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)  # spawned: each imports the package afresh, slow on a loaded machine
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    procs = [subprocess.Popen([sys.executable, "-c", VOTER, str(path), "40", str(k)]) for k in range(3)]
+    assert [p.wait(300) for p in procs] == [0, 0, 0]
     [s] = Store(path).summaries("L")
     assert s.voters == 120 and s.counts() == [3 * sum(i % 3 == c for i in range(40)) for c in range(3)]
 

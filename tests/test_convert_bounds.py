@@ -31,6 +31,7 @@ import json, resource, sys
 def peak():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+import torch  # what the converter imports anyway: the refusal's own memory is what comes after it
 from gpt2viz.cli import main
 before, rss_before = resource.getrusage(resource.RUSAGE_SELF), peak()
 rc = main(sys.argv[1:])

@@ -490,3 +490,11 @@ def test_the_gpt2_induction_heads_are_credited_to_the_tutorials_that_list_them()
     assert c["citation"].startswith("the TransformerLens and ARENA tutorials") and "block 5 heads 1 and 5" in c["text"]
     cli = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert "GPT-2 small heads (Olsson et al. 2022" not in cli and "TransformerLens and ARENA tutorials" in cli
+
+
+def test_the_click_note_says_a_click_only_where_the_map_takes_one():
+    from gpt2viz.teaching.dot_text import click_note
+
+    assert click_note(True, 4096, "X").startswith("Click a cell") and "4,096" not in click_note(True, 4096, "X")
+    too_many = click_note(False, 4096, "X")
+    assert "more than 4,096 cells" in too_many and "Click a cell" not in too_many

@@ -132,7 +132,7 @@ def test_every_page_reads_in_a_phones_window(app, row):
     assert found["overflow"] <= 1, f"{row.url} is {found['overflow']} px wider than a 390 px window"
 
 
-DIAGRAM = "[data-testid='stMarkdown'] svg[role='img']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
+DIAGRAM = "[data-testid='stMarkdown'] svg[role='figure']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
 
 
 def first_chart_tops(page, name: str) -> dict:

@@ -81,4 +81,13 @@ def in_softmax(query: int, key: int, masked: bool, readable: int, weight: float,
             "this key's weight. The softmax turns differences of scores into ratios of weights.")
 
 
-SENTENCES = (agree_cancel, score_equation, recorded, in_softmax)
+def click_note(clickable: bool, cells: int, section: str) -> str:
+    """Under the attention maps: what a click on a cell does, or, on a map with more cells than it gives a
+    marker each (`cells`), where to choose the cell instead; `section` names where the dot product is."""
+    if clickable:
+        return f"Click a cell of either map to take its score apart below, in {section}."
+    return (f"This map has more than {cells:,} cells, too many to click one: choose the query and key below, "
+            f"in {section}.")
+
+
+SENTENCES = (click_note, agree_cancel, score_equation, recorded, in_softmax)

@@ -41,12 +41,8 @@ def _take_apart(T: int, L: int) -> None:
 def click_note(clickable: bool) -> None:
     """Under the map: what a click on a cell does, or, on a map too large for one marker a cell, where
     to choose the cell instead."""
-    if clickable:
-        st.caption(f":material/touch_app: Click a cell of either map to take its score apart below, in "
-                   f"[The dot product behind one score](#{SECTION}).")
-    else:
-        st.caption(f":material/touch_app: This map has more than {plots.attention.CLICK_CELLS:,} cells, too many to "
-                   f"click one: choose the query and key below, in [The dot product behind one score](#{SECTION}).")
+    st.caption(":material/touch_app: " + say.click_note(clickable, plots.attention.CLICK_CELLS,
+                                                        f"[The dot product behind one score](#{SECTION})"))
 
 
 def caveat(sel: Selection) -> None:

@@ -518,6 +518,9 @@ def cmd_weights(a) -> int:
 
 
 def cmd_convert(a) -> int:
+    from .model.convert_budget import precheck
+
+    precheck(a.checkpoint, a.meta)  # a hostile pickle refused before torch is imported
     from .model.convert import check_loadable, convert_nanogpt
 
     r = convert_nanogpt(a.checkpoint, a.out, a.meta)

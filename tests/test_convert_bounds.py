@@ -201,3 +201,19 @@ def test_an_ordinary_checkpoint_still_converts(tmp_path, ckpt):
     save_meta(tmp_path / "meta.pkl")
     rc, lines, stats = convert(tmp_path, ckpt, tmp_path / "meta.pkl")
     assert rc == 0 and (tmp_path / "out" / "model.safetensors").is_file(), lines
+
+
+def test_a_hostile_pickle_is_refused_before_torch_is_imported(tmp_path, ckpt):
+    """The whole command, not only the refusal: the pickles' budgets run before the converter imports
+    torch, so a hostile meta.pkl or ckpt.pt costs the process a fraction of a second and tens of MB."""
+    meta = tmp_path / "meta.pkl"
+    meta.write_bytes(pickle.dumps({"vocab_size": doubling(), "itos": dict(enumerate(SYMBOLS))}))
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a zip at all")
+    probe = ("import sys\nfrom gpt2viz.cli import main\nrc = main(sys.argv[1:])\n"
+             "print('torch' in sys.modules)\nsys.exit(rc)")
+    for argv in (["convert", "nanogpt", str(ckpt), "--meta", str(meta), "--out", str(tmp_path / "o1")],
+                 ["convert", "nanogpt", str(bad), "--out", str(tmp_path / "o2")]):
+        r = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert r.stdout.strip() == "False"  # torch never imported

@@ -25,45 +25,33 @@ import io
 import json
 import os
 import pickle
-import zipfile
 from pathlib import Path
 
 import torch
 
 from ..spec.config import GPT2Config
+from .convert_budget import (  # noqa: F401 (the budgets, for tests and messages)
+    CKPT_MAX_DEPTH,
+    CKPT_MAX_NODES,
+    CKPT_PICKLE_MAX_BYTES,
+    META_MAX_BYTES,
+    META_MAX_DEPTH,
+    META_MAX_NODES,
+    PLAIN_OPCODES,
+    ConvertError,
+    check_checkpoint_pickle,
+    check_meta_bytes,
+)
 from .folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE
 from .gpt2 import GPT2
-from .pickle_budget import PickleRefused, check_pickle
 from .tokenizer import GPT2_VOCABULARY
 from .vocab import char_tokenizer_json
 from .weights import WeightsError, save_safetensors
 
 COMPILED_PREFIX = "_orig_mod."
+MODEL_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
 LINEAR_WEIGHTS = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
 MASK_BUFFER = ".attn.bias"  # nanoGPT's causal mask, a buffer [1, 1, block_size, block_size]
-# the budgets on what the converter reads, checked before anything is built from it: far above what
-# nanoGPT writes (a character vocabulary is a few kB; a checkpoint's pickle indexes a few hundred
-# tensors, its optimizer's state included), far below what would take a second to walk
-META_MAX_BYTES = 16 * 2 ** 20
-META_MAX_NODES = 1_000_000
-META_MAX_DEPTH = 4  # meta -> itos -> symbol
-CKPT_PICKLE_MAX_BYTES = 64 * 2 ** 20
-CKPT_MAX_NODES = 1_000_000
-CKPT_MAX_DEPTH = 32
-MODEL_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
-# the opcodes that build dicts, lists, strings and integers (and the memo and framing around them);
-# anything else (GLOBAL, REDUCE, BUILD, a tuple, a float, None...) is not a vocabulary file's
-PLAIN_OPCODES = frozenset({
-    "PROTO", "FRAME", "STOP", "MARK", "EMPTY_DICT", "DICT", "EMPTY_LIST", "LIST", "SETITEM", "SETITEMS",
-    "APPEND", "APPENDS", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "UNICODE", "BININT", "BININT1",
-    "BININT2", "INT", "LONG", "LONG1", "LONG4", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET",
-    "LONG_BINGET"})
-
-
-class ConvertError(ValueError):
-    """A file the converter cannot use; one line says what was found."""
-
-
 # ---------------------------------------------------------------------------- meta.pkl
 def _short(value) -> str:
     """A value from a file, for a message: a number or a short string as written, anything else by its type.
@@ -93,18 +81,7 @@ def read_plain_pickle(path) -> object:
     """A pickle of dicts, lists, strings and integers only, within a size and depth budget; anything
     else refused, unrun, in one line."""
     path = Path(path)
-    size = path.stat().st_size
-    if size > META_MAX_BYTES:
-        raise ConvertError(f"{path.name} was refused without running it: {size:,} bytes, more than the "
-                           f"{META_MAX_BYTES:,} a vocabulary file needs")
-    data = path.read_bytes()
-    try:  # reads the opcodes; runs none of them
-        check_pickle(data, max_nodes=META_MAX_NODES, max_depth=META_MAX_DEPTH, allowed=PLAIN_OPCODES)
-    except PickleRefused as e:
-        if str(e).startswith("it is not a pickle"):
-            raise ConvertError(f"{path.name} is not a pickle: {str(e).removeprefix('it is not a pickle: ')}") from None
-        raise ConvertError(f"{path.name} was refused without running it: {e}; a vocabulary file holds only "
-                           "dicts, lists, strings and integers") from None
+    data = check_meta_bytes(path)
     try:
         return _PlainUnpickler(io.BytesIO(data)).load()
     except ConvertError:
@@ -143,36 +120,12 @@ def read_meta(path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- ckpt.pt
-def _check_checkpoint_pickle(path: Path) -> None:
-    """The budget on the pickle inside torch.save's zip, before torch.load builds (and hashes) one object of it."""
-    refused = f"{path.name} was refused without loading it"
-    if not zipfile.is_zipfile(path):
-        raise ConvertError(f"{refused}: it is not the zip archive torch.save writes (a checkpoint saved by "
-                           "torch 1.6 or later, as nanoGPT's train.py does)")
-    try:
-        with zipfile.ZipFile(path) as z:
-            pickles = [i for i in z.infolist() if i.filename.count("/") == 1 and i.filename.endswith("/data.pkl")]
-            if len(pickles) != 1:
-                raise ConvertError(f"{refused}: it holds {len(pickles)} data.pkl records, where torch.save writes one")
-            if pickles[0].file_size > CKPT_PICKLE_MAX_BYTES:
-                raise ConvertError(f"{refused}: its data.pkl is {pickles[0].file_size:,} bytes, more than the "
-                                   f"{CKPT_PICKLE_MAX_BYTES:,} a checkpoint's index of tensors needs")
-            data = z.read(pickles[0])
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
-        first = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
-        raise ConvertError(f"{refused}: its zip archive does not read: {first}") from None
-    try:
-        check_pickle(data, max_nodes=CKPT_MAX_NODES, max_depth=CKPT_MAX_DEPTH)
-    except PickleRefused as e:
-        raise ConvertError(f"{refused}: {e}") from None
-
-
 def read_checkpoint(path) -> dict:
     """nanoGPT's checkpoint dict, through torch.load(weights_only=True); one line if it is not one."""
     path = Path(path)
     if not path.is_file():
         raise ConvertError(f"no checkpoint at {path}")
-    _check_checkpoint_pickle(path)
+    check_checkpoint_pickle(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # weights_only refuses other objects; not a torch file at all

@@ -170,7 +170,7 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
     moved = rec.moved if every_position else [*rec.moved, ("logits", logits_moved(model, clean, final))]
     loss = None
     if every_position:
-        loss = F.cross_entropy(logits[0, :-1], torch.tensor(clean.token_ids[1:]), reduction="none")  # [T-1]
+        loss = F.cross_entropy(logits[0, :-1], torch.tensor(clean.token_ids[1:], dtype=torch.long), reduction="none")  # [T-1]
     return Knocked(torch.log_softmax(logits[0, -1], -1).exp(), loss, final, tuple(dict.fromkeys(rec.intervened)),
                    sorted(moved, key=lambda m: -m[1])[:k])
 
@@ -192,7 +192,7 @@ def log_probs(trace: Trace) -> torch.Tensor:
 def loss_per_position(trace: Trace) -> torch.Tensor:
     """Cross-entropy of each next token [T-1] (position t predicts token t+1)."""
     logits = trace["logits"][0]  # [T, V]
-    return F.cross_entropy(logits[:-1], torch.tensor(trace.token_ids[1:]), reduction="none")  # [T-1]
+    return F.cross_entropy(logits[:-1], torch.tensor(trace.token_ids[1:], dtype=torch.long), reduction="none")  # [T-1]
 
 
 def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, float]]:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from gpt2viz.teaching import chart_text
 from gpt2viz.ui import first_paint
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 
@@ -39,6 +40,7 @@ svg a:focus-visible rect {{stroke: {FOCUS_RING}; stroke-width: 4px}}
 [data-variant='segmented_control'][aria-checked='true'] p {{color: #a8293a}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 [data-testid='stTextArea'] textarea {{padding-bottom: 1.75rem}}  /* a long text's last line above its counter */
+{chart_text.STYLE}
 </style>""")
 # A heading a link scrolls to (/glossary#induction-head) stops below the top bar, not under it. Drawn as
 # Markdown, in a hidden box of the sidebar: Streamlit scrolls to the heading as soon as it is drawn, and

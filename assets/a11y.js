@@ -1,7 +1,8 @@
 // gpt2viz's keyboard and screen-reader fixes for markup Streamlit draws: headings numbered without a
 // gap, and a region that scrolls sideways (a wide equation, a wide table, a long line of code) reachable
 // with Tab and named. Installed once per page (app.py), it follows every rerun's new elements. No user
-// text reaches it.
+// text reaches it. Every chart's box takes role="figure" and, as its accessible name, the sentence the app
+// writes under it (gpt2viz/ui/words.py: a box of class gpt2viz-figure-words naming its sentence's id).
 (() => {
   if (window.gpt2vizA11y) return;
   window.gpt2vizA11y = true;
@@ -20,10 +21,21 @@
       else if (h.getAttribute("aria-level") !== String(level)) h.setAttribute("aria-level", String(level));
     }
   };
+  // the chart a sentence belongs to: the nearest chart drawn before the sentence's own element
+  const figures = () => {
+    const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
+    for (const words of document.querySelectorAll(".gpt2viz-figure-words[data-figure]")) {
+      const chart = charts.filter(c => c.compareDocumentPosition(words) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+      if (!chart || chart.getAttribute("aria-labelledby") === words.dataset.figure) continue;
+      chart.setAttribute("role", "figure");
+      chart.setAttribute("aria-labelledby", words.dataset.figure);
+    }
+  };
   let queued = false;
   const mark = () => {
     queued = false;
     levels();
+    figures();
     for (const [selector, name] of NAMES) {
       for (const el of document.querySelectorAll(selector)) {
         if (el.hasAttribute("tabindex") || el.scrollWidth <= el.clientWidth) continue;

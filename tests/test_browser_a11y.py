@@ -21,7 +21,7 @@ from browser_tabs import leave, tab  # noqa: E402
 from exported import DEMO, export  # noqa: E402
 from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 
-from gpt2viz.spec.pages import PAGES  # noqa: E402
+from gpt2viz.spec.pages import BY_URL, PAGES  # noqa: E402
 from gpt2viz.teaching import lessons as lf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +80,29 @@ def axe_serious(page, where: str) -> list[str]:
     return found
 
 
+# Every chart's box: role figure, named by the sentence under it (stating a number of this run), and a
+# "Show the numbers" table with numbers in it. In the app (Streamlit's chart box) and in the exported site.
+CHART_WORDS_JS = r"""(selector) => [...document.querySelectorAll(selector)].map(c => {
+  const named = document.getElementById(c.getAttribute("aria-labelledby") || "");
+  const words = named && named.closest(".gpt2viz-figure-words");
+  const cells = words ? [...words.querySelectorAll(".gpt2viz-show td")].map(td => td.textContent) : [];
+  return {role: c.getAttribute("role"), name: named ? named.textContent : "",
+          summary: words ? words.querySelector(".gpt2viz-show summary")?.textContent : "", cells: cells.length,
+          numbers: cells.some(t => /\d/.test(t))};
+})"""
+
+
+def charts_in_words(page, selector: str = "[data-testid='stPlotlyChart']") -> list[str]:
+    """What is missing from any chart's box (its role, its sentence with a number, its table of numbers)."""
+    missing = []
+    for i, c in enumerate(page.evaluate(CHART_WORDS_JS, selector)):
+        if c["role"] != "figure" or not any(ch.isdigit() for ch in c["name"]):
+            missing.append(f"chart {i + 1}: role {c['role']!r}, name {c['name'][:80]!r}")
+        elif c["summary"] != "Show the numbers" or not c["numbers"] and "draws no values" not in c["name"]:
+            missing.append(f"chart {i + 1}: numbers {c['summary']!r}, {c['cells']} cells")
+    return missing
+
+
 def open_view(context, url: str, size: tuple[int, int] | None = None):
     page = tab(context)  # at the context's size, unless another is given
     if size:
@@ -96,6 +119,8 @@ def test_axe_finds_nothing_serious_on_the_page(context, base, url):
     page = open_view(context, f"{base}/{url}")
     try:
         assert axe_serious(page, f"/{url} at 1280x720") == []
+        assert charts_in_words(page) == []
+        assert page.locator("[data-testid='stPlotlyChart']").count() >= BY_URL[url].charts
     finally:
         leave(page)
 
@@ -105,6 +130,7 @@ def test_axe_finds_nothing_serious_on_the_presented_page(context, base, url, wid
     page = open_view(context, f"{base}/{url}?present=1", (width, height))
     try:
         assert axe_serious(page, f"/{url}?present=1 at {width}x{height}") == []
+        assert charts_in_words(page) == []
     finally:
         leave(page)
 
@@ -121,6 +147,7 @@ def test_axe_finds_nothing_serious_in_the_exported_lesson(context, tmp_path):
             page.wait_for_load_state("load")
             page.wait_for_timeout(500)
             assert axe_serious(page, f"{path.name} of the exported lesson") == []
+            assert charts_in_words(page, ".chart") == []
     finally:
         leave(page)
 

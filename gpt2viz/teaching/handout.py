@@ -11,15 +11,18 @@ from html import escape
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from . import chart_text
+
 # charts keep the widths they have on screen, centred; the text reads at a print size
 _STYLE = ("body{font-family:'Source Sans',system-ui,sans-serif;color:#262730;max-width:1100px;margin:2rem auto;"
           "padding:0 1rem}h1{margin-bottom:.2rem}.source{color:#808495;margin-top:0}"
-          ".chart,.diagram{margin:1.5rem 0}li{margin:.3rem 0}")
+          ".chart,.diagram{margin:1.5rem 0}li{margin:.3rem 0}" + chart_text.STYLE)
 
 
 def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence[str],
           diagrams: Sequence[str] = ()) -> str:
-    """The handout of a page: `figures` in the order drawn, `notes` (Markdown-ish lines, kept as text)
+    """The handout of a page: `figures` in the order drawn, each with its sentence (its accessible name)
+    and its "Show the numbers" table (teaching.chart_text), `notes` (Markdown-ish lines, kept as text)
     under "Key numbers", then `diagrams` (gpt2viz.anatomy.diagram's SVG; their boxes' links, which lead into
     the app, are left out). plotly.js goes inline with the first chart only: the file is one download
     of about 4.7 MB plus the charts' data, whatever their number."""
@@ -28,7 +31,9 @@ def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence
               for i, fig in enumerate(figures)]
     key = "".join(f"<li>{escape(_plain(line))}</li>" for line in notes)
     parts = [f"<h1>{escape(title)}</h1>", f'<p class="source">{escape(source)}</p>',
-             *(f'<div class="chart">{c}</div>' for c in charts),
+             *(f'<div class="chart" role="figure" aria-labelledby="chart-{i}">{c}</div>'
+               + chart_text.figure_html(untemplated(fig), f"chart-{i}")
+               for i, (c, fig) in enumerate(zip(charts, figures))),
              f"<h2>Key numbers</h2><ul>{key}</ul>" if notes else "",
              *(f'<div class="diagram">{unlinked(svg)}</div>' for svg in diagrams)]
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'

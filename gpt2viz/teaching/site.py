@@ -24,6 +24,7 @@ from pathlib import Path
 import plotly.offline
 from markdown_it import MarkdownIt
 
+from . import chart_text
 from .handout import untemplated
 from .votes_text import number
 
@@ -241,9 +242,11 @@ def render(node: Node, charts: list[dict], base: str = "") -> str:
         extra = f'<div class="delta">{escape(str(delta))}</div>' if delta else ""
         return (f'<div class="metric"><div class="label">{markdown(t, base, inline=True)}</div>'
                 f'<div class="value">{escape(str(value))}</div>{extra}</div>')
-    if k == "chart":
+    if k == "chart":  # with its sentence, its accessible name, and its numbers (teaching.chart_text)
         charts.append(untemplated(node.data))
-        return f'<div class="chart" data-chart="{len(charts) - 1}"></div>'
+        n = len(charts) - 1
+        return (f'<div class="chart" data-chart="{n}" role="figure" aria-labelledby="chart-{n}"></div>'
+                + chart_text.figure_html(node.data, f"chart-{n}"))
     if k == "control":
         return (f'<div class="control">{markdown(t, base, inline=True)}: <b>{escape(str(node.data))}</b> '
                 '<span class="set">(as the lesson sets it)</span></div>')
@@ -280,7 +283,7 @@ details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
 .variant[hidden]{display:none}.diagram svg{max-width:100%;height:auto}
 ol.stops li{margin:.6rem 0}ol.stops p{margin:.1rem 0 .6rem}
 .question{border:1px solid #d5d8de;border-radius:6px;padding:.4rem 1rem;margin:1rem 0}
-"""
+""" + chart_text.STYLE
 
 # each chart is drawn when its variant is first shown (a chart drawn hidden has no width); the variant
 # in view is in the address's #fragment (#head=2), so a link can name one

@@ -33,6 +33,7 @@ from .cache import every_block, full_trace_bytes, get_trace, model_cache, record
 from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
+from .words import in_words
 from .working import working
 
 # this project's own code that computes each component
@@ -440,6 +441,7 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
                else sel.weights.label)
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
     export.record(fig, caption)
+    spec = fig.to_dict()  # what the chart draws, for its words and numbers
     if fill:  # drawn as tall as the screen leaves it: its rows' labels as many as that height has room for
         fig = fit_rows(go.Figure(fig.to_dict(), _validate=False))
     # projected, the narrowest window is a projector's; else a phone's, where columns stack
@@ -452,3 +454,6 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     with present.screen(fill):
         st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
                         config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)}, **select)
+    in_words(spec, f"gpt2viz-chart-{export.charts_recorded() or export.slug(fig.layout.title.text or 'chart')}",
+             folded=sel.present)
+

@@ -22,6 +22,7 @@ from ..server.votes import Refused, Store, Unavailable
 from ..teaching.votes_text import answer_line, answers_line, my_vote_line, rounds_line, spread_line
 from .lesson_view import PASSWORD_ENV, OpenLesson, is_lecturer, lecturer_form, server_key
 from .text import plain
+from .words import in_words
 
 STUDENT_POLL_S = 2.0  # a student's view follows the lecturer's open, close and reveal within this
 LECTURER_POLL_S = 1.0  # the lecturer's count and spread
@@ -187,6 +188,7 @@ def _lecturer_panel(opened: OpenLesson, shown: bool) -> None:
             fig = number_spread([list(x.answers) for x in rounds], q["number"] if revealed else None)
         st.plotly_chart(themed(fig, dark=st.context.theme.type == "dark"), theme=None, config=CONFIG,
                         key=f"spread-{i}-{r.number}-{r.state}")
+        in_words(fig.to_dict(), f"gpt2viz-vote-{i}")
         st.caption(plain(spread_line(q, list(rounds[-1].answers), revealed)))
         if revealed and len(rounds) == 2:
             st.caption(plain(rounds_line(*[(x.right() or 0, x.voters) for x in rounds])))

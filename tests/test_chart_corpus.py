@@ -1,0 +1,183 @@
+"""Every chart's sentence and numbers (teaching/chart_text.py) on the corpus: the figures every page
+draws on random weights, the demo model's, a 1-token text, a repeated text, a text at the end of the
+tiny model's context, in the four modes. Each fact the sentence states is recomputed here by brute
+force from the figure's own data, point by point: the highest and lowest printed value and how many
+points print it, the point named at each, the count below zero, "every one is" only where every
+point prints the same, an attention map's rows by where their largest weight falls. The numbers'
+table says every value as the chart's hover does, and every text in it is escaped."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpt2viz.spec.pages import BY_URL, PAGES
+from gpt2viz.teaching import chart_text as ct
+from gpt2viz.teaching.prompts import DEMO_REPEAT
+
+LONG = " ".join(["the cat sat on the mat and looked at the dog"] * 94)  # about 1,000 tokens
+CHART_PAGES = [row.url for row in PAGES if row.charts]
+# (pages, query parameters): every page on random weights in two modes and a 1-token text; the pages of
+# maps and heads on the demo model's repeat, and at the end of the context
+CORPUS = [(CHART_PAGES, {}), (CHART_PAGES, {"mode": "decode", "text": "Hi"}),
+          (["attention", "heads", "overview", "training", "lens"], {"mode": "train", "text": "Hi"}),
+          (["attention", "heads", "attribution", "whatif", "patch"], {"weights": "demo", "text": DEMO_REPEAT}),
+          (["attention", "overview", "block", "mlp"], {"mode": "prefill", "text": LONG})]
+
+
+def figures(url: str, params: dict) -> list[dict]:
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for key, value in {"model": "tiny", **params}.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page(BY_URL[url].file)
+    at.run()
+    assert not at.exception, at.exception[0].value
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def brute(group: list[ct.Series]) -> dict:
+    """Every point's printed value, its label and its number, one by one."""
+    points = []
+    for s in group:
+        var, fmt = s.value
+        for point in np.ndindex(*s.shape):
+            raw = s.get(var, point)
+            try:
+                x = float(raw)
+            except (TypeError, ValueError):
+                continue
+            if np.isfinite(x):
+                points.append((x, ct._formatted(x, fmt), s, point))
+    return points
+
+
+def check(spec: dict) -> None:
+    said = ct.sentence(spec)
+    for group, f in ct.facts(spec):
+        if f.placed is not None:
+            assert f.n == sum(s.shape[0] for s in group)
+            continue
+        points = brute(group)
+        assert f.n == len(points)
+        assert f.scope in said
+        if not points:
+            continue
+        hi = max(points, key=lambda p: p[0])
+        lo = min(points, key=lambda p: p[0])
+        if f.every is not None:
+            assert {p[1] for p in points} == {f.every}, (said, f.every)
+            continue
+        assert len({p[1] for p in points}) > 1
+        for (printed, count, where), extreme in ((f.highest, hi), (f.lowest, lo)):
+            assert printed == extreme[1], (said, printed, extreme[1])
+            assert count == sum(p[1] == printed for p in points), (said, printed)
+            named = [p for p in points if p[1] == printed]
+            labels = {", ".join(x for x in (p[2].name if len(group) > 1 else "", p[2].label(p[3])) if x)
+                      for p in named}
+            assert where in labels, (where, labels)
+            assert f"{printed} at" in said
+        assert f.below == sum(p[1].startswith("-") for p in points), said
+        if 0 < f.below < f.n:
+            assert f"{f.below} of {f.n} " in said
+        if f.rows is not None:
+            check_rows(group[0], f.rows)
+            assert "largest weight" in said
+
+
+def check_rows(s: ct.Series, rows: dict) -> None:
+    """Each row's largest weight, found by formatting every cell of the row."""
+    fmt = s.value[1]
+    want = dict.fromkeys(rows, 0)
+    z = s.values()
+    for r, ylabel in enumerate(s.data["y"]):
+        cells = [(ct._formatted(float(v), fmt), c) for c, v in enumerate(z[r]) if np.isfinite(v)]
+        if not cells:
+            continue
+        top = max(cells, key=lambda t: float(t[0].rstrip("%").replace(",", "")))[0]
+        at = [c for p, c in cells if p == top]
+        if len(at) > 1:
+            want["tie"] += 1
+            continue
+        q, k = int(re.match(r"\d+", str(ylabel)).group()), int(re.match(r"\d+", str(s.data["x"][at[0]])).group())
+        want["itself" if k == q else "the first token" if k == 0 else
+             "the token before it" if k == q - 1 else "another token"] += 1
+    assert want == rows
+
+
+def check_numbers(spec: dict) -> None:
+    """The tables: one per described trace; in a map's, the first row's cells say its values as the
+    chart's hover prints them."""
+    page = ct.numbers_html(spec)
+    kinds = ct.series(spec)
+    tables = page.split("<table>")[1:]
+    assert len(tables) == len(kinds)
+    for s, table in zip(kinds, tables):
+        if s.kind != "map" or s.value[0] != "z":
+            continue
+        first_row = re.search(r"<tbody><tr>(.*?)</tr>", table).group(1)
+        cells = re.findall(r"<td>(.*?)</td>", first_row)
+        values = s.values()[0][:ct.TABLE_COLUMNS]
+        assert len(cells) == len(values)
+        for cell, v in zip(cells, values):
+            assert (cell == "") if not np.isfinite(v) else cell.endswith(ct._formatted(float(v), s.value[1])), cell
+
+
+@pytest.mark.parametrize("pages,params", CORPUS, ids=["random", "decode-1-token", "train-1-token", "demo-repeat",
+                                                      "long-prefill"])
+def test_every_chart_sentence_holds(pages, params):
+    seen = 0
+    for url in pages:
+        for spec in figures(url, params):
+            check(spec)
+            check_numbers(spec)
+            seen += 1
+    assert seen >= len(pages)
+
+
+def test_quantifiers_on_made_up_charts():
+    """The edges the pages rarely reach: one bar, every bar equal, ties, a masked map, no values."""
+    def bars(values, labels=None):
+        return {"data": [{"type": "bar", "x": labels or [f"t{i}" for i in range(len(values))], "y": values,
+                          "hovertemplate": "token %{x}<br>loss %{y:.3f}<extra></extra>"}],
+                "layout": {"title": {"text": "Loss"}}}
+    assert ct.sentence(bars([1.0])) == "Loss. The chart draws loss at 1 bars: 1.000."
+    assert "every one is 2.000" in ct.sentence(bars([2.0, 2.0001, 1.9999]))
+    tie = ct.sentence(bars([3.0, 1.0, 3.0004]))
+    assert "highest 3.000 at 2 bars, among them token t0" in tie and "lowest 1.000 at token t1" in tie
+    assert "1 of 3 is below zero" in ct.sentence(bars([-1.0, 2.0, 0.5]))
+    assert "below zero" not in ct.sentence(bars([-0.0001, 2.0, 0.5]))  # prints as 0.000
+    masked = {"data": [{"type": "heatmap", "z": [[1.0, None], [0.25, 0.75]], "x": ["0·a", "1·b"], "y": ["0·a", "1·b"],
+                        "hovertemplate": "query %{y}<br>key %{x}<br>attention %{z:.2f}<extra></extra>"}],
+              "layout": {"title": {"text": "A head"}}}
+    said = ct.sentence(masked)
+    assert "2 rows by 2 columns (3 cells drawn)" in said
+    assert "Each row's largest weight falls on itself in 2 of its 2 rows" in said
+    check(masked)
+    assert ct.sentence({"data": [], "layout": {}}) == "A chart. It draws no values."
+    assert ct.sentence(bars([float("nan")])) .endswith("nothing drawn.")
+
+
+def test_every_text_in_the_words_and_numbers_is_escaped():
+    hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    spec = {"data": [{"type": "bar", "x": [hostile, "b"], "y": [1.0, 2.0], "name": hostile,
+                      "hovertemplate": "token %{x}<br>" + hostile + " %{y:.2f}<extra></extra>"}],
+            "layout": {"title": {"text": hostile}}}
+    out = ct.figure_html(spec, 'x" onmouseover="alert(3)', folded=True)
+    assert "<script" not in out and "<img" not in out and '" onmouseover' not in out
+    assert "&lt;script&gt;" in out
+
+
+def test_a_large_map_is_said_whole_and_shown_in_part():
+    z = np.random.default_rng(0).random((300, 300))
+    z[5, 7], z[9, 11] = 2.0, -1.0
+    spec = {"data": [{"type": "heatmap", "z": z.tolist(), "x": list(range(300)), "y": list(range(300)),
+                      "hovertemplate": "row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>"}],
+            "layout": {"title": {"text": "Big"}}}
+    said = ct.sentence(spec)
+    assert "highest 2.0000 at row 5, column 7; lowest -1.0000 at row 9, column 11" in said
+    page = ct.numbers_html(spec)
+    assert f"the first {ct.TABLE_ROWS} of 300 rows and the first {ct.TABLE_COLUMNS} of 300 columns" in page
+    assert page.count("<tr>") == ct.TABLE_ROWS + 1

@@ -114,11 +114,12 @@ def open_view(context, url: str, size: tuple[int, int] | None = None):
     return page
 
 
+@pytest.mark.parametrize("size", [(1280, 720), (800, 900)], ids=["1280x720", "800x900"])
 @pytest.mark.parametrize("url", [row.url for row in PAGES])
-def test_axe_finds_nothing_serious_on_the_page(context, base, url):
-    page = open_view(context, f"{base}/{url}")
+def test_axe_finds_nothing_serious_on_the_page(context, base, url, size):
+    page = open_view(context, f"{base}/{url}", size)
     try:
-        assert axe_serious(page, f"/{url} at 1280x720") == []
+        assert axe_serious(page, f"/{url} at {size[0]}x{size[1]}") == []
         assert charts_in_words(page) == []
         assert page.locator("[data-testid='stPlotlyChart']").count() >= BY_URL[url].charts
     finally:
@@ -136,19 +137,24 @@ def test_axe_finds_nothing_serious_on_the_presented_page(context, base, url, wid
 
 
 def test_axe_finds_nothing_serious_in_the_exported_lesson(context, tmp_path):
+    """Every page of the exported lesson (its index and each stop), at 1280x720 and 800x900."""
     out = tmp_path / "attention-demo"
     done = export(DEMO, out)
     assert done.returncode == 0, done.stderr[-3000:]
-    stop = sorted(p for p in out.glob("*.html") if p.name != "index.html")[0]
+    pages = sorted(out.glob("*.html"))
+    assert len(pages) >= 3
     page = tab(context)
     try:
-        for path in (out / "index.html", stop):
-            page.goto(path.as_uri())
-            page.wait_for_load_state("load")
-            page.wait_for_timeout(500)
-            assert axe_serious(page, f"{path.name} of the exported lesson") == []
-            assert charts_in_words(page, ".chart") == []
+        for width, height in ((1280, 720), (800, 900)):
+            page.set_viewport_size({"width": width, "height": height})
+            for path in pages:
+                page.goto(path.as_uri())
+                page.wait_for_load_state("load")
+                page.wait_for_timeout(300)
+                assert axe_serious(page, f"{path.name} of the exported lesson at {width}x{height}") == []
+                assert charts_in_words(page, ".chart") == []
     finally:
+        page.set_viewport_size({"width": 1280, "height": 720})
         leave(page)
 
 

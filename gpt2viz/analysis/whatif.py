@@ -170,7 +170,8 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
     moved = rec.moved if every_position else [*rec.moved, ("logits", logits_moved(model, clean, final))]
     loss = None
     if every_position:
-        loss = F.cross_entropy(logits[0, :-1], torch.tensor(clean.token_ids[1:], dtype=torch.long), reduction="none")  # [T-1]
+        targets = torch.tensor(clean.token_ids[1:], dtype=torch.long)  # [T-1]; empty for a 1-token text
+        loss = F.cross_entropy(logits[0, :-1], targets, reduction="none")  # [T-1]
     return Knocked(torch.log_softmax(logits[0, -1], -1).exp(), loss, final, tuple(dict.fromkeys(rec.intervened)),
                    sorted(moved, key=lambda m: -m[1])[:k])
 

@@ -142,8 +142,10 @@ class Series:
         var = self.value[0]
         if self.kind == "map" and var == "z":
             z = self.data["z"]
-            return np.array([[np.nan if (x := _number(v)) is None else x for v in row] for row in z], dtype=float) \
-                if z.dtype == object else z.astype(float)
+            try:
+                return np.array(z.tolist() if z.dtype == object else z, dtype=float)  # None: NaN
+            except (TypeError, ValueError):  # strings among the numbers
+                return np.array([[np.nan if (x := _number(v)) is None else x for v in row] for row in z], dtype=float)
         points = list(np.ndindex(*self.shape))
         flat = [_number(self.get(var, p)) for p in points]
         return np.array([np.nan if v is None else v for v in flat], dtype=float).reshape(self.shape)
@@ -282,12 +284,31 @@ def _half_unit(printed: str) -> float:
 
 
 def _printing(v: np.ndarray, printed: str, fmt: str | None) -> np.ndarray:
-    """The points of `v` that print as `printed`: the few within its rounding checked one by one."""
+    """The points of `v` that print as `printed`. Those strictly inside its rounding interval (and, for a
+    format of significant digits, in its decade: 0.996 prints as "0.996", not "1.00") do; the few at its
+    edges are printed one by one."""
     value = float(printed.replace(",", "").rstrip("%")) * (0.01 if printed.endswith("%") else 1.0)
-    near = np.isfinite(v) & (np.abs(v - value) <= 1.01 * _half_unit(printed) + 1e-12 * abs(value))
+    finite = np.isfinite(v)
+    if (fmt or "").replace("~", "") in ("", ","):  # an integral value, printed whole: only itself prints so
+        return finite & (v == value) if float(value).is_integer() else _one_by_one(v, finite, printed, fmt)
+    half = _half_unit(printed)
+    g = re.fullmatch(r"[^.]*\.(\d+)[gG]?", (fmt or "").replace("~", ""))  # significant digits, trailing zeros cut
+    if g:
+        digits = max(1, int(g.group(1)))
+        half = 0.5 * 10.0 ** (np.floor(np.log10(abs(value))) - digits + 1) if value else 0.0
+    gap = np.abs(np.where(finite, v, np.inf) - value)
+    near = gap <= 1.01 * half + 1e-12 * abs(value)
+    sure = near & (gap < 0.999 * half)
+    if not re.search(r"[f%]$", fmt or ""):
+        with np.errstate(divide="ignore"):
+            sure &= np.floor(np.log10(np.abs(v))) == (np.floor(np.log10(abs(value))) if value else -np.inf)
+    return sure | _one_by_one(v, near & ~sure, printed, fmt)
+
+
+def _one_by_one(v: np.ndarray, which: np.ndarray, printed: str, fmt: str | None) -> np.ndarray:
     out = np.zeros(v.shape, dtype=bool)
-    for point in zip(*np.nonzero(near)):
-        out[point] = _formatted(v[point], fmt) == printed
+    for point in zip(*np.nonzero(which)):
+        out[point] = _formatted(float(v[point]), fmt) == printed
     return out
 
 

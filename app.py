@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from gpt2viz.teaching import chart_text
-from gpt2viz.ui import first_paint
+from gpt2viz.ui import first_paint, keyboard
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 
 A11Y_JS = "<script>" + (Path(__file__).parent / "assets" / "a11y.js").read_text() + "</script>"
@@ -20,7 +20,8 @@ st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", l
 # is dark grey, not body text at 60 % opacity: 6.2:1 on white, its links 7.4:1 (axe-core asks 4.5:1); a
 # chosen segment's label a darker red than the theme's (4.47:1 on its tint): 6.1:1.
 # What has the keyboard's focus wears a 3 px ring (a slider's thumb too; a diagram's box, its border too),
-# #1f4fd1: 6.8:1 on white and 6.0:1 on the sidebar's grey (WCAG asks 3:1 of a focus indicator).
+# #1f4fd1: 6.8:1 on white and 6.0:1 on the sidebar's grey (WCAG asks 3:1 of a focus indicator). Where Streamlit
+# hides or clips a control's own box, the ring goes on the box that draws it (ui/keyboard.py).
 FOCUS_RING = "#1f4fd1"
 st.html(f"""<style>
 @media (max-width: {NARROW_WINDOW_PX}px) {{
@@ -41,7 +42,7 @@ svg a:focus-visible rect {{stroke: {FOCUS_RING}; stroke-width: 4px}}
 .st-key-values-heading [data-testid='stMarkdownContainer'] {{margin-bottom: 0}}
 [data-testid='stTextArea'] textarea {{padding-bottom: 1.75rem}}  /* a long text's last line above its counter */
 {chart_text.STYLE}
-</style>""")
+{keyboard.style(FOCUS_RING)}</style>""")
 # A heading a link scrolls to (/glossary#induction-head) stops below the top bar, not under it. Drawn as
 # Markdown, in a hidden box of the sidebar: Streamlit scrolls to the heading as soon as it is drawn, and
 # st.html's styles arrive later, moving the page's top padding (8rem -> 4rem) and the term under the bar.

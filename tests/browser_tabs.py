@@ -4,6 +4,8 @@ still a new document and a new Streamlit session. A test that needs a browser th
 app makes a context of its own. What a context left is kept on the context itself, so that a later
 context never finds an earlier one's tabs or window size."""
 
+import contextlib
+
 
 def tab(context):
     """A tab of `context` for a new view, at the context's window size: one an earlier view left,
@@ -31,3 +33,19 @@ def leave(page) -> None:
     if not hasattr(context, "gpt2viz_left"):
         context.gpt2viz_left = []
     context.gpt2viz_left.append(page)
+
+
+@contextlib.contextmanager
+def app_context(root, width: int, height: int):
+    """The app (`root`/app.py) on a server of its own and a browser context at width x height, for a test module;
+    the server's address is the context's `gpt2viz_base`. Skips or fails without chromium (streamlit_server)."""
+    from streamlit_server import StreamlitServer, chromium_for_tests, new_context
+
+    with chromium_for_tests() as b, StreamlitServer("app.py", cwd=root) as server:
+        server.wait_healthy(timeout=60)
+        context = new_context(b, width, height)
+        context.gpt2viz_base = server.base
+        try:
+            yield context
+        finally:
+            context.close()

@@ -408,9 +408,10 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
         fig = present.scaled_fonts(fig, font_scale)
     # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), at its
     # left, so that the toolbar (at its right) never covers it; a third line makes the strip taller
-    lines = _caption_lines(caption, width_px, font_scale)
+    caption_scale = present.caption_scale(font_scale)  # presented, no smaller than the page's body text
+    lines = _caption_lines(caption, width_px, caption_scale)
     # the strip grown for a third line, or for two presented (larger); 8 px: the title's glyphs rise above its anchor
-    extra = max(0, round(CAPTION_LINE_PX * font_scale * len(lines)) + 8 - MODEBAR_PX)
+    extra = max(0, round(CAPTION_LINE_PX * caption_scale * len(lines)) + 8 - MODEBAR_PX)
     top = (100 if fig.layout.margin.t is None else fig.layout.margin.t) + extra  # px; 100 is plotly's default
     left = 80 if fig.layout.margin.l is None else fig.layout.margin.l
     if extra:
@@ -421,7 +422,7 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
             fig.layout.height += extra
     fig.add_annotation(text=" <br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left",
                        xshift=4 - left, align="left", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
-                       font=dict(size=round(11 * font_scale), color="#808495"))
+                       font=dict(size=round(11 * caption_scale), color="#808495"))
     return fig
 
 

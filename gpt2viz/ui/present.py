@@ -15,9 +15,12 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..plots.axes import MODEBAR_PX
+from ..plots.axes import LABEL_PITCH, MODEBAR_PX, UPRIGHT_ANGLES, short
 
 FONT_SCALE = 1.4  # the charts' type, as the page's (16 px -> 20 px) and a little more: read from the back row
+# ... and none of it smaller than the page's body text presented (html's 20 px, _CSS): a 13 px tick label was 18.2 px,
+# a value in a cell 15.4 px, the source line 15 px (tests/test_browser_projector_type.py measures them at 1280x720)
+BODY_PX = 20
 KEY = "present"  # the toggle's key and its URL key; links that keep the view carry it (state.SELECTION_KEYS)
 
 _CSS = """<style>
@@ -90,29 +93,94 @@ def chrome(next_stop: tuple[str, object] | None, back=None, place: str = "", not
         st.container(key="present-note").markdown(note)
 
 
-def _scale_fonts(node, factor: float, in_font: bool = False) -> None:
-    """Every font size in a figure's JSON (a "size" inside a *font dict), multiplied by `factor`. Lists
-    of numbers (the data) are not walked."""
+def caption_scale(factor: float) -> float:
+    """How much larger a chart's 11 px source line is drawn when its type is `factor` times larger: no smaller
+    than the body text where the type is scaled (presented)."""
+    return max(factor, BODY_PX / 11) if factor != 1 else 1.0
+
+
+def _scale_fonts(node, factor: float, floor: float = 0, in_font: bool = False) -> None:
+    """Every font size in a figure's JSON (a "size" inside a *font dict), multiplied by `factor`, and no
+    smaller than `floor`. Lists of numbers (the data) are not walked."""
     if isinstance(node, dict):
         for key, value in node.items():
             if in_font and key == "size" and isinstance(value, int | float):
-                node[key] = round(value * factor, 1)
+                node[key] = max(round(value * factor, 1), floor)
             else:
-                _scale_fonts(value, factor, key.endswith("font"))
+                _scale_fonts(value, factor, floor, key.endswith("font"))
     elif isinstance(node, list) and node and isinstance(node[0], dict):
         for item in node:
-            _scale_fonts(item, factor, in_font)
+            _scale_fonts(item, factor, floor, in_font)
 
 
-def scaled_fonts(fig: go.Figure, factor: float) -> go.Figure:
-    """A copy of `fig` whose every font size is `factor` times larger, and the room above its plot (its
-    title, subtitle, a legend or panel titles there; not the toolbar's strip) too: a subtitle at the
+def _labels_to_the_browser(layout: dict, factor: float, floor: float) -> None:
+    """A token axis that wrote each of its labels (axes.token_axis), at a size that `floor` makes larger than
+    they were fitted to (or shrunk to keep them all), left to the browser instead (as axes.fit_rows does): at
+    `floor` it writes as many as its length has room for, every k-th; hover still names every row."""
+    for name, axis in layout.items():
+        if not (name[1:5] == "axis" and isinstance(axis, dict) and axis.get("tickmode") == "array"):
+            continue
+        size = (axis.get("tickfont") or {}).get("size")
+        vals, text = axis.get("tickvals") or (), axis.get("ticktext") or ()
+        if axis.get("type") == "category" and size is not None and size * factor < floor and \
+                list(text) == [short(str(v)) for v in vals]:
+            axis.update(tickmode="auto", tickvals=None, ticktext=None)
+
+
+def _room_for_rows(layout: dict, floor: float) -> None:
+    """A figure of one plot whose rows each carry a label (bars beside their tokens) made as tall as `floor`-sized
+    labels need: LABEL_PITCH font sizes a row (axes.label_font's measure)."""
+    axes = [name for name in layout if name.startswith("yaxis")]
+    axis = layout.get("yaxis") or {}
+    rows = len(axis.get("tickvals") or ())
+    height, margin = layout.get("height"), layout.get("margin") or {}
+    if axes != ["yaxis"] or not height or rows < 2:
+        return
+    plot_px = height - margin.get("t", 100) - margin.get("b", 80)
+    need = rows * LABEL_PITCH * floor
+    if plot_px < need:
+        layout["height"] = round(height + need - plot_px)
+
+
+def _upright_labels(layout: dict) -> None:
+    """Category axes whose labels the browser may turn 45° turned upright instead (axes.UPRIGHT_ANGLES), with
+    the margin they need measured by the browser: at `floor` size, labels it found room for at 45° touched."""
+    for name, axis in layout.items():
+        if name.startswith("xaxis") and isinstance(axis, dict) and -45 in (axis.get("autotickangles") or ()):
+            axis.update(autotickangles=list(UPRIGHT_ANGLES), automargin=True)
+
+
+def _fewer_ticks_on_short_panels(layout: dict) -> None:
+    """Value axes of panels stacked three or more high (LayerNorm's stages) write about two ticks: at `floor`
+    size, the four or five the browser chose for a panel a fifth of the screen high touched."""
+    axes = [axis for name, axis in layout.items() if name.startswith("yaxis") and isinstance(axis, dict)]
+    if len(axes) < 3:
+        return
+    for axis in axes:
+        if axis.get("type") in (None, "linear", "-") and axis.get("tickmode") in (None, "auto"):
+            axis["nticks"] = min(axis.get("nticks") or 2, 2)
+
+
+def scaled_fonts(fig: go.Figure, factor: float, floor: float | None = None) -> go.Figure:
+    """A copy of `fig` whose every font size is `factor` times larger and at least `floor` (BODY_PX when the
+    type is scaled at all: none of a presented chart's text is smaller than the page's), and the room above its
+    plot (its title, subtitle, a legend or panel titles there; not the toolbar's strip) too: a subtitle at the
     projector's size overlapped the plot's first tick label, and a legend above it the plot."""
+    floor = (BODY_PX if factor != 1 else 0) if floor is None else floor
     spec = fig.to_dict()
-    _scale_fonts(spec, factor)
-    margin = spec.setdefault("layout", {}).get("margin") or {}
+    layout = spec.setdefault("layout", {})
+    _labels_to_the_browser(layout, factor, floor)
+    _scale_fonts(spec, factor, floor)
+    margin = layout.get("margin") or {}
     if margin.get("t", 0) > MODEBAR_PX:
         margin["t"] = round(MODEBAR_PX + (margin["t"] - MODEBAR_PX) * factor)
+    if floor:
+        _upright_labels(layout)
+        _room_for_rows(layout, floor)
+        _fewer_ticks_on_short_panels(layout)
+        for trace in spec.get("data") or ():
+            if trace.get("type") == "bar" and trace.get("text") is not None:
+                trace["constraintext"] = "none"  # a bar's value at `floor`, not shrunk to the bar's thickness
     return go.Figure(spec, _validate=False)
 
 

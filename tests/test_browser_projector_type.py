@@ -1,0 +1,100 @@
+"""The charts' type on a projector: presented (`present=1`) at 1280x720, the lecturer's view of the smallest
+projector, every page that draws a chart is opened and every text of every chart is measured against the
+page's body text (the computed font-size of its paragraphs, 20 px presented):
+
+- no text drawn in a chart (tick labels, titles, panel titles, legends, colour bars, values in cells, notes,
+  the source line in its corner; the hover's labels are not drawn until a pointer asks) is smaller than the
+  body text (a text's size as drawn, its transforms' scale included: plotly shrinks a bar's value to fit by
+  one; an exponent in "2×10⁻⁵" is set smaller, by plotly, as the page's own are);
+- no two tick labels of one axis overlap at that size (tests/test_browser_layout.py's measure, there in a
+  phone's window), and no text lies under plotly's toolbar;
+- no value written in a heatmap's cell is wider than its cell.
+
+The smallest size of each page and the body's are printed (pytest -s). Screenshots of the first screen:
+test-artifacts/screenshots/{url}-type-1280x720.png. One server, one browser context, tabs reused
+(browser_tabs). Skipped without Debian's chromium, as test_browser.py is.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from browser_tabs import app_context, leave, tab  # noqa: E402
+from streamlit_server import EXCEPTION, wait_rendered  # noqa: E402
+from test_browser_layout import _PHONE_JS as OVERLAPS_JS  # noqa: E402
+
+from gpt2viz.spec.pages import PAGES, href  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+CHARTED = [row for row in PAGES if row.charts]
+
+# The body text's size (the commonest computed font-size of the page's paragraphs) and every drawn text of
+# every chart: its size (its own or a tspan's, the smallest), its words, the chart, and whether it is a
+# heatmap cell's value wider than its cell.
+TYPE_JS = r"""() => {
+  const sizes = new Map();
+  for (const p of document.querySelectorAll("[data-testid='stMain'] [data-testid='stMarkdownContainer'] p")) {
+    if (p.closest("[data-testid='stCaptionContainer'], .gpt2viz-figure-words, small, summary") ||
+        !p.checkVisibility() || !p.textContent.trim()) continue;
+    const s = parseFloat(getComputedStyle(p).fontSize);
+    sizes.set(s, (sizes.get(s) || 0) + p.textContent.length);
+  }
+  const body = [...sizes.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
+  const texts = [], wide = [];
+  document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot").forEach((chart, c) => {
+    for (const t of chart.querySelectorAll("svg text")) {
+      if (!t.textContent.trim() || t.closest(".hoverlayer") || !t.getBBox().width) continue;
+      // as drawn: its font-size times the scale of its transforms (plotly shrinks a bar's text by a transform)
+      const m = t.getScreenCTM(), scale = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+      texts.push({chart: c, px: Math.round(parseFloat(getComputedStyle(t).fontSize) * scale * 100) / 100,
+                  words: t.textContent.slice(0, 40),
+                  cls: t.getAttribute("class") || ""});
+    }
+    for (const g of chart.querySelectorAll("g.hm")) {  // a heatmap's values in its cells, against its cells' pitch
+      const cells = [...g.querySelectorAll("g.heatmap-label text")].filter(t => t.textContent.trim()).map(t => {
+        const r = t.getBoundingClientRect();
+        return {x: (r.left + r.right) / 2, w: r.width, words: t.textContent};
+      });
+      const xs = [...new Set(cells.map(l => Math.round(l.x)))].sort((a, b) => a - b);
+      const pitch = Math.min(...xs.slice(1).map((x, i) => x - xs[i]));
+      for (const l of cells) if (l.w > pitch - 2) wide.push([c, l.words, Math.round(l.w), pitch]);
+    }
+  });
+  return {body, texts, wide};
+}"""
+
+
+@pytest.fixture(scope="module")
+def context():
+    """The module's browser context at 1280x720, and (as `.gpt2viz_base`) the address of its server."""
+    with app_context(ROOT, 1280, 720) as context:
+        yield context
+
+
+@pytest.mark.parametrize("row", CHARTED, ids=[row.url for row in CHARTED])
+def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row):
+    page = tab(context)
+    try:
+        page.goto(f"{context.gpt2viz_base}{href(row.url)}?model=tiny&present=1")
+        wait_rendered(page, row.charts, timeout_ms=180_000)
+        page.wait_for_timeout(300)
+        assert page.locator(EXCEPTION).count() == 0
+        found = page.evaluate(TYPE_JS)
+        overlaps = page.evaluate(OVERLAPS_JS)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{row.url}-type-1280x720.png"))
+        body, texts = found["body"], found["texts"]
+        assert body and texts, f"{row.url}: body text {body} px, {len(texts)} chart texts"
+        smallest = min(t["px"] for t in texts)
+        print(f"{row.url}: body {body} px, chart text {smallest}..{max(t['px'] for t in texts)} px, {len(texts)} texts")
+        small = sorted({(t["px"], t["words"], t["cls"]) for t in texts if t["px"] < body - 0.05})
+        assert not small, f"{row.url}: {len(small)} chart texts smaller than the body's {body} px: {small[:8]}"
+        wide = found["wide"]
+        assert wide == [], f"{row.url}: values wider than their cells (chart, value, px, cell px): {wide[:6]}"
+        assert overlaps["ticks"] == [], f"{row.url}: tick labels overlap presented: {overlaps['ticks'][:6]}"
+        assert overlaps["under"] == [], f"{row.url}: text under the toolbar presented: {overlaps['under'][:6]}"
+    finally:
+        leave(page)

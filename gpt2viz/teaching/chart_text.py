@@ -44,7 +44,7 @@ _DTYPES = {"f4": "<f4", "f8": "<f8", "i1": "i1", "i2": "<i2", "i4": "<i4", "u1":
            "u1c": "u1"}
 
 
-def _array(value) -> np.ndarray | None:
+def as_array(value) -> np.ndarray | None:
     """A trace's data as numpy: a list, an array, or plotly's typed array {dtype, bdata, shape}."""
     if value is None:
         return None
@@ -230,7 +230,7 @@ def series(spec: dict) -> list[Series]:
     for i, trace in enumerate(traces):
         kind = ("map" if trace.get("type") == "heatmap" else "bars" if trace.get("type") == "bar"
                 else "line" if "lines" in (trace.get("mode") or "lines") else "points")
-        data = {k: _array(trace.get(k)) for k in ("x", "y", "z", "text", "customdata")}
+        data = {k: as_array(trace.get(k)) for k in ("x", "y", "z", "text", "customdata")}
         template = trace.get("hovertemplate") or ("%{x}<br>%{y}" if kind != "map" else "%{y} · %{x}<br>%{z}")
         segments = _segments(template, layout, trace)
         value, value_name = _value(segments, trace, layout, kind)

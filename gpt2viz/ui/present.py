@@ -9,13 +9,16 @@ stands under the bar as a caption (the chart below it keeps to the first screen:
 `note_lines`).
 """
 
+import math
 from contextlib import nullcontext
 from html import escape
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..plots.axes import LABEL_PITCH, MODEBAR_PX, UPRIGHT_ANGLES, short
+from ..plots.axes import LABEL_PITCH, MODEBAR_PX, TICK_PX, UPRIGHT_ANGLES, short
+from ..teaching.chart_text import as_array
 
 FONT_SCALE = 1.4  # the charts' type, as the page's (16 px -> 20 px) and a little more: read from the back row
 # ... and none of it smaller than the page's body text presented (html's 20 px, _CSS): a 13 px tick label was 18.2 px,
@@ -150,15 +153,33 @@ def _upright_labels(layout: dict) -> None:
             axis.update(autotickangles=list(UPRIGHT_ANGLES), automargin=True)
 
 
-def _fewer_ticks_on_short_panels(layout: dict) -> None:
-    """Value axes of panels stacked three or more high (LayerNorm's stages) write about two ticks: at `floor`
-    size, the four or five the browser chose for a panel a fifth of the screen high touched."""
-    axes = [axis for name, axis in layout.items() if name.startswith("yaxis") and isinstance(axis, dict)]
+def _nice_below(x: float) -> float:
+    """The largest 1, 2 or 5 times a power of ten that is at most x (x > 0)."""
+    power = 10.0 ** math.floor(math.log10(x))
+    return next(m * power for m in (5, 2, 1) if m * power <= x)
+
+
+def _fewer_ticks_on_short_panels(spec: dict) -> None:
+    """Value axes of panels stacked three or more high (LayerNorm's stages) write one tick, a round number
+    inside the panel's values (0.05 on one, 2 on the next: the panels' scales are the lesson): at `floor` size,
+    the four or five the browser chose for a panel a fifth of the screen high touched, and two still did."""
+    layout = spec["layout"]
+    axes = {name: axis for name, axis in layout.items() if name.startswith("yaxis") and isinstance(axis, dict)}
     if len(axes) < 3:
         return
-    for axis in axes:
-        if axis.get("type") in (None, "linear", "-") and axis.get("tickmode") in (None, "auto"):
-            axis["nticks"] = min(axis.get("nticks") or 2, 2)
+    for name, axis in axes.items():
+        if axis.get("type") not in (None, "linear", "-") or axis.get("tickmode") not in (None, "auto"):
+            continue
+        ref = "y" + name[5:]
+        values = [np.asarray(as_array(t.get("y")), dtype=float) for t in spec.get("data") or ()
+                  if (t.get("yaxis") or "y") == ref and t.get("y") is not None]
+        values = [v[np.isfinite(v)] for v in values]
+        far = max((float(x) for v in values if v.size for x in (v.max(), v.min())), key=abs, default=0.0)
+        if far:  # on the side the values reach farthest, inside them
+            nice = math.copysign(_nice_below(abs(far)), far)
+            axis.update(tickmode="array", tickvals=[nice], ticktext=[f"{nice:g}"])  # one: a fifth of a screen
+        else:
+            axis["nticks"] = 2
 
 
 def scaled_fonts(fig: go.Figure, factor: float, floor: float | None = None) -> go.Figure:
@@ -174,10 +195,14 @@ def scaled_fonts(fig: go.Figure, factor: float, floor: float | None = None) -> g
     margin = layout.get("margin") or {}
     if margin.get("t", 0) > MODEBAR_PX:
         margin["t"] = round(MODEBAR_PX + (margin["t"] - MODEBAR_PX) * factor)
-    if floor:
+    if floor:  # the tick labels' room below and left of the plot: as much more as the floor adds to them
+        grow = max(1.0, floor / (TICK_PX * factor))
+        for side in ("b", "l"):
+            if margin.get(side):
+                margin[side] = round(margin[side] * grow)
         _upright_labels(layout)
         _room_for_rows(layout, floor)
-        _fewer_ticks_on_short_panels(layout)
+        _fewer_ticks_on_short_panels(spec)
         for trace in spec.get("data") or ():
             if trace.get("type") == "bar" and trace.get("text") is not None:
                 trace["constraintext"] = "none"  # a bar's value at `floor`, not shrunk to the bar's thickness

@@ -73,7 +73,8 @@ def test_resuming_tells_progress_block_by_block(four):
     told = []
     knockout_from(four, run(four, IDS, names=NEEDS), Target(1, "mlp"), "zero",
                   progress=lambda done, total, what: told.append((done, total, what)))
-    assert told == [(1, 3, "forward pass: block 1"), (2, 3, "forward pass: block 2"), (3, 3, "forward pass: block 3")]
+    assert told == [(0, 3, "forward pass: block 1"), (1, 3, "forward pass: block 1"), (2, 3, "forward pass: block 2"),
+                    (3, 3, "forward pass: block 3")]
 
 
 @pytest.mark.parametrize("part,method", [("head", "zero"), ("head", "mean"), ("mlp", "zero"), ("attn", "mean")])

@@ -164,6 +164,7 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
             i = block_of(name)[0]
             progress(i - b + 1, n - b, f"forward pass: block {i}")
         rec.on_block = told
+        progress(0, n - b, f"forward pass: block {b}")  # before the first block: shown from the start
     logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position)  # [1, T or 1, V]
     check_reached(ivs, rec.intervened)
     final = rec.tensors["ln_f.out"][0]  # [T, d]

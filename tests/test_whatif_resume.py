@@ -88,6 +88,21 @@ def test_resumed_sweep_is_the_full_one_bit_for_bit(four, part, method):
     assert done[-1] == (rows, rows) and len(done) == -(-rows // 3)
 
 
+def test_a_sweep_hands_out_its_rows_as_they_finish(four):
+    """After each batched run but the last, the grid so far: the rows run equal to the finished grid's,
+    bit for bit, the rest NaN; one block's row a run here (batch = n_head), so block by block."""
+    clean = run(four, IDS, names=NEEDS)
+    token = int(clean["logits"][0, -1].argmax())
+    drafts = []
+    grid = sweep(four, IDS, "head", "zero", token, batch=4, clean=clean, partial=drafts.append)
+    assert len(drafts) == 3  # 4 runs of 4 heads: a draft after each but the last
+    for blocks_done, draft in enumerate(drafts, start=1):
+        assert draft.shape == grid.shape
+        assert torch.equal(draft[:blocks_done], grid[:blocks_done])
+        assert draft[blocks_done:].isnan().all()
+    assert not grid.isnan().any()
+
+
 def test_a_sweep_resumes_only_from_its_own_text(four):
     clean = run(four, IDS[:-1], names=NEEDS)
     with pytest.raises(ValueError, match="another text"):

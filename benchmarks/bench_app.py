@@ -22,6 +22,13 @@ and the expected block/head shows in a chart title (tests/streamlit_server.py, `
     streamed elements), run end → all charts drawn (Plotly); "-" where runs were too fast for the
     page to show the state `running`.
 (b') Every page of PAGES by goto, warm, T = 256: which page costs what.
+(c) A new tab's view (issue 40: p50 <= 2 s over the registry's pages): every page of the registry
+    (gpt2viz/spec/pages.py) at the default text, the server warm (the page viewed once before, so its
+    run is cached), in a new tab of the same browser context (Streamlit's JavaScript from the HTTP
+    cache, as in a user's browser): new tab -> goto -> rendered (at least the registry's charts for the
+    page), then the tab closed. p50 and p95 over the pages' medians, beside the trivial app's new tab
+    (its h1; and with 4 small Plotly charts: Plotly's own cost in a new tab) in the same run.
+    `--new-tabs`: (c) alone.
 Baselines, measured in the same run: a trivial Streamlit script written to a temporary directory
 (a slider bound to the URL and a title), without and with 4 small Plotly charts. Ratios are ours
 over the trivial baseline of the same kind. Medians over rounds; in each round every case of a
@@ -53,6 +60,7 @@ from streamlit_server import (  # noqa: E402
 )
 
 from gpt2viz.model.tokenizer import encode  # noqa: E402
+from gpt2viz.spec.pages import BY_URL  # noqa: E402
 from gpt2viz.spec.pages import PAGES as REGISTRY  # noqa: E402
 
 COLD_TARGET_S, WARM_TARGET_S = 10.0, 0.5
@@ -61,6 +69,8 @@ DIAGRAM = "svg[aria-label$=' overview']"  # the Overview's drawing of the model 
 TOKENS = 256
 PAGES = [row.url for row in REGISTRY]
 TITLES = {row.url: row.title for row in REGISTRY}
+SECTIONS = {row.url: row.section for row in REGISTRY}
+NEW_TAB_TARGET_S = 2.0  # issue 40: a new session's view, p50 over the registry's pages
 CYCLE = ["attention", "mlp", "block", "layernorm", "merge", "tokens", "output"]  # page changes in (b)
 N_BLOCK = N_HEAD = 12  # gpt2
 ATTENTION_CHARTS = 2  # charts on the attention page: the head's maps and the grid of every head
@@ -85,6 +95,7 @@ class Sample:
 
     def __init__(self, wall=None, to_run=None, run=None, draw=None, error: str | None = None):
         self.wall, self.to_run, self.run, self.draw, self.error = wall, to_run, run, draw, error
+        self.opened = None  # (c): the new tab's own opening, before its view is asked for
 
 
 def attempt(fn, *args) -> Sample:
@@ -135,7 +146,11 @@ def press_slider(page, label: str, key: str):
 
 
 def click_page_link(page, url: str):
-    return lambda: page.get_by_test_id("stSidebarNavLink").filter(has_text=TITLES[url]).click()
+    """The page's link in the app's top navigation: its section's menu, then the page in it."""
+    def click():
+        page.get_by_test_id("stTopNavSection").filter(has_text=SECTIONS[url]).click()
+        page.get_by_role("menuitem", name=TITLES[url], exact=True).click()
+    return click
 
 
 def cold_start(browser, script: Path, cwd: Path, path: str, min_charts: int,
@@ -219,6 +234,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     ap.add_argument("--cold-only", action="store_true", help="(a) alone: the cold starts")
+    ap.add_argument("--new-tabs", action="store_true", help="(c) alone: every page in a new tab")
     args = ap.parse_args()
     cold_reps, warm_rounds, page_reps = (1, 3, 1) if args.quick else (3, 5, 2)
     if chromium_path() is None:
@@ -236,6 +252,16 @@ def main() -> None:
         trivial = Path(tmp) / "trivial.py"
         trivial.write_text(TRIVIAL)
         browser = launch_chromium(p)
+        if args.new_tabs:
+            with StreamlitServer("app.py", ROOT) as app, StreamlitServer(trivial, tmp) as base:
+                app.wait_healthy(120)
+                base.wait_healthy(60)
+                context = new_context(browser)
+                tabs = measure_new_tabs(context, app.base, base.base, page_reps)
+                context.close()
+            browser.close()
+            report_new_tabs(tabs)
+            return
 
         # (a) cold starts, alternating app and baselines
         cold = {"app": [], "trivial": [], "trivial4": []}
@@ -255,9 +281,77 @@ def main() -> None:
             context = new_context(browser)
             warm, per_page = measure_warm(context, app.base, base.base, text256, warm_rounds, page_reps)
             context.close()
+            context = new_context(browser)
+            tabs = measure_new_tabs(context, app.base, base.base, page_reps)
+            context.close()
         browser.close()
 
     report(cold, warm, per_page, T)
+    report_new_tabs(tabs)
+
+
+def new_tab(context, url: str, min_charts: int) -> Sample:
+    """A new tab of `context` opened on `url`: timed from the link asked for in the new tab (as a user
+    pastes it) to the view rendered; the tab's own opening (playwright's new_page: the driver's round
+    trips and chromium's new tab) is kept apart, in `opened`."""
+    t0 = time.perf_counter()
+    page = context.new_page()
+    opened = time.perf_counter() - t0
+    try:
+        t0 = time.perf_counter()
+        page.goto(url)
+        settled = wait_rendered(page, min_charts, timeout_ms=120_000)
+        wall = time.perf_counter() - t0
+        _check(page, url.split("?")[0])
+        sample = Sample(wall, *_split(page, 0.0, settled))
+        sample.opened = opened
+        return sample
+    finally:
+        page.close()
+
+
+def measure_new_tabs(context, app: str, base: str, reps: int) -> dict[str, list[Sample]]:
+    """(c): every registry page at the default text in a new tab each, after one untimed view of it
+    (the server warm, its run cached); the trivial app's new tab in every round, the baseline."""
+    cases = {url: (f"{app}/{url}?model=gpt2", BY_URL[url].charts) for url in PAGES}
+    cases["trivial"] = (f"{base}/?block=0", 0)
+    cases["trivial + 4 charts"] = (f"{base}/?block=0&charts=4", 4)  # Plotly's own cost in a new tab
+    for address, charts in cases.values():  # warm: the page's run cached, its code imported
+        attempt(new_tab, context, address, charts)
+    return run_rounds({name: lambda r, a=address, c=charts: new_tab(context, a, c)
+                       for name, (address, charts) in cases.items()}, reps, warmup=0)
+
+
+def report_new_tabs(tabs: dict[str, list[Sample]]) -> None:
+    import os
+
+    print(f"\n(c) A new tab's view, warm, default text (median of {len(tabs['trivial'])} per page; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    base = med(tabs["trivial"], "wall")
+    rows = [[name, fmt(med(ss, "wall")), fmt(med(ss, "to_run")), fmt(med(ss, "run")), fmt(med(ss, "draw")),
+             fmt(ratio(med(ss, "wall"), base), "x"), fmt(med(ss, "opened"))] for name, ss in tabs.items()]
+    print(table(rows, ["page", "total", "→run", "run", "draw", "÷ trivial", "tab opening (apart)"]))
+    walls = sorted(w for name, ss in tabs.items() if name in PAGES and (w := med(ss, "wall")) is not None)
+    failed = errors(tabs)
+    if failed:
+        print("failures (excluded):\n" + "\n".join(failed))
+    with_opening = sorted(med(ss, "wall") + med(ss, "opened") for name, ss in tabs.items()
+                          if name in PAGES and med(ss, "wall") is not None and med(ss, "opened") is not None)
+    if walls:
+        p50, p95 = percentile(walls, 50), percentile(walls, 95)
+        print(f"new tab over {len(walls)} of {len(PAGES)} pages: p50 {p50:.2f} s ({fmt(ratio(p50, base), 'x')} the "
+              f"trivial app's {fmt(base)}), p95 {p95:.2f} s; target p50 <= {NEW_TAB_TARGET_S:.0f} s: "
+              f"{'met' if p50 <= NEW_TAB_TARGET_S else 'MISSED'}")
+    if with_opening:
+        print(f"with the tab's opening: p50 {percentile(with_opening, 50):.2f} s, "
+              f"p95 {percentile(with_opening, 95):.2f} s")
+
+
+def percentile(sorted_values: list[float], q: int) -> float:
+    """The q-th percentile of sorted values, the nearest rank (the median for q = 50)."""
+    if q == 50:
+        return statistics.median(sorted_values)
+    return sorted_values[min(len(sorted_values) - 1, round(q / 100 * (len(sorted_values) - 1)))]
 
 
 def measure_warm(context, app: str, base: str, text256: str, rounds: int, page_reps: int):

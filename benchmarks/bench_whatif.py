@@ -22,8 +22,21 @@ At 1,024 tokens (--long; the page's long-text case), per block b of the knock-ou
 Targets: knockout <= 0.5 s, the 144-head sweep <= 15 s. The machine is shared: the load
 average and the CPU time the process got (against wall time) are printed beside every figure.
 
+The page in a browser (--page; issue 40: What if on a 600-word text on gpt2 settles within 10 s idle):
+`streamlit run app.py` on random gpt2, headless Debian chromium at 1280x720, each view in a new
+browser context (a new session, no HTTP cache), the server warm (the model loaded before). Per round:
+  600 words  /whatif with tests/test_browser_progress.py's 600-word text (650 tokens), a word added per
+             round so that no run is cached: goto -> settled (script idle, every chart drawn), the
+             script run's start -> a progress line in the first screen (browser clock), and the server's
+             CPU seconds (utime + stime) over the view.
+  default    the same page on the default text, a word added per round: the baseline of the same run.
+  forward    this process, the server idle: gpt2's plain forward pass over the 650 tokens (logits
+             only, 2 threads): the compute floor of one of the page's two runs.
+Ratios: 600 words over default, and over forward.
+
 Usage:  .venv/bin/python benchmarks/bench_whatif.py [--rounds 5] [--batch 12] [--unbatched] [--threads N]
                                                    [--long] [--long-rounds 1] [--long-heads]
+        .venv/bin/python benchmarks/bench_whatif.py --page [--page-rounds 3]
 """
 
 import argparse
@@ -79,9 +92,14 @@ def main() -> None:
     p.add_argument("--long-heads", action="store_true", help="and the 144-head sweep at 1,024 tokens")
     p.add_argument("--long-blocks", default="all", help="the blocks to time at 1,024 tokens: all, or e.g. 0,6,11")
     p.add_argument("--long-only", action="store_true", help="the 1,024-token case alone (implies --long)")
+    p.add_argument("--page", action="store_true", help="the page on a 600-word text in a browser, alone")
+    p.add_argument("--page-rounds", type=int, default=3)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     model = random_model(get_config("gpt2"), 0)
+    if a.page:
+        page_case(model, a.page_rounds)
+        return
     ids = encode(DEFAULT_TEXT)
     long_ids = encode(SWEEP_TEXT)[:20]
     assert len(long_ids) == 20, len(long_ids)
@@ -150,6 +168,67 @@ def long_case(model, a) -> None:
         new = timed(lambda p=part: sweep(model, ids, p, "zero", token, batch=a.batch, clean=clean))[0]
         print(f"sweep {count} {part}s at T = 1,024: from the tokens {old:.2f} s, resumed {new:.2f} s "
               f"({new / plain:.2f} plain runs; plain {plain:.2f} s) · load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def page_case(model, rounds: int) -> None:
+    """What if on the 600-word text in chromium against the default text and a plain forward pass."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from urllib.parse import quote
+
+    from load_test import cpu_seconds
+    from playwright.sync_api import sync_playwright
+    from streamlit_server import StreamlitServer, launch_chromium, new_context, wait_rendered
+    from test_browser_progress import RECORD, TEXT_600
+
+    root = Path(__file__).resolve().parents[1]
+
+    def view(browser, server, text: str) -> tuple[float, float | None, float]:
+        """(goto -> settled s, run start -> progress in the first screen s or None, server CPU-s)."""
+        context = new_context(browser, 1280, 720)
+        try:
+            page = context.new_page()
+            page.add_init_script(RECORD)
+            cpu, t0 = cpu_seconds(server.proc.pid, children=False), time.perf_counter()
+            page.goto(f"{server.base}/whatif?model=gpt2&text={quote(text)}")
+            wait_rendered(page, 1, timeout_ms=600_000)
+            wall, cpu = time.perf_counter() - t0, cpu_seconds(server.proc.pid, children=False) - cpu
+            seen, start = page.evaluate("window.__seen"), page.evaluate("window.__runStart ?? null")
+            shown = next((s["t"] for s in seen if s["inView"] and start is not None and s["t"] >= start), None)
+            return wall, None if shown is None else (shown - start) / 1e3, cpu
+        finally:
+            context.close()
+
+    ids = encode(TEXT_600)
+    rows: dict[str, list] = {"600 words": [], "default": [], "forward": []}
+    with sync_playwright() as p, StreamlitServer("app.py", root) as server:
+        server.wait_healthy(120)
+        browser = launch_chromium(p)
+        view(browser, server, DEFAULT_TEXT)  # warm: the model loaded, the page's code imported
+        run(model, ids, names=["logits"])
+        print(f"What if in chromium · T = {len(ids)} (600 words) · {rounds} rounds · load {os.getloadavg()[0]:.1f}")
+        for r in range(rounds):
+            rows["default"].append((*view(browser, server, f"{DEFAULT_TEXT} {r}"), os.getloadavg()[0]))
+            rows["600 words"].append((*view(browser, server, f"{TEXT_600} {r}"), os.getloadavg()[0]))
+            rows["forward"].append((timed(lambda: run(model, ids, names=["logits"]))[0], None, None,
+                                    os.getloadavg()[0]))
+            print(f"  round {r}: " + " · ".join(f"{k} {v[-1][0]:.2f} s" for k, v in rows.items())
+                  + f" · load {os.getloadavg()[0]:.1f}", flush=True)
+        browser.close()
+
+    def median(name: str, i: int) -> float | None:
+        got = [row[i] for row in rows[name] if row[i] is not None]
+        return statistics.median(got) if got else None
+
+    for name, what in (("600 words", "goto -> settled"), ("default", "goto -> settled"),
+                       ("forward", "plain forward, logits only")):
+        shown, cpu = median(name, 1), median(name, 2)
+        print(f"{name:10s} {what:28s} {median(name, 0):6.2f} s"
+              + (f" · run start -> progress in view {shown:.2f} s" if shown is not None else "")
+              + (f" · server {cpu:.2f} CPU-s" if cpu is not None else "")
+              + f" · load {median(name, 3):.1f}")
+    settle = median("600 words", 0)
+    print(f"600 words ÷ default {settle / median('default', 0):.1f}x · ÷ forward {settle / median('forward', 0):.1f}x"
+          f" · target settle <= 10 s idle: {'met' if settle <= 10 else 'missed'} at load {median('600 words', 3):.1f}")
 
 
 if __name__ == "__main__":

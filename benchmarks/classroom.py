@@ -24,6 +24,12 @@ classroom, burst, lesson and replicas, as before the class scenarios; the class 
   key made for the run unless set): K students open stop 1 within 5 s, then each steps through the
   stops in the same tab, 3 to 8 s a stop. The server computes the lesson's runs once, when the first
   student opens it: "runs computed" counts every run the server logged in the scenario.
+- lesson-open: the lecturer says "open this link now": K students open the first stop of the signed
+  link (--lesson, lessons/attention-demo.json by default) within 1 s, on a server that has not shown
+  that lesson (run it before `lesson`, or give another --lesson); each view from opening the link to
+  script-finished. Reported in the order the students opened it: the first student, the thirtieth
+  (the K-th), p50 and max, beside one more student opening the same stop once the class has it (the
+  lesson's runs cached: the baseline, in the same run), with the runs the server computed.
 - replicas: two app servers of its own (whatever --setup says) behind a real nginx (Debian's
   /usr/sbin/nginx, deploy/nginx.conf.template filled in with loopback ports; affinity by cookie),
   the classroom scenario through the proxy; half way through, the replica serving the most students
@@ -48,7 +54,8 @@ runtime + weights after a warm-up view; peak growth (summed over the processes o
 compared with GPT2VIZ_TRACE_BUDGET_MB (the whole budget, before it is split).
 
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M] [--views 4]
-            [--scenario all|classroom|class|start|burst|distinct|lesson|replicas ...]
+            [--scenario all|classroom|class|start|burst|distinct|lesson-open|lesson|replicas ...]
+            [--lesson lessons/attention-demo.json]
             [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 0]
 Each scenario ends with one line, and the run ends with all of them again, one per scenario and setup:
 scenario=S setup=one|processes(N)|replicas(2) sessions=K views=N errors=N p50_s=X p95_s=X
@@ -306,6 +313,31 @@ async def burst(students: list[Student], base: str, text: str, view_timeout: flo
 LESSON_FILE = ROOT / "lessons" / "attention-demo.json"
 LESSON_KEY_ENV = "GPT2VIZ_LESSON_KEY"
 LESSON_START_S = 5.0  # the class opens the lecturer's link within this many seconds
+
+
+async def open_lesson(students: list[Student], base: str, lesson, token: str, view_timeout: float,
+                      window: float = BURST_WINDOW_S) -> list[View]:
+    """Every student opens the first stop of the signed link within `window` seconds; the views in the
+    order the students opened the link."""
+    page, query = lessons.href(lesson.stops[0].page, token, 0).lstrip("/").split("?")
+    opened = []
+
+    async def one(s: Student):
+        await asyncio.sleep(s.rng.uniform(0, window))
+        t0, session = time.perf_counter(), None
+        try:
+            session = await open_session(base, page, query, time.monotonic() + 30)
+            r = await session.view(page, query, timeout=view_timeout)
+            expected = Student(s.index, lesson.text, lesson.stops[0].mode, [], s.rng)
+            opened.append((t0, View(s.index, page, time.perf_counter() - t0, problem(r, expected))))
+        except Disconnected as e:
+            opened.append((t0, View(s.index, page, None, f"disconnected: {e}")))
+        finally:
+            if session is not None:
+                await session.close()
+
+    await asyncio.gather(*(one(s) for s in students))
+    return [view for _, view in sorted(opened, key=lambda x: x[0])]
 
 
 async def follow_lesson(students: list[Student], base: str, lesson, token: str, view_timeout: float) -> list[View]:
@@ -602,12 +634,27 @@ def run_scenario(name: str, args, target: Processes, k: int, pages: list[str], s
         passes = ", ".join(f"{run[3]} {run[1]:.2f} s" for run in used["runs"])
         print(f"trace runs for that text: {len(used['runs'])} ({passes}); askers that waited for them: "
               f"{sum(run[2] for run in used['runs'])}")
+    elif name == "lesson-open":
+        lesson = lessons.load(args.lesson)
+        token = lessons.sign(lesson, os.environ[LESSON_KEY_ENV].encode())
+        views, used, wall = target.measure(open_lesson(make_students(k, pages, seed=4), base, lesson, token,
+                                                       args.view_timeout))
+        later, _, _ = target.measure(open_lesson(make_students(1, pages, seed=5), base, lesson, token,
+                                                 args.view_timeout, window=0))
+        first, kth, warm = views[0].seconds, views[-1].seconds, later[0].seconds
+        print(f"\n== lesson-open {where}: {k} students open stop 1 ({lesson.stops[0].page}) of the signed link of "
+              f"{Path(args.lesson).name!r} within {BURST_WINDOW_S:g} s, a lesson this server had not shown; "
+              f"from opening the link to script-finished, load average {os.getloadavg()[0]:.2f}")
+        print(f"{all_views_line(views)}; runs computed: {len(used['runs'])} ({run_kinds(used['runs'])})")
+        print(f"first student {fmt(first)} s, student {k} (the last to open) {fmt(kth)} s; one more student "
+              f"once the class has it {fmt(warm)} s (the baseline): first {fmt(ratio_of(first, warm))}x, "
+              f"student {k} {fmt(ratio_of(kth, warm))}x; errors {sum(1 for v in views + later if v.error)}")
     elif name == "lesson":
-        lesson = lessons.load(LESSON_FILE)
+        lesson = lessons.load(args.lesson)
         token = lessons.sign(lesson, os.environ[LESSON_KEY_ENV].encode())
         students = make_students(k, pages, seed=3)
         views, used, wall = target.measure(follow_lesson(students, base, lesson, token, args.view_timeout))
-        print(f"\n== lesson {where}: {k} students open the signed link of {LESSON_FILE.name!r} "
+        print(f"\n== lesson {where}: {k} students open the signed link of {Path(args.lesson).name!r} "
               f"({len(lesson.stops)} stops) within {LESSON_START_S:g} s and step through it, "
               f"{THINK_S[0]:g}-{THINK_S[1]:g} s a stop")
         print(page_table(views))
@@ -615,6 +662,10 @@ def run_scenario(name: str, args, target: Processes, k: int, pages: list[str], s
     else:
         raise ValueError(f"unknown scenario {name!r}")
     return closing(name, target.label, views, used, wall, args.budget_mb, k)
+
+
+def ratio_of(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
 
 
 def run_setup(args, setup: str, scenarios: list[str], k: int, pages: list[str], seconds: float) -> list[str]:
@@ -696,7 +747,7 @@ def report_tracebacks(log: str) -> None:
             print(f"  {n}×  {last}\n" + "".join(f"        {f}\n" for f in frames), end="")
 
 
-SCENARIOS = ["classroom", "class", "start", "burst", "distinct", "lesson", "replicas"]
+SCENARIOS = ["classroom", "class", "start", "burst", "distinct", "lesson-open", "lesson", "replicas"]
 ALL = ["classroom", "burst", "lesson", "replicas"]  # --scenario all, as before the class scenarios
 
 
@@ -715,6 +766,7 @@ def main() -> None:
     ap.add_argument("--budget-mb", type=int, default=DEFAULT_BUDGET // MIB,
                     help=f"{BUDGET_ENV} of each server (MiB; the app's default); the processes setup splits it N ways")
     ap.add_argument("--view-timeout", type=float, default=120.0, help="seconds one view may take")
+    ap.add_argument("--lesson", default=str(LESSON_FILE), help="the lesson file of the lesson scenarios")
     ap.add_argument("--threads", type=int, default=0,
                     help=f"{THREADS_ENV} of each server: torch's threads, fixed (0, the default: unset, as the README "
                          "starts the app: every core for a run alone, one beside others; the processes setup has 1)")

@@ -92,6 +92,25 @@ def test_sweep_button_draws_the_block_by_head_map():
     assert abs(float(z[1, 2]) - float(single)) < 1e-4
 
 
+def test_a_sweep_draws_its_rows_as_they_finish(monkeypatch):
+    """The map is drawn after each batched run (one block's heads a run on tiny): the blocks run so far,
+    its title saying how many, then replaced by the finished map: one map on the page at the end."""
+    import gpt2viz.ui.whatif_view as wv
+
+    drawn = []
+    draw = wv.sweep_map
+    monkeypatch.setattr(wv, "sweep_map", lambda slot, cfg, part, token, grid, done=False: (
+        drawn.append((grid.clone(), done)), draw(slot, cfg, part, token, grid, done)))
+    at = open_page("whatif.py", part="mlp", text="A sweep on another text, drawn row by row")
+    at.button(key="sweep_heads").click().run()
+    assert not at.exception
+    assert [done for _, done in drawn] == [False, True]  # tiny: 2 blocks, one run each
+    (draft, _), (final, _) = drawn
+    assert torch.equal(draft[0], final[0]) and draft[1].isnan().all()
+    titles = [s["layout"]["title"]["text"] for s in specs(at) if s["data"][0]["type"] == "heatmap"]
+    assert len(titles) == 1 and "so far" not in titles[0]
+
+
 def test_patch_page_patches_on_request():
     at = open_page("patch.py", text="Mary gave John a", text_b="John gave Mary a", block=1, head=1)
     assert not at.exception

@@ -73,7 +73,8 @@ def test_resuming_tells_progress_block_by_block(four):
     told = []
     knockout_from(four, run(four, IDS, names=NEEDS), Target(1, "mlp"), "zero",
                   progress=lambda done, total, what: told.append((done, total, what)))
-    assert told == [(1, 3, "forward pass: block 1"), (2, 3, "forward pass: block 2"), (3, 3, "forward pass: block 3")]
+    assert told == [(0, 3, "forward pass: block 1"), (1, 3, "forward pass: block 1"), (2, 3, "forward pass: block 2"),
+                    (3, 3, "forward pass: block 3")]
 
 
 @pytest.mark.parametrize("part,method", [("head", "zero"), ("head", "mean"), ("mlp", "zero"), ("attn", "mean")])
@@ -85,6 +86,21 @@ def test_resumed_sweep_is_the_full_one_bit_for_bit(four, part, method):
     assert torch.equal(resumed, sweep(four, IDS, part, method, token, batch=3))
     rows = 4 * (4 if part == "head" else 1)
     assert done[-1] == (rows, rows) and len(done) == -(-rows // 3)
+
+
+def test_a_sweep_hands_out_its_rows_as_they_finish(four):
+    """After each batched run but the last, the grid so far: the rows run equal to the finished grid's,
+    bit for bit, the rest NaN; one block's row a run here (batch = n_head), so block by block."""
+    clean = run(four, IDS, names=NEEDS)
+    token = int(clean["logits"][0, -1].argmax())
+    drafts = []
+    grid = sweep(four, IDS, "head", "zero", token, batch=4, clean=clean, partial=drafts.append)
+    assert len(drafts) == 3  # 4 runs of 4 heads: a draft after each but the last
+    for blocks_done, draft in enumerate(drafts, start=1):
+        assert draft.shape == grid.shape
+        assert torch.equal(draft[:blocks_done], grid[:blocks_done])
+        assert draft[blocks_done:].isnan().all()
+    assert not grid.isnan().any()
 
 
 def test_a_sweep_resumes_only_from_its_own_text(four):

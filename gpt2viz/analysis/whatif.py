@@ -164,6 +164,7 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
             i = block_of(name)[0]
             progress(i - b + 1, n - b, f"forward pass: block {i}")
         rec.on_block = told
+        progress(0, n - b, f"forward pass: block {b}")  # before the first block: shown from the start
     logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position)  # [1, T or 1, V]
     check_reached(ivs, rec.intervened)
     final = rec.tensors["ln_f.out"][0]  # [T, d]
@@ -231,11 +232,13 @@ def last_logits(model: GPT2, ids, interventions, clean: Trace | None = None) -> 
 
 
 def batched(model: GPT2, ids, rows: list[list[Intervention]], measure: Callable[[torch.Tensor], torch.Tensor],
-            batch: int, progress: Progress | None = None, clean: Trace | None = None) -> torch.Tensor:
+            batch: int, progress: Progress | None = None, clean: Trace | None = None,
+            partial: Callable[[torch.Tensor], None] | None = None) -> torch.Tensor:
     """measure(logits [R, V]) -> [R] for every row of interventions, `batch` rows a run. Rows are
     taken in the order of the first block they touch, and a run computes the blocks before its
-    rows' first block once, not once a row (not at all with `clean`: see last_logits)."""
-    out = torch.empty(len(rows))
+    rows' first block once, not once a row (not at all with `clean`: see last_logits). `partial`:
+    given a copy of the results after each run but the last, NaN where a row is still to run."""
+    out = torch.full((len(rows),), float("nan"))
     order = sorted(range(len(rows)), key=lambda r: min(block_of(iv.name)[0] or 0 for iv in rows[r]))
     for start in range(0, len(order), batch):
         chunk = order[start:start + batch]
@@ -243,14 +246,19 @@ def batched(model: GPT2, ids, rows: list[list[Intervention]], measure: Callable[
         out[chunk] = measure(last_logits(model, ids, ivs, clean))
         if progress:
             progress(start + len(chunk), len(rows))
+        if partial and start + batch < len(order):
+            partial(out.clone())
     return out
 
 
 def sweep(model: GPT2, ids, part: str, method: str, token: int, batch: int = 16,
-          progress: Progress | None = None, clean: Trace | None = None) -> torch.Tensor:
+          progress: Progress | None = None, clean: Trace | None = None,
+          partial: Callable[[torch.Tensor], None] | None = None) -> torch.Tensor:
     """Knock out every head ([n_layer, n_head]) or every block's MLP or attention ([n_layer, 1]),
     one at a time: the change in the log-probability of `token` at the last position. `clean`: a
-    FULL run of `ids` storing every block's resid_pre and resid_post, to resume from (last_logits)."""
+    FULL run of `ids` storing every block's resid_pre and resid_post, to resume from (last_logits).
+    `partial`: given the grid so far after each run but the last (NaN where a knock-out is still to
+    run; rows fill in block order), for a page that draws the rows as they finish."""
     cfg = model.config
     targets = [Target(b, part, h) for b in range(cfg.n_layer) for h in range(cfg.n_head if part == "head" else 1)]
     targets[0].check(cfg)
@@ -263,7 +271,8 @@ def sweep(model: GPT2, ids, part: str, method: str, token: int, batch: int = 16,
     def effect(logits):  # [R, V] -> [R]
         return torch.log_softmax(logits, -1)[:, token] - base
     rows = [[t.intervention(method)] for t in targets]
-    return batched(model, ids, rows, effect, batch, progress, clean).view(cfg.n_layer, -1)  # [n_layer, nh or 1]
+    shown = partial and (lambda values: partial(values.view(cfg.n_layer, -1)))  # [n_layer, nh or 1]
+    return batched(model, ids, rows, effect, batch, progress, clean, shown).view(cfg.n_layer, -1)  # [n_layer, nh or 1]
 
 
 # ---------------------------------------------------------------------------- patching

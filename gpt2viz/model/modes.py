@@ -41,6 +41,12 @@ class _Passes:
     def __init__(self, progress: Progress | None, n_layer: int, passes: int):
         self.progress, self.total, self.done = progress, n_layer * passes, 0
 
+    def begin(self, what: str) -> None:
+        """Told before the first block computes (0 steps done): a page shows the run from its start,
+        not only once a block of a long text is through."""
+        if self.progress is not None:
+            self.progress(0, self.total, what)
+
     def step(self, what: str) -> None:
         self.done += 1
         self.progress(self.done, self.total, what)
@@ -77,8 +83,9 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
         stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
         grads = grads and any(name.startswith("grad.") for name in stored)  # else no backward pass to run
-        return _training(model, ids, stored, drop, grads, _Passes(progress, model.config.n_layer, 1 + grads),
-                         interventions)
+        passes = _Passes(progress, model.config.n_layer, 1 + grads)
+        passes.begin("forward pass: block 0")
+        return _training(model, ids, stored, drop, grads, passes, interventions)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
         raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
     # a derived name intervened on is stored as the run made it, not derived from its sources
@@ -87,6 +94,8 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
     cached = mode is Mode.DECODE and ids.shape[1] > 1  # a prefill of the tokens before the last
     passes = _Passes(progress, model.config.n_layer, 1 + cached)
     passes.forward(rec, "forward pass" if mode is not Mode.DECODE else "the new token")
+    passes.begin("forward pass: block 0" if mode is not Mode.DECODE else
+                 f"caching the {ids.shape[1] - 1:,} tokens before: block 0" if cached else "the new token: block 0")
     with torch.no_grad():
         if mode is Mode.FULL:
             model(ids, rec)

@@ -427,7 +427,7 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
 
 
 def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None,
-         on_click=None, key: str | None = None):
+         on_click=None, key: str | None = None, draft: bool = False):
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its top-right corner (`where`: the block, head…;
     `run=False`: a figure of the model alone names only it; `sizes_of`: a figure of a configuration's sizes
@@ -436,12 +436,14 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX), and a phone's (PHONE_PAGE_PX).
     The page's handout keeps it (ui/export.py); its camera button saves an SVG. `on_click` (with a `key`):
     called when a click selects a point of the chart, before the next run; the chart's selection is then
-    st.session_state[key].selection."""
+    st.session_state[key].selection. `draft`: a chart shown while its values come in, which the finished
+    one replaces: neither in the handout nor put in words."""
     sel = selection()
     caption = (f"{sizes_of}: from its sizes alone" if sizes_of else source(sel, where) if run
                else sel.weights.label)
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
-    export.record(fig, caption)
+    if not draft:
+        export.record(fig, caption)
     spec = fig.to_dict()  # what the chart draws, for its words and numbers
     if fill:  # drawn as tall as the screen leaves it: its rows' labels as many as that height has room for
         fig = fit_rows(go.Figure(fig.to_dict(), _validate=False))
@@ -455,6 +457,7 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     with present.screen(fill):
         st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
                         config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)}, **select)
-    in_words(spec, f"gpt2viz-chart-{export.charts_recorded() or export.slug(fig.layout.title.text or 'chart')}",
-             folded=sel.present)
+    if not draft:
+        in_words(spec, f"gpt2viz-chart-{export.charts_recorded() or export.slug(fig.layout.title.text or 'chart')}",
+                 folded=sel.present)
 

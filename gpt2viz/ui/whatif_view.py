@@ -5,6 +5,7 @@ Every run here is a FULL run of the whole text, whatever the sidebar's mode: a k
 what every later position computes, and the mean over positions needs them all.
 """
 
+import functools
 from dataclasses import dataclass
 
 import streamlit as st
@@ -198,9 +199,11 @@ def _progress(label: str):
     return progress_bar(label)  # "label: 3 of 12 runs · about 4 s left"
 
 
-def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace | None = None) -> Grid:
+def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace | None = None,
+               partial=None) -> Grid:
     """Every head's or MLP's knock-out; resumed from `clean` (the page's FULL trace of the text) if
-    given, block by block: the same numbers, bit for bit, without running the blocks before each."""
+    given, block by block: the same numbers, bit for bit, without running the blocks before each.
+    `partial`: given the grid so far after each batched run (NaN still to run), as sweep's."""
     cfg = sel.config
     batch = rows_per_run(sel, len(sel.ids), cfg.n_head)
     key = ("sweep", sel.weights.key, sel.ids, part, method, token)
@@ -208,7 +211,7 @@ def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace 
 
     def compute():
         values = sweep(sel.weights.model, list(sel.ids), part, method, token, batch,
-                       _progress(say.sweeping(n, part)), clean)
+                       _progress(say.sweeping(n, part)), clean, partial)
         return Grid(values)
     return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
                                                                                   Mode.FULL, ("logits",)), heavy=True)
@@ -300,15 +303,30 @@ def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
     mlps = cols[1].button(mlp_label, key="sweep_mlps")
     for part, pressed in (("head", heads), ("mlp", mlps)):
         if requested(("sweep", sel.weights.key, sel.ids, part, method, token), pressed):
-            grid = sweep_grid(sel, part, method, token, clean).values
-            cols_ = [f"head {h}" for h in range(cfg.n_head)] if part == "head" else ["MLP"]
-            plot(plots.matrix_heatmap(grid, [f"block {b}" for b in range(cfg.n_layer)], cols_,
-                                      f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} "
-                                      "knocked out", "Δ log p", x_title="head" if part == "head" else "",
-                                      y_title="block", signed=True, helps_when_negative=True))
+            slot = st.empty()  # the map, its rows drawn as their runs finish, then the finished map
+            draw = functools.partial(sweep_map, slot, cfg, part, token)
+            grid = sweep_grid(sel, part, method, token, clean, draw).values
+            draw(grid, done=True)
             if part == "head":
                 from .paths_view import head_links  # here: paths_view reads this module's METHODS
                 head_links(grid, token, method)
+
+
+def sweep_map(slot, cfg, part: str, token: int, grid: torch.Tensor, done: bool = False) -> None:
+    """The sweep's map in `slot`: Δ log p for each knock-out [n_layer, nh or 1]; until `done`, a draft
+    of the blocks whose every knock-out has run (rows fill in block order; NaN: still to run), its
+    title saying how many."""
+    cols = [f"head {h}" for h in range(cfg.n_head)] if part == "head" else ["MLP"]
+    title = f"Δ log p({readable(token)!r}) with each {'head' if part == 'head' else 'MLP'} knocked out"
+    if not done:
+        rows = int(grid.isnan().any(dim=1).int().argmax()) if grid.isnan().any() else len(grid)  # leading rows run
+        if rows == 0:
+            return
+        grid, title = grid[:rows], title + f": {rows} of {cfg.n_layer} blocks so far"
+    with slot.container():
+        plot(plots.matrix_heatmap(grid, [f"block {b}" for b in range(len(grid))], cols, title, "Δ log p",
+                                  x_title="head" if part == "head" else "", y_title="block", signed=True,
+                                  helps_when_negative=True), draft=not done)
 
 
 def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:

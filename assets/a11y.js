@@ -51,6 +51,15 @@
     }
   };
   const later = () => { if (!queued) { queued = true; requestAnimationFrame(mark); } };
+  // a chart's "Show the numbers" keeps its table (the app's own escaped HTML, ui/words.py) in data-numbers
+  // until it is first opened
+  document.addEventListener("toggle", ev => {
+    const fold = ev.target;
+    if (!(fold instanceof HTMLDetailsElement) || !fold.open || !fold.matches(".gpt2viz-show[data-numbers]")) return;
+    fold.insertAdjacentHTML("beforeend", fold.dataset.numbers);
+    fold.removeAttribute("data-numbers");
+    later();
+  }, true);
   new MutationObserver(later).observe(document.body, {subtree: true, childList: true});
   window.addEventListener("resize", later);
   later();

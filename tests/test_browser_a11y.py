@@ -85,7 +85,11 @@ def axe_serious(page, where: str) -> list[str]:
 CHART_WORDS_JS = r"""(selector) => [...document.querySelectorAll(selector)].map(c => {
   const named = document.getElementById(c.getAttribute("aria-labelledby") || "");
   const words = named && named.closest(".gpt2viz-figure-words");
-  const cells = words ? [...words.querySelectorAll(".gpt2viz-show td")].map(td => td.textContent) : [];
+  const fold = words && words.querySelector(".gpt2viz-show");
+  // the app keeps a table in data-numbers until the fold is first opened; the site writes it in place
+  const table = fold && fold.dataset.numbers ? new DOMParser().parseFromString(fold.dataset.numbers, "text/html")
+                                             : fold;
+  const cells = table ? [...table.querySelectorAll("td")].map(td => td.textContent) : [];
   return {role: c.getAttribute("role"), name: named ? named.textContent : "",
           summary: words ? words.querySelector(".gpt2viz-show summary")?.textContent : "", cells: cells.length,
           numbers: cells.some(t => /\d/.test(t))};

@@ -1,6 +1,6 @@
 """Every page by the keyboard alone, in a real browser (1280x720, random tiny weights).
 
-On every page of the registry, and presented (`present=1`) on six of them, Tab is pressed from the top of the page
+On every page of the registry, and presented (`present=1`) on four of them, Tab is pressed from the top of the page
 until the focus comes back to the first stop, and the walk is held against every visible interactive
 control the page draws (links, buttons, inputs, text areas, sliders, selectboxes, radio groups, toggles,
 segmented controls, expanders' and "Show the numbers" summaries, tabs, the diagram's boxes, the toolbar's

@@ -17,8 +17,8 @@ from gpt2viz.spec.pages import PAGES, href  # noqa: E402
 context = keyboard.context  # the fixture: one server with a lesson key, one browser context at 1280x720
 
 # every page plain; presented, the pages whose presented layout differs most (a diagram, the first chart
-# filling the screen, a lesson's bar, columns, a long page): the suite's time, 7 s a walk
-PRESENTED = ("overview", "attention", "whatif", "heads", "params", "lesson")
+# filling the screen, a lesson's bar, a page of columns): the suite's time, 7 s a walk
+PRESENTED = ("overview", "attention", "whatif", "lesson")
 VIEWS = [(href(row.url), row.url) for row in PAGES] + [(href(url) + "?present=1", url + "-presented")
                                                           for url in PRESENTED]
 

@@ -168,6 +168,10 @@ def test_every_text_in_the_words_and_numbers_is_escaped():
     out = ct.figure_html(spec, 'x" onmouseover="alert(3)', folded=True)
     assert "<script" not in out and "<img" not in out and '" onmouseover' not in out
     assert "&lt;script&gt;" in out
+    lazy = ct.figure_html(spec, "x", lazy=True)  # the table escaped once more, inside an attribute
+    assert "<script" not in lazy and "<img" not in lazy and "<table" not in lazy
+    held = re.search(r'data-numbers="([^"]*)"', lazy).group(1)
+    assert "<" not in held and "&amp;lt;script&amp;gt;" in held
 
 
 def test_a_large_map_is_said_whole_and_shown_in_part():

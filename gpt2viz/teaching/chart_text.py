@@ -520,14 +520,19 @@ def numbers_html(spec: dict) -> str:
     return "".join(parts) or "<p>This chart draws no values.</p>"
 
 
-def figure_html(spec: dict, ident: str, folded: bool = False) -> str:
+def figure_html(spec: dict, ident: str, folded: bool = False, lazy: bool = False) -> str:
     """The chart's sentence (id `ident`, which the chart's box names as its accessible name) and its
-    "Show the numbers" table, folded; `folded`: the sentence folded too (presentation mode)."""
+    "Show the numbers" table, folded; `folded`: the sentence folded too (presentation mode); `lazy`: the
+    table's HTML kept, escaped, in the fold's data-numbers attribute, which the app's script (assets/a11y.js)
+    puts in the page when the fold is first opened: a page of many maps then lays out no table it is
+    not asked for."""
     said = f'<p class="gpt2viz-figtext" id="{html.escape(ident)}">{html.escape(sentence(spec))}</p>'
     if folded:
         said = f"<details class=\"gpt2viz-words\"><summary>In words</summary>{said}</details>"
-    return (f'<div class="gpt2viz-figure-words" data-figure="{html.escape(ident)}">{said}'
-            f"<details class=\"gpt2viz-show\"><summary>Show the numbers</summary>{numbers_html(spec)}</details></div>")
+    numbers = numbers_html(spec)
+    fold = (f'<details class="gpt2viz-show" data-numbers="{html.escape(numbers)}"><summary>Show the numbers</summary>'
+            if lazy else f'<details class="gpt2viz-show"><summary>Show the numbers</summary>{numbers}')
+    return f'<div class="gpt2viz-figure-words" data-figure="{html.escape(ident)}">{said}{fold}</details></div>'
 
 
 SENTENCES = (sentence,)

@@ -9,5 +9,6 @@ from ..teaching import chart_text
 
 def in_words(spec: dict, ident: str, folded: bool = False) -> None:
     """Under a chart just drawn: its sentence (element id `ident`, unique on the page) and its table,
-    folded; `folded`: the sentence folded too (presentation mode, where the chart fills the screen)."""
-    st.html(chart_text.figure_html(spec, ident, folded=folded))
+    folded, its table put in the page when the fold is opened (assets/a11y.js); `folded`: the sentence folded
+    too (presentation mode, where the chart fills the screen)."""
+    st.html(chart_text.figure_html(spec, ident, folded=folded, lazy=True))

@@ -168,6 +168,11 @@ def test_every_text_in_the_words_and_numbers_is_escaped():
     out = ct.figure_html(spec, 'x" onmouseover="alert(3)', folded=True)
     assert "<script" not in out and "<img" not in out and '" onmouseover' not in out
     assert "&lt;script&gt;" in out
+    built = {"data": [{"type": "heatmap", "z": [[1.0]], "x": ["0·&lt;b&gt;"], "y": ["0·&lt;b&gt;"],
+                       "hovertemplate": "query %{y}<br>key %{x}<br>attention %{z:.2f}<extra></extra>"}],
+             "layout": {"title": {"text": "A &lt;b&gt; head"}}}  # a builder's label, escaped for plotly
+    assert "&amp;lt;" not in ct.figure_html(built, "y") and "0·&lt;b&gt;</th>" in ct.figure_html(built, "y")
+    assert ct.sentence(built).startswith("A <b> head.")  # said as text: escaped once, where it is written
     lazy = ct.figure_html(spec, "x", lazy=True)  # the table escaped once more, inside an attribute
     assert "<script" not in lazy and "<img" not in lazy and "<table" not in lazy
     held = re.search(r'data-numbers="([^"]*)"', lazy).group(1)

@@ -65,8 +65,9 @@ def as_array(value) -> np.ndarray | None:
 
 
 def _plain(text) -> str:
-    """A title or label without plotly's markup: <br> as a space, tags dropped."""
-    return " ".join(_TAG.sub(" ", str(text or "")).split())
+    """A title or label without plotly's markup: <br> as a space, tags dropped, entities read ("&lt;" is
+    "<": the builders escape a token's text for plotly, and figure_html escapes it once, for the page)."""
+    return html.unescape(" ".join(_TAG.sub(" ", str(text or "")).split()))
 
 
 def _number(value) -> float | None:
@@ -466,7 +467,7 @@ def _table_rows(s: Series) -> tuple[list[str], list[list[str]], int]:
     if s.kind == "map":
         R, C = s.shape
         value_seg = next((seg for seg in s.segments if _has(seg.template, s.value[0])), None)
-        cols = [str(x) for x in s.data["x"][:TABLE_COLUMNS]]
+        cols = [_plain(x) for x in s.data["x"][:TABLE_COLUMNS]]
 
         def cell(r, c):
             if _number(s.get(s.value[0], (r, c))) is None:

@@ -90,9 +90,9 @@ CONTROLS_JS = r"""(own) => {
 # indicator, whether it is in the document order after the last stop; and the indicator of the element
 # that had the focus before, now that it lost it.
 STEP_JS = r"""async () => {
-  // a control shown while it has the focus fades in: its styles once every transition has ended
-  await Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition)
-                      .map(a => a.finished.catch(() => null)));
+  // a control shown while it has the focus fades in: its styles once every transition has ended (ended
+  // at once: the end state is what is checked, and waiting 150-300 ms a stop made the walk minutes)
+  for (const a of document.getAnimations()) if (a instanceof CSSTransition) a.finish();
   const visible = n => {
     let opacity = 1;
     for (let a = n; a && a.nodeType === 1; a = a.parentElement) {

@@ -31,7 +31,9 @@ def base():
 
 
 def typed(page) -> tuple[str, str, int]:
-    """The builder's title, text B and the stops its table lists."""
+    """The builder's title, text B and the stops its table lists (once its stops are drawn: they come below the
+    title, and on a loaded machine a moment after it)."""
+    page.get_by_role("button", name="Remove the last stop").first.wait_for(timeout=60_000)
     return (page.get_by_label("Title").input_value(), page.get_by_label("Text B, for Compare and patch").input_value(),
             page.get_by_role("button", name="Remove the last stop").count())
 

@@ -4,8 +4,8 @@ At 390x844 (a 6.1" phone; columns stack, no sidebar) no two tick labels of one c
 (each label's box as drawn, turned labels as the turned quadrilaterals they are), no text of a chart lies
 under plotly's toolbar (where it shows on a tap or hover), and the page is not wider than the window;
 each page is screenshotted whole (test-artifacts/screenshots/{url}-390x844.png). Presented (`present=1`)
-at 1280x720 and 1920x1080, out of a lesson and at a lesson's stop (whose note stands under the bar), the
-page's first chart starts in the first screen.
+at 1280x720 and 1920x1080, at a lesson's stop (whose note stands under the bar), the page's first chart
+starts in the first screen (out of a lesson: tests/test_browser_projector_type.py, on the view it measures).
 
 One server, one browser context, tabs reused (browser_tabs); a view is opened once and resized for the
 two projectors. Skipped without Debian's chromium, as test_browser.py is.
@@ -150,13 +150,6 @@ def first_chart_tops(page, name: str) -> dict:
 def assert_in_first_screen(url: str, tops: dict, where: str) -> None:
     late = {size: round(top) for size, top in tops.items() if top > size[1] - 100}
     assert not late, f"{url} {where}: the first chart starts at {late} (px), not in the first screen"
-
-
-@pytest.mark.parametrize("row", CHARTED, ids=[row.url for row in CHARTED])
-def test_presented_every_page_shows_its_first_chart_in_the_first_screen(app, row):
-    tops = measured(app, f"{href(row.url)}?model=tiny&present=1", row.charts,
-                    lambda page: first_chart_tops(page, f"{row.url}-present"))
-    assert_in_first_screen(row.url, tops, "presented")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,10 @@ page's body text (the computed font-size of its paragraphs, 20 px presented):
   one; an exponent in "2×10⁻⁵" is set smaller, by plotly, as the page's own are);
 - no two tick labels of one axis overlap at that size (tests/test_browser_layout.py's measure, there in a
   phone's window), and no text lies under plotly's toolbar;
-- no value written in a heatmap's cell is wider than its cell.
+- no value written in a heatmap's cell is wider than its cell;
+- the first chart (or the drawn diagram where one comes first) starts in the first screen, at 1280x720 and
+  at 1920x1080 (the window resized in the same tab; tests/test_browser_layout.py's measure, which checks it
+  at a lesson's stops too).
 
 The smallest size of each page and the body's are printed (pytest -s). Screenshots of the first screen:
 test-artifacts/screenshots/{url}-type-1280x720.png. One server, one browser context, tabs reused
@@ -24,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import app_context, leave, tab  # noqa: E402
 from streamlit_server import EXCEPTION, wait_rendered  # noqa: E402
 from test_browser_layout import _PHONE_JS as OVERLAPS_JS  # noqa: E402
+from test_browser_layout import assert_in_first_screen, first_chart_tops  # noqa: E402
 
 from gpt2viz.spec.pages import PAGES, href  # noqa: E402
 
@@ -96,5 +100,6 @@ def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row):
         assert wide == [], f"{row.url}: values wider than their cells (chart, value, px, cell px): {wide[:6]}"
         assert overlaps["ticks"] == [], f"{row.url}: tick labels overlap presented: {overlaps['ticks'][:6]}"
         assert overlaps["under"] == [], f"{row.url}: text under the toolbar presented: {overlaps['under'][:6]}"
+        assert_in_first_screen(row.url, first_chart_tops(page, f"{row.url}-present"), "presented")
     finally:
         leave(page)

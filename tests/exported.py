@@ -1,10 +1,13 @@
 """The shipped demo lesson exported as a static site by the command line, and the pieces of its pages
 that the tests read back (tests/test_lesson_export.py, tests/test_browser_lesson_site.py)."""
 
+import fcntl
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from html import unescape
 from pathlib import Path
 
@@ -16,6 +19,23 @@ def export(lesson: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     """`python -m gpt2viz lesson export LESSON --out DIR`, as a lecturer types it."""
     return subprocess.run([sys.executable, "-m", "gpt2viz", "lesson", "export", str(lesson), "--out", str(out),
                            *extra], cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def demo_site() -> tuple[Path, str]:
+    """The demo lesson exported once per test run, for the tests that only read it (the export is 15-20 s): its
+    folder and what the command printed. The suite's workers share it (a folder named by xdist's run id, a lock
+    while the first of them writes it); without xdist, one per process."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+    folder = Path(tempfile.gettempdir()) / f"gpt2viz-demo-site-{run}"
+    folder.mkdir(exist_ok=True)
+    out, printed = folder / "attention-demo", folder / "stdout.txt"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            done = export(DEMO, out)
+            assert done.returncode == 0, done.stderr[-3000:]
+            printed.write_text(done.stdout, encoding="utf-8")
+    return out, printed.read_text(encoding="utf-8")
 
 
 def figures(html: str) -> list[dict]:

@@ -12,7 +12,8 @@ from gpt2viz.teaching import lessons as lf
 from gpt2viz.teaching import site
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from exported import DEMO, export  # noqa: E402
+import exported  # noqa: E402
+from exported import DEMO  # noqa: E402
 from streamlit_server import chromium_for_tests  # noqa: E402
 
 LESSON = lf.load(DEMO)
@@ -20,11 +21,8 @@ PAGES = [s.page for s in LESSON.stops]
 
 
 @pytest.fixture(scope="module")
-def demo_site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site") / "attention-demo"
-    done = export(DEMO, out)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+def demo_site() -> Path:
+    return exported.demo_site()[0]
 
 
 @pytest.fixture(scope="module")

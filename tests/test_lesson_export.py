@@ -22,6 +22,7 @@ from gpt2viz.teaching import site
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from exported import DEMO, export, figures, hrefs, variants  # noqa: E402
+from exported import demo_site as shared_demo_site  # noqa: E402
 from test_links import run  # noqa: E402
 
 KEY = "lecture-key-" + "y" * 20
@@ -30,11 +31,8 @@ PAGES = [s.page for s in LESSON.stops]
 
 
 @pytest.fixture(scope="module")
-def demo_site(tmp_path_factory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("site") / "attention-demo"
-    done = export(DEMO, out)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, done.stdout
+def demo_site() -> tuple[Path, str]:
+    return shared_demo_site()
 
 
 def page(out: Path, i: int) -> str:

@@ -59,7 +59,9 @@ Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--min
             [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 0]
 Each scenario ends with one line, and the run ends with all of them again, one per scenario and setup:
 scenario=S setup=one|processes(N)|replicas(2) sessions=K views=N errors=N p50_s=X p95_s=X
-cpu_per_view_s=X runs=N peak_growth_mib=X budget_mib=X
+compute_floor_s=X load=X cpu_per_view_s=X runs=N peak_growth_mib=X budget_mib=X
+(compute_floor_s: the compute seconds of the runs the server logged, over the cores; load: the 1-minute
+load average at the end of the scenario)
 """
 
 import argparse
@@ -544,7 +546,8 @@ def load_line(used: dict, wall: float, budget: int, views: list[View] | None = N
             f"{os.cpu_count()} cores; "
             f"peak RSS {used['peak_kib'] / 1024:.0f} MiB, growth over runtime + weights {fmt(growth, 0)} MiB "
             f"(budget {budget} MiB: {'within' if growth is not None and growth <= budget else 'OVER'}); "
-            f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute; "
+            f"trace runs {len(used['runs'])} ({sum(r[1] for r in used['runs']):.0f} s of compute, a floor of "
+            f"{compute_floor(used):.1f} s on {os.cpu_count()} cores; "
             f"{len(used['runs']) - len({r[0] for r in used['runs']})} of a key run before, i.e. evicted"
             f"{across_processes(used['runs'])}; {used.get('mapped', 0)} mapped from the host's shared runs); "
             f"load average {os.getloadavg()[0]:.2f}\nruns by kind: {run_kinds(used['runs'])}")
@@ -581,10 +584,17 @@ def closing(scenario: str, setup: str, views: list[View], used: dict, wall: floa
     return line
 
 
+def compute_floor(used: dict) -> float:
+    """The students' run time (every run the server logged in the scenario, summed) over the cores: the
+    fewest seconds in which the server could have computed what the class asked for."""
+    return sum(r[1] for r in used["runs"]) / (os.cpu_count() or 1)
+
+
 def final_line(scenario: str, setup: str, k: int, views: list[View], used: dict, budget: int) -> str:
     s = summary(views)
     return (f"scenario={scenario} setup={setup} sessions={k} views={s['views']} errors={s['errors']} "
-            f"p50_s={fmt(s['p50'])} p95_s={fmt(s['p95'])} cpu_per_view_s={fmt(cpu_per_view(used, views), 3)} "
+            f"p50_s={fmt(s['p50'])} p95_s={fmt(s['p95'])} compute_floor_s={fmt(compute_floor(used))} "
+            f"load={os.getloadavg()[0]:.2f} cpu_per_view_s={fmt(cpu_per_view(used, views), 3)} "
             f"runs={len(used['runs'])} mapped={used.get('mapped', 0)} peak_growth_mib={fmt(used['growth_mib'], 0)} "
             f"budget_mib={budget}")
 

@@ -21,6 +21,9 @@ _INNER = ("[data-testid='stTextAreaRootElement'] textarea:focus-visible",
           "[data-testid='stTextInputRootElement'] input:focus-visible",
           "[data-testid='stNumberInputContainer'] input:focus-visible",
           ":is([data-testid='stSelectbox'], [data-testid='stMultiSelect']) input:focus-visible")
+# a box that scrolls and that chromium puts in the Tab order itself (the sidebar once its controls overflow it):
+# a ring of its own, inside its edge
+_SCROLLERS = ("[data-testid='stSidebarContent']:focus-visible",)
 # boxes that clip what lies outside them: their ring inside the edge
 _INSET = ("[data-testid='stMain']:focus-visible", "[data-testid='stTab']:focus-visible",
           "[data-gpt2viz-region]:focus-visible")
@@ -28,7 +31,7 @@ _INSET = ("[data-testid='stMain']:focus-visible", "[data-testid='stTab']:focus-v
 
 def style(ring: str) -> str:
     """The CSS rules (no <style> tag) for a focus ring of colour `ring`."""
-    return (f"{', '.join(_FIELDS)} {{outline: 3px solid {ring} !important; outline-offset: -3px}}\n"
+    return (f"{', '.join(_FIELDS + _SCROLLERS)} {{outline: 3px solid {ring} !important; outline-offset: -3px}}\n"
             f"{_CHOICES}, {_GRID} {{outline: 3px solid {ring} !important; outline-offset: 1px}}\n"
             f"{', '.join(_INNER)} {{outline: none !important}}\n"
             f"{', '.join(_INSET)} {{outline-offset: -3px !important}}\n"

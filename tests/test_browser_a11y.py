@@ -131,11 +131,12 @@ def test_axe_finds_nothing_serious_on_the_page(context, base, url):
         for width, height in SIZES:
             if (width, height) != SIZES[0]:
                 page.set_viewport_size({"width": width, "height": height})
-                wait_rendered(page, 0, timeout_ms=60_000)
-                page.wait_for_timeout(300)  # Plotly's charts and a11y.js laid out for the new width
+                # Plotly's charts laid out again for the new width (a chart's box is briefly absent while it is)
+                wait_rendered(page, BY_URL[url].charts, timeout_ms=60_000)
+                page.wait_for_timeout(300)  # and a11y.js marks what scrolls sideways at the next frame
             assert axe_serious(page, f"/{url} at {width}x{height}") == []
             assert charts_in_words(page) == []
-            assert page.locator("[data-testid='stPlotlyChart']").count() >= BY_URL[url].charts
+            wait_rendered(page, BY_URL[url].charts, timeout_ms=30_000)  # every chart is (still) drawn
     finally:
         leave(page)
 

@@ -89,7 +89,7 @@ def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row):
         found = page.evaluate(TYPE_JS)
         overlaps = page.evaluate(OVERLAPS_JS)
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{row.url}-type-1280x720.png"))
+        page.screenshot(path=str(SHOTS / f"{row.url}-type-1280x720.png"), timeout=120_000)  # slow under load, not stuck
         body, texts = found["body"], found["texts"]
         assert body and texts, f"{row.url}: body text {body} px, {len(texts)} chart texts"
         smallest = min(t["px"] for t in texts)

@@ -5,6 +5,7 @@ vocabulary on every page, and named by a lesson."""
 import pytest
 from nanogpt_ref import converted_folder
 from streamlit.testing.v1 import AppTest
+from sweep import sweep
 
 from gpt2viz.spec.pages import BY_URL, PAGES
 from gpt2viz.spec.serving import model_dirs
@@ -48,7 +49,8 @@ def test_a_class_server_offers_only_listed_folders(monkeypatch, folder):
     assert "character vocabulary of 65 symbols" in captions and "no biases" in captions and "exact GELU" in captions
 
 
-@pytest.mark.parametrize("mode", ["full", "training", "prefill", "decode"])
+# every mode in the full run (tests/sweep.py); test_app opens every page in every mode on random weights
+@pytest.mark.parametrize("mode", sweep(["full", "training", "prefill", "decode"], {"full", "decode"}))
 @pytest.mark.parametrize("url", [row.url for row in PAGES])
 def test_every_page_opens_the_converted_model(monkeypatch, folder, url, mode):
     monkeypatch.setenv("GPT2VIZ_MODEL_DIRS", str(folder))

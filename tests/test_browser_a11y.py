@@ -1,10 +1,10 @@
-"""Accessibility in a real browser: axe-core (as the pinned `axe-playwright-python` bundles it) on every
-page of the registry at 1280x720 and then, the window narrowed, at 800x900 (the default view, random gpt2), on a
-few pages presented (`present=1`), and on every page of the exported attention lesson (file://), failing on
+"""Accessibility in a real browser: axe-core (as the pinned `axe-playwright-python` bundles it) on a few pages
+presented (`present=1`) and on every page of the exported attention lesson (file://), failing on
 any serious or critical violation, with its rule, page and elements in the message; then a signed lesson driven by the
 keyboard alone: Tab to "next →" and Enter, Tab to "← back" and Enter, the freed Head slider moved with
 an arrow key, a box of the drawn diagram followed with Tab and Enter. The focus ring is screenshotted
-(test-artifacts/screenshots/a11y-focus-*.png).
+(test-artifacts/screenshots/a11y-focus-*.png). Every page of the registry, plain, at 1280x720 and 800x900:
+tests/test_browser_pages.py, with this file's axe_serious and charts_in_words.
 
 One server (with a lesson key), one browser context, the tabs reused (browser_tabs). Skipped without
 Debian's chromium, as test_browser.py is.
@@ -21,8 +21,8 @@ import exported  # noqa: E402
 from browser_tabs import leave, tab  # noqa: E402
 from exported import DEMO  # noqa: E402
 from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from sweep import sweep  # noqa: E402
 
-from gpt2viz.spec.pages import BY_URL, PAGES  # noqa: E402
 from gpt2viz.teaching import lessons as lf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,26 +119,6 @@ def open_view(context, url: str, size: tuple[int, int] | None = None):
     return page
 
 
-SIZES = ((1280, 720), (800, 900))  # a projector; a narrow window (the page's columns and charts laid out again)
-
-
-@pytest.mark.parametrize("url", [row.url for row in PAGES])
-def test_axe_finds_nothing_serious_on_the_page(context, base, url):
-    """At each size, the same view in the same tab: the window made narrower, as a person does (one load of the
-    page for both sizes; a load costs chromium more than axe does)."""
-    page = open_view(context, f"{base}/{url}", SIZES[0])
-    try:
-        for width, height in SIZES:
-            if (width, height) != SIZES[0]:
-                page.set_viewport_size({"width": width, "height": height})
-                # Plotly's charts laid out again for the new width (a chart's box is briefly absent while it is)
-                wait_rendered(page, BY_URL[url].charts, timeout_ms=60_000)
-                page.wait_for_timeout(300)  # and a11y.js marks what scrolls sideways at the next frame
-            assert axe_serious(page, f"/{url} at {width}x{height}") == []
-            assert charts_in_words(page) == []
-            wait_rendered(page, BY_URL[url].charts, timeout_ms=30_000)  # every chart is (still) drawn
-    finally:
-        leave(page)
 
 
 @pytest.mark.parametrize("url,width,height", PRESENTED)
@@ -152,13 +132,13 @@ def test_axe_finds_nothing_serious_on_the_presented_page(context, base, url, wid
 
 
 def test_axe_finds_nothing_serious_in_the_exported_lesson(context):
-    """Every page of the exported lesson (its index and each stop), at 1280x720 and 800x900."""
+    """Every page of the exported lesson (its index and each stop), at 1280x720 and (in the full run) 800x900."""
     out, _ = exported.demo_site()
     pages = sorted(out.glob("*.html"))
     assert len(pages) >= 3
     page = tab(context)
     try:
-        for width, height in ((1280, 720), (800, 900)):
+        for width, height in sweep([(1280, 720), (800, 900)], {(1280, 720)}):
             page.set_viewport_size({"width": width, "height": height})
             for path in pages:
                 page.goto(path.as_uri())

@@ -1,7 +1,7 @@
 """Every page by the keyboard alone, in a real browser (1280x720, random tiny weights).
 
-On every page of the registry, and presented (`present=1`) on four of them, Tab is pressed from the top of the page
-until the focus comes back to the first stop, and the walk is held against every visible interactive
+Presented (`present=1`) on four pages (every page plain: tests/test_browser_pages.py), Tab is pressed from the top of
+the page until the focus comes back to the first stop, and the walk is held against every visible interactive
 control the page draws (links, buttons, inputs, text areas, sliders, selectboxes, radio groups, toggles,
 segmented controls, expanders' and "Show the numbers" summaries, tabs, the diagram's boxes, the toolbar's
 buttons of each chart):
@@ -33,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import app_context, leave, tab  # noqa: E402
 from streamlit_server import EXCEPTION, wait_rendered  # noqa: E402
 from test_browser_a11y import query, tab_to  # noqa: E402
+
+from gpt2viz.spec.pages import href  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TABS = 700  # more stops than any page has (the most, /heads presented, about 300)
@@ -360,5 +362,22 @@ def test_a_segmented_control_by_keyboard(context):
         press(page, "Space")
         assert wait_query(page, "ln", None) == "ln_2"
         assert "ln_2" in page.locator(".gtitle").first.text_content()  # the first chart: one position through ln_2
+    finally:
+        leave(page)
+
+
+# presented, the pages whose presented layout differs most (a diagram, the first chart filling the screen, a
+# lesson's bar, a page of columns)
+PRESENTED = ("overview", "attention", "whatif", "lesson")
+
+
+@pytest.mark.parametrize("url", PRESENTED)
+def test_presented_tab_reaches_every_control_in_order_with_a_visible_ring(context, url):
+    page = open_view(context, href(url) + "?present=1&model=tiny")
+    try:
+        found = walk(page)
+        print(f"{url} presented: {len(found['controls'])} controls, {len(found['stops'])} stops")
+        found_problems = problems(found)
+        assert not found_problems, f"{url} presented: " + "\n".join(found_problems)
     finally:
         leave(page)

@@ -1,16 +1,15 @@
-"""Every page of the registry in a phone's window and, presented, on a projector.
+"""Presented on a projector, and what a click on a map opens; the measure of a phone's window.
 
-At 390x844 (a 6.1" phone; columns stack, no sidebar) no two tick labels of one chart's axis overlap
-(each label's box as drawn, turned labels as the turned quadrilaterals they are), no text of a chart lies
-under plotly's toolbar (where it shows on a tap or hover), and the page is not wider than the window;
-each page is screenshotted whole (test-artifacts/screenshots/{url}-390x844.png). Presented (`present=1`)
-at 1280x720 and 1920x1080, at a lesson's stop (whose note stands under the bar), the page's first chart
-starts in the first screen (out of a lesson: tests/test_browser_projector_type.py, on the view it measures).
+Presented (`present=1`) at 1280x720 and 1920x1080, at a lesson's stop (whose note stands under the bar), the
+page's first chart starts in the first screen (out of a lesson: tests/test_browser_projector_type.py, on the view
+it measures). PHONE_JS measures a page in a window: no two tick labels of one chart's axis overlap (each label's
+box as drawn, turned labels as the turned quadrilaterals they are), no text of a chart lies under plotly's toolbar
+(where it shows on a tap or hover), how far the page is wider than the window; tests/test_browser_pages.py runs it
+on every page at 390x844 (a 6.1" phone; columns stack, no sidebar).
 
 One server, one browser context, tabs reused (browser_tabs); a view is opened once and resized for the
 two projectors. Skipped without Debian's chromium, as test_browser.py is.
 """
-
 import sys
 from pathlib import Path
 
@@ -19,8 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import leave, tab  # noqa: E402
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from sweep import sweep  # noqa: E402
 
-from gpt2viz.spec.pages import PAGES, href  # noqa: E402
+from gpt2viz.spec.pages import PAGES  # noqa: E402
 from gpt2viz.teaching import lessons as lf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def measured(app, path: str, charts: int, measure):
 # screen transform, so a turned label is its turned quadrilateral, 15% of its line box's height inset as the
 # glyphs leave it), and the texts whose box meets the toolbar's (plotly lays it out, hidden until a hover or
 # a tap, at the chart's top right).
-_PHONE_JS = r"""
+PHONE_JS = r"""
 () => {
   const quad = t => {
     const b = t.getBBox(), m = t.getScreenCTM(), dy = b.height * 0.15, dx = 0.5;
@@ -110,28 +110,6 @@ _PHONE_JS = r"""
 """
 
 
-def whole_page_shot(page, name: str) -> None:
-    """The whole page (Streamlit scrolls inside stMain: the window grows to its content first)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
-    page.set_viewport_size({"width": PHONE[0], "height": min(max(height, PHONE[1]), 16_000)})
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
-
-
-@pytest.mark.parametrize("row", PAGES, ids=[row.url for row in PAGES])
-def test_every_page_reads_in_a_phones_window(app, row):
-    def measure(page):
-        found = page.evaluate(_PHONE_JS)
-        whole_page_shot(page, f"{row.url}-390x844")
-        return found
-
-    found = measured(app, f"{href(row.url)}?model=tiny", row.charts, measure)
-    assert found["ticks"] == [], f"{row.url}: tick labels overlap at 390x844 (chart, axis, a, b): {found['ticks'][:6]}"
-    assert found["under"] == [], f"{row.url}: text under the toolbar at 390x844 (chart, text): {found['under'][:6]}"
-    assert found["overflow"] <= 1, f"{row.url} is {found['overflow']} px wider than a 390 px window"
-
-
 DIAGRAM = "[data-testid='stMarkdown'] svg[role='figure']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
 
 
@@ -161,7 +139,12 @@ def lesson_token() -> str:
     return lf.sign(lesson, KEY.encode())
 
 
-@pytest.mark.parametrize("i", range(len(CHARTED)), ids=[row.url for row in CHARTED])
+# the lesson stops on every charted page; the sample (tests/sweep.py) presents the stops of the drawn model, maps,
+# five charts, columns of controls and four charts under controls
+STOPS = sweep(range(len(CHARTED)), {"overview", "attention", "heads", "whatif", "patch"}, key=lambda i: CHARTED[i].url)
+
+
+@pytest.mark.parametrize("i", STOPS, ids=[CHARTED[i].url for i in STOPS])
 def test_presented_every_lesson_stop_shows_its_first_chart_in_the_first_screen(app, lesson_token, i):
     row = CHARTED[i]
 

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import leave, tab  # noqa: E402
 from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from sweep import sweep  # noqa: E402
 
 from gpt2viz.model.demo_model import DEMO_PATH  # noqa: E402
 from gpt2viz.teaching.prompts import DEMO_REPEAT  # noqa: E402
@@ -133,7 +134,7 @@ def settled_top(page, timeout_s: float = 60.0) -> float:
         page.wait_for_timeout(500)
 
 
-@pytest.mark.parametrize("size", [PROJECTOR, (1920, 1080)])
+@pytest.mark.parametrize("size", sweep([PROJECTOR, (1920, 1080)], {PROJECTOR}))  # the tighter; both in the full run
 @pytest.mark.parametrize("path", ["whatif", "patch", "generation", "lens"])
 def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, base, path, size):
     """Presented on the demo weights, the page's first chart starts in the upper 70% of the first screen

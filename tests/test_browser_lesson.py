@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import leave, tab  # noqa: E402
 from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from sweep import sweep  # noqa: E402
 
 from gpt2viz.teaching import lessons as lf  # noqa: E402
 
@@ -187,7 +188,7 @@ def projected(page, size: tuple[int, int], place: str) -> None:
     assert page.locator(EXCEPTION).count() == 0
 
 
-@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+@pytest.mark.parametrize("size", sweep([(1280, 720), (1920, 1080)], {(1280, 720)}))  # both in the full run
 def test_a_lesson_presents_through_next_back_and_a_reload(context, base, size):
     page = tab(context)
     page.set_viewport_size({"width": size[0], "height": size[1]})

@@ -26,7 +26,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import app_context, leave, tab  # noqa: E402
 from streamlit_server import EXCEPTION, wait_rendered  # noqa: E402
-from test_browser_layout import _PHONE_JS as OVERLAPS_JS  # noqa: E402
+from sweep import sweep  # noqa: E402
+from test_browser_layout import PHONE_JS as OVERLAPS_JS  # noqa: E402
 from test_browser_layout import assert_in_first_screen, first_chart_tops  # noqa: E402
 
 from gpt2viz.spec.pages import PAGES, href  # noqa: E402
@@ -34,6 +35,8 @@ from gpt2viz.spec.pages import PAGES, href  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 CHARTED = [row for row in PAGES if row.charts]
+# the sample (tests/sweep.py): the drawn model, maps, five charts, columns of controls, four charts under controls
+TYPED = sweep(CHARTED, {"overview", "attention", "heads", "whatif", "patch"}, key=lambda row: row.url)
 
 # The body text's size (the commonest computed font-size of the page's paragraphs) and every drawn text of
 # every chart: its size (its own or a tspan's, the smallest), its words, the chart, and whether it is a
@@ -78,7 +81,7 @@ def context():
         yield context
 
 
-@pytest.mark.parametrize("row", CHARTED, ids=[row.url for row in CHARTED])
+@pytest.mark.parametrize("row", TYPED, ids=[row.url for row in TYPED])
 def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row):
     page = tab(context)
     try:

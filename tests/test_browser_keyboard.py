@@ -32,6 +32,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import app_context, leave, tab  # noqa: E402
 from streamlit_server import EXCEPTION, wait_rendered  # noqa: E402
+from sweep import sweep  # noqa: E402
 from test_browser_a11y import query, tab_to  # noqa: E402
 
 from gpt2viz.spec.pages import href  # noqa: E402
@@ -151,6 +152,13 @@ STEP_JS = r"""async () => {
   };
   const prev = window.__gpt2vizFocus;
   const e = document.activeElement;
+  // a table's grid moves the focus to its cell and marks it a frame or more later (later on a loaded machine):
+  // a stop without a ring is looked at again for up to ten frames before it counts as one without
+  for (let i = 0; i < 10 && e && e !== document.body && !ring(e); i++)
+    await new Promise(done => requestAnimationFrame(() => {
+      for (const a of document.getAnimations()) if (a instanceof CSSTransition) a.finish();
+      done();
+    }));
   const widget = n => n && n.closest && n.closest("[data-testid='stElementContainer']");
   // a control the focus left for another part of the same widget (a table's grid) may keep the widget's ring
   const left = prev && !(widget(prev) && widget(prev) === widget(e))
@@ -371,7 +379,7 @@ def test_a_segmented_control_by_keyboard(context):
 PRESENTED = ("overview", "attention", "whatif", "lesson")
 
 
-@pytest.mark.parametrize("url", PRESENTED)
+@pytest.mark.parametrize("url", sweep(PRESENTED, {"attention", "lesson"}))  # a full-screen chart, a lesson's bar
 def test_presented_tab_reaches_every_control_in_order_with_a_visible_ring(context, url):
     page = open_view(context, href(url) + "?present=1&model=tiny")
     try:

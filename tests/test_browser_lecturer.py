@@ -135,7 +135,7 @@ def settled_top(page, timeout_s: float = 60.0) -> float:
 
 
 @pytest.mark.parametrize("size", sweep([PROJECTOR, (1920, 1080)], {PROJECTOR}))  # the tighter; both in the full run
-@pytest.mark.parametrize("path", ["whatif", "patch", "generation", "lens"])
+@pytest.mark.parametrize("path", sweep(["whatif", "patch", "generation", "lens"], {"whatif", "patch"}))  # the tightest
 def test_presented_every_pages_first_chart_starts_in_the_first_screen(context, base, path, size):
     """Presented on the demo weights, the page's first chart starts in the upper 70% of the first screen
     (What if and Compare and patch put it at y = 690 of 720, under their introduction and controls); the

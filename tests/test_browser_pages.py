@@ -65,15 +65,6 @@ def sized(page, row, width: int, height: int) -> None:
     page.wait_for_timeout(300)  # Plotly's responsive resize, and a11y.js at the next frame
 
 
-def whole_page_shot(page, name: str) -> None:
-    """The whole page (Streamlit scrolls inside stMain: the window grows to its content first)."""
-    pages.SHOTS.mkdir(parents=True, exist_ok=True)
-    height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
-    page.set_viewport_size({"width": layout.PHONE[0], "height": min(max(height, layout.PHONE[1]), 16_000)})
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(pages.SHOTS / f"{name}.png"), full_page=True)
-
-
 def test_the_page_draws_whole(view):
     row, page = view
     sized(page, row, *pages.DESKTOP)
@@ -114,7 +105,7 @@ def test_the_page_reads_in_a_phones_window(view):
     row, page = view
     sized(page, row, *layout.PHONE)
     found = page.evaluate(layout.PHONE_JS)
-    whole_page_shot(page, f"{row.url}-390x844")
+    pages.screenshot(page, f"{row.url}-390x844")  # the whole page
     assert found["ticks"] == [], f"{row.url}: tick labels overlap at 390x844 (chart, axis, a, b): {found['ticks'][:6]}"
     assert found["under"] == [], f"{row.url}: text under the toolbar at 390x844 (chart, text): {found['under'][:6]}"
     assert found["overflow"] <= 1, f"{row.url} is {found['overflow']} px wider than a 390 px window"

@@ -190,3 +190,30 @@ def test_a_large_map_is_said_whole_and_shown_in_part():
     page = ct.numbers_html(spec)
     assert f"the first {ct.TABLE_ROWS} of 300 rows and the first {ct.TABLE_COLUMNS} of 300 columns" in page
     assert page.count("<tr>") == ct.TABLE_ROWS + 1
+
+
+@pytest.mark.parametrize("template,z", [
+    ("query %{y}<br>key %{x}<br>attention %{z:.3f}<extra></extra>", [[0.5, None], [float("inf"), -0.0001]]),
+    ("%{y} · %{x}<br>= %{z:,.2f} units", np.array([[1234.5, float("nan")], [-2.0, 3.0]], dtype=np.float32)),
+    ("value %{z:.1%}", [[0.25, True], [1, -0.5]]),
+    ("value %{z}", np.array([[3, 40000], [-7, 0]])),
+    ("value &lt;b&gt; %{z:.2f}", [[1.0, 2.0], [3.0, 4.0]]),  # words with an entity: said cell by cell
+    ("value %{z:.2f}", [["0.5", 1.0], [2.0, 3.0]]),  # a string among the numbers: printed as it is
+    ("value %{z:>8.2f}", [[1.0, 2.0], [3.0, 4.0]]),  # a format that pads with spaces
+])
+def test_a_maps_cells_read_as_its_hover_reads_each(template, z):
+    """A map's table is filled from the words around its value, read once (`_value_frame`), where that
+    gives every cell the same text as reading the hover cell by cell; the rest are read cell by cell."""
+    spec = {"data": [{"type": "heatmap", "z": z, "x": ["0·a", "1·b"], "y": ["0·a", "1·b"],
+                      "hovertemplate": template}], "layout": {"title": {"text": "A map"}}}
+    (s,) = ct.series(spec)
+    seg = next(g for g in s.segments if ct._has(g.template, s.value[0]))
+    framed = ct._table_rows(s)
+
+    def cell(r, c):  # the hover's line read at this cell, its header dropped where it starts the line
+        text = s.say(seg.template, (r, c))
+        return "" if ct._number(s.get("z", (r, c))) is None else \
+            text[len(seg.header):].lstrip(" =:") if text.startswith(seg.header) else text
+    assert framed[1] == [[str(s.data["y"][r])] + [cell(r, c) for c in range(2)] for r in range(2)]
+    read_once = not any(w in template for w in ("&lt;", ">8")) and not isinstance(z[0][0], str)
+    assert (ct._value_frame(s, seg) is not None) == read_once

@@ -148,3 +148,22 @@ def test_every_text_is_readable_from_the_back_row():
 def test_the_toolbar_shows_on_hover_only():
     """Plotly's toolbar covered chart titles and legends; it shows on hover now."""
     assert theme.CONFIG["displayModeBar"] == "hover" and theme.CONFIG["displaylogo"] is False
+
+
+@pytest.mark.parametrize("font_scale", [1.0, 1.5])
+def test_a_chart_reaches_streamlit_framed_as_its_dict_says_with_no_template(font_scale):
+    """ui.anatomy.plot frames a chart's dict in place and hands it to st.plotly_chart as a DrawnFigure,
+    which st.plotly_chart neither validates nor copies: the JSON is the validating build's, presented
+    charts too (they carried plotly.py's default template when built again as a go.Figure)."""
+    import plotly.tools
+
+    from gpt2viz.ui.anatomy import DrawnFigure, framed, framed_spec
+    fig = maps()
+    drawn = framed_spec(fig.to_dict(), "random gpt2 · block 0", font_scale=font_scale, width_px=700)
+    assert plotly.tools.return_figure_from_figure_or_data(DrawnFigure(drawn), validate_figure=True) is drawn
+    sent = json.loads(pio.to_json(drawn, validate=False))
+    assert sent["layout"]["template"] is None
+    go.Figure(sent)  # every value passes plotly's validation
+    built = spec(framed(fig, "random gpt2 · block 0", font_scale=font_scale, width_px=700))
+    built["layout"]["template"] = None
+    assert built == sent

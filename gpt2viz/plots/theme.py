@@ -181,18 +181,15 @@ def _wrap_title(layout: dict, width_px: float) -> None:
             layout["height"] += extra
 
 
-def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) -> go.Figure:
-    """A copy of `fig` with no template, the app's look wherever its builder set nothing, and
-    layout.datarevision = data_digest of its traces. Works on the figure's JSON dict: plotly.py's
-    own updates validate every nested value (40 ms for the attention maps at T = 256, against
-    2 ms here). The copy is built without validating again (`_validate=False`, plotly.py's switch
-    for figures from trusted JSON): `fig` was validated when it was built, and the look above is
-    tested against a validating build. `width_px`: the narrowest the chart is drawn, if known; a
-    title longer than that is wrapped onto more lines."""
+def themed_spec(spec: dict, dark: bool = False, width_px: float | None = None) -> dict:
+    """`spec` (a figure's plotly JSON dict: `fig.to_dict()`), changed in place and returned: no template,
+    the app's look wherever its builder set nothing, and layout.datarevision = data_digest of its
+    traces. `width_px`: the narrowest the chart is drawn, if known; a title longer than that is
+    wrapped onto more lines. Works on the JSON dict: plotly.py's own updates validate every nested
+    value (40 ms for the attention maps at T = 256, against 2 ms here)."""
     look, xaxis, yaxis, colorbar = LOOKS[bool(dark)]
-    spec = fig.to_dict()
-    data, layout = spec["data"], spec.setdefault("layout", {})
-    layout.pop("template", None)
+    data, layout = spec.setdefault("data", []), spec.setdefault("layout", {})
+    layout["template"] = None  # "template": null, not plotly.py's default: plotly.js has none to rebuild
     if width_px:
         _wrap_title(layout, width_px)
     # every trace of gpt2viz.plots is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
@@ -206,6 +203,13 @@ def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) ->
             _merge(trace.setdefault("colorbar", {}), _missing(trace.get("colorbar", {}), colorbar))
         _plain_vectors(trace)
     layout["datarevision"] = data_digest(data)
-    out = go.Figure(spec, _validate=False)
+    return spec
+
+
+def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) -> go.Figure:
+    """A copy of `fig` as `themed_spec` leaves its dict. The copy is built without validating again
+    (`_validate=False`, plotly.py's switch for figures from trusted JSON): `fig` was validated when it
+    was built, and the look above is tested against a validating build."""
+    out = go.Figure(themed_spec(fig.to_dict(), dark=dark, width_px=width_px), _validate=False)
     out.layout.template = None  # "template": null. A new Figure takes plotly's default template
     return out

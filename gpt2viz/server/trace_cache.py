@@ -12,6 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +26,7 @@ TRIM_IDLE_S = 5.0  # seconds without a run before freed memory goes back to the 
 # server idles: the blocks of a model's shapes are not what the next runs allocate, and kept they put the
 # server past its budget (+290 MiB over a 2,048 MiB budget in benchmarks/hostile_memory.py)
 RELEASE_EVICTED = 256 * 2**20
+HOLD_TURN_S = 0.5  # an asker of another asker's run waits this long before stepping aside (TraceCache.aside)
 POLL_S = 0.25  # how often an asker waiting for another asker's run looks at its progress
 HEAVY_SHARE = 4  # a run whose estimate exceeds this share of the budget is heavy (see TraceCache)
 log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
@@ -94,7 +96,8 @@ class TraceCache:
     in the thread that computes it), or None to leave them as they are."""
 
     def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None,
-                 threads: Callable[[int], int | None] | None = None):
+                 threads: Callable[[int], int | None] | None = None,
+                 aside: Callable[[], AbstractContextManager] = nullcontext):
         if budget_bytes <= 0:
             raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
         self.budget = budget_bytes
@@ -107,6 +110,7 @@ class TraceCache:
         self.heavy_running = 0  # of them, heavy ones
         self.light_in_flight = 0  # bytes reserved by the light ones
         self.threads = threads
+        self.aside = aside  # entered while an asker waits for a run or computes one (server/turnstile.py)
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self._trim: threading.Timer | None = None  # gives freed memory back once no run computes
         self.release = release_freed_memory  # how: malloc_trim (memory.py)
@@ -157,34 +161,18 @@ class TraceCache:
                 flight.waiting += 1
                 leading = False
         if not leading:
-            _wait_for(flight, progress)
+            # a short wait keeps this asker's turn to draw, so that askers of one run draw in the order they
+            # came once it is done; a longer one gives the turn to others meanwhile (server/turnstile.py)
+            if not flight.done.wait(HOLD_TURN_S):
+                with self.aside():
+                    _wait_for(flight, progress)
             return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
                                                                                        evict_first, progress, heavy)
         if progress is not None:
             progress._flight = flight
         try:
-            with self._lock:
-                heavy = self._reserve(estimate, progress, heavy)
-                running = self.running
-            self._release_evicted()
-            n_threads = self.threads(running) if self.threads is not None else None
-            before = torch.get_num_threads()
-            if n_threads:
-                torch.set_num_threads(n_threads)
-            t0 = time.perf_counter()
-            try:
-                trace = compute()
-                used = torch.get_num_threads()
-            finally:  # a failed computation leaves no reservation behind, nor its threads
-                torch.set_num_threads(before)
-                with self._lock:
-                    self.in_flight -= estimate
-                    self.running -= 1
-                    if heavy:
-                        self.heavy_running -= 1
-                    else:
-                        self.light_in_flight -= estimate
-                    self._room.notify_all()
+            with self.aside():
+                trace, used, t0 = self._run(compute, estimate, progress, heavy)
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
@@ -204,6 +192,32 @@ class TraceCache:
         self._release_evicted()
         self._trim_when_idle()
         return trace
+
+    def _run(self, compute: Callable[[], Trace], estimate: int, progress: Progress | None,
+             heavy: bool | None) -> tuple[Trace, int, float]:
+        """(the trace, the threads it used, when it started): computed once the budget has room for
+        `estimate` and a turn is free, its reservation released after."""
+        with self._lock:
+            heavy = self._reserve(estimate, progress, heavy)
+            running = self.running
+        self._release_evicted()
+        n_threads = self.threads(running) if self.threads is not None else None
+        before = torch.get_num_threads()
+        if n_threads:
+            torch.set_num_threads(n_threads)
+        t0 = time.perf_counter()
+        try:
+            return compute(), torch.get_num_threads(), t0
+        finally:  # a failed computation leaves no reservation behind, nor its threads
+            torch.set_num_threads(before)
+            with self._lock:
+                self.in_flight -= estimate
+                self.running -= 1
+                if heavy:
+                    self.heavy_running -= 1
+                else:
+                    self.light_in_flight -= estimate
+                self._room.notify_all()
 
     def _trim_when_idle(self) -> None:
         """Give the memory runs freed beyond the budget back to the system once no run has computed

@@ -19,6 +19,7 @@ Pure: a figure's dict (plotly JSON: lists, or typed arrays as {dtype, bdata, sha
 
 import base64
 import html
+import math
 import re
 from dataclasses import dataclass
 
@@ -75,7 +76,7 @@ def _number(value) -> float | None:
         v = float(value)
     except (TypeError, ValueError):
         return None
-    return v if np.isfinite(v) else None
+    return v if math.isfinite(v) else None
 
 
 def _formatted(value, spec: str | None) -> str:
@@ -86,6 +87,11 @@ def _formatted(value, spec: str | None) -> str:
     v = _number(value)
     if v is None:
         return "" if value is None or (isinstance(value, float) and not np.isfinite(value)) else str(value)
+    return _printed(v, spec)
+
+
+def _printed(v: float, spec: str | None) -> str:
+    """A finite number as `_formatted` prints it."""
     spec = (spec or "").replace("~", "")
     if spec in ("", ","):  # d3 prints an integral value without a decimal point
         return (f"{int(v):,}" if spec or abs(v) >= 1e4 else str(int(v))) if v == int(v) and abs(v) < 1e15 \
@@ -467,7 +473,15 @@ def _table_rows(s: Series) -> tuple[list[str], list[list[str]], int]:
     if s.kind == "map":
         R, C = s.shape
         value_seg = next((seg for seg in s.segments if _has(seg.template, s.value[0])), None)
+        corner = " / ".join(x for x in (_axis_word(s, "y"), _axis_word(s, "x")) if x)
         cols = [_plain(x) for x in s.data["x"][:TABLE_COLUMNS]]
+        R, C = min(R, TABLE_ROWS), min(C, TABLE_COLUMNS)
+        if (framing := _value_frame(s, value_seg)) is not None:  # every cell the same words around its value
+            before, after = framing
+            z, fmt = s.values()[:R, :C], s.value[1]
+            rows = [[_plain(s.data["y"][r])] + [before + _printed(v, fmt) + after if math.isfinite(v) else ""
+                                                for v in z[r].tolist()] for r in range(R)]
+            return [corner] + cols, rows, s.shape[0]
 
         def cell(r, c):
             if _number(s.get(s.value[0], (r, c))) is None:
@@ -475,10 +489,8 @@ def _table_rows(s: Series) -> tuple[list[str], list[list[str]], int]:
             text = s.say(value_seg.template, (r, c)) if value_seg else _formatted(s.get("z", (r, c)), None)
             return text[len(value_seg.header):].lstrip(" =:") if value_seg and text.startswith(value_seg.header) \
                 else text
-        rows = [[_plain(s.data["y"][r])] + [cell(r, c) for c in range(min(C, TABLE_COLUMNS))]
-                for r in range(min(R, TABLE_ROWS))]
-        corner = " / ".join(x for x in (_axis_word(s, "y"), _axis_word(s, "x")) if x)
-        return [corner] + cols, rows, R
+        rows = [[_plain(s.data["y"][r])] + [cell(r, c) for c in range(C)] for r in range(R)]
+        return [corner] + cols, rows, s.shape[0]
     n = s.shape[0]
     headers = [seg.header or "value" for seg in s.segments]
     rows = []
@@ -489,6 +501,35 @@ def _table_rows(s: Series) -> tuple[list[str], list[list[str]], int]:
             cells.append(text[len(seg.header):].lstrip(" =:") if seg.header and text.startswith(seg.header) else text)
         rows.append(cells)
     return headers, rows, n
+
+
+_PLAIN_FORMAT = re.compile(r"^,?(\.\d+)?[defg%]?~?$")  # d3 formats that print a finite number with no space
+
+
+def _value_frame(s: Series, seg: Segment | None) -> tuple[str, str] | None:
+    """(before, after): the words around the value in every cell of a map's table, where its value's hover
+    line names nothing but the value (`attention %{z:.3f}`) and the values are numbers; else None. The
+    same text as `say` cell by cell: the value is printed without spaces, tags or entities, so the line's
+    words read once, a placeholder in the value's place, stand around each value unchanged."""
+    var, fmt = s.value
+    if seg is None or var != "z" or not _PLAIN_FORMAT.match(fmt or "") or not _numbers(s.data["z"]):
+        return None
+    found = list(_PLACEHOLDER.finditer(seg.template))
+    if len(found) != 1 or found[0].group(1) != var or re.search(r"[<>&]", _PLACEHOLDER.sub("", seg.template)):
+        return None
+    text = _plain(_PLACEHOLDER.sub("\x00", seg.template))
+    if text.startswith(seg.header):
+        text = text[len(seg.header):].lstrip(" =:")
+    before, _, after = text.partition("\x00")
+    return before, after
+
+
+def _numbers(a: np.ndarray) -> bool:
+    """Whether every item of `a` is a number or None (no string, which a hover prints as it is)."""
+    if a.dtype.kind in "fiub":
+        return True
+    return a.dtype == object and all(x is None or isinstance(x, (int, float, np.number))
+                                     for x in np.asarray(a.tolist(), dtype=object).ravel())
 
 
 def _axis_word(s: Series, var: str) -> str:

@@ -28,12 +28,11 @@ from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
 from ..teaching import notices, page_text
-from . import demo, export, present
+from . import demo, export, present, words
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
-from .words import in_words
 from .working import working
 
 # this project's own code that computes each component
@@ -399,31 +398,55 @@ def _caption_lines(caption: str, width_px: float | None, scale: float = 1.0) -> 
 
 
 def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width_px: float | None = None):
-    """A copy of `fig` in the app's look (light or dark), with `caption`, where its numbers come from,
-    written in its top-left corner, beside the toolbar's place; `font_scale`: its type that much larger
-    (presentation mode); `width_px`: the narrowest width it is drawn at, which its title is wrapped to."""
+    """A copy of `fig` as `framed_spec` leaves its dict (the page's handout frames its charts so)."""
+    return go.Figure(framed_spec(fig.to_dict(), caption, dark, font_scale, width_px), _validate=False)
+
+
+def framed_spec(spec: dict, caption: str, dark: bool = False, font_scale: float = 1.0,
+                width_px: float | None = None) -> dict:
+    """`spec` (a figure's plotly JSON dict, changed in place and returned) in the app's look (light or dark),
+    with `caption`, where its numbers come from, written in its top-left corner, beside the toolbar's place;
+    `font_scale`: its type that much larger (presentation mode); `width_px`: the narrowest width it is drawn
+    at, which its title is wrapped to."""
     # its title's type is font_scale times larger: as many characters on a line as in a chart that much narrower
-    fig = theme.themed(fig, dark=dark, width_px=width_px / font_scale if width_px else None)
+    theme.themed_spec(spec, dark=dark, width_px=width_px / font_scale if width_px else None)
     if font_scale != 1:
-        fig = present.scaled_fonts(fig, font_scale)
+        present.scaled_spec(spec, font_scale)
+    layout = spec["layout"]
+    margin = layout.setdefault("margin", {})
     # in the strip above the title that the toolbar shows in on hover only (plots.axes.MODEBAR_PX), at its
     # left, so that the toolbar (at its right) never covers it; a third line makes the strip taller
     caption_scale = present.caption_scale(font_scale)  # presented, no smaller than the page's body text
     lines = _caption_lines(caption, width_px, caption_scale)
     # the strip grown for a third line, or for two presented (larger); 8 px: the title's glyphs rise above its anchor
     extra = max(0, round(CAPTION_LINE_PX * caption_scale * len(lines)) + 8 - MODEBAR_PX)
-    top = (100 if fig.layout.margin.t is None else fig.layout.margin.t) + extra  # px; 100 is plotly's default
-    left = 80 if fig.layout.margin.l is None else fig.layout.margin.l
+    top = margin.get("t", 100) + extra  # px; 100 is plotly's default
+    left = margin.get("l", 80)
     if extra:
-        fig.layout.margin.t = top
-        if fig.layout.title.pad.t is not None:
-            fig.layout.title.pad.t += extra
-        if fig.layout.height:
-            fig.layout.height += extra
-    fig.add_annotation(text=" <br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left",
-                       xshift=4 - left, align="left", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
-                       font=dict(size=round(11 * caption_scale), color="#808495"))
-    return fig
+        margin["t"] = top
+        if "t" in ((layout.get("title") or {}).get("pad") or {}):
+            layout["title"]["pad"]["t"] += extra
+        if layout.get("height"):
+            layout["height"] += extra
+    layout.setdefault("annotations", []).append(dict(
+        text=" <br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left", xshift=4 - left,
+        align="left", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
+        font=dict(size=round(11 * caption_scale), color="#808495")))
+    return spec
+
+
+class DrawnFigure(go.Figure):
+    """A figure's finished JSON dict, handed to st.plotly_chart as it is. Given a dict, st.plotly_chart
+    validates it whole into a new go.Figure; given a go.Figure, it copies it whole (`to_dict`). This one
+    is neither built nor copied: its dict came from figures validated when they were built, and each
+    chart was validated, copied and rebuilt twice more on its way (a fifth of the attention page's
+    script time)."""
+
+    def __init__(self, spec: dict):  # no go.Figure.__init__: nothing to validate again
+        self._spec = spec
+
+    def to_dict(self) -> dict:
+        return self._spec
 
 
 def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None,
@@ -444,20 +467,22 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
     if not draft:
         export.record(fig, caption)
-    spec = fig.to_dict()  # what the chart draws, for its words and numbers
+    spec = fig.to_dict()  # what the chart draws: its words and numbers are read from it before it is framed
+    ident = f"gpt2viz-chart-{export.charts_recorded() or export.slug(fig.layout.title.text or 'chart')}"
+    said = None if draft else words.figure_html(spec, ident, folded=sel.present)
     if fill:  # drawn as tall as the screen leaves it: its rows' labels as many as that height has room for
-        fig = fit_rows(go.Figure(fig.to_dict(), _validate=False))
+        spec = fit_rows(go.Figure(spec, _validate=False)).to_dict()
     # projected, the narrowest window is a projector's; else a phone's, where columns stack
     width_px = share * PROJECTOR_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
-    fig = framed(fig, caption, dark=st.context.theme.type == "dark",
-                 font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
+    spec = framed_spec(spec, caption, dark=st.context.theme.type == "dark",
+                       font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
     if fill:
-        fig.layout.height = None
+        spec["layout"].pop("height", None)
     select = dict(on_select=on_click, selection_mode="points", key=key) if on_click else {}
     with present.screen(fill):
-        st.plotly_chart(fig, theme=None, width="stretch", height="stretch" if fill else "content",
-                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(fig)}, **select)
-    if not draft:
-        in_words(spec, f"gpt2viz-chart-{export.charts_recorded() or export.slug(fig.layout.title.text or 'chart')}",
-                 folded=sel.present)
+        st.plotly_chart(DrawnFigure(spec), theme=None, width="stretch", height="stretch" if fill else "content",
+                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(spec["layout"])},
+                        **select)
+    if said is not None:
+        st.html(said)
 

@@ -31,6 +31,7 @@ from ..server.model_cache import ModelCache
 from ..server.shared_runs import SharedRuns
 from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
 from ..server.trace_cache import log as run_log
+from ..server.turnstile import Turnstile
 from ..spec import costs
 from ..spec.config import get_config
 from ..spec.schema import concrete, owns_storage, recorded, text_dims
@@ -42,6 +43,7 @@ from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
 MAX_RUNS_ENV = "GPT2VIZ_MAX_RUNS"
+DRAWING_ENV = "GPT2VIZ_DRAWING"
 CORES = os.cpu_count() or 1
 MAX_RUNS = max(2, CORES)  # runs computing at once: side by side, a run takes one core (run_threads)
 # a run of a text longer than this is heavy whatever its bytes (TraceCache: heavy runs hold all but
@@ -210,6 +212,13 @@ def max_runs(env=os.environ) -> int:
     return int(n) if n.isdigit() and int(n) > 0 else MAX_RUNS
 
 
+def drawing_width(env=os.environ) -> int:
+    """GPT2VIZ_DRAWING (default: the cores, at least 2): how many sessions' pages are drawn at once in
+    this process; the others wait their turn, in the order they came (server/turnstile.py). 0: no limit."""
+    n = env.get(DRAWING_ENV, "")
+    return int(n) if n.isdigit() else MAX_RUNS
+
+
 def torch_threads(env=os.environ) -> int | None:
     """GPT2VIZ_THREADS: torch's threads for every tensor operation of the server, fixed (default:
     unset, `run_threads` decides per run)."""
@@ -219,15 +228,18 @@ def torch_threads(env=os.environ) -> int | None:
 
 _scripts = [0]  # script runs in progress in this process (every session's page being drawn)
 _scripts_lock = threading.Lock()
+DRAWING = Turnstile(drawing_width())  # the pages drawn at once; a run steps aside (TraceCache.aside)
 
 
 @contextlib.contextmanager
 def script_running():
-    """Around a session's script run (app.py): `run_threads` counts the pages being drawn."""
+    """Around a session's script run (app.py): `run_threads` counts the pages being drawn, and the page is
+    drawn when its turn comes (DRAWING)."""
     with _scripts_lock:
         _scripts[0] += 1
     try:
-        yield
+        with DRAWING.turn():
+            yield
     finally:
         with _scripts_lock:
             _scripts[0] -= 1
@@ -281,7 +293,8 @@ def trace_cache() -> TraceCache:
     if os.environ.get(LOG_RUNS_ENV) == "1":  # one line per run on stderr: what a class costs
         run_log.addHandler(logging.StreamHandler())
         run_log.setLevel(logging.INFO)
-    cache = TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads)
+    cache = TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads,
+                       aside=DRAWING.aside)
     cache.shared_runs = SharedRuns.from_env()  # a class server's folder of runs shared by its processes
     return cache
 

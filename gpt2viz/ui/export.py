@@ -67,15 +67,15 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", re.sub(r"<[^>]+>", " ", text).lower()).strip("-")[:60]
 
 
-def image_options(fig: go.Figure) -> dict:
-    """Plotly's `toImageButtonOptions`: an SVG of 1600 x 900 px (a figure taller than a slide keeps its
-    height), named after the page and the chart's title ("attention-block-1-head-2.svg": the page's name
-    once where the title starts with it)."""
+def image_options(layout: dict) -> dict:
+    """Plotly's `toImageButtonOptions` for a figure of this layout (plotly JSON): an SVG of 1600 x 900 px
+    (a figure taller than a slide keeps its height), named after the page and the chart's title
+    ("attention-block-1-head-2.svg": the page's name once where the title starts with it)."""
     page = _page()
-    where, title = slug(page.url) if page else "gpt2viz", slug(fig.layout.title.text or "")
+    where, title = slug(page.url) if page else "gpt2viz", slug((layout.get("title") or {}).get("text") or "")
     name = title if title == where or title.startswith(where + "-") else "-".join(s for s in (where, title) if s)
     return {"format": "svg", "filename": name, "width": IMAGE_WIDTH, "scale": IMAGE_SCALE,
-            "height": max(IMAGE_HEIGHT, fig.layout.height or 0)}
+            "height": max(IMAGE_HEIGHT, layout.get("height") or 0)}
 
 
 def diagram_download(svg: str, name: str, container=st) -> None:

@@ -31,7 +31,7 @@ from ..teaching.claim_text import claim_reading
 from ..teaching.lesson_text import lesson_refused, missing_weights, password_wait
 from ..teaching.lesson_text import place as place_text
 from . import present, visitor
-from .cache import cached_checkpoints, get_trace, trace_cache
+from .cache import DRAWING, cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
 from .text import plain
 
@@ -105,7 +105,8 @@ def lecturer_form(key: str, button: str) -> None:
                 st.rerun()
             else:
                 password_guesses().failed(**who)
-                time.sleep(1)  # a guess a second, per session
+                with DRAWING.aside():  # others' pages are drawn meanwhile
+                    time.sleep(1)  # a guess a second, per session
                 st.error("Wrong password.", icon=":material/lock:")
 
 

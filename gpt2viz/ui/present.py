@@ -183,12 +183,17 @@ def _fewer_ticks_on_short_panels(spec: dict) -> None:
 
 
 def scaled_fonts(fig: go.Figure, factor: float, floor: float | None = None) -> go.Figure:
-    """A copy of `fig` whose every font size is `factor` times larger and at least `floor` (BODY_PX when the
-    type is scaled at all: none of a presented chart's text is smaller than the page's), and the room above its
-    plot (its title, subtitle, a legend or panel titles there; not the toolbar's strip) too: a subtitle at the
-    projector's size overlapped the plot's first tick label, and a legend above it the plot."""
+    """A copy of `fig` as `scaled_spec` leaves its dict."""
+    return go.Figure(scaled_spec(fig.to_dict(), factor, floor), _validate=False)
+
+
+def scaled_spec(spec: dict, factor: float, floor: float | None = None) -> dict:
+    """`spec` (a figure's plotly JSON dict, changed in place and returned) with every font size `factor`
+    times larger and at least `floor` (BODY_PX when the type is scaled at all: none of a presented chart's
+    text is smaller than the page's), and the room above its plot (its title, subtitle, a legend or panel
+    titles there; not the toolbar's strip) too: a subtitle at the projector's size overlapped the plot's
+    first tick label, and a legend above it the plot."""
     floor = (BODY_PX if factor != 1 else 0) if floor is None else floor
-    spec = fig.to_dict()
     layout = spec.setdefault("layout", {})
     _labels_to_the_browser(layout, factor, floor)
     _scale_fonts(spec, factor, floor)
@@ -206,7 +211,7 @@ def scaled_fonts(fig: go.Figure, factor: float, floor: float | None = None) -> g
         for trace in spec.get("data") or ():
             if trace.get("type") == "bar" and trace.get("text") is not None:
                 trace["constraintext"] = "none"  # a bar's value at `floor`, not shrunk to the bar's thickness
-    return go.Figure(spec, _validate=False)
+    return spec
 
 
 def folded(presenting: bool, label: str = "About this page"):

@@ -767,3 +767,24 @@ def test_subtitles_wrap_too():
     lines = narrow.layout.title.subtitle.text.split(" <br>")
     assert len(lines) == 2 and " ".join(lines) == subtitle and narrow.layout.title.text == "Step 1"
     assert narrow.layout.margin.t == fig.layout.margin.t + theme.TITLE_LINE_PX
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_stacked_vectors_lay_out_their_panels_as_make_subplots_does(n):
+    """plots.vectors lays the panels out from make_subplots' layout, made once per count of panels: the
+    figure is the one make_subplots, add_trace and update_layout build (validated), title and labels escaped."""
+    from plotly.subplots import make_subplots
+
+    from gpt2viz.plots.axes import figure_layout
+    from gpt2viz.plots.vectors import ROW_PX, ROW_TITLE_MARGIN, _bars, default_margin, stacked_vectors
+
+    rows = [(f"<b>row {i}</b> & more", np.random.default_rng(i).normal(size=16)) for i in range(n)]
+    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=0.22 / n,
+                        subplot_titles=[html.escape(label, quote=False) for label, _ in rows])
+    for i, (label, v) in enumerate(rows, 1):
+        fig.add_trace(_bars(v, name=label), row=i, col=1)
+    fig.update_xaxes(title_text="feature", row=n, col=1)
+    fig.update_annotations(font_size=plots.SUBTITLE_PX, x=0, xanchor="left")
+    fig.update_layout(**figure_layout("A <title>", height=min(900, 110 + ROW_PX * n), bargap=0,
+                                      margin=default_margin(**ROW_TITLE_MARGIN)))
+    assert json.loads(stacked_vectors(rows, "A <title>", x_title="feature").to_json()) == json.loads(fig.to_json())

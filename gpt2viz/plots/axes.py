@@ -244,8 +244,22 @@ def figure_layout(title: str, height: int = HEIGHT, subtitle: str | None = None,
 
 def with_layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str | None = None,
                 **extra) -> go.Figure:
-    fig.update_layout(**figure_layout(title, height, subtitle, **extra))
-    return fig
+    """`fig`'s traces in a new figure: its layout with `figure_layout(title, height, subtitle, **extra)`
+    merged in, as `fig.update_layout` merges it (nested dicts key by key, anything else replaced), and
+    validated once; plotly.py's update machinery took 7 ms a chart (17 for a panel of three), building
+    it anew 1-2 ms. Keys are plotly's own (no "line_width" shorthands)."""
+    layout = fig.layout.to_plotly_json()
+    layout.pop("template", None)  # the new figure takes plotly.py's default again, as `fig` had it
+    return go.Figure(data=fig.data, layout=_merged(layout, figure_layout(title, height, subtitle, **extra)))
+
+
+def _merged(current: dict, patch: dict) -> dict:
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(current.get(key), dict):
+            _merged(current[key], value)
+        else:
+            current[key] = value
+    return current
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:

@@ -96,7 +96,8 @@ def main() -> None:
         script, pages = str(ROOT / "benchmarks" / "bare_app.py"), ["attention"]
     else:
         script = "app.py"
-        pages = [href(row.url).lstrip("/") for row in PAGE_ROWS] if args.pages == "all" else args.pages.split(",")
+        names = [row.url for row in PAGE_ROWS] if args.pages == "all" else args.pages.split(",")
+        pages = [href(name).lstrip("/") for name in names]  # the Overview is the root: ""
     if args.threads > 0:
         os.environ["GPT2VIZ_THREADS"] = str(args.threads)
     print(f"first_view · {args.app} · {args.rounds} rounds · {args.tokens} tokens · "
@@ -111,7 +112,7 @@ def main() -> None:
                 ["page", "first view CPU-s", "later view CPU-s", "first wall s", "later wall s"]))
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     r = rows[0]
-    print(f"first_view {r[0].lstrip('/') or 'start'}: first={r[1]:.3f} later={r[2]:.3f}")
+    print(f"first_view {r[0].lstrip('/') or 'overview'}: first={r[1]:.3f} later={r[2]:.3f}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ Pure: a figure's dict (plotly JSON: lists, or typed arrays as {dtype, bdata, sha
 """
 
 import base64
+import functools
 import html
 import math
 import re
@@ -126,10 +127,9 @@ class Series:
         (k,) otherwise."""
         if var == "fullData.name":
             return self.name
-        m = _ITEM.match(var)
-        if not m or m.group(1) not in self.data or self.data[m.group(1)] is None:
+        name, item = _item(var)
+        if name not in self.data or self.data[name] is None:
             return None
-        name, item = m.group(1), m.group(2)
         a = self.data[name]
         try:
             if self.kind == "map":
@@ -142,7 +142,11 @@ class Series:
             return None
 
     def say(self, template: str, point: tuple[int, ...]) -> str:
-        return _plain(_PLACEHOLDER.sub(lambda m: _formatted(self.get(m.group(1), point), m.group(2)), template))
+        """The template's text at a point, as the hover prints it."""
+        parts = _pieces(template)
+        text = "".join(part if i % 2 == 0 else _formatted(self.get(part[0], point), part[1])
+                       for i, part in enumerate(parts))
+        return " ".join(text.split()) if "<" not in text and "&" not in text else _plain(text)
 
     def values(self) -> np.ndarray:
         """The value at every point, NaN where there is none (a map's masked cells)."""
@@ -164,6 +168,24 @@ class Series:
             axis = "y" if self.value[0] == "x" else "x"
             return f"{axis} = {_formatted(self.get(axis, point), None)}"
         return ", ".join(p for p in parts if p)
+
+
+@functools.lru_cache(maxsize=1024)
+def _item(var: str) -> tuple[str | None, str | None]:
+    """A placeholder's variable as (name, index): "customdata[1]" -> ("customdata", "1"); (None, None) if
+    it names no data."""
+    m = _ITEM.match(var)
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pieces(template: str) -> tuple:
+    """A hover template split once: its text and its placeholders, (variable, format), in turn."""
+    out, at = [], 0
+    for m in _PLACEHOLDER.finditer(template):
+        out += [template[at:m.start()], (m.group(1), m.group(2))]
+        at = m.end()
+    return tuple(out + [template[at:]])
 
 
 def _has(template: str, var: str) -> bool:

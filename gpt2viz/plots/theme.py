@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 import plotly.graph_objects as go
 
 from .axes import TICK_ANGLES, TICK_PX, TITLE_PX  # the sizes the builders set, for what they leave unset
@@ -108,10 +109,15 @@ def _feed(h, value) -> None:
 
 def data_digest(traces: list[dict]) -> str:
     """A digest of every trace's properties (plotly JSON dicts): equal for equal data, different
-    otherwise."""
-    h = hashlib.blake2b(digest_size=8)
-    _feed(h, traces)
-    return h.hexdigest()
+    otherwise. Read from their JSON (orjson, keys sorted), where NaN and infinity write as null as
+    plotly.js draws them: nothing; a value orjson cannot write is read one by one instead."""
+    try:
+        blob = orjson.dumps(traces, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS)
+    except TypeError:
+        h = hashlib.blake2b(digest_size=8)
+        _feed(h, traces)
+        return h.hexdigest()
+    return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
 def _vector(value) -> list | None:

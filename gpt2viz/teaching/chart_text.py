@@ -569,10 +569,18 @@ def _table_html(s: Series, cap: str) -> str:
         more.append(f"the first {TABLE_COLUMNS} of {s.shape[1]} columns")
     caption = cap + (f" ({' and '.join(more)}; the chart's hover has every value)" if more else "")
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
-    body = "".join("<tr>" + f'<th scope="row">{e(r[0])}</th>' + "".join(f"<td>{e(c)}</td>" for c in r[1:]) + "</tr>"
-                   for r in rows)
+    body = "".join(f'<tr><th scope="row">{e(r[0])}</th>{_cells(r[1:])}</tr>' for r in rows)
     return (f'<div class="gpt2viz-numbers" tabindex="0" role="region" aria-label="{e(caption)}"><table>'
             f"<caption>{e(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+
+def _cells(cells: list[str]) -> str:
+    """A row's cells as <td> elements, escaped: the row escaped at once, joined by a character that no cell
+    holds (else cell by cell)."""
+    joined = "\x00".join(cells)
+    if joined.count("\x00") != len(cells) - 1:
+        return "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+    return "<td>" + html.escape(joined).replace("\x00", "</td><td>") + "</td>" if cells else ""
 
 
 def numbers_html(spec: dict) -> str:

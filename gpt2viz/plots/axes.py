@@ -6,8 +6,14 @@ import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from . import checks
+
+# No plotly template (the app gives each figure its look: theme.py): plotly.py's default one was deep-copied
+# into every figure built and every copy of it (7 % of the attention page's drawing), then taken out again
+# by theme.themed_spec. Every builder imports this module.
+pio.templates.default = None
 
 SEQUENTIAL = "Viridis"
 
@@ -249,7 +255,7 @@ def with_layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str 
     validated once; plotly.py's update machinery took 7 ms a chart (17 for a panel of three), building
     it anew 1-2 ms. Keys are plotly's own (no "line_width" shorthands)."""
     layout = fig.layout.to_plotly_json()
-    layout.pop("template", None)  # the new figure takes plotly.py's default again, as `fig` had it
+    layout.pop("template", None)  # the new figure takes the default again (none: see above), as `fig` had it
     return go.Figure(data=fig.data, layout=_merged(layout, figure_layout(title, height, subtitle, **extra)))
 
 

@@ -105,3 +105,20 @@ def test_the_preview_starts_on_the_apps_default_text():
     from gpt2viz.ui.state import DEFAULT_TEXT
 
     assert first_paint.DEFAULT_TEXT == DEFAULT_TEXT
+
+
+def test_the_preview_has_the_browser_load_plotlys_chunk_from_beside_streamlits_own():
+    """ui/preload.py: the chunk the script imports is Streamlit's one Plotly chart chunk, a file its
+    server serves next to its main script (static/js/), named as the script's regular expression expects."""
+    import re
+
+    import streamlit as st
+
+    from gpt2viz.ui import preload
+    chunk = preload.plotly_chunk()
+    js = Path(st.__file__).parent / "static" / "static" / "js"
+    assert chunk and (js / chunk).is_file() and re.fullmatch(r"PlotlyChart\.[\w-]+\.js", chunk)
+    main = next(js.glob("index.*.js")).name
+    script = preload.plotly_script()
+    pattern = re.search(r"replace\(/(.*)/, \"", script).group(1)
+    assert re.sub(pattern, chunk, f"http://host/base/static/js/{main}") == f"http://host/base/static/js/{chunk}"

@@ -26,6 +26,7 @@ from ..spec.config import PRESETS, get_config
 from ..spec.pages import DEFAULT, home
 from ..spec.schema import Mode, text_dims
 from ..spec.serving import random_models
+from . import preload
 from .visitor import server_address
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,10 @@ def _draw(main, side) -> None:
     weights = weights_of(query)
     if weights is not None:
         prebuild(*weights)
-    side.caption(":material/hourglass_top: The controls follow once the model is loaded.")
+    with side.container():
+        st.caption(":material/hourglass_top: The controls follow once the model is loaded.")
+        if script := preload.plotly_script():  # compiled by the browser while this server imports torch
+            st.html(script, unsafe_allow_javascript=True)
     with main.container():
         if drawn is not None:
             st.title(drawn[0])

@@ -217,3 +217,14 @@ def test_a_maps_cells_read_as_its_hover_reads_each(template, z):
     assert framed[1] == [[str(s.data["y"][r])] + [cell(r, c) for c in range(2)] for r in range(2)]
     read_once = not any(w in template for w in ("&lt;", ">8")) and not isinstance(z[0][0], str)
     assert (ct._value_frame(s, seg) is not None) == read_once
+
+
+def test_a_map_whose_value_line_has_another_format_than_its_last_is_read_cell_by_cell():
+    """The table says the value as the first hover line that holds it; read once only where that line's format
+    is the trace's (`attention %{z:.3f}<br>share %{z:.1%}`: 0.500, not 50.0%)."""
+    spec = {"data": [{"type": "heatmap", "z": [[0.5, 0.25], [1.0, 0.0]], "x": ["a", "b"], "y": ["c", "d"],
+                      "hovertemplate": "attention %{z:.3f}<br>share %{z:.1%}"}], "layout": {}}
+    (s,) = ct.series(spec)
+    seg = next(g for g in s.segments if ct._has(g.template, "z"))
+    assert ct._value_frame(s, seg) is None
+    assert ct._table_rows(s)[1][0][1:] == ["0.500", "0.250"]

@@ -136,3 +136,99 @@ def test_askers_of_one_short_run_keep_their_turns_and_draw_in_the_order_they_cam
     for t in [leader, *followers]:
         t.join(WAIT_S)
     assert drawn[1:] == [1, 2, 3] or drawn == [1, 0, 2, 3]
+
+
+def test_askers_of_a_long_run_come_back_within_the_width():
+    """Askers waiting longer than HOLD_TURN_S step aside; when the run is done they rejoin the line, not
+    all at once: at most the width and the run's own asker (back at once) draw together (the class that
+    opened one link; before, all of them came back at once)."""
+    gate = Turnstile(2)
+    cache = TraceCache(2**30, aside=gate.aside)
+    drawn, peak, lock = [], [0], threading.Lock()
+
+    def compute():
+        time.sleep(2.0)
+        return torch.zeros(1)
+
+    def page(i):
+        with gate.turn():
+            cache.get_or_compute("text", compute)
+            with lock:
+                peak[0] = max(peak[0], gate.inside)
+            time.sleep(0.02)  # drawing
+            drawn.append(i)
+
+    threads = []
+    for i in range(8):
+        threads.append(started(page, i))
+        time.sleep(0.01)
+    for t in threads:
+        t.join(WAIT_S)
+    assert sorted(drawn) == list(range(8)) and peak[0] <= 3
+
+
+def test_a_thread_coming_back_goes_ahead_of_those_that_came_after_it():
+    gate, order = Turnstile(1), []
+    inside, release, back, aside_now = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+
+    def first():  # inside, then aside (a run), then back while `late` waits in line
+        with gate.turn():
+            with gate.aside(rejoin=True):
+                aside_now.set()
+                back.wait(WAIT_S)
+            order.append("first, back")
+
+    def holder():
+        with gate.turn():
+            inside.set()
+            release.wait(WAIT_S)
+            order.append("holder")
+
+    def late():
+        with gate.turn():
+            order.append("late")
+
+    a = started(first)
+    aside_now.wait(WAIT_S)
+    b = started(holder)
+    inside.wait(WAIT_S)
+    c = started(late)
+    settle(lambda: len(gate._line) == 1)  # late waits
+    back.set()
+    settle(lambda: len(gate._line) == 2)  # first waits too, ahead of late
+    assert gate._line[0][0] == 0
+    release.set()
+    for t in (a, b, c):
+        t.join(WAIT_S)
+    assert order == ["holder", "first, back", "late"]
+
+
+def test_a_thread_coming_back_goes_in_after_a_bounded_wait_if_those_inside_wait_for_its_lock(monkeypatch):
+    """A page that waited for another's run holding a lock (a cache entry being computed) may find the
+    turns taken by pages that wait for that lock: it goes in after REJOIN_WAIT_S, so they are delayed, not
+    stuck."""
+    from gpt2viz.server import turnstile
+    monkeypatch.setattr(turnstile, "REJOIN_WAIT_S", 0.2)
+    gate, lock, done = Turnstile(1), threading.Lock(), []
+    stepped, others_in = threading.Event(), threading.Event()
+
+    def holder():
+        with gate.turn(), lock:
+            with gate.aside(rejoin=True):
+                stepped.set()
+                others_in.wait(WAIT_S)
+            done.append("holder")
+
+    def other():
+        with gate.turn():
+            others_in.set()
+            with lock:
+                done.append("other")
+
+    a = started(holder)
+    stepped.wait(WAIT_S)
+    b = started(other)
+    for t in (a, b):
+        t.join(WAIT_S)
+        assert not t.is_alive(), "deadlock"
+    assert done == ["holder", "other"] and gate.inside == 0

@@ -217,5 +217,5 @@ def themed(fig: go.Figure, dark: bool = False, width_px: float | None = None) ->
     (`_validate=False`, plotly.py's switch for figures from trusted JSON): `fig` was validated when it
     was built, and the look above is tested against a validating build."""
     out = go.Figure(themed_spec(fig.to_dict(), dark=dark, width_px=width_px), _validate=False)
-    out.layout.template = None  # "template": null. A new Figure takes plotly's default template
+    out.layout.template = None  # "template": null, whatever plotly.py's default (none: plots/axes.py)
     return out

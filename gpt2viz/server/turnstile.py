@@ -1,46 +1,79 @@
 """Pages drawn at once in one process: a turnstile that lets at most `width` script runs draw at a
 time, in the order they arrived.
 
-Why: a page's drawing is Python (figures, tables, Streamlit's messages), and one process runs one
-thread of Python at a time. Thirty students opening a link at once started thirty script threads
-that took turns every few milliseconds: each page then took as long as all thirty together (a burst
-of 30 attention views: every one finished after 5.3-5.8 s, and the switching cost 0.23 CPU-s a view
-against 0.13 for one view alone). Through the turnstile the first ones are drawn first, and the
-last one no later than before.
+Why: a page's drawing is Python, and one process runs one thread of Python at a time. Thirty students
+opening a link at once started thirty script threads that took turns every few milliseconds: each
+page then took as long as all thirty together (a burst of 30 attention views: every one finished
+after 5.3-5.8 s, and the switching cost 0.23 CPU-s a view against 0.13 for one view alone). Through
+the turnstile the first ones are drawn first, and the last one no later than before.
 
 A thread that waits for a run, or computes one, steps aside (`aside`): a run is mostly torch, which
 leaves Python free, and a long one (a sweep of a 1,024-token text) would otherwise keep everyone's
-page waiting. It comes back at once, ahead of the line: a thread holding a turn never waits at the
-gate again, and a thread waiting at the gate holds nothing yet (it has not started its page), so no
-thread in line can hold what a thread inside waits for.
+page waiting. How it comes back:
+
+- from computing a run: at once, even beyond the width (`rejoin=False`). It may hold a lock that
+  pages inside wait for (the lesson warm-up computes every stop's run inside one cache entry), and
+  at most the server's run slots compute at once;
+- from waiting for another's run, or a pause: at the front of the line, in the order it first came
+  (`rejoin=True`), so that thirty pages waiting for one run are drawn first come, first served and
+  within the width; after REJOIN_WAIT_S at most, in any case, so that a lock it holds can delay the
+  pages inside that wait for it but never stop them.
+
+A thread waiting at the gate for its first turn holds nothing yet (it has not started its page).
 
 Pure threading: no streamlit, no torch.
 """
 
+import bisect
+import itertools
 import threading
-from collections import deque
 from contextlib import contextmanager
+
+REJOIN_WAIT_S = 2.0  # the longest a thread coming back to the line waits for its turn
 
 
 class Turnstile:
-    """At most `width` threads hold a turn at once (0: no limit); the others wait in arrival order."""
+    """At most `width` threads hold a turn at once (0: no limit); the others wait in line: those coming
+    back from `aside(rejoin=True)` first, then the new ones, each in the order it first arrived."""
 
     def __init__(self, width: int):
         if width < 0:
             raise ValueError(f"a turnstile's width is 0 (no limit) or more, got {width}")
         self.width = width
-        self.inside = 0  # threads holding a turn now (those coming back from `aside` may exceed the width)
+        self.inside = 0  # threads holding a turn now (those coming back at once may exceed the width)
         self.waited = 0  # threads that found the gate closed and waited (for tests and reports)
-        self._cond = threading.Condition()
-        self._line: deque[object] = deque()
+        self._lock = threading.Lock()
+        # waiting threads, in order: (0: coming back, 1: new; arrival number; the place's own condition)
+        self._line: list[tuple[int, int, threading.Condition]] = []
+        self._arrivals = itertools.count()
         self._holding = threading.local()
 
     def holds(self) -> bool:
         """Whether this thread holds a turn now."""
         return getattr(self._holding, "turn", False)
 
-    def _open_for(self, ticket: object) -> bool:
-        return self._line[0] is ticket and (self.width == 0 or self.inside < self.width)
+    def _room(self) -> bool:
+        return self.width == 0 or self.inside < self.width
+
+    def _call_next(self) -> None:
+        """Wake the first in line if there is room for it (with the lock held): only it, so that a turn
+        given costs one thread's waking, not the whole line's."""
+        if self._line and self._room():
+            self._line[0][2].notify()
+
+    def _enter(self, rank: int, arrival: int, timeout: float | None = None) -> None:
+        with self._lock:
+            if not self._line and self._room():
+                self.inside += 1
+                return
+            place = (rank, arrival, threading.Condition(self._lock))
+            bisect.insort(self._line, place, key=lambda p: p[:2])
+            self.waited += 1
+            self._call_next()  # this place may be the first now, with room (a thread coming back)
+            place[2].wait_for(lambda: self._line[0] is place and self._room(), timeout)
+            self._line.remove(place)
+            self.inside += 1
+            self._call_next()  # the next in line, if there is room for it too
 
     @contextmanager
     def turn(self):
@@ -49,16 +82,9 @@ class Turnstile:
         if self.holds():
             yield
             return
-        ticket = object()
-        with self._cond:
-            self._line.append(ticket)
-            if not self._open_for(ticket):
-                self.waited += 1
-                self._cond.wait_for(lambda: self._open_for(ticket))
-            self._line.popleft()
-            self.inside += 1
-            self._cond.notify_all()  # the next in line may go in too, if there is room
-        self._holding.turn = True
+        arrival = next(self._arrivals)
+        self._enter(1, arrival)
+        self._holding.turn, self._holding.arrival = True, arrival
         try:
             yield
         finally:
@@ -66,8 +92,9 @@ class Turnstile:
             self._leave()
 
     @contextmanager
-    def aside(self):
-        """Out of the turnstile for the block (waiting for or computing a run), back in at once after it."""
+    def aside(self, rejoin: bool = False):
+        """Out of the turnstile for the block (a run waited for or computed, a pause); back at once after
+        it, or (`rejoin`) at the front of the line in this thread's first order, within REJOIN_WAIT_S."""
         if not self.holds():
             yield
             return
@@ -76,11 +103,14 @@ class Turnstile:
         try:
             yield
         finally:
-            with self._cond:
-                self.inside += 1
+            if rejoin:
+                self._enter(0, self._holding.arrival, REJOIN_WAIT_S)
+            else:
+                with self._lock:
+                    self.inside += 1
             self._holding.turn = True
 
     def _leave(self) -> None:
-        with self._cond:
+        with self._lock:
             self.inside -= 1
-            self._cond.notify_all()
+            self._call_next()

@@ -533,11 +533,12 @@ def _value_frame(s: Series, seg: Segment | None) -> tuple[str, str] | None:
     line names nothing but the value (`attention %{z:.3f}`) and the values are numbers; else None. The
     same text as `say` cell by cell: the value is printed without spaces, tags or entities, so the line's
     words read once, a placeholder in the value's place, stand around each value unchanged."""
-    var, fmt = s.value
-    if seg is None or var != "z" or not _PLAIN_FORMAT.match(fmt or "") or not _numbers(s.data["z"]):
+    found = list(_PLACEHOLDER.finditer(seg.template)) if seg is not None else []
+    if len(found) != 1 or found[0].group(1) != "z" or s.value[0] != "z":
         return None
-    found = list(_PLACEHOLDER.finditer(seg.template))
-    if len(found) != 1 or found[0].group(1) != var or re.search(r"[<>&]", _PLACEHOLDER.sub("", seg.template)):
+    fmt = found[0].group(2)  # the format of this line's value (the trace's value may be another line's)
+    if fmt != s.value[1] or not _PLAIN_FORMAT.match(fmt or "") or not _numbers(s.data["z"]) \
+            or re.search(r"[<>&\x00]", _PLACEHOLDER.sub("", seg.template)):
         return None
     text = _plain(_PLACEHOLDER.sub("\x00", seg.template))
     if text.startswith(seg.header):

@@ -105,7 +105,7 @@ def lecturer_form(key: str, button: str) -> None:
                 st.rerun()
             else:
                 password_guesses().failed(**who)
-                with DRAWING.aside():  # others' pages are drawn meanwhile
+                with DRAWING.aside(rejoin=True):  # others' pages are drawn meanwhile
                     time.sleep(1)  # a guess a second, per session
                 st.error("Wrong password.", icon=":material/lock:")
 

@@ -138,35 +138,6 @@ def test_askers_of_one_short_run_keep_their_turns_and_draw_in_the_order_they_cam
     assert drawn[1:] == [1, 2, 3] or drawn == [1, 0, 2, 3]
 
 
-def test_askers_of_a_long_run_come_back_within_the_width():
-    """Askers waiting longer than HOLD_TURN_S step aside; when the run is done they rejoin the line, not
-    all at once: at most the width and the run's own asker (back at once) draw together (the class that
-    opened one link; before, all of them came back at once)."""
-    gate = Turnstile(2)
-    cache = TraceCache(2**30, aside=gate.aside)
-    drawn, peak, lock = [], [0], threading.Lock()
-
-    def compute():
-        time.sleep(2.0)
-        return torch.zeros(1)
-
-    def page(i):
-        with gate.turn():
-            cache.get_or_compute("text", compute)
-            with lock:
-                peak[0] = max(peak[0], gate.inside)
-            time.sleep(0.02)  # drawing
-            drawn.append(i)
-
-    threads = []
-    for i in range(8):
-        threads.append(started(page, i))
-        time.sleep(0.01)
-    for t in threads:
-        t.join(WAIT_S)
-    assert sorted(drawn) == list(range(8)) and peak[0] <= 3
-
-
 def test_a_thread_coming_back_goes_ahead_of_those_that_came_after_it():
     gate, order = Turnstile(1), []
     inside, release, back, aside_now = threading.Event(), threading.Event(), threading.Event(), threading.Event()

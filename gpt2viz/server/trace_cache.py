@@ -97,7 +97,7 @@ class TraceCache:
 
     def __init__(self, budget_bytes: int = DEFAULT_BUDGET, max_runs: int | None = None,
                  threads: Callable[[int], int | None] | None = None,
-                 aside: Callable[..., AbstractContextManager] = lambda rejoin=False: nullcontext()):
+                 aside: Callable[[], AbstractContextManager] = nullcontext):
         if budget_bytes <= 0:
             raise ValueError(f"the trace cache budget must be positive, got {budget_bytes}")
         self.budget = budget_bytes
@@ -110,7 +110,7 @@ class TraceCache:
         self.heavy_running = 0  # of them, heavy ones
         self.light_in_flight = 0  # bytes reserved by the light ones
         self.threads = threads
-        self.aside = aside  # entered while an asker waits for a run (rejoin=True) or computes one (server/turnstile.py)
+        self.aside = aside  # entered while an asker waits for a run or computes one (server/turnstile.py)
         self.peak_reserved = 0  # the most ever held: cached + in flight (for tests and reports)
         self._trim: threading.Timer | None = None  # gives freed memory back once no run computes
         self.release = release_freed_memory  # how: malloc_trim (memory.py)
@@ -164,7 +164,7 @@ class TraceCache:
             # a short wait keeps this asker's turn to draw, so that askers of one run draw in the order they
             # came once it is done; a longer one gives the turn to others meanwhile (server/turnstile.py)
             if not flight.done.wait(HOLD_TURN_S):
-                with self.aside(rejoin=True):
+                with self.aside():
                     _wait_for(flight, progress)
             return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
                                                                                        evict_first, progress, heavy)

@@ -19,6 +19,13 @@ def started(target, *args) -> threading.Thread:
     return t
 
 
+def joined(*threads: threading.Thread) -> None:
+    """Every thread ended within WAIT_S (else: stuck, a deadlock)."""
+    for t in threads:
+        t.join(WAIT_S)
+        assert not t.is_alive(), "deadlock"
+
+
 def settle(cond, timeout: float = WAIT_S) -> None:
     end = time.monotonic() + timeout
     while not cond():
@@ -42,8 +49,7 @@ def test_width_threads_inside_the_others_in_the_order_they_came():
         settle(lambda: len(gate._line) + gate.inside == i + 1)  # each in line before the next comes
     assert sorted(order) == [0, 1] and gate.inside == 2 and gate.waited == 4
     release.set()
-    for t in threads:
-        t.join(WAIT_S)
+    joined(*threads)
     assert order == list(range(6)) and max(inside_max) == 2 and gate.inside == 0
 
 
@@ -80,8 +86,8 @@ def test_aside_lets_the_next_one_in_and_comes_back_at_once():
     b = started(other)
     assert second_in.wait(WAIT_S)
     done.set()
-    a.join(WAIT_S), b.join(WAIT_S)
-    assert not a.is_alive() and not b.is_alive() and gate.inside == 0
+    joined(a, b)
+    assert gate.inside == 0
 
 
 def test_no_deadlock_when_those_inside_wait_for_a_lock_the_one_aside_holds():
@@ -106,9 +112,7 @@ def test_no_deadlock_when_those_inside_wait_for_a_lock_the_one_aside_holds():
     a = started(first)
     first_holds.wait(WAIT_S)
     others = [started(student, i) for i in range(4)]
-    for t in [a, *others]:
-        t.join(WAIT_S)
-        assert not t.is_alive(), "deadlock"
+    joined(a, *others)
     assert finished[0] == "first" and sorted(finished[1:]) == [0, 1, 2, 3]
 
 
@@ -133,8 +137,7 @@ def test_askers_of_one_short_run_keep_their_turns_and_draw_in_the_order_they_cam
         followers.append(started(page, i))
         settle(lambda: len(gate._line) + gate.inside == i)
     go.set()  # within HOLD_TURN_S: the first follower kept its turn, the others waited in line
-    for t in [leader, *followers]:
-        t.join(WAIT_S)
+    joined(leader, *followers)
     assert drawn[1:] == [1, 2, 3] or drawn == [1, 0, 2, 3]
 
 
@@ -169,15 +172,13 @@ def test_a_thread_coming_back_goes_ahead_of_those_that_came_after_it():
     settle(lambda: len(gate._line) == 2)  # first waits too, ahead of late
     assert gate._line[0][0] == 0
     release.set()
-    for t in (a, b, c):
-        t.join(WAIT_S)
+    joined(a, b, c)
     assert order == ["holder", "first, back", "late"]
 
 
 def test_a_thread_coming_back_goes_in_after_a_bounded_wait_if_those_inside_wait_for_its_lock(monkeypatch):
-    """A page that waited for another's run holding a lock (a cache entry being computed) may find the
-    turns taken by pages that wait for that lock: it goes in after REJOIN_WAIT_S, so they are delayed, not
-    stuck."""
+    """A page back from a pause (`rejoin=True`) while holding a lock may find the turns taken by pages that
+    wait for that lock: it goes in after REJOIN_WAIT_S, so they are delayed, not stuck."""
     from gpt2viz.server import turnstile
     monkeypatch.setattr(turnstile, "REJOIN_WAIT_S", 0.2)
     gate, lock, done = Turnstile(1), threading.Lock(), []
@@ -199,7 +200,5 @@ def test_a_thread_coming_back_goes_in_after_a_bounded_wait_if_those_inside_wait_
     a = started(holder)
     stepped.wait(WAIT_S)
     b = started(other)
-    for t in (a, b):
-        t.join(WAIT_S)
-        assert not t.is_alive(), "deadlock"
+    joined(a, b)
     assert done == ["holder", "other"] and gate.inside == 0

@@ -256,13 +256,18 @@ def with_layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str 
     it anew 1-2 ms. Keys are plotly's own (no "line_width" shorthands)."""
     layout = fig.layout.to_plotly_json()
     layout.pop("template", None)  # the new figure takes the default again (none: see above), as `fig` had it
-    return go.Figure(data=fig.data, layout=_merged(layout, figure_layout(title, height, subtitle, **extra)))
+    return go.Figure(data=fig.data, layout=merged(layout, figure_layout(title, height, subtitle, **extra)))
 
 
-def _merged(current: dict, patch: dict) -> dict:
+def merged(current: dict, patch: dict) -> dict:
+    """`current` (a plotly JSON dict) with `patch` written into it, in place: nested dicts key by key (as
+    `update_layout` merges them), anything else replaced. A dict of `patch` lands as a copy, so that
+    changing the result later never changes `patch` (theme.py's shared defaults)."""
     for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(current.get(key), dict):
-            _merged(current[key], value)
+        if isinstance(value, dict):
+            if not isinstance(current.get(key), dict):
+                current[key] = {}
+            merged(current[key], value)
         else:
             current[key] = value
     return current

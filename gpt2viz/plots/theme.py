@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 import plotly.graph_objects as go
 
-from .axes import TICK_ANGLES, TICK_PX, TITLE_PX  # the sizes the builders set, for what they leave unset
+from .axes import TICK_ANGLES, TICK_PX, TITLE_PX, merged  # the sizes the builders set, for what they leave unset
 
 FONT = '"Source Sans", sans-serif'
 # st.plotly_chart's config: the toolbar shows while the pointer is over the chart, and no longer
@@ -142,15 +142,6 @@ def _plain_vectors(props: dict) -> None:
             props[key] = vector
 
 
-def _merge(current: dict, patch: dict) -> dict:
-    for key, value in patch.items():
-        if isinstance(value, dict):
-            _merge(current.setdefault(key, {}), value)
-        else:
-            current[key] = value
-    return current
-
-
 TITLE_CHAR_PX = 10  # width of a character of a TITLE_PX bold title, generously
 SUBTITLE_CHAR_PX = 7.5  # and of a subtitle's (plots.SUBTITLE_PX)
 TITLE_LINE_PX = 24  # a title's or subtitle's second line pushes the plot down by this much
@@ -203,10 +194,10 @@ def themed_spec(spec: dict, dark: bool = False, width_px: float | None = None) -
     axes |= {name for name in layout if _AXIS.match(name)}
     wanted = dict(look, **{name: xaxis if name[0] == "x" else yaxis for name in axes},
                   **{name: dict(colorbar=colorbar) for name in layout if _COLORAXIS.match(name)})
-    _merge(layout, _missing(layout, wanted))
+    merged(layout, _missing(layout, wanted))
     for trace in data:
         if trace.get("type") in _COLORBAR_TRACES and not trace.get("coloraxis"):
-            _merge(trace.setdefault("colorbar", {}), _missing(trace.get("colorbar", {}), colorbar))
+            merged(trace.setdefault("colorbar", {}), _missing(trace.get("colorbar", {}), colorbar))
         _plain_vectors(trace)
     layout["datarevision"] = data_digest(data)
     return spec

@@ -25,10 +25,10 @@ from .axes import (
     SEQUENTIAL,
     SUBTITLE_PX,
     VERMILLION,
-    _merged,
     default_margin,
     escape,
     figure_layout,
+    merged,
     top_margin,
     value_axis,
     with_layout,
@@ -61,7 +61,7 @@ def stacked_vectors(rows: Sequence[tuple[str, object]], title: str, x_title: str
     layout[f"xaxis{n if n > 1 else ''}"]["title"] = {"text": x_title}
     bars = [_bars(v, name=label).update(xaxis=f"x{i if i > 1 else ''}", yaxis=f"y{i if i > 1 else ''}")
             for i, ((label, _), v) in enumerate(zip(rows, vectors), 1)]
-    return go.Figure(data=bars, layout=_merged(layout, figure_layout(
+    return go.Figure(data=bars, layout=merged(layout, figure_layout(
         title, height=min(900, 110 + ROW_PX * n), bargap=0, margin=default_margin(**ROW_TITLE_MARGIN))))
 
 

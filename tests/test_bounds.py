@@ -8,6 +8,7 @@ No test here builds a model larger than gpt2: `class_server` fails any test that
 
 import asyncio
 import gc
+import os
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -187,6 +188,57 @@ def test_a_local_server_budgets_from_the_machines_memory_and_a_class_server_keep
     # the laptop trains on 1,024 tokens of gpt2 (its run share: 3/4), the class server refuses it
     training = run_bytes(counted_weights("gpt2", 0, ("gpt2",)), 1024, Mode.TRAINING, TRAINING_NEEDS)
     assert 2 * GiB * 3 // 4 < training <= 8 * GiB * 3 // 4
+
+
+# A run's peak in a process of its own: the tensors it allocates above what the process held before
+# (VmHWM after a reset, minus VmRSS before), with the trace it returns still held.
+PEAK_OF_A_RUN = """
+import json, os, sys
+from gpt2viz.model.modes import Mode, run
+from gpt2viz.model.weights import random_model
+from gpt2viz.spec.config import get_config
+from gpt2viz.ui.cache import _all_but_weight_grads
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+
+cfg = get_config("gpt2")
+model = random_model(cfg, 0)
+n = int(sys.argv[1])
+names = _all_but_weight_grads(cfg, n, stream_grads=False)[0]
+run(model, list(range(8)), Mode.TRAINING, names=names)  # torch's first-run allocations, before the count
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
+trace = run(model, [i % cfg.vocab_size for i in range(0, 7 * n, 7)], Mode.TRAINING, names=names)
+print(json.dumps({"peak": status("VmHWM") - before, "grads": [k for k in trace.names if k.startswith("grad.")]}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="the kernel's peak counter is Linux's")
+def test_a_training_run_that_records_no_gradient_is_estimated_as_the_forward_pass_it_runs():
+    """The pages of training mode but the Training page record no gradient, so their run has no
+    backward pass: its estimate (what it reserves of the budget) covers its real peak, and is not
+    the backward pass's, which made each such run of a class heavy and evicted others' traces."""
+    import json
+    import subprocess
+
+    from gpt2viz.ui.cache import _all_but_weight_grads, counted_weights, run_bytes
+
+    n = 200
+    weights = counted_weights("gpt2", 0, ("gpt2",))
+    names = _all_but_weight_grads(weights.model.config, n, stream_grads=False)[0]
+    with_backward = _all_but_weight_grads(weights.model.config, n, stream_grads=True)[0]
+    estimate = run_bytes(weights, n, Mode.TRAINING, names)
+    assert estimate < run_bytes(weights, n, Mode.TRAINING, with_backward) / 2
+    assert estimate < 1.5 * run_bytes(weights, n, Mode.FULL, None)  # about a full run's: dropout masks and the loss
+    out = subprocess.run([sys.executable, "-c", PEAK_OF_A_RUN, str(n)], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[1], env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    assert measured["grads"] == []  # the run recorded no gradient: it had no backward pass
+    assert 0 < measured["peak"] <= estimate, (measured["peak"] >> 20, estimate >> 20)
 
 
 # ---------------------------------------------------------------------------- checkpoints that do not fit

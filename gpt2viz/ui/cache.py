@@ -338,15 +338,27 @@ def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
 
 def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None) -> int:
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
-    or what `names` needs, each at its own size), and while it computes, twice its largest stored
-    tensor (the logits); in training also every activation once more (the written-out scores and
-    pattern included), which autograd keeps for the backward pass."""
+    or what `names` needs, each at its own size), and while it computes, twice the largest tensor
+    it computes (the logits; with a backward pass, the embedding's gradient); in a training
+    run with a backward pass (one that records a gradient) also every activation once more (the
+    written-out scores and pattern included), which autograd keeps for it. A training run that
+    records no gradient runs its forward pass without autograd (modes.run), so it holds what a full
+    run does: in a class, its estimate of 3-60 times that made it heavy, and it waited for the
+    Training page's run and evicted others' traces."""
     sizes, owners = _tensor_bytes_of(weights.model.config, n_tokens, mode)
     kept = full_trace_bytes(weights, n_tokens, mode) if names is None else stored_bytes(weights, n_tokens, mode, names)
-    working = 2 * max(sizes[n] for n in owners)
-    if mode is Mode.TRAINING:
+    backward = mode is Mode.TRAINING and has_backward(weights.model.config, names)
+    working = 2 * max(sizes[n] for n in owners if backward or not n.startswith("grad."))
+    if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
     return kept + working
+
+
+@functools.lru_cache(maxsize=256)  # asked on every rerun of a page in training mode
+def has_backward(cfg, names: tuple[str, ...] | None) -> bool:
+    """Whether a training run recording `names` (None: everything) runs a backward pass: it does
+    when it stores a gradient (modes.run decides the same way)."""
+    return any(name.startswith("grad.") for name in to_record(cfg, Mode.TRAINING, names))
 
 
 def records_everything(weights: LoadedModel, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:

@@ -39,14 +39,14 @@ def class_server(monkeypatch):
     monkeypatch.delenv("GPT2VIZ_TRACE_BUDGET_MB", raising=False)
     before = st_config.get_option("server.address")
     st_config.set_option("server.address", "0.0.0.0")
-    built, real = [], ui_cache.random_model
+    built, real = [], ui_cache.drawn_model
 
     def guarded(cfg, seed=0):
         built.append(cfg.name)
         if cfg.n_embd > PRESETS["gpt2"].n_embd:
             raise AssertionError(f"the app built random {cfg.name} weights")
         return real(cfg, seed)
-    monkeypatch.setattr(ui_cache, "random_model", guarded)
+    monkeypatch.setattr(ui_cache, "drawn_model", guarded)
     forget_models()
     yield built
     forget_models()

@@ -4,6 +4,7 @@ are the ones the model cache would have drawn, taken once."""
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import torch
@@ -70,8 +71,12 @@ print("preview line left" if "Starting: loading PyTorch" in captions else "ok", 
     assert out.stdout.split() == ["ok", "2"], out.stderr[-2000:]
 
 
-def test_the_weights_drawn_in_the_thread_are_the_seeds_taken_once(monkeypatch):
+def test_the_weights_drawn_in_the_thread_are_the_seeds_taken_once(monkeypatch, tmp_path):
+    from gpt2viz.model import drawn_weights
+
     monkeypatch.setattr(first_paint, "_prebuilt", {})
+    monkeypatch.setenv(drawn_weights.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(drawn_weights, "KEEP_AFTER_S", 0.0)
     first_paint.prebuild("tiny", 3)
     first_paint.prebuild("tiny", 4)  # one a process: ignored
     model = first_paint.take("tiny", 3)
@@ -81,6 +86,15 @@ def test_the_weights_drawn_in_the_thread_are_the_seeds_taken_once(monkeypatch):
     assert first_paint.take("tiny", 3) is None  # taken once; and no second prebuild
     first_paint.prebuild("tiny", 3)
     assert first_paint.take("tiny", 3) is None
+    for t in threading.enumerate():  # the first view's weights are kept for the next server, which maps them
+        if t.name == "keep-drawn-weights":
+            t.join(timeout=60)
+    assert [f.name for f in tmp_path.iterdir()] == [drawn_weights.file_for(get_config("tiny"), 3, tmp_path).name]
+    monkeypatch.setattr(first_paint, "_prebuilt", {})
+    monkeypatch.setattr(drawn_weights, "random_model", None)  # a draw would fail: the file is read
+    first_paint.prebuild("tiny", 3)
+    again = first_paint.take("tiny", 3)
+    assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), fresh.state_dict().values()))
 
 
 def preview_then_page():

@@ -62,6 +62,7 @@ class Header:
     entries: dict[str, HeaderEntry]
     metadata: dict[str, str]
     file_size: int
+    data_start: int  # where the data section begins: after the 8-byte length and the header
 
 
 def _is_pickle(head: bytes) -> bool:
@@ -110,7 +111,7 @@ def read_header(path) -> Header:
     entries = {}
     for key, e in header.items():
         entries[key] = _entry(path.name, key, e, data_size)
-    return Header(str(path), entries, {str(k): str(v) for k, v in dict(metadata).items()}, size)
+    return Header(str(path), entries, {str(k): str(v) for k, v in dict(metadata).items()}, size, 8 + n)
 
 
 def _parse_json(file: str, raw: bytes):
@@ -242,10 +243,10 @@ def check_shapes(cfg: GPT2Config, shapes: dict[str, tuple]) -> None:
 def checkpoint_config(path, n_head: int | None = None, config: GPT2Config | None = None) -> GPT2Config:
     """The config of a safetensors checkpoint, from its header alone (no tensor read), checked as
     `load_safetensors` checks it: what a server needs to know before it builds the model."""
-    return _checked(Path(path), n_head, config)[0]
+    return checked(Path(path), n_head, config)[0]
 
 
-def _checked(path: Path, n_head: int | None, config: GPT2Config | None):
+def checked(path: Path, n_head: int | None, config: GPT2Config | None):
     """(config, header, parameter name -> file key, buffer keys, lm_head keys, where n_head came from),
     every shape checked against the config."""
     header = read_header(path)
@@ -305,7 +306,7 @@ def load_safetensors(path, n_head: int | None = None, config: GPT2Config | None 
     """A checked GPT-2 from a safetensors file; WeightsError names what is wrong. `config` (a
     folder's config.json) replaces what the shapes alone would say: every shape is still checked."""
     path = Path(path)
-    cfg, _, params, buffers, heads, source = _checked(path, n_head, config)
+    cfg, _, params, buffers, heads, source = checked(path, n_head, config)
     state = {}
     try:
         with safe_open(str(path), framework="pt") as f:

@@ -19,6 +19,7 @@ import torch
 
 from ..model.demo_model import DEMO_PATH
 from ..model.derive import to_record
+from ..model.drawn_weights import drawn_model
 from ..model.folder import CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE, load_folder, load_weights, read_config
 from ..model.generation import Sampler
 from ..model.gpt2 import GPT2
@@ -26,7 +27,7 @@ from ..model.memory import reuse_freed_memory_within_a_run
 from ..model.modes import Generation, Mode, generate, greedy, last_keys, run
 from ..model.tokenizer import vocabulary_of
 from ..model.trace import Trace
-from ..model.weights import checkpoint_config, find_hf_checkpoints, random_model
+from ..model.weights import checkpoint_config, find_hf_checkpoints
 from ..server.model_cache import ModelCache
 from ..server.shared_runs import SharedRuns
 from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
@@ -98,7 +99,7 @@ def random_weights(model: str, seed: int, models: ModelCache | None = None) -> L
     def build() -> LoadedModel:
         with st.spinner("Initialising random GPT-2 weights…"):
             drawn = first_paint.take(model, seed)  # a new server's first run drew them in a thread
-            drawn = random_model(cfg, seed) if drawn is None else drawn
+            drawn = drawn_model(cfg, seed) if drawn is None else drawn
             return LoadedModel(drawn, ("random", model, seed),
                                f"random {model} weights (seed {seed}), not trained", True, model_name=model, seed=seed)
     models = model_cache() if models is None else models

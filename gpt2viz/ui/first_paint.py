@@ -1,6 +1,7 @@
 """The first page of a new server process before PyTorch is imported: the Overview's drawing of the model.
 
-A server's first visitor waits for torch's import (1-3 s), the random weights (0.5-1 s) and the first run.
+A server's first visitor waits for torch's import (1-3 s), the random weights (0.5-1 s to draw; 0.01 s to map
+from the file an earlier server on the machine kept: model/drawn_weights.py) and the first run.
 Everything the Overview's diagram says (its boxes, each with its parameter count, and the shapes of this
 text in this mode) comes from the torch-free `spec/`, the component tree and the tokenizer, so app.py draws
 it first (`draw`), with a line that says what is still loading, then imports the rest; the real page
@@ -94,9 +95,9 @@ def weights_of(query: dict[str, str]) -> tuple[str, int] | None:
 def prebuild(name: str, seed: int) -> None:
     """Draw random `name` weights of `seed` in a thread, for `take` (once a process: its first run)."""
     def build(slot: list) -> None:
-        from ..model.weights import random_model  # torch, in this thread
+        from ..model.drawn_weights import drawn_model  # torch, in this thread
 
-        slot[1] = random_model(get_config(name), seed)
+        slot[1] = drawn_model(get_config(name), seed, write=True)
 
     with _prebuilt_lock:
         if _prebuilt:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 
 import plotly.graph_objects as go
+import pyarrow as pa
 import streamlit as st
 
 from ..anatomy.components import Component, ComponentTree, component_tree
@@ -284,9 +285,16 @@ def shapes(c: Component, sel: Selection) -> None:
             st.caption(f"B = {values['B']}, T = {values['T']}, P = {values['P']}, L = {values['L']}"
                        + (decode_note if mode is Mode.DECODE else ""))
             if rows:
-                st.table(rows)
+                text_table(rows)
             else:
                 st.caption("This part computes nothing in this mode.")
+
+
+def text_table(rows: list[dict[str, str]]) -> None:
+    """A small table of text, its columns handed to st.table as Arrow strings: from a list of dicts
+    Streamlit builds a pandas frame, then Arrow, 1.6 ms a table, 7 % of an Attention view's drawing
+    (six tables); an Arrow table goes as it is (0.04 ms). No index column, as before."""
+    st.table(pa.table({k: [str(r[k]) for r in rows] for k in rows[0]}), hide_index=True)
 
 
 def parameters(c: Component, sel: Selection, heading: bool = True) -> None:
@@ -297,7 +305,7 @@ def parameters(c: Component, sel: Selection, heading: bool = True) -> None:
         return
     rows = [{"component": r.name, "formula": r.symbolic, "calculation": r.calculation,
              "parameters": f"{r.parameters:,}", "checkpoint tensors": ", ".join(r.tensors)} for r in c.rows]
-    st.table(rows)
+    text_table(rows)
     st.markdown(page_text.per_block_total(c.per_instance, c.instances, c.total))
     if c.weights_note:
         st.caption(c.weights_note)

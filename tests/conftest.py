@@ -16,6 +16,9 @@ os.environ.setdefault("GPT2VIZ_TRACE_BUDGET_MB", "2048")
 # the core (measured: two attribution-corpus runs side by side, 54 s at two threads, 22 s at one).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("GPT2VIZ_THREADS", "1")
+# random weights drawn, not mapped from files a run before kept in the home folder (tests/test_drawn_weights.py
+# and tests/test_first_paint.py keep and map them in folders of their own)
+os.environ.setdefault("GPT2VIZ_WEIGHTS_CACHE", "off")
 
 from gpt2viz.model.weights import load_safetensors, random_model
 from gpt2viz.spec.config import get_config

@@ -1,33 +1,36 @@
-"""Random weights drawn once per machine: a new server reads them from a file instead of drawing them again.
+"""Random weights drawn once per machine: a new server maps them from a file instead of drawing them again.
 
 Drawing random gpt2 (124 million normal values from one seeded generator, which runs on one core) took
 0.65-0.8 s of a new server's first view; reading the same values back from a safetensors file takes
-0.3 s, and mapping the file 0.01 s (measured on this project's 2-core machine). The file is written
-once, after the first draw, in a thread of its own, so the view that drew them does not wait for the
-write (1.2 s).
-A served model's parameters are never changed in place (the pages record and intervene through the
-recorder), so what is written is what was drawn.
+0.3 s, and mapping the file 0.01 s (measured on this project's 2-core machine). A server's first view
+writes the file of what it drew (ui/first_paint.py), in a thread of its own, KEEP_AFTER_S later, so
+that view does not wait for the write (about 1 s). A served model's parameters are never changed in
+place (the pages record and intervene through the recorder), so what is written is what was drawn.
 
-The file's name holds everything that decides the values: the config, the seed, torch's version, the
-CPU's vector instructions (torch draws normal values with AVX2 or AVX-512 kernels) and the source of
-`init_weights`, so a change to any of them reads no stale file. A file is mapped (`mapped`) once its
-header is checked within its budget and every shape against the config; one that fails is deleted and
-the weights are drawn again. Its values are not read again to check them: the file is this program's
-own, written whole or not at all (renamed into place once written); a file cut short in place by
-hand while a server maps it would stop that server. Only sizes up to
-MAX_KEPT_BYTES are kept (gpt2: 498 MB), so a class server that builds gpt2-xl does not write 6 GB; a
-file is written only for a server's first view (ui/first_paint.py), and the folder keeps the newest
-MAX_FILES.
+The file is named, and its metadata keyed, by everything that decides the values: the config, the seed,
+torch's version, the CPU's vector instructions (torch draws normal values with AVX2 or AVX-512 kernels),
+and the code that draws them (the model's module, whose parameters are drawn in their order, and
+`init_weights`, `random_model`); a change to any of them maps no stale file, and without that code's
+source nothing is kept. A file is mapped once its header is checked within read_header's budget, its
+key and every shape; one that fails is deleted and the weights are drawn again. Its values are not
+read again to check them: the file is this program's own, written whole or not at all (to a claimed
+`.part`, renamed into place once written). A file cut short in place by hand while a server maps it
+would stop that server.
 
-GPT2VIZ_WEIGHTS_CACHE: the folder (default: $XDG_CACHE_HOME/gpt2viz, else ~/.cache/gpt2viz); "off" keeps
-no file and draws every time.
+Bounded: only sizes up to MAX_KEPT_BYTES (gpt2: 498 MB, so a class server that builds gpt2-xl does not
+write 6 GB), one write a process (its first view), and the folder keeps the MAX_FILES most recently
+used files. GPT2VIZ_WEIGHTS_CACHE: the folder (default: $XDG_CACHE_HOME/gpt2viz, else ~/.cache/gpt2viz);
+"off" keeps nothing and draws every time.
 """
 
 import contextlib
+import functools
 import hashlib
 import inspect
+import json
 import logging
 import os
+import struct
 import threading
 import time
 import weakref
@@ -36,14 +39,15 @@ from pathlib import Path
 import torch
 
 from ..spec.config import GPT2Config
+from . import gpt2 as model_code
 from .gpt2 import GPT2
-from .weights import WeightsError, checked, init_weights, random_model, save_safetensors
+from .weights import WeightsError, checked, init_weights, random_model
 
 CACHE_ENV = "GPT2VIZ_WEIGHTS_CACHE"
 MAX_KEPT_BYTES = 2**30  # gpt2's 498 MB are kept; gpt2-medium's 1.4 GB and larger are drawn each time
-MAX_FILES = 3  # kept weights in the folder, the newest (random gpt2 of three seeds: 1.5 GB)
+MAX_FILES = 3  # files kept in the folder, the most recently used (random gpt2 of three seeds: 1.5 GB)
 KEEP_AFTER_S = 5.0  # seconds after the draw before its file is written
-STALE_PART_S = 3600  # a claim (a .part file) this old was left by a process that stopped while writing
+STALE_PART_S = 600  # a claim (a .part file) this old was left by a process that stopped while writing
 log = logging.getLogger(__name__)
 
 
@@ -58,11 +62,27 @@ def cache_dir(env=os.environ) -> Path | None:
     return Path(base) / "gpt2viz"
 
 
-def file_for(cfg: GPT2Config, seed: int, folder: Path) -> Path:
-    """The file of these weights: named by everything that decides their values."""
-    decides = repr((cfg, seed, torch.__version__, torch.backends.cpu.get_cpu_capability(),
-                    inspect.getsource(init_weights)))
-    return folder / f"random-{cfg.name}-seed{seed}-{hashlib.sha256(decides.encode()).hexdigest()[:16]}.safetensors"
+@functools.cache
+def _code() -> str | None:
+    """The source of the code that decides the drawn values; None where it cannot be read (then
+    nothing is kept: a stale file could not be told apart)."""
+    try:
+        return "".join(inspect.getsource(x) for x in (model_code, init_weights, random_model))
+    except (OSError, TypeError):
+        return None
+
+
+def key_of(cfg: GPT2Config, seed: int) -> str | None:
+    """The digest of everything that decides these weights' values, or None (see `_code`)."""
+    code = _code()
+    if code is None:
+        return None
+    decides = repr((cfg, seed, torch.__version__, torch.backends.cpu.get_cpu_capability(), code))
+    return hashlib.sha256(decides.encode()).hexdigest()[:16]
+
+
+def file_for(cfg: GPT2Config, seed: int, folder: Path, key: str) -> Path:
+    return folder / f"random-{cfg.name}-seed{seed}-{key}.safetensors"
 
 
 def kept_bytes(cfg: GPT2Config) -> int:
@@ -76,45 +96,52 @@ def drawn_model(cfg: GPT2Config, seed: int = 0, env=os.environ, write: bool = Fa
     values, bit for bit), else drawn. `write`: keep the file of what was drawn, in a thread, for the next
     server (a server's first view asks for it: one file a process at most, whatever seeds its visitors
     ask for later)."""
-    folder = cache_dir(env)
-    if folder is None or kept_bytes(cfg) > MAX_KEPT_BYTES:
+    folder, key = cache_dir(env), key_of(cfg, seed)
+    if folder is None or key is None or kept_bytes(cfg) > MAX_KEPT_BYTES:
         return random_model(cfg, seed)
-    path = file_for(cfg, seed, folder)
+    path = file_for(cfg, seed, folder, key)
     if path.is_file():
         try:
-            return mapped(path, cfg)
-        except (WeightsError, OSError, RuntimeError) as e:
-            log.warning("the kept random weights %s could not be read (%s): drawn again", path, e)
+            model = mapped(path, cfg, key)
+            with contextlib.suppress(OSError):
+                os.utime(path)  # used: the last file the folder lets go
+            return model
+        except WeightsError as e:  # not as this program writes it
+            log.warning("the kept random weights %s are not as written (%s): drawn again", path, e)
             with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
+        except (OSError, RuntimeError) as e:  # the file may be fine (permissions, memory): left as it is
+            log.warning("the kept random weights %s could not be mapped (%s): drawn", path, e)
     model = random_model(cfg, seed)
     if write:
-        keep(model, path)
+        keep(model, path, key)
     return model
 
 
-def mapped(path: Path, cfg: GPT2Config) -> GPT2:
+def mapped(path: Path, cfg: GPT2Config, key: str) -> GPT2:
     """The model of a kept file, its parameters mapped from the file (private pages: nothing the process
-    does writes to it, and a file replaced meanwhile keeps the pages this one mapped), after its header
-    is checked within read_header's budget and every shape against `cfg`. Reading the values instead
-    (load_safetensors, which also checks each for NaN) took 0.3 s alone and 0.6-0.75 s of a first view
-    that the browser and the page's imports share the cores with; mapped, 0.01 s, and the first run that
-    reads them took as long as with read values (0.11 s against 0.10 s on 11 tokens)."""
+    does writes to it, and a file replaced or deleted meanwhile keeps the pages this one mapped), after
+    its header, key and every shape are checked. Reading the values instead (load_safetensors, which
+    also checks each for NaN) took 0.3 s alone and 0.6-0.75 s of a first view that the browser and the
+    page's imports share the cores with; mapped, 0.01 s, and the first run that reads them took as long
+    as with read values (0.11 s against 0.10 s on 11 tokens)."""
     _, header, params, _, heads, _ = checked(path, None, cfg)
+    if header.metadata.get("drawn") != key:
+        raise WeightsError(f"{path.name} holds other weights than its name says")
     if heads or any(header.entries[k].dtype != "F32" or (header.data_start + header.entries[k].start) % 4
                     for k in params.values()):
         raise WeightsError(f"{path.name} is not as this program writes it (float32, aligned, no lm_head)")
     storage = torch.UntypedStorage.from_file(str(path), shared=False, nbytes=header.file_size)
-    state = {name: torch.empty(0).set_(storage, (header.data_start + header.entries[key].start) // 4,
-                                       header.entries[key].shape)
-             for name, key in params.items()}
+    state = {name: torch.empty(0).set_(storage, (header.data_start + header.entries[k].start) // 4,
+                                       header.entries[k].shape)
+             for name, k in params.items()}
     with torch.device("meta"):
         model = GPT2(cfg)
     model.load_state_dict(state, strict=True, assign=True)
     return model.eval()
 
 
-def keep(model: GPT2, path: Path) -> threading.Thread:
+def keep(model: GPT2, path: Path, key: str) -> threading.Thread:
     """Write `model` to `path` in a thread, KEEP_AFTER_S after it was drawn (the view that drew it draws
     its page meanwhile: the write holds the interpreter at times). One writer a machine: the first to
     claim `path`.part writes there, then renames it into place, so a reader never sees half a file;
@@ -125,21 +152,46 @@ def keep(model: GPT2, path: Path) -> threading.Thread:
     def write() -> None:
         time.sleep(KEEP_AFTER_S)
         part = path.with_name(path.name + ".part")
+        claimed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if (model := drawn()) is None or path.is_file() or not _claim(part):
+            _remove_stale_parts(path.parent)
+            if (model := drawn()) is None or path.is_file() or not (claimed := _claim(part)):
                 return
-            save_safetensors(model, part)
+            _write(model, part, key)
             os.replace(part, path)
-            _keep_newest(path.parent)
-        except OSError as e:  # a full disk or a read-only home: the next server draws them again
+            _keep_recent(path.parent)
+        except Exception as e:  # noqa: BLE001 (a full disk, a read-only home: the next server draws them again)
             log.warning("the random weights could not be kept in %s (%s)", path.parent, e)
-            with contextlib.suppress(OSError):
-                part.unlink(missing_ok=True)
+            if claimed:
+                with contextlib.suppress(OSError):
+                    part.unlink(missing_ok=True)
 
     thread = threading.Thread(target=write, name="keep-drawn-weights", daemon=True)
     thread.start()
     return thread
+
+
+def _write(model: GPT2, part: Path, key: str) -> None:
+    """The model in safetensors' layout (what save_safetensors writes, with the key in its metadata),
+    written into `part` itself: safetensors' own writer goes through a temporary file of its own,
+    which a process stopped while writing leaves behind (498 MB) where no one removes it."""
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    header, offset = {}, 0
+    for name, t in state.items():
+        if t.dtype != torch.float32:
+            raise WeightsError(f"{name} is {t.dtype}, not float32")
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + 4 * t.numel()]}
+        offset += 4 * t.numel()
+    cfg = model.config
+    header["__metadata__"] = {"format": "pt", "model": cfg.name, "n_head": str(cfg.n_head),
+                              "activation": cfg.activation, "drawn": key}
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-(8 + len(raw)) % 8)  # the data section 8-byte aligned
+    with open(part, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw)
+        for t in state.values():
+            f.write(memoryview(t.numpy()).cast("B"))
 
 
 def _claim(part: Path) -> bool:
@@ -157,10 +209,22 @@ def _claim(part: Path) -> bool:
     return False
 
 
-def _keep_newest(folder: Path) -> None:
-    """At most MAX_FILES kept weights in the folder: the oldest beyond go (each first view of a new
-    server may ask for another seed)."""
-    files = sorted(folder.glob("random-*.safetensors"), key=lambda f: f.stat().st_mtime, reverse=True)
-    for old in files[MAX_FILES:]:
+def _remove_stale_parts(folder: Path) -> None:
+    """Partly written files that stopped processes left (older than STALE_PART_S)."""
+    now = time.time()
+    for part in folder.glob("random-*.safetensors.part"):
+        with contextlib.suppress(OSError):
+            if now - part.stat().st_mtime > STALE_PART_S:
+                part.unlink()
+
+
+def _keep_recent(folder: Path) -> None:
+    """At most MAX_FILES files in the folder: those least recently used (mapped or written) go."""
+    def used(f: Path) -> float:
+        try:
+            return f.stat().st_mtime
+        except OSError:
+            return 0.0
+    for old in sorted(folder.glob("random-*.safetensors"), key=used, reverse=True)[MAX_FILES:]:
         with contextlib.suppress(OSError):
             old.unlink()

@@ -337,21 +337,30 @@ def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
     return sum(sizes[n] for n in owners)
 
 
-def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None) -> int:
+def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None,
+              backward: bool | None = None) -> int:
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
     or what `names` needs, each at its own size), and while it computes, twice the largest tensor
-    it computes (the logits; with a backward pass, the embedding's gradient); in a training
-    run with a backward pass (one that records a gradient) also every activation once more (the
-    written-out scores and pattern included), which autograd keeps for it. A training run that
-    records no gradient runs its forward pass without autograd (modes.run), so it holds what a full
-    run does: in a class, its estimate of 3-60 times that made it heavy, and it waited for the
-    Training page's run and evicted others' traces."""
-    sizes, owners = _tensor_bytes_of(weights.model.config, n_tokens, mode)
+    it computes (the logits; with a backward pass, the embedding's gradient). A training run with a
+    backward pass (one that records a gradient; `backward` True for a caller that runs its own) also
+    holds every activation once more (the written-out scores and pattern included), which autograd
+    keeps for it. A training run that records no gradient runs its forward pass without autograd
+    (modes.run): it holds what a full run does, and with dropout each block's scores and pattern
+    written out (counted for every block: freed blocks are reused, not given back, within a run), and
+    a block's dropout draw and dropped pattern.
+    Counting autograd's activations for it made its estimate 3-60 times too large: in a class it was
+    heavy, waited for the Training page's run and evicted others' traces."""
+    cfg = weights.model.config
+    sizes, owners = _tensor_bytes_of(cfg, n_tokens, mode)
     kept = full_trace_bytes(weights, n_tokens, mode) if names is None else stored_bytes(weights, n_tokens, mode, names)
-    backward = mode is Mode.TRAINING and has_backward(weights.model.config, names)
+    if backward is None:
+        backward = mode is Mode.TRAINING and has_backward(cfg, names)
     working = 2 * max(sizes[n] for n in owners if backward or not n.startswith("grad."))
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
+    elif mode is Mode.TRAINING and cfg.dropout > 0:
+        patterns = [n for name, n in sizes.items() if name.endswith((".attn.scores", ".attn.pattern"))]
+        working += sum(patterns) + 2 * max(patterns)  # and a block's dropout draw and dropped copy
     return kept + working
 
 

@@ -25,6 +25,11 @@ def kept(tmp_path, monkeypatch):
     return tmp_path, {drawn_weights.CACHE_ENV: str(tmp_path)}, warned
 
 
+def kept_files(folder) -> list[str]:
+    """The folder's files but the writers' locks (empty files that stay)."""
+    return sorted(f.name for f in folder.iterdir() if not f.name.endswith(".lock"))
+
+
 def path_of(folder, seed=0, cfg=TINY):
     return drawn_weights.file_for(cfg, seed, folder, key_of(cfg, seed))
 
@@ -51,7 +56,7 @@ def test_the_first_draw_is_kept_and_the_next_maps_the_same_values(kept, monkeypa
     folder, env, warned = kept
     first = drawn_model(TINY, 3, env, write=True)
     written()
-    assert [f.name for f in folder.iterdir()] == [path_of(folder, 3).name]
+    assert kept_files(folder) == [path_of(folder, 3).name]
     assert same(first, random_model(TINY, 3))
     assert same(load_safetensors(path_of(folder, 3)).model, first)  # a safetensors file any reader reads
     refuse_to_draw(monkeypatch)
@@ -81,7 +86,7 @@ def test_what_decides_the_values_names_the_file_and_without_the_code_nothing_is_
     monkeypatch.setattr(drawn_weights, "_code", lambda: None)  # an install without sources
     assert same(drawn_model(TINY, 0, env, write=True), random_model(TINY, 0))
     written()
-    assert not any(folder.iterdir())
+    assert kept_files(folder) == []
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "another shape", "float16", "another seed's values"])
@@ -124,34 +129,54 @@ def test_a_file_that_cannot_be_mapped_is_left_as_it_is(kept, monkeypatch):
     assert path_of(folder).is_file() and "could not be mapped" in warned[0]
 
 
-def test_one_writer_at_a_time_a_stale_claim_is_taken_over_and_a_failed_write_leaves_nothing(kept, monkeypatch):
+def test_one_writer_a_file_what_a_stopped_writer_left_goes_and_a_failed_write_leaves_nothing(kept, monkeypatch):
+    import fcntl
+
     folder, env, warned = kept
     model = random_model(TINY, 0)
     path = path_of(folder)
-    part = path.with_name(path.name + ".part")
-    part.write_bytes(b"")  # another process is writing it
-    drawn_weights.keep(model, path, key_of(TINY, 0)).join(timeout=60)
-    assert not path.exists() and part.read_bytes() == b""
-    os.utime(part, (0, 0))  # ... and stopped long ago
-    real = drawn_weights._write
+    left = path.with_name(path.name + ".abc123.part")
+    left.write_bytes(b"half a file")  # a writer stopped while writing
+    with open(path.with_name(path.name + ".lock"), "w") as lock:  # another process writes it now
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        drawn_weights.keep(model, path, key_of(TINY, 0)).join(timeout=60)
+    assert kept_files(folder) == [left.name] and warned == []
 
-    def full_disk(*_):
-        raise RuntimeError("No space left on device")  # what safetensors or a write may raise
-    monkeypatch.setattr(drawn_weights, "_write", full_disk)
+    def full_disk(_):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(drawn_weights.os, "fsync", full_disk)
     drawn_weights.keep(model, path, key_of(TINY, 0)).join(timeout=60)
-    assert not any(folder.iterdir()) and "could not be kept" in warned[0]
-    monkeypatch.setattr(drawn_weights, "_write", real)
+    assert kept_files(folder) == [] and "could not be kept" in warned[0]  # its own part and the one left
+    monkeypatch.undo()
+    monkeypatch.setattr(drawn_weights, "KEEP_AFTER_S", 0.0)
     drawn_weights.keep(model, path, key_of(TINY, 0)).join(timeout=60)
-    assert [f.name for f in folder.iterdir()] == [path.name]
+    assert kept_files(folder) == [path.name]
     refuse_to_draw(monkeypatch)
     assert same(drawn_model(TINY, 0, env), model)
+
+
+def test_a_file_gone_before_it_is_mapped_is_drawn_and_another_in_its_place_is_not_deleted(kept, monkeypatch):
+    folder, env, warned = kept
+    held = drawn_model(TINY, 0, env, write=True)  # noqa: F841
+    written()
+    path = path_of(folder)
+    good = path.read_bytes()
+    real = drawn_weights.mapped
+
+    def replaced_meanwhile(p, cfg, key):  # another server renames a good file into place as this one reads
+        p.unlink()
+        p.write_bytes(good)
+        return real(p.with_name("gone"), cfg, key)
+    monkeypatch.setattr(drawn_weights, "mapped", replaced_meanwhile)
+    assert same(drawn_model(TINY, 0, env), random_model(TINY, 0))
+    assert path.read_bytes() == good and len(warned) == 1
 
 
 def test_only_a_first_view_writes_and_the_folder_keeps_the_most_recently_used(kept):
     folder, env, _ = kept
     held = [drawn_model(TINY, 0, env)]  # a later view: nothing written
     written()
-    assert not any(folder.iterdir())
+    assert kept_files(folder) == []
     for seed in range(drawn_weights.MAX_FILES):
         held.append(drawn_model(TINY, seed, env, write=True))
         written()
@@ -159,7 +184,8 @@ def test_only_a_first_view_writes_and_the_folder_keeps_the_most_recently_used(ke
     held.append(drawn_model(TINY, 0, env))  # seed 0 mapped again: used last
     held.append(drawn_model(TINY, 9, env, write=True))
     written()
-    assert sorted(f.name for f in folder.iterdir()) == sorted(path_of(folder, s).name for s in (0, 2, 9))
+    kept_now = sorted(path_of(folder, s).name for s in (0, 2, 9))
+    assert sorted(f.name for f in folder.iterdir()) == sorted(kept_now + [name + ".lock" for name in kept_now])
 
 
 def test_off_keeps_nothing_and_sizes_beyond_the_limit_are_drawn_each_time(kept, monkeypatch):
@@ -171,7 +197,7 @@ def test_off_keeps_nothing_and_sizes_beyond_the_limit_are_drawn_each_time(kept, 
     monkeypatch.setattr(drawn_weights, "MAX_KEPT_BYTES", drawn_weights.kept_bytes(TINY) - 1)
     held = drawn_model(TINY, 0, env, write=True)  # noqa: F841
     written()
-    assert not any(folder.iterdir())
+    assert kept_files(folder) == []
 
 
 def test_the_default_folder_is_the_users_cache():
@@ -191,7 +217,7 @@ def test_a_model_let_go_before_its_file_is_written_is_not_kept_alive_for_it(kept
     gc.collect()
     assert ref() is None
     written()
-    assert not any(folder.iterdir())  # nothing left to write: the next server draws them again
+    assert kept_files(folder) == []  # nothing left to write: the next server draws them again
 
 
 def test_a_folder_that_cannot_be_written_only_costs_the_file(kept):

@@ -13,9 +13,9 @@ and the code that draws them (the model's module, whose parameters are drawn in 
 `init_weights`, `random_model`); a change to any of them maps no stale file, and without that code's
 source nothing is kept. A file is mapped once its header is checked within read_header's budget, its
 key and every shape; one that fails is deleted and the weights are drawn again. Its values are not
-read again to check them: the file is this program's own, written whole or not at all (to a claimed
-`.part`, renamed into place once written). A file cut short in place by hand while a server maps it
-would stop that server.
+read again to check them: the file is this program's own, written whole or not at all (by the one
+writer that holds the file's lock, into a part file of its own, synced, then renamed into place). A
+file cut short in place by hand while a server maps it would stop that server.
 
 Bounded: only sizes up to MAX_KEPT_BYTES (gpt2: 498 MB, so a class server that builds gpt2-xl does not
 write 6 GB), one write a process (its first view), and the folder keeps the MAX_FILES most recently
@@ -24,13 +24,16 @@ used files. GPT2VIZ_WEIGHTS_CACHE: the folder (default: $XDG_CACHE_HOME/gpt2viz,
 """
 
 import contextlib
-import functools
+import fcntl
+import glob
 import hashlib
 import inspect
 import json
 import logging
 import os
 import struct
+import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -47,7 +50,6 @@ CACHE_ENV = "GPT2VIZ_WEIGHTS_CACHE"
 MAX_KEPT_BYTES = 2**30  # gpt2's 498 MB are kept; gpt2-medium's 1.4 GB and larger are drawn each time
 MAX_FILES = 3  # files kept in the folder, the most recently used (random gpt2 of three seeds: 1.5 GB)
 KEEP_AFTER_S = 5.0  # seconds after the draw before its file is written
-STALE_PART_S = 600  # a claim (a .part file) this old was left by a process that stopped while writing
 log = logging.getLogger(__name__)
 
 
@@ -62,20 +64,26 @@ def cache_dir(env=os.environ) -> Path | None:
     return Path(base) / "gpt2viz"
 
 
-@functools.cache
-def _code() -> str | None:
-    """The source of the code that decides the drawn values; None where it cannot be read (then
-    nothing is kept: a stale file could not be told apart)."""
+def _read_code() -> str | None:
+    """The source of the code that decides the drawn values, as this process imported it; None where
+    it cannot be read (then nothing is kept: a stale file could not be told apart)."""
     try:
         return "".join(inspect.getsource(x) for x in (model_code, init_weights, random_model))
     except (OSError, TypeError):
         return None
 
 
+_CODE = _read_code()  # at import: a file changed on disk later is not the code this process draws with
+
+
+def _code() -> str | None:
+    return _CODE
+
+
 def key_of(cfg: GPT2Config, seed: int) -> str | None:
     """The digest of everything that decides these weights' values, or None (see `_code`)."""
     code = _code()
-    if code is None:
+    if code is None or sys.byteorder != "little":  # the file is written in this machine's order, read as little
         return None
     decides = repr((cfg, seed, torch.__version__, torch.backends.cpu.get_cpu_capability(), code))
     return hashlib.sha256(decides.encode()).hexdigest()[:16]
@@ -100,22 +108,32 @@ def drawn_model(cfg: GPT2Config, seed: int = 0, env=os.environ, write: bool = Fa
     if folder is None or key is None or kept_bytes(cfg) > MAX_KEPT_BYTES:
         return random_model(cfg, seed)
     path = file_for(cfg, seed, folder, key)
-    if path.is_file():
+    try:
+        seen = path.stat()
+    except OSError:  # none kept (or another server's folder just let it go)
+        seen = None
+    if seen is not None:
         try:
             model = mapped(path, cfg, key)
             with contextlib.suppress(OSError):
                 os.utime(path)  # used: the last file the folder lets go
             return model
-        except WeightsError as e:  # not as this program writes it
+        except WeightsError as e:  # not as this program writes it: deleted, unless another file took its place
             log.warning("the kept random weights %s are not as written (%s): drawn again", path, e)
             with contextlib.suppress(OSError):
-                path.unlink(missing_ok=True)
+                if _same_file(path.stat(), seen):
+                    path.unlink()
         except (OSError, RuntimeError) as e:  # the file may be fine (permissions, memory): left as it is
             log.warning("the kept random weights %s could not be mapped (%s): drawn", path, e)
     model = random_model(cfg, seed)
     if write:
         keep(model, path, key)
     return model
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    """The same file, not another renamed into its place (which may reuse a freed inode's number)."""
+    return (a.st_dev, a.st_ino, a.st_ctime_ns, a.st_size) == (b.st_dev, b.st_ino, b.st_ctime_ns, b.st_size)
 
 
 def mapped(path: Path, cfg: GPT2Config, key: str) -> GPT2:
@@ -143,39 +161,53 @@ def mapped(path: Path, cfg: GPT2Config, key: str) -> GPT2:
 
 def keep(model: GPT2, path: Path, key: str) -> threading.Thread:
     """Write `model` to `path` in a thread, KEEP_AFTER_S after it was drawn (the view that drew it draws
-    its page meanwhile: the write holds the interpreter at times). One writer a machine: the first to
-    claim `path`.part writes there, then renames it into place, so a reader never sees half a file;
-    another process (or thread) that finds the claim leaves it, unless it is STALE_PART_S old. The model
-    is held weakly until then: one the server evicts meanwhile is let go, not kept alive to be written."""
+    its page meanwhile: the write holds the interpreter at times). One writer a file: the one that holds
+    the lock `path`.lock (flock: the system lets go of it when its process ends, however it ends) writes
+    into a part file of its own, then renames it into place, so a reader never sees half a file; another
+    process or thread finds the lock taken and leaves it. The model is held weakly until then: one the
+    server evicts meanwhile is let go, not kept alive to be written."""
     drawn = weakref.ref(model)
 
     def write() -> None:
         time.sleep(KEEP_AFTER_S)
-        part = path.with_name(path.name + ".part")
-        claimed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _remove_stale_parts(path.parent)
-            if (model := drawn()) is None or path.is_file() or not (claimed := _claim(part)):
-                return
-            _write(model, part, key)
-            os.replace(part, path)
-            _keep_recent(path.parent)
+            with _writer_of(path) as mine:
+                if mine and (model := drawn()) is not None and not path.is_file():
+                    _write_into_place(model, path, key)
+                    _keep_recent(path.parent)
         except Exception as e:  # noqa: BLE001 (a full disk, a read-only home: the next server draws them again)
             log.warning("the random weights could not be kept in %s (%s)", path.parent, e)
-            if claimed:
-                with contextlib.suppress(OSError):
-                    part.unlink(missing_ok=True)
 
     thread = threading.Thread(target=write, name="keep-drawn-weights", daemon=True)
     thread.start()
     return thread
 
 
-def _write(model: GPT2, part: Path, key: str) -> None:
+@contextlib.contextmanager
+def _writer_of(path: Path):
+    """True inside when this thread holds `path`'s lock (then the part files a writer of `path` left,
+    stopped while writing, are removed: no writer holds the lock); False when another holds it."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        for part in path.parent.glob(f"{glob.escape(path.name)}.*.part"):
+            with contextlib.suppress(OSError):
+                part.unlink()
+        yield True
+    finally:
+        os.close(fd)  # and the lock with it
+
+
+def _write_into_place(model: GPT2, path: Path, key: str) -> None:
     """The model in safetensors' layout (what save_safetensors writes, with the key in its metadata),
-    written into `part` itself: safetensors' own writer goes through a temporary file of its own,
-    which a process stopped while writing leaves behind (498 MB) where no one removes it."""
+    written through the descriptor of a part file of its own, synced, then renamed to `path`; on any
+    error the part file goes. (safetensors' own writer goes through a temporary file of its own, which
+    a process stopped while writing leaves behind: 498 MB that no one removes.)"""
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     header, offset = {}, 0
     for name, t in state.items():
@@ -188,43 +220,30 @@ def _write(model: GPT2, part: Path, key: str) -> None:
                               "activation": cfg.activation, "drawn": key}
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * (-(8 + len(raw)) % 8)  # the data section 8-byte aligned
-    with open(part, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)) + raw)
-        for t in state.values():
-            f.write(memoryview(t.numpy()).cast("B"))
-
-
-def _claim(part: Path) -> bool:
-    """Create `part` if no one has (a claim older than STALE_PART_S was left by a process that stopped
-    while writing: it is taken over)."""
-    for _ in range(2):
-        try:
-            os.close(os.open(part, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            return True
-        except FileExistsError:
-            with contextlib.suppress(OSError):
-                if time.time() - part.stat().st_mtime <= STALE_PART_S:
-                    return False
-                part.unlink()
-    return False
-
-
-def _remove_stale_parts(folder: Path) -> None:
-    """Partly written files that stopped processes left (older than STALE_PART_S)."""
-    now = time.time()
-    for part in folder.glob("random-*.safetensors.part"):
+    fd, part = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(struct.pack("<Q", len(raw)) + raw)
+            for t in state.values():
+                f.write(memoryview(t.numpy()).cast("B"))  # little-endian: key_of keeps nothing on another order
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(part, path)
+    except BaseException:
         with contextlib.suppress(OSError):
-            if now - part.stat().st_mtime > STALE_PART_S:
-                part.unlink()
+            os.unlink(part)
+        raise
 
 
 def _keep_recent(folder: Path) -> None:
-    """At most MAX_FILES files in the folder: those least recently used (mapped or written) go."""
+    """At most MAX_FILES files in the folder: those least recently used (mapped or written) go, with
+    their locks."""
     def used(f: Path) -> float:
         try:
             return f.stat().st_mtime
         except OSError:
             return 0.0
     for old in sorted(folder.glob("random-*.safetensors"), key=used, reverse=True)[MAX_FILES:]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+        for gone in (old, old.with_name(old.name + ".lock")):
+            with contextlib.suppress(OSError):
+                gone.unlink()

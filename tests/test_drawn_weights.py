@@ -81,9 +81,9 @@ def test_what_decides_the_values_names_the_file_and_without_the_code_nothing_is_
     keys = {key_of(cfg, seed) for cfg in (TINY, get_config("gpt2")) for seed in (0, 1)}
     assert len(keys) == 4
     before = key_of(TINY, 0)
-    monkeypatch.setattr(drawn_weights, "_code", lambda: "the model's code, changed")
+    monkeypatch.setattr(drawn_weights, "_CODE", "the model's code, changed")
     assert key_of(TINY, 0) != before
-    monkeypatch.setattr(drawn_weights, "_code", lambda: None)  # an install without sources
+    monkeypatch.setattr(drawn_weights, "_CODE", None)  # an install without sources
     assert same(drawn_model(TINY, 0, env, write=True), random_model(TINY, 0))
     written()
     assert kept_files(folder) == []
@@ -190,11 +190,11 @@ def test_only_a_first_view_writes_and_the_folder_keeps_the_most_recently_used(ke
 
 def test_off_keeps_nothing_and_sizes_beyond_the_limit_are_drawn_each_time(kept, monkeypatch):
     folder, env, _ = kept
-    sizes = {name: drawn_weights.kept_bytes(get_config(name)) for name in ("gpt2", "gpt2-medium")}
+    sizes = {name: drawn_weights.params_bytes(get_config(name)) for name in ("gpt2", "gpt2-medium")}
     assert sizes["gpt2"] <= drawn_weights.MAX_KEPT_BYTES < sizes["gpt2-medium"]  # gpt2 is kept, larger ones not
     assert cache_dir({drawn_weights.CACHE_ENV: "off"}) is None
     assert same(drawn_model(TINY, 0, {drawn_weights.CACHE_ENV: "off"}, write=True), random_model(TINY, 0))
-    monkeypatch.setattr(drawn_weights, "MAX_KEPT_BYTES", drawn_weights.kept_bytes(TINY) - 1)
+    monkeypatch.setattr(drawn_weights, "MAX_KEPT_BYTES", drawn_weights.params_bytes(TINY) - 1)
     held = drawn_model(TINY, 0, env, write=True)  # noqa: F841
     written()
     assert kept_files(folder) == []

@@ -44,7 +44,7 @@ import torch
 from ..spec.config import GPT2Config
 from . import gpt2 as model_code
 from .gpt2 import GPT2
-from .weights import WeightsError, checked, init_weights, random_model
+from .weights import WeightsError, checked, init_weights, params_bytes, random_model
 
 CACHE_ENV = "GPT2VIZ_WEIGHTS_CACHE"
 MAX_KEPT_BYTES = 2**30  # gpt2's 498 MB are kept; gpt2-medium's 1.4 GB and larger are drawn each time
@@ -76,13 +76,9 @@ def _read_code() -> str | None:
 _CODE = _read_code()  # at import: a file changed on disk later is not the code this process draws with
 
 
-def _code() -> str | None:
-    return _CODE
-
-
 def key_of(cfg: GPT2Config, seed: int) -> str | None:
-    """The digest of everything that decides these weights' values, or None (see `_code`)."""
-    code = _code()
+    """The digest of everything that decides these weights' values, or None (see `_read_code`)."""
+    code = _CODE
     if code is None or sys.byteorder != "little":  # the file is written in this machine's order, read as little
         return None
     decides = repr((cfg, seed, torch.__version__, torch.backends.cpu.get_cpu_capability(), code))
@@ -93,19 +89,13 @@ def file_for(cfg: GPT2Config, seed: int, folder: Path, key: str) -> Path:
     return folder / f"random-{cfg.name}-seed{seed}-{key}.safetensors"
 
 
-def kept_bytes(cfg: GPT2Config) -> int:
-    """What the file of this config's weights holds (float32 parameters)."""
-    with torch.device("meta"):
-        return 4 * sum(p.numel() for p in GPT2(cfg).parameters())
-
-
 def drawn_model(cfg: GPT2Config, seed: int = 0, env=os.environ, write: bool = False) -> GPT2:
     """`random_model(cfg, seed)`, mapped from this machine's file of it when there is one (the same
     values, bit for bit), else drawn. `write`: keep the file of what was drawn, in a thread, for the next
     server (a server's first view asks for it: one file a process at most, whatever seeds its visitors
     ask for later)."""
     folder, key = cache_dir(env), key_of(cfg, seed)
-    if folder is None or key is None or kept_bytes(cfg) > MAX_KEPT_BYTES:
+    if folder is None or key is None or params_bytes(cfg) > MAX_KEPT_BYTES:
         return random_model(cfg, seed)
     path = file_for(cfg, seed, folder, key)
     try:

@@ -10,6 +10,7 @@ nanogpt`, convert.py), which a user runs locally on their own files; the app and
 path read only safetensors and JSON.
 """
 
+import functools
 import json
 import math
 import os
@@ -343,6 +344,19 @@ def save_safetensors(model: GPT2, path, extra_metadata: dict | None = None) -> N
     meta = {"format": "pt", "model": cfg.name, "n_head": str(cfg.n_head), "activation": cfg.activation,
             **(extra_metadata or {})}
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path), metadata=meta)
+
+
+# ---------------------------------------------------------------------------- sizes
+@functools.lru_cache(maxsize=16)  # asked on every rerun: building even a meta gpt2-xl takes tens of ms
+def meta_model(cfg: GPT2Config) -> GPT2:
+    """A model of this config with its shapes and no values (nothing allocated)."""
+    with torch.device("meta"):
+        return GPT2(cfg)
+
+
+def params_bytes(cfg: GPT2Config) -> int:
+    """What a model of this config holds in float32, from its shapes alone."""
+    return 4 * sum(p.numel() for p in meta_model(cfg).parameters())
 
 
 # ---------------------------------------------------------------------------- initialisation

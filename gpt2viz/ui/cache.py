@@ -27,7 +27,7 @@ from ..model.memory import reuse_freed_memory_within_a_run
 from ..model.modes import Generation, Mode, generate, greedy, last_keys, run
 from ..model.tokenizer import vocabulary_of
 from ..model.trace import Trace
-from ..model.weights import checkpoint_config, find_hf_checkpoints
+from ..model.weights import checkpoint_config, find_hf_checkpoints, meta_model, params_bytes
 from ..server.model_cache import ModelCache
 from ..server.shared_runs import SharedRuns
 from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
@@ -109,20 +109,9 @@ def random_weights(model: str, seed: int, models: ModelCache | None = None) -> L
 def counted_weights(model: str, seed: int, allowed: tuple[str, ...]) -> LoadedModel:
     """A size this server does not build for visitors: its shapes without values (nothing allocated),
     for the pages that only count (Parameter accounting, Modes, Exercises)."""
-    return LoadedModel(_meta_model(get_config(model)), ("counted", model), f"random {model}: counted here, not "
+    return LoadedModel(meta_model(get_config(model)), ("counted", model), f"random {model}: counted here, not "
                        f"built (this server builds random {' and '.join(allowed)})", True, model_name=model, seed=seed,
                        built=False)
-
-
-@functools.lru_cache(maxsize=16)  # asked on every rerun: building even a meta gpt2-xl takes tens of ms
-def _meta_model(cfg) -> GPT2:
-    with torch.device("meta"):
-        return GPT2(cfg)
-
-
-def params_bytes(cfg) -> int:
-    """What a model of this config holds in float32, from its shapes alone."""
-    return 4 * sum(p.numel() for p in _meta_model(cfg).parameters())
 
 
 def file_weights(path: str, mtime_ns: int, size: int, models: ModelCache | None = None) -> LoadedModel:

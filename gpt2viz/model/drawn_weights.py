@@ -24,7 +24,6 @@ used files. GPT2VIZ_WEIGHTS_CACHE: the folder (default: $XDG_CACHE_HOME/gpt2viz,
 """
 
 import contextlib
-import fcntl
 import glob
 import hashlib
 import inspect
@@ -178,6 +177,11 @@ def keep(model: GPT2, path: Path, key: str) -> threading.Thread:
 def _writer_of(path: Path):
     """True inside when this thread holds `path`'s lock (then the part files a writer of `path` left,
     stopped while writing, are removed: no writer holds the lock); False when another holds it."""
+    try:
+        import fcntl  # POSIX; elsewhere nothing is kept
+    except ImportError:
+        yield False
+        return
     fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
     try:
         try:

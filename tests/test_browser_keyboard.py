@@ -152,9 +152,11 @@ STEP_JS = r"""async () => {
   };
   const prev = window.__gpt2vizFocus;
   const e = document.activeElement;
-  // a table's grid moves the focus to its cell and marks it a frame or more later (later on a loaded machine):
-  // a stop without a ring is looked at again for up to ten frames before it counts as one without
-  for (let i = 0; i < 10 && e && e !== document.body && !ring(e); i++)
+  // a table's grid moves the focus to its cell and marks it a frame or more later (later on a loaded machine:
+  // ten frames were once not enough while the suite shared the 2 cores with two more browsers): a stop without a
+  // ring is looked at again at every frame for up to 1.5 s before it counts as one without
+  const since = performance.now();
+  while (e && e !== document.body && !ring(e) && performance.now() - since < 1500)
     await new Promise(done => requestAnimationFrame(() => {
       for (const a of document.getAnimations()) if (a instanceof CSSTransition) a.finish();
       done();

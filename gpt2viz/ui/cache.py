@@ -330,24 +330,29 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
               backward: bool | None = None) -> int:
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
     or what `names` needs, each at its own size), and while it computes, twice the largest tensor
-    it computes (the logits; with a backward pass, the embedding's gradient). A training run with a
-    backward pass (one that records a gradient; `backward` True for a caller that runs its own) also
-    holds every activation once more (the written-out scores and pattern included), which autograd
-    keeps for it. A training run that records no gradient runs its forward pass without autograd
-    (modes.run): it holds what a full run does, and with dropout each block's scores and pattern
-    written out (counted for every block: freed blocks are reused, not given back, within a run), and
-    a block's dropout draw and dropped pattern.
-    Counting autograd's activations for it made its estimate 3-60 times too large: in a class it was
-    heavy, waited for the Training page's run and evicted others' traces."""
+    it computes (the logits; with a backward pass that records the embedding's gradient, that one:
+    a gradient is computed only when it is recorded). A training run with a backward pass (one that
+    records a gradient; `backward` True for a caller that runs its own) also holds every activation
+    once more (the written-out scores and pattern included), which autograd keeps for it. A training
+    run that records no gradient runs its forward pass without autograd (modes.run): it holds what a
+    full run does. With dropout, either kind holds each block's scores and pattern written out, or
+    its dropped pattern, which autograd keeps (counted for every block: freed blocks are reused, not
+    given back, within a run), and a block's dropout draw and dropped pattern.
+    Counting autograd's activations for a run without a backward pass made its estimate 3-60 times
+    too large, and the embedding's gradient for the Training page's run 57 % too large at 128 tokens:
+    in a class they evicted others' traces. Leaving out the dropped patterns of a backward pass made
+    the Training page's estimate 13 % too small at 1,024 tokens (tests/test_bounds.py measures both)."""
     cfg = weights.model.config
     sizes, owners = _tensor_bytes_of(cfg, n_tokens, mode)
     kept = full_trace_bytes(weights, n_tokens, mode) if names is None else stored_bytes(weights, n_tokens, mode, names)
     if backward is None:
         backward = mode is Mode.TRAINING and has_backward(cfg, names)
-    working = 2 * max(sizes[n] for n in owners if backward or not n.startswith("grad."))
+    stored = None if names is None else to_record(cfg, mode, names)
+    working = 2 * max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
+                      (stored is None or n in stored))  # a gradient is computed only when it is recorded
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
-    elif mode is Mode.TRAINING and cfg.dropout > 0:
+    if mode is Mode.TRAINING and cfg.dropout > 0:
         patterns = [n for name, n in sizes.items() if name.endswith((".attn.scores", ".attn.pattern"))]
         working += sum(patterns) + 2 * max(patterns)  # and a block's dropout draw and dropped copy
     return kept + working

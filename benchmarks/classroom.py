@@ -56,7 +56,7 @@ compared with GPT2VIZ_TRACE_BUDGET_MB (the whole budget, before it is split).
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M] [--views 4]
             [--scenario all|classroom|class|start|burst|distinct|lesson-open|lesson|replicas ...]
             [--lesson lessons/attention-demo.json]
-            [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 0]
+            [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 0] [--server-log FILE]
 Each scenario ends with one line, and the run ends with all of them again, one per scenario and setup:
 scenario=S setup=one|processes(N)|replicas(2) sessions=K views=N errors=N p50_s=X p95_s=X
 compute_floor_s=X load=X cpu_per_view_s=X runs=N peak_growth_mib=X budget_mib=X
@@ -749,7 +749,13 @@ def replicas(args, k: int, pages: list[str], seconds: float) -> str:
             report_tracebacks(app.stop())
 
 
+SERVER_LOG: list[Path] = []  # --server-log: where each server's log is appended when it stops
+
+
 def report_tracebacks(log: str) -> None:
+    for path in SERVER_LOG:
+        with open(path, "a") as f:
+            f.write(log)
     found = server_tracebacks(log)
     if found:
         print(f"server log: {sum(found.values())} tracebacks")
@@ -780,7 +786,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0,
                     help=f"{THREADS_ENV} of each server: torch's threads, fixed (0, the default: unset, as the README "
                          "starts the app: every core for a run alone, one beside others; the processes setup has 1)")
+    ap.add_argument("--server-log", type=Path, default=None,
+                    help="append each server's log here when it stops (its runs, with the seconds each waited in "
+                         "line, and the traces evicted)")
     args = ap.parse_args()
+    SERVER_LOG.extend([args.server_log] if args.server_log else [])
     k = args.sessions or (8 if args.quick else 30)
     seconds = 60 * (args.minutes or (1.0 if args.quick else 3.0))
     pages = QUICK_PAGES if args.quick else PAGES

@@ -67,6 +67,49 @@ def test_two_heavy_runs_leave_a_slot_for_a_short_view():
     assert cache.running == 0 and cache.heavy_running == 0 and cache.in_flight == 0 and cache.light_in_flight == 0
 
 
+def test_runs_waiting_for_a_slot_start_in_the_order_they_asked():
+    """A class that presses enter at once: with every slot busy, the waiting runs start in the order
+    they asked as slots free, and one asked later does not go ahead (a freed slot went to whichever
+    thread took the lock first: one student's first view waited 19 s while later ones went ahead)."""
+    cache = cache_of(1000 * MIB, max_runs=1)
+    busy = Blocked()
+    threads = [start(cache, "busy", busy, 10 * MIB)]
+    assert busy.started.wait(5)
+    order, waiting = [], [Blocked() for _ in range(5)]
+    for i, blocked in enumerate(waiting):
+        threads.append(start(cache, f"student {i}", lambda i=i, b=blocked: order.append(i) or b(), 10 * MIB))
+        deadline = time.monotonic() + 5
+        while len(cache._line) < i + 1 and time.monotonic() < deadline:  # in line before the next one asks
+            time.sleep(0.01)
+    busy.release.set()
+    for i, blocked in enumerate(waiting):
+        assert blocked.started.wait(5)
+        late = start(cache, f"late {i}", lambda: order.append("late") or Small(), 10 * MIB)  # asks as a slot frees
+        blocked.release.set()
+        threads.append(late)
+    for t in threads:
+        t.join(10)
+    assert order[:5] == [0, 1, 2, 3, 4] and order.count("late") == 5
+    assert cache.running == 0 and not cache._line
+
+
+def test_a_run_that_fits_is_not_held_behind_an_earlier_one_that_does_not():
+    """The order holds among the runs that may start: a short view asked after a heavy run that must
+    wait for the budget starts in the slot that is free."""
+    cache = cache_of(1000 * MIB, max_runs=4)
+    heavy, other = Blocked(), Blocked()
+    threads = [start(cache, "heavy", heavy, 700 * MIB)]
+    assert heavy.started.wait(5)
+    threads.append(start(cache, "heavy 2", other, 300 * MIB))  # waits: not beside the reserve
+    time.sleep(0.3)
+    assert served_within(cache, 2, 100 * MIB) and not other.started.is_set()
+    heavy.release.set()
+    assert other.started.wait(5)
+    other.release.set()
+    for t in threads:
+        t.join(10)
+
+
 def test_a_sweep_is_heavy_whatever_its_bytes():
     cache = cache_of(1536 * MIB, max_runs=2)
     sweep, other = Blocked(), Blocked()

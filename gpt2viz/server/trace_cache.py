@@ -7,6 +7,7 @@ traces, and the estimated peak of every run in flight. Anything with an `nbytes`
 """
 
 import hashlib
+import itertools
 import logging
 import threading
 import time
@@ -108,6 +109,8 @@ class TraceCache:
         self.in_flight = 0  # bytes reserved by runs in progress
         self.running, self.max_runs = 0, max_runs  # runs in progress, and how many may be
         self.heavy_running = 0  # of them, heavy ones
+        self._line: list[tuple[int, int, bool]] = []  # runs waiting to start, in the order they asked:
+        self._tickets = itertools.count()  # (ticket, estimate, heavy)
         self.light_in_flight = 0  # bytes reserved by the light ones
         self.threads = threads
         self.aside = aside  # entered while an asker waits for a run or computes one (server/turnstile.py)
@@ -172,7 +175,7 @@ class TraceCache:
             progress._flight = flight
         try:
             with self.aside():
-                trace, used, t0 = self._run(compute, estimate, progress, heavy)
+                trace, used, t0, queued = self._run(compute, estimate, progress, heavy)
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
@@ -183,8 +186,8 @@ class TraceCache:
             flight.trace = trace
             # a run another process of the host computed, mapped from their shared folder, is no run here
             said = "mapped" if getattr(trace, "shared_file", None) is not None else "run"
-            log.info("%s %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s)", said, key_digest(key),
-                     key_kind(key), time.perf_counter() - t0, flight.waiting, used)
+            log.info("%s %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s), %.2f s in line", said,
+                     key_digest(key), key_kind(key), time.perf_counter() - t0, flight.waiting, used, queued)
         finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
             with self._lock:
                 self._flights.pop(key, None)
@@ -194,9 +197,10 @@ class TraceCache:
         return trace
 
     def _run(self, compute: Callable[[], Trace], estimate: int, progress: Progress | None,
-             heavy: bool | None) -> tuple[Trace, int, float]:
-        """(the trace, the threads it used, when it started): computed once the budget has room for
-        `estimate` and a turn is free, its reservation released after."""
+             heavy: bool | None) -> tuple[Trace, int, float, float]:
+        """(the trace, the threads it used, when it started, the seconds it waited for its turn): computed
+        once the budget has room for `estimate` and a turn is free, its reservation released after."""
+        asked = time.perf_counter()
         with self._lock:
             heavy = self._reserve(estimate, progress, heavy)
             running = self.running
@@ -207,7 +211,7 @@ class TraceCache:
             torch.set_num_threads(n_threads)
         t0 = time.perf_counter()
         try:
-            return compute(), torch.get_num_threads(), t0
+            return compute(), torch.get_num_threads(), t0, t0 - asked
         finally:  # a failed computation leaves no reservation behind, nor its threads
             torch.set_num_threads(before)
             with self._lock:
@@ -248,16 +252,22 @@ class TraceCache:
         return sum(t.nbytes for t in self._items.values())
 
     def _reserve(self, estimate: int, progress: Progress | None = None, heavy: bool | None = None) -> bool:
-        """Wait (lock held) until this run may start (`_admits`), then evict until cached + in
+        """Wait (lock held) until this run may start (`_next_in_line`), then evict until cached + in
         flight + estimate fits, and reserve it; whether it is heavy. A waiting asker's `progress` is
         told once (it only queues a message to its page, under the lock)."""
         heavy = estimate > self.reserve if heavy is None else heavy
         told = False
-        while not self._admits(estimate, heavy):
-            if progress is not None and not told:
-                progress.show(Status("queued"))
-                told = True
-            self._room.wait()
+        ticket = (next(self._tickets), estimate, heavy)
+        self._line.append(ticket)
+        try:
+            while not self._next_in_line(ticket):
+                if progress is not None and not told:
+                    progress.show(Status("queued"))
+                    told = True
+                self._room.wait()
+        finally:
+            self._line.remove(ticket)
+            self._room.notify_all()  # the next in line may start too, or may now be the first that fits
         self.running += 1
         self.in_flight += estimate
         if heavy:
@@ -267,6 +277,18 @@ class TraceCache:
         self._evict()
         self._note_peak()
         return heavy
+
+    def _next_in_line(self, ticket: tuple[int, int, bool]) -> bool:
+        """Whether this waiting run starts now: it is admitted (`_admits`) and no run that asked before
+        it is. Without the order, a slot freed went to whichever waiting thread took the lock first, or
+        to a run that had only just asked: in a class that started at once, one student's first view
+        waited 19 s for its run while later ones went ahead."""
+        for earlier in self._line:
+            if earlier is ticket:
+                return self._admits(estimate=ticket[1], heavy=ticket[2])
+            if self._admits(estimate=earlier[1], heavy=earlier[2]):
+                return False
+        raise AssertionError("a run waits without a ticket")  # pragma: no cover
 
     def _admits(self, estimate: int, heavy: bool) -> bool:
         """A run alone always starts. Beside others: a free slot of `max_runs`; a heavy run also
@@ -288,8 +310,10 @@ class TraceCache:
         room = self.budget - self.in_flight
         total = self._cached()
         while total > room and self._items:
-            _, old = self._items.popitem(last=False)
+            key, old = self._items.popitem(last=False)
             total -= old.nbytes
+            log.info("evicted %s (%s): %s, %s in flight", key_digest(key), key_kind(key), mib(old.nbytes),
+                     mib(self.in_flight))
             self._released = self._released and old.nbytes < RELEASE_EVICTED
 
     def _release_evicted(self) -> None:

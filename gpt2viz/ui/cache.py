@@ -284,7 +284,7 @@ def trace_cache() -> TraceCache:
         run_log.addHandler(logging.StreamHandler())
         run_log.setLevel(logging.INFO)
     cache = TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads,
-                       aside=DRAWING.aside)
+                       aside=DRAWING.aside, slack=budget // HEADROOM_SHARE // 2)
     cache.shared_runs = SharedRuns.from_env()  # a class server's folder of runs shared by its processes
     return cache
 

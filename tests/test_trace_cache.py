@@ -267,7 +267,7 @@ def test_an_asker_of_a_run_another_started_is_told_so_with_its_steps():
 
 
 def test_an_asker_waiting_for_its_turn_is_told_so():
-    from gpt2viz.server.trace_cache import Progress
+    from gpt2viz.server.trace_cache import Progress, Status
 
     cache, release, saw = TraceCache(10_000, max_runs=1), threading.Event(), []
     busy = threading.Thread(target=cache.get_or_compute, args=("a", lambda: release.wait(5) and make(4)))
@@ -277,11 +277,27 @@ def test_an_asker_waiting_for_its_turn_is_told_so():
                               kwargs={"progress": Progress(saw.append)})
     queued.start()
     until(lambda: saw, timeout=5)
-    assert [s.state for s in saw] == ["queued"] and len(cache) == 0
+    assert saw == [Status("queued", ahead=1)] and len(cache) == 0
+    told = []  # a third asker, behind both: told 2 runs ahead, then 1 as the line moves
+    third = threading.Thread(target=cache.get_or_compute, args=("c", lambda: make(4)),
+                             kwargs={"progress": Progress(told.append)})
+    third.start()
+    until(lambda: told, timeout=5)
     release.set()
     busy.join()
     queued.join()
-    assert len(cache) == 2 and [s.state for s in saw] == ["queued"]
+    third.join()
+    assert len(cache) == 3 and saw == [Status("queued", ahead=1)]
+    assert [s.ahead for s in told] in ([2, 1], [2])  # 1 unless "b" ran and ended before it looked again
+
+
+@pytest.mark.parametrize("ahead,line", [(1, "Waiting for a turn: 1 run is ahead of this one"),
+                                        (2, "Waiting for a turn: 2 runs are ahead of this one"),
+                                        (1234, "Waiting for a turn: 1,234 runs are ahead of this one")])
+def test_the_waiting_line_says_how_many_runs_are_ahead(ahead, line):
+    from gpt2viz.ui.working import queued
+
+    assert queued(ahead) == line + " on the server's cores and memory."
 
 
 def test_a_run_reuses_the_memory_it_freed():

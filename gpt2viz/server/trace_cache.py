@@ -41,6 +41,7 @@ class Status:
     done: int = 0  # steps of the run done, of `total` (0 of 0: not known yet)
     total: int = 0
     what: str = ""  # the step, in words ("block 3 of 12, forward")
+    ahead: int = 0  # queued: the runs computing, and those waiting that asked before this one
 
 
 class Progress:
@@ -256,16 +257,18 @@ class TraceCache:
     def _reserve(self, estimate: int, progress: Progress | None = None, heavy: bool | None = None) -> bool:
         """Wait (lock held) until this run may start (`_next_in_line`), then evict until cached + in
         flight + estimate fits, and reserve it; whether it is heavy. A waiting asker's `progress` is
-        told once (it only queues a message to its page, under the lock)."""
+        told how many runs are ahead of it, each time that changes (it only queues a message to its
+        page, under the lock)."""
         heavy = estimate > self.reserve if heavy is None else heavy
-        told = False
+        told = None
         ticket = (next(self._tickets), estimate, heavy)
         self._line.append(ticket)
         try:
             while not self._next_in_line(ticket):
-                if progress is not None and not told:
-                    progress.show(Status("queued"))
-                    told = True
+                ahead = self.running + self._line.index(ticket)
+                if progress is not None and ahead != told:
+                    progress.show(Status("queued", ahead=ahead))
+                    told = ahead
                 self._room.wait()
         finally:
             self._line.remove(ticket)

@@ -13,7 +13,12 @@ import streamlit as st
 from ..server.trace_cache import Progress, Status
 
 _where: ContextVar = ContextVar("gpt2viz_progress_where", default=None)  # see progress_in
-QUEUED = "Waiting for a turn: other runs are using the server's cores and memory."
+
+
+def queued(ahead: int) -> str:
+    """The line of a run waiting for its turn: how many runs are ahead of it (computing, or asked first)."""
+    runs = "1 run is" if ahead == 1 else f"{ahead:,} runs are"
+    return f"Waiting for a turn: {runs} ahead of this one on the server's cores and memory."
 
 
 def status_text(s: Status) -> str:
@@ -85,7 +90,7 @@ def working(text: str) -> Iterator[Progress]:
     pace = Pace()
 
     def show(s: Status) -> None:
-        line = QUEUED if s.state == "queued" else with_rest(status_text(s), pace, s.done, s.total)
+        line = queued(s.ahead) if s.state == "queued" else with_rest(status_text(s), pace, s.done, s.total)
         if shown[-1:] == [line]:
             return
         shown.append(line)

@@ -755,7 +755,7 @@ SERVER_LOG: list[Path] = []  # --server-log: where each server's log is appended
 def report_tracebacks(log: str) -> None:
     for path in SERVER_LOG:
         with open(path, "a") as f:
-            f.write(log)
+            f.write(f"==== a server's log, stopped at {time.strftime('%H:%M:%S')} ====\n{log}")
     found = server_tracebacks(log)
     if found:
         print(f"server log: {sum(found.values())} tracebacks")

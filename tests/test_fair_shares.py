@@ -93,6 +93,18 @@ def test_runs_waiting_for_a_slot_start_in_the_order_they_asked():
     assert cache.running == 0 and not cache._line
 
 
+def test_a_run_that_fails_before_it_computes_leaves_no_slot_taken():
+    """Whatever fails between a run's turn and its computation (choosing its threads) gives the turn
+    back: with one slot, a slot kept would make every run after it wait for ever, in line."""
+    cache = cache_of(1000 * MIB, max_runs=1)
+    cache.threads = lambda running: 1 / 0
+    with pytest.raises(ZeroDivisionError):
+        cache.get_or_compute("fails", Small, 10 * MIB)
+    assert cache.running == 0 and cache.in_flight == 0 and cache.light_in_flight == 0 and not cache._line
+    cache.threads = None
+    assert served_within(cache, 2, 10 * MIB)
+
+
 def test_a_run_that_fits_is_not_held_behind_an_earlier_one_that_does_not():
     """The order holds among the runs that may start: a short view asked after a heavy run that must
     wait for the budget starts in the slot that is free."""

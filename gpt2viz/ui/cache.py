@@ -250,7 +250,7 @@ def run_threads(running: int, env=os.environ, scripts: int | None = None) -> int
 def budget_bytes(env=os.environ, local: bool = False, memory: int | None = None) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB: what the server may use beyond its runtime and weights. Unset: 2 GiB on a
     server for a class; on a local server (one user), half the machine's memory, at least 2 GiB, so
-    that a laptop still trains on 1,024 tokens of gpt2 (a 3.3 GiB run, which a class server's budget
+    that a laptop still trains on 1,024 tokens of gpt2 (a 4.9 GiB run, which a class server's budget
     refuses) and a workstation on gpt2-xl. `memory`: the machine's, in bytes (default: read from the system)."""
     mb = env.get(BUDGET_ENV)
     if mb and mb.isdigit() and int(mb) > 0:
@@ -327,42 +327,41 @@ def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
 
 
 def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None,
-              backward: bool | None = None) -> int:
+              backward: bool | None = None, dropout: bool = True) -> int:
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
     or what `names` needs, each at its own size), and while it computes, twice the largest tensor
     it computes (the logits; with a backward pass that records the embedding's gradient, that one:
     a gradient is computed only when it is recorded). A training run with a backward pass (one that
     records a gradient; `backward` True for a caller that runs its own) also holds every activation
-    once more (the written-out scores and pattern included), which autograd keeps for it. A training
-    run that records no gradient runs its forward pass without autograd (modes.run): it holds what a
-    full run does. With dropout, either kind holds each block's scores and pattern written out, or
-    its dropped pattern, which autograd keeps (counted for every block: freed blocks are reused, not
-    given back, within a run), and a block's dropout draw and dropped pattern.
+    once more (the written-out scores and pattern included), which autograd keeps for it, the loss's
+    log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's
+    copies of two of the largest weight matrix while it multiplies by them (measured: 10-12 MiB above
+    the rest at 16 tokens). A training run that records no gradient runs its forward pass without
+    autograd (modes.run): it holds what a full run does. With dropout (`dropout`, and a config that
+    has it), either kind holds each block's scores and pattern written out, or its dropped pattern,
+    which autograd keeps (counted for every block: freed blocks are reused, not given back, within a
+    run), and a block's dropout draw and dropped pattern.
     Counting autograd's activations for a run without a backward pass made its estimate 3-60 times
     too large, and the embedding's gradient for the Training page's run 57 % too large at 128 tokens:
     in a class they evicted others' traces. Leaving out the dropped patterns of a backward pass made
-    the Training page's estimate 13 % too small at 1,024 tokens (tests/test_bounds.py measures both)."""
+    the Training page's estimate 13 % too small at 1,024 tokens, and leaving out the loss's and the
+    matrix library's, a backward pass recording one gradient 28 % too small at 16 tokens
+    (tests/test_bounds.py measures these)."""
     cfg = weights.model.config
     sizes, owners = _tensor_bytes_of(cfg, n_tokens, mode)
-    kept = full_trace_bytes(weights, n_tokens, mode) if names is None else stored_bytes(weights, n_tokens, mode, names)
-    if backward is None:
-        backward = mode is Mode.TRAINING and has_backward(cfg, names)
     stored = None if names is None else to_record(cfg, mode, names)
+    kept = full_trace_bytes(weights, n_tokens, mode) if stored is None else sum(sizes[n] for n in stored)
+    if backward is None:
+        backward = mode is Mode.TRAINING and (stored is None or any(n.startswith("grad.") for n in stored))
     working = 2 * max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
                       (stored is None or n in stored))  # a gradient is computed only when it is recorded
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
-    if mode is Mode.TRAINING and cfg.dropout > 0:
+        working += 2 * sizes["logits"] + 2 * 4 * cfg.n_embd * cfg.d_mlp  # float32 values
+    if mode is Mode.TRAINING and dropout and cfg.dropout > 0:
         patterns = [n for name, n in sizes.items() if name.endswith((".attn.scores", ".attn.pattern"))]
         working += sum(patterns) + 2 * max(patterns)  # and a block's dropout draw and dropped copy
     return kept + working
-
-
-@functools.lru_cache(maxsize=256)  # asked on every rerun of a page in training mode
-def has_backward(cfg, names: tuple[str, ...] | None) -> bool:
-    """Whether a training run recording `names` (None: everything) runs a backward pass: it does
-    when it stores a gradient (modes.run decides the same way)."""
-    return any(name.startswith("grad.") for name in to_record(cfg, Mode.TRAINING, names))
 
 
 def records_everything(weights: LoadedModel, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
@@ -433,7 +432,8 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     `dropout`: False runs TRAINING with dropout off. `progress`: told the run's steps (working.py)."""
     cache = trace_cache() if cache is None else cache
     names = recorded_names(weights, len(ids), mode, needs, cache)
-    refuse_unless_fits(weights, len(ids), mode, needs, run_bytes(weights, len(ids), mode, names), cache)
+    estimate = run_bytes(weights, len(ids), mode, names, dropout=dropout)
+    refuse_unless_fits(weights, len(ids), mode, needs, estimate, cache)
     training = (seed, dropout) if mode is Mode.TRAINING else None
     key = (weights.key, ids, mode.value, training, names)
     shared = names is None or mode is Mode.TRAINING and any(
@@ -445,7 +445,7 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     def compute() -> Trace:
         host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
         return here() if host is None else host.get_or_run(key, here, weights.model)
-    return cache.get_or_compute(key, compute, estimate=run_bytes(weights, len(ids), mode, names),
+    return cache.get_or_compute(key, compute, estimate=estimate,
                                 evict_first=not shared, progress=progress, heavy=heavy_for(len(ids)))
 
 
@@ -484,7 +484,7 @@ def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, 
     cfg = weights.model.config
     key = ("training summary", weights.key, ids, seed, dropout)
     cache = trace_cache() if cache is None else cache
-    estimate = run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS)
+    estimate = run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, dropout=dropout)
     refuse_unless_fits(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, estimate, cache, fixed=True)
 
     def compute() -> TrainingSummary:

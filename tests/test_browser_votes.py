@@ -52,6 +52,8 @@ def test_a_student_votes_the_lecturer_sees_the_spread_and_reveals(base):
         lecturer, student = lecturer_ctx.new_page(), student_ctx.new_page()
         lecturer.goto(url + "&present=1")
         lecturer.get_by_text("Question:").wait_for(timeout=120_000)
+        # drawn after the question: under load (a suite beside an app and a browser) it came later
+        lecturer.get_by_text("appear when your lecturer reveals").wait_for(timeout=30_000)
         assert lecturer.get_by_text("appear when your lecturer reveals").count() == 1
         assert lecturer.locator(CHART).count() == 0  # predict first: the stop's charts wait
         lecturer.get_by_text("Lecturer: run the class vote").click()

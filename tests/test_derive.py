@@ -11,7 +11,7 @@ from gpt2viz.model.interventions import InterveningRecorder, Intervention
 from gpt2viz.model.modes import as_batch, prefill, run
 from gpt2viz.model.record import Recorder
 from gpt2viz.model.trace import Trace
-from gpt2viz.spec.schema import DERIVED, Mode, owns_storage, recorded_names, stored
+from gpt2viz.spec.schema import Mode, derived_in, owns_storage, recorded_names, stored
 
 IDS = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 13]
 
@@ -34,12 +34,16 @@ def written_out(model, ids, mode: Mode) -> dict[str, torch.Tensor]:
     return rec.tensors
 
 
+def short(name: str) -> str:
+    return name.split(".", 2)[2] if name.startswith("blocks.") else name
+
+
 @pytest.mark.parametrize("mode", list(Mode))
 def test_derived_names_equal_the_written_out_forward(tiny, mode):
     trace, reference = run(tiny, IDS, mode, seed=0), written_out(tiny, IDS, mode)
     derived = [n for n in trace.names if n not in trace.tensors]
-    assert derived == [n for n in recorded_names(tiny.config, mode) if n.split(".", 2)[-1] in DERIVED
-                       or n in DERIVED]
+    assert derived == [n for n in recorded_names(tiny.config, mode) if derived_in(short(n), mode)]
+    assert ("logits" in derived) == (mode is Mode.FULL)  # the other modes compute theirs (the loss, one position)
     assert {n.rsplit(".", 1)[-1] for n in derived if ".attn." in n} == {"scores", "pattern"}
     for name in derived:
         got, want = trace[name], reference[name].detach()
@@ -83,7 +87,7 @@ def test_bytes_held_are_the_catalogues(tiny, mode):
     per_value = {"float32": 4, "bool": 1}
     sizes = {n: t.numel() * per_value[str(t.dtype).removeprefix("torch.")] for n, t in trace.tensors.items()}
     assert trace.nbytes == sum(sizes[n] for n, _, _ in stored(tiny.config, mode, trace.P))
-    assert not [n for n in trace.tensors if n.split(".", 2)[-1] in DERIVED or n in DERIVED]
+    assert not [n for n in trace.tensors if derived_in(short(n), mode)]
     views = {n for n in trace.tensors if not owns_storage(n, tiny.config, mode, trace.P)}
     owners = {trace[n].untyped_storage().data_ptr() for n in trace.tensors if n not in views}
     assert all(trace[n].untyped_storage().data_ptr() in owners for n in views)  # each a view of one counted

@@ -19,17 +19,21 @@ def test_golden_names_in_execution_order(tiny, mode):
 
 
 def test_names_filter_records_only_what_is_asked(tiny):
-    trace = run(tiny, IDS, "full", names=["blocks.*.ln1.mean", "logits"])
-    assert trace.names == ["blocks.0.ln1.mean", "blocks.1.ln1.mean", "logits"]
+    trace = run(tiny, IDS, "full", names=["blocks.*.ln1.mean", "ln_f.var"])
+    assert trace.names == ["blocks.0.ln1.mean", "blocks.1.ln1.mean", "ln_f.var"]
 
 
 @pytest.mark.parametrize("mode, keys", [(Mode.FULL, "attn.k"), (Mode.DECODE, "attn.k_cache")])
 def test_asking_for_a_derived_name_records_its_sources(tiny, mode, keys):
     trace = run(tiny, IDS, mode, names=["blocks.1.attn.pattern", "logits"])
-    assert set(trace.tensors) == {"blocks.1.attn.q", f"blocks.1.{keys}", "logits"}
+    # full derives its logits from the last stream and ln_f's statistics; decode computes one position's
+    final = ["blocks.1.resid_post", "ln_f.mean", "ln_f.var"] if mode is Mode.FULL else ["logits"]
+    assert set(trace.tensors) == {"blocks.1.attn.q", f"blocks.1.{keys}", *final}
+    final += ["ln_f.normalized", "ln_f.out", "logits"] if mode is Mode.FULL else []  # and what derives from them
     assert trace.names == ["blocks.1.attn.q", f"blocks.1.{keys}", "blocks.1.attn.scores",
-                           "blocks.1.attn.pattern", "logits"]
+                           "blocks.1.attn.pattern", *final]
     assert torch.equal(trace["blocks.1.attn.pattern"], run(tiny, IDS, mode)["blocks.1.attn.pattern"])
+    assert torch.equal(trace["logits"], run(tiny, IDS, mode)["logits"])
 
 
 def test_recording_keeps_references_not_copies(tiny):

@@ -14,7 +14,8 @@ IDS = [15496, 995, 11, 314]
 def test_lookup_by_full_name_and_block(tiny):
     t = run(tiny, IDS, "full")
     assert t.get("attn.z", 1) is t["blocks.1.attn.z"]
-    assert t.get("logits") is t["logits"]
+    assert t.get("ln_f.mean") is t["ln_f.mean"]
+    assert torch.equal(t.get("logits"), t["logits"])  # derived in full, each time the same
     with pytest.raises(KeyError, match="not recorded"):
         t["blocks.9.attn.z"]
 
@@ -42,21 +43,38 @@ def test_save_load_round_trip(tiny, tmp_path, mode):
 
 
 def test_nbytes_counts_real_storage_once(tiny):
-    t = run(tiny, IDS, "full", names=["logits", "blocks.0.attn.pattern"])
+    t = run(tiny, IDS, "full", names=["ln_f.mean", "blocks.0.attn.pattern"])
     assert "blocks.0.attn.pattern" not in t.tensors and {"blocks.0.attn.q", "blocks.0.attn.k"} <= set(t.tensors)
     qkv = 4 * 3 * 64  # q and k are views of one [1, 4, 3d] qkv
-    assert t.nbytes == (4 * 50257 + qkv) * 4
+    assert t.nbytes == (4 + qkv) * 4
     t.get("attn.pattern", 0)  # derived and cached with the scores it came from: [1, 4, 4, 4] each
-    assert t.nbytes == (4 * 50257 + qkv + 2 * 4 * 4 * 4) * 4
+    assert t.nbytes == (4 + qkv + 2 * 4 * 4 * 4) * 4
 
 
 def test_derived_cache_holds_one_blocks_scores_and_pattern(tiny):
-    t = run(tiny, IDS, "full")
+    t = run(tiny, IDS, "prefill")
     first = t.get("attn.pattern", 0)
     assert t.get("attn.pattern", 0) is first  # cached
     t.get("attn.pattern", 1)
-    assert t.nbytes - run(tiny, IDS, "full").nbytes == t.derived_cache_bytes == 2 * 4 * 4 * 4 * 4
+    assert t.nbytes - run(tiny, IDS, "prefill").nbytes == t.derived_cache_bytes == 2 * 4 * 4 * 4 * 4
     assert t.get("attn.pattern", 0) is not first and torch.equal(t.get("attn.pattern", 0), first)
+
+
+def test_full_derives_its_logits_a_position_at_a_time(tiny):
+    """FULL stores no logits: the forward pass stops at ln_f, and a page that reads one position
+    computes (and caches) that one; the cache holds it beside a block's scores and pattern."""
+    t = run(tiny, IDS, "full")
+    assert "logits" not in t.tensors and "logits" in t.names and t.derived_cache_bytes == (2 * 4 * 4 * 4 + 50257) * 4
+    last = t.at("logits", -1)  # [1, V]
+    assert t.at("logits", -1).data_ptr() == last.data_ptr() and last.shape == (1, 50257)  # cached
+    assert last.untyped_storage().nbytes() == 50257 * 4  # its own memory, not a view of its block of rows
+    whole = t["logits"]  # [1, T, V]
+    assert all(torch.equal(t.at("logits", p), whole[:, p]) for p in range(-4, 4))  # on one grid: bit for bit
+    assert torch.equal(t.at("logits", slice(1, 3)), whole[:, 1:3])
+    t.get("attn.pattern", 0)
+    assert t.nbytes - run(tiny, IDS, "full").nbytes <= t.derived_cache_bytes
+    stored = run(tiny, IDS, "training")  # computes every position's logits for its loss: stored
+    assert "logits" in stored.tensors and torch.equal(stored.at("logits", -1), stored["logits"][:, -1])
 
 
 def test_a_batch_keeps_every_row_and_the_mode_is_a_mode(tiny, tmp_path):

@@ -47,7 +47,7 @@ def test_resumed_knockout_is_the_full_one_bit_for_bit(four, target, method, name
     assert torch.equal(resumed.probs, log_probs(full).exp())
     assert torch.equal(resumed.loss, loss_per_position(full))
     assert resumed.intervened == full.intervened == (target.name,)
-    expected = changed_most(clean, full)
+    expected = changed_most(clean, full, model=four)  # the logits' change too
     assert [n for n, _ in resumed.changed] == [n for n, _ in expected]  # the same tensors, in the same order
     assert [c for _, c in resumed.changed] == pytest.approx([c for _, c in expected], rel=1e-4)  # summed by slices
     assert resumed.changed  # something after the knock-out moved
@@ -62,7 +62,7 @@ def test_last_position_only_is_within_float_tolerance(four, target, method):
     assert resumed.loss is None
     torch.testing.assert_close(resumed.probs, log_probs(full).exp(), rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(loss_from(four, resumed.final, IDS), loss_per_position(full), rtol=1e-5, atol=1e-5)
-    expected = dict(changed_most(clean, full))
+    expected = dict(changed_most(clean, full, model=four))
     got = dict(resumed.changed)
     assert got.keys() == expected.keys()  # the logits' change among them, computed without unembedding
     for name, value in expected.items():

@@ -23,13 +23,13 @@ anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size,
 demo_beside("output", sel)
 model = sel.weights.model
 w_u = (model.wte.weight.T if sel.config.tied else model.lm_head.weight.T).detach()  # [d, V]
-top2 = trace["logits"][0, -1].topk(2).indices.tolist()
-anatomy.worked(notices.output_worked(trace["logits"][0, -1].double(), trace["ln_f.out"][0, -1], w_u,
+top2 = trace.at("logits", -1)[0].topk(2).indices.tolist()
+anatomy.worked(notices.output_worked(trace.at("logits", -1)[0].double(), trace["ln_f.out"][0, -1], w_u,
                                   {i: readable(i) for i in top2}))
 if "loss" in trace:
     st.metric("Mean next-token loss", f"{float(trace['loss']):.4f}")
     plot(plots.loss_per_token(trace["loss.per_token"][0], list(trace.tokens), "Loss at each position"))
-plot(plots.histogram(trace["logits"][0, -1], "Logits of the last position", "logit"))
+plot(plots.histogram(trace.at("logits", -1)[0], "Logits of the last position", "logit"))
 st.subheader("Temperature, top-k and top-p: the same logits, another distribution")
 st.markdown("Sampling divides the logits by a **temperature** before the softmax: below 1 the top tokens take "
             "more of the probability (0 keeps only the top one: greedy), above 1 it spreads out. **Top-k** then "
@@ -39,7 +39,7 @@ cols = st.columns(3)
 temperature = number(cols[0], "Temperature", 0.0, 5.0, 1.0, key="temp", step=0.1)
 top_k = number(cols[1], "Top-k (0 = all)", 0, sel.config.vocab_size, 0, key="topk") or None
 top_p = nucleus(cols[2])
-logits = trace["logits"][0, -1].double()  # [V]: float64, so that the printed digits are the distribution's
+logits = trace.at("logits", -1)[0].double()  # [V]: float64, so that the printed digits are the distribution's
 before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k, top_p)  # [V] each
 shown = before.topk(10).indices  # the same ten tokens in both charts: the ten most likely at temperature 1
 labels = [readable(int(i)) for i in shown]

@@ -151,7 +151,7 @@ def attribute(model: GPT2, trace: Trace, answer: int | None = None, versus: int 
         raise ValueError(f"attribution reads a full-mode run, not {trace.mode.value}")
     cfg = model.config
     position = check_position(position, trace.T)
-    logits = trace["logits"][0, position]  # [V]
+    logits = trace.at("logits", position)[0]  # [V]
     answer = int(logits.argmax()) if answer is None else answer
     for token in (answer, versus):
         if token is not None and not 0 <= token < cfg.vocab_size:

@@ -49,7 +49,7 @@ def estimate(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int]) -> E
         m = logit_diff(logits[0, -1], answers)
         grads = torch.autograd.grad(m, [rec.live[x] for x in (*resid, *zs)])
     m_b = float(m.detach())
-    m_a = float(logit_diff(source["logits"][0, -1], answers))
+    m_a = float(logit_diff(source.at("logits", -1)[0], answers))
     gap = m_a - m_b
     nan = float("nan")
     with torch.no_grad():

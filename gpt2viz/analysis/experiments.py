@@ -121,7 +121,7 @@ TEMPERATURE_CHOICES = tuple(f"{t:g}" for t in TEMPERATURES)
 def temperatures(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) -> TemperatureOutcome:
     """The next-token distribution at the last position at each temperature (0: the argmax), in float64:
     in float32 the rounding of 50,257 terms shows in the printed entropy's last digit."""
-    logits = _run(model, ids, mode, ["logits"])["logits"][0, -1].double()  # [V]
+    logits = _run(model, ids, mode, ["logits"]).at("logits", -1)[0].double()  # [V]
     dists = torch.stack([distribution(logits, t, None) for t in TEMPERATURES])  # [3, V]
     top = dists[1].topk(TOP_K).indices
     h = entropy(dists)  # [3]

@@ -61,7 +61,7 @@ def logit_lens(model: GPT2, trace: Trace, position: int = -1, k: int = 5) -> lis
     x = torch.stack([trace[name][0, position] for _, name in points])  # [n_points, d]
     probs = lens_probs(model, x)  # [n_points, V]: one pass over wte
     last = position in (-1, trace.T - 1)
-    final = int(trace["logits"][0, -1 if trace.mode is Mode.PREFILL else position].argmax()) \
+    final = int(trace.at("logits", -1 if trace.mode is Mode.PREFILL else position)[0].argmax()) \
         if last or trace.mode is not Mode.PREFILL else int(probs[-1].argmax())
     top = probs.topk(k)  # [n_points, k]
     ranks = (probs > probs[:, final, None]).sum(-1)  # [n_points]

@@ -357,7 +357,7 @@ def path_patch(model: GPT2, ids, sender: str, answer: int, versus: int | None = 
         starts.append((cfg.n_layer, clean.get("resid_post", cfg.n_layer - 1)[:, :T] - delta))
         order.append(LOGITS)
     logits = torch.cat([_finish(model, start, rows) for start, rows in starts])  # [1 + R, V]
-    logits = torch.cat([clean["logits"][0, position][None], logits])  # [2 + R, V]
+    logits = torch.cat([clean.at("logits", position)[0][None], logits])  # [2 + R, V]
     readings = _read(logits, answer, versus)
     by_name = dict(zip((p.name for p in order), readings[2:]))
     rows_out = tuple((w, by_name[w.name]) for w in wanted)

@@ -140,9 +140,12 @@ def _gram(w_u: torch.Tensor) -> torch.Tensor:
 def logits_moved(model: GPT2, clean: Trace, final: torch.Tensor) -> float:
     """‖Δlogits‖ / ‖logits‖ over every position, from the final LayerNorm's outputs [T, d] alone."""
     before = model.ln_f(clean.get("resid_post", model.config.n_layer - 1), Recorder.off(), "ln_f.")[0]  # [T, d]
-    delta = (final - before).double()  # [T, d]
-    norm = float(((delta @ _gram(model.unembedding)) * delta).sum().clamp_min(0).sqrt())
-    return norm / max(float(clean["logits"].norm()), 1e-12)
+    gram = _gram(model.unembedding)  # [d, d]
+
+    def norm(x: torch.Tensor) -> float:  # ‖x W_U^T‖ over every position, x [T, d]
+        x = x.double()
+        return float(((x @ gram) * x).sum().clamp_min(0).sqrt())
+    return norm(final - before) / max(norm(before), 1e-12)
 
 
 @torch.no_grad()
@@ -168,7 +171,10 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
     logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position)  # [1, T or 1, V]
     check_reached(ivs, rec.intervened)
     final = rec.tensors["ln_f.out"][0]  # [T, d]
-    moved = rec.moved if every_position else [*rec.moved, ("logits", logits_moved(model, clean, final))]
+    moved = rec.moved
+    if not (every_position and "logits" in clean.tensors):  # else compared as the run went, as any stored name
+        change = logits_moved(model, clean, final)  # a FULL run derives its logits, and stores none to compare
+        moved = [*moved, ("logits", change)] if change != 0 else moved
     loss = None
     if every_position:
         targets = torch.tensor(clean.token_ids[1:], dtype=torch.long)  # [T-1]; empty for a 1-token text
@@ -188,21 +194,25 @@ def loss_from(model: GPT2, final: torch.Tensor, ids) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------- reading two runs
 def log_probs(trace: Trace) -> torch.Tensor:
-    return torch.log_softmax(trace["logits"][0, -1], dim=-1)  # [V] at the last position
+    return torch.log_softmax(trace.at("logits", -1)[0], dim=-1)  # [V] at the last position
 
 
 def loss_per_position(trace: Trace) -> torch.Tensor:
     """Cross-entropy of each next token [T-1] (position t predicts token t+1)."""
-    logits = trace["logits"][0]  # [T, V]
-    return F.cross_entropy(logits[:-1], torch.tensor(trace.token_ids[1:], dtype=torch.long), reduction="none")  # [T-1]
+    targets = torch.tensor(trace.token_ids[1:], dtype=torch.long)  # [T-1]
+    n, step = len(targets), 256  # positions unembedded at a time: a FULL trace derives its logits
+    losses = [F.cross_entropy(trace.at("logits", slice(i, min(i + step, n)))[0], targets[i:i + step],  # [≤ 256, V]
+                              reduction="none") for i in range(0, n, step)]
+    return torch.cat(losses) if losses else torch.zeros(0)  # [T-1]
 
 
-def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, float]]:
+def changed_most(before: Trace, after: Trace, k: int = 10, model: GPT2 | None = None) -> list[tuple[str, float]]:
     """The k tensors stored in both runs, other than those intervened on, whose values moved most,
     as (name, ‖after − before‖ / ‖before‖), largest first. Tensors computed before the intervention
     are equal bit for bit, so only later ones appear. Derived names (the attention pattern, LayerNorm
     outputs, ...) are left out: each is a function of stored ones that moved, and deriving them all for
-    two runs cost seconds on every view."""
+    two runs cost seconds on every view. But the logits, which FULL derives, are measured given the
+    `model`, from the final LayerNorm's outputs without unembedding them (logits_moved)."""
     moved = []
     for name in after.names:
         if (name in after.tensors and name in before.tensors and name not in after.intervened
@@ -210,6 +220,11 @@ def changed_most(before: Trace, after: Trace, k: int = 10) -> list[tuple[str, fl
             a, b = after[name].float(), before[name].float()
             if not torch.equal(a, b):
                 moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))
+    if model is not None and all("logits" in t.derived and "ln_f.out" in t for t in (before, after)) \
+            and before.rows == after.rows:
+        change = logits_moved(model, before, after["ln_f.out"][0])
+        if change != 0:
+            moved.append(("logits", change))
     return sorted(moved, key=lambda m: -m[1])[:k]
 
 
@@ -324,7 +339,7 @@ def patch(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int] | None =
         raise ValueError(f"patching needs texts of equal length in tokens: {len(clean_ids)} and {len(corrupt_ids)}")
     cfg, T = model.config, len(clean_ids)
     source = patch_sources(model, clean_ids)
-    clean_logits = source["logits"][0, -1]  # [V]
+    clean_logits = source.at("logits", -1)[0]  # [V]
     corrupt_logits = last_logits(model, corrupt_ids, ())[0]  # [V]
     answers = answers or default_answers(clean_logits, corrupt_logits)
     m_a, m_b = float(logit_diff(clean_logits, answers)), float(logit_diff(corrupt_logits, answers))
@@ -363,10 +378,11 @@ def ablation_report(model: GPT2, ids, target: Target, method: str, k: int = 5) -
             "top_before": _top(p_before, k), "top_after": _top(p_after, k),
             "top_token": {"id": top, "token": readable(top), "prob_before": _finite(p_before[top]),
                           "prob_after": _finite(p_after[top]),
-                          "logit_change": _finite(after["logits"][0, -1, top] - before["logits"][0, -1, top])},
+                          "logit_change": _finite(after.at("logits", -1)[0, top] - before.at("logits", -1)[0, top])},
             "loss_before": _finite(loss_before.mean()) if len(ids) > 1 else None,
             "loss_after": _finite(loss_after.mean()) if len(ids) > 1 else None,
-            "changed_most": [{"name": n, "relative_change": _finite(c)} for n, c in changed_most(before, after, k)]}
+            "changed_most": [{"name": n, "relative_change": _finite(c)}
+                             for n, c in changed_most(before, after, k, model)]}
 
 
 def patching_report(model: GPT2, clean_ids, corrupt_ids, batch: int = 16) -> dict:

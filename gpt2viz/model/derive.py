@@ -1,11 +1,14 @@
-"""Names a trace derives on demand instead of storing them (schema.DERIVED).
+"""Names a trace derives on demand instead of storing them (schema.derived_in).
 
 Each is a pure function of names the forward pass records, computed with the very functions
 `gpt2.py` runs, so a derived tensor equals the one the forward pass computed: the attention
 scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
 LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
-bias, references to the model's parameters), the GELU from `mlp.pre` (the config's own), `resid_mid` from `resid_pre +
-attn.out`. A recording of names that include a derived one records its sources instead, but for a
+bias, references to the model's parameters), the GELU from `mlp.pre` (the config's own),
+`resid_mid` from `resid_pre + attn.out`. And FULL's logits from `ln_f.out`, which the forward
+pass then never computes: a position alone or all of them, in blocks of 32 positions
+(gpt2.unembed_rows), equal to a product of all at once up to the matrix library's rounding (they
+were bit for bit here). A recording of names that include a derived one records its sources instead, but for a
 name the run intervenes on (interventions.py): that one is stored after the intervention, as the
 model carried on with it, and what derives from it is then derived from those values.
 """
@@ -16,8 +19,8 @@ from fnmatch import fnmatchcase
 import torch
 
 from ..spec.config import GPT2Config
-from ..spec.schema import CACHED_MODES, DERIVED, Mode, block_name, recorded_names
-from .gpt2 import GPT2, activation, attention_scores, causal_mask, causal_softmax, normalize, scale_shift
+from ..spec.schema import CACHED_MODES, Mode, block_name, derived_in, recorded_names
+from .gpt2 import GPT2, activation, attention_scores, causal_mask, causal_softmax, normalize, scale_shift, unembed_rows
 from .trace import Derivation
 
 STREAM = {"ln1": "resid_pre", "ln2": "resid_mid", "ln_f": "resid_post"}  # what each LayerNorm reads
@@ -43,6 +46,8 @@ def _sources(name: str, cfg: GPT2Config, mode: Mode) -> tuple[str, ...]:
         return (prefix + "resid_pre", prefix + "attn.out")
     if short == "mlp.post":
         return (prefix + "mlp.pre",)
+    if short == "logits":
+        return ("ln_f.out",)
     if part == "normalized":
         stream = block_name("resid_post", cfg.n_layer - 1) if group == "ln_f" else prefix + STREAM[group]
         return (stream, f"{prefix}{group}.mean", f"{prefix}{group}.var")
@@ -77,6 +82,9 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
         return torch.add
     if short == "mlp.post":
         return activation(model.config)  # the checkpoint's: GPT-2's tanh form, or nanoGPT's exact GELU
+    if short == "logits":
+        w_u = model.unembedding.detach()  # the model's own W_U [V, d]
+        return lambda z: unembed_rows(z, w_u)
     if part == "normalized":
         eps = model.config.layer_norm_epsilon
         return lambda x, mean, var: normalize(x, mean, var, eps)
@@ -91,11 +99,21 @@ def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
     not one stored itself (a run that intervened on it keeps what it recorded)."""
     out: dict[str, Derivation] = {}
     for name in recorded_names(model.config, mode):
-        if _split(name)[1] in DERIVED and name not in stored:
+        if derived_in(_split(name)[1], mode) and name not in stored:
             sources = _sources(name, model.config, mode)
             if all(s in stored or s in out for s in sources):
-                out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode))
+                out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode),
+                                       _positions(name, model))
     return out
+
+
+def _positions(name: str, model: GPT2):
+    """For the logits: a function (trace, positions) computing only `[:, positions]`, on the grid
+    the whole is computed on (gpt2.unembed_rows), so the part equals the same rows of the whole."""
+    if name != "logits":
+        return None
+    w_u = model.unembedding.detach()
+    return lambda trace, positions: unembed_rows(trace["ln_f.out"], w_u, positions)
 
 
 def to_record(cfg: GPT2Config, mode: Mode, names=None, keep=()) -> frozenset[str]:
@@ -107,7 +125,7 @@ def to_record(cfg: GPT2Config, mode: Mode, names=None, keep=()) -> frozenset[str
     kept, todo = set(), list(asked)
     while todo:
         name = todo.pop()
-        if _split(name)[1] in DERIVED and name not in keep:
+        if derived_in(_split(name)[1], mode) and name not in keep:
             todo += _sources(name, cfg, mode)
         else:
             kept.add(name)

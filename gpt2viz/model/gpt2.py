@@ -203,6 +203,32 @@ class Block(nn.Module):
         return rec(p + "resid_post", x + delta_mlp), present  # x_{n+1} [B, T, d]
 
 
+# ---------------------------------------------------------------------------- the unembedding
+LOGIT_ROWS = 32  # positions a derived unembedding multiplies at a time
+
+
+def unembed_rows(z: torch.Tensor, w_u: torch.Tensor, positions: slice = slice(None)) -> torch.Tensor:
+    """The logits [B, n, V] of `positions` (a slice, step 1) of the final LayerNorm's output z [B, T, d],
+    as a FULL trace derives them: LOGIT_ROWS positions at a time, on a fixed grid (rows 0-31,
+    32-63, ...), each block copied to memory of its own. The matrix library rounds a product by its
+    shape, its operands' alignment and its threads, so a position read alone equals the same
+    position of the whole (on the same threads) only when both are computed this way. A page that
+    reads one position pays for one block of 32 (about 35 ms on gpt2 on one core), not for all T
+    (0.24 s at 200 tokens)."""
+    start, stop, step = positions.indices(z.shape[1])
+    if step != 1:
+        raise ValueError("unembed_rows takes a slice of consecutive positions")
+    if stop <= start:
+        return z.new_empty(z.shape[0], 0, w_u.shape[0])  # [B, 0, V]
+    first = start - start % LOGIT_ROWS
+    blocks = [F.linear(z[:, a:a + LOGIT_ROWS].clone(), w_u)  # [B, ≤ 32, V]; clone: a fresh, aligned copy
+              for a in range(first, stop, LOGIT_ROWS)]
+    rows = torch.cat(blocks, dim=1)  # [B, whole blocks, V]
+    if rows.shape[1] == stop - start:
+        return rows
+    return rows[:, start - first:stop - first].clone()  # [B, n, V]: not a view that holds the whole blocks
+
+
 # ---------------------------------------------------------------------------- the model
 class GPT2(nn.Module):
     """forward(ids, past) -> (logits, present), as in openai/gpt-2: a past of P cached positions
@@ -223,7 +249,7 @@ class GPT2(nn.Module):
             self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
 
     def forward(self, ids: torch.Tensor, rec: Recorder | None = None, *, past=None, use_cache: bool = False,
-                drop=no_dropout, last_only: bool = False):
+                drop=no_dropout, last_only: bool = False, unembed: bool = True):
         rec = rec if rec is not None else Recorder.off()
         B, T = ids.shape
         P = 0 if past is None else past[0][0].shape[2]
@@ -232,13 +258,14 @@ class GPT2(nn.Module):
         tok = rec("embed.tok", self.wte(ids))  # [B, T, d]
         pos = rec("embed.pos", self.wpe(torch.arange(P, P + T)))  # [T, d]
         x = drop(rec, "embed.dropout_mask", rec("embed.out", tok + pos))  # [B, T, d]
-        return self.resume(x, 0, rec, past=past, use_cache=use_cache, drop=drop, last_only=last_only)
+        return self.resume(x, 0, rec, past=past, use_cache=use_cache, drop=drop, last_only=last_only, unembed=unembed)
 
     def resume(self, x: torch.Tensor, start: int, rec: Recorder | None = None, *, past=None, use_cache: bool = False,
-               drop=no_dropout, last_only: bool = False):
+               drop=no_dropout, last_only: bool = False, unembed: bool = True):
         """The rest of forward from the stream `x` [B, T, d] entering block `start` (its resid_pre; the
         last block's resid_post for start = n_layer): what a run that changes nothing before block
-        `start` computes, without computing the blocks before it again."""
+        `start` computes, without computing the blocks before it again. `unembed` False stops at the
+        final LayerNorm (logits None): a FULL trace derives its logits when a page reads them."""
         rec = rec if rec is not None else Recorder.off()
         presents = [None] * start
         for i in range(start, len(self.h)):  # each block records under the prefix block_name("", i) = "blocks.{i}."
@@ -248,7 +275,7 @@ class GPT2(nn.Module):
         x = self.ln_f(x, rec, "ln_f.")  # [B, T, d]
         if last_only:
             x = x[:, -1:]  # [B, 1, d]
-        logits = rec("logits", F.linear(x, self.unembedding))  # [B, T, V]
+        logits = rec("logits", F.linear(x, self.unembedding)) if unembed else None  # [B, T, V]
         return logits, (presents if use_cache else None)
 
     @property

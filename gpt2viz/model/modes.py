@@ -98,7 +98,7 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
                  f"caching the {ids.shape[1] - 1:,} tokens before: block 0" if cached else "the new token: block 0")
     with torch.no_grad():
         if mode is Mode.FULL:
-            model(ids, rec)
+            model(ids, rec, unembed="logits" in stored)  # else derived from ln_f.out when read (derive.py)
             P, T = 0, ids.shape[1]
         elif mode is Mode.PREFILL:
             model(ids, rec, use_cache=True, last_only=True)
@@ -199,12 +199,14 @@ def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grad
 
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
     """The trace of a run: what `rec` stored, and every name derivable from it. Derived tensors
-    are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values)."""
+    are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values), and in
+    FULL one position's logits (B · V more: the one a page reads)."""
     rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
     derived = derivations(model, mode, rec.tensors)
     order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
     tokens = tuple(readable_tokens(rows[0], vocabulary_of(model)))  # the pages' forms, in the model's vocabulary
     return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tokens,
                  P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
-                 derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
+                 derived_cache_bytes=(2 * model.config.n_head * T * (P + T)
+                                      + (model.config.vocab_size if mode is Mode.FULL else 0)) * ids.shape[0] * 4,
                  intervened=tuple(dict.fromkeys(rec.intervened)))

@@ -31,6 +31,8 @@ class Derivation(NamedTuple):
     compute: Callable[..., torch.Tensor]  # called with the sources' tensors, in order
     # (trace, head, queries) -> the tensor indexed [:, head, queries], computing only that part
     part: Callable[["Trace", int | slice, slice], torch.Tensor] | None = None
+    # (trace, positions) -> the tensor indexed [:, positions] (a slice), computing only those (the logits)
+    positions: Callable[["Trace", slice], torch.Tensor] | None = None
 
 
 def _bytes(t: torch.Tensor) -> int:
@@ -152,6 +154,19 @@ class Trace:
                 return (self[name] if whole is None else whole)[:, head, queries]
             key = (name, head if isinstance(head, int) else _slice_key(head), _slice_key(queries))
             return self._cached(key, lambda: how.part(self, head, queries))
+
+    def at(self, name: str, positions: int | slice) -> torch.Tensor:
+        """`self[name][:, positions]` of a [B, T, ...] name (an int drops the axis, as indexing does);
+        of a derived name that can (FULL's logits), computed (and cached) for those positions alone."""
+        span = positions if isinstance(positions, slice) else slice(positions, positions + 1 or None)
+        how = self.derived.get(name)
+        with self._lock:
+            whole = self.tensors.get(name, self._cache.get(name))
+            if whole is not None or how is None or how.positions is None:
+                part = (self[name] if whole is None else whole)[:, span]
+            else:
+                part = self._cached((name, _slice_key(span)), lambda: how.positions(self, span))
+        return part if isinstance(positions, slice) else part[:, 0]
 
     # ------------------------------------------------------------------ safetensors
     def metadata(self) -> dict[str, str]:

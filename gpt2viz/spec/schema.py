@@ -203,6 +203,16 @@ CACHE = frozenset({"attn.k_cache", "attn.v_cache"})
 DERIVED = frozenset({"resid_mid", "attn.scores", "attn.pattern", "mlp.post"}
                     | {f"{ln}.{part}" for ln in ("ln1", "ln2", "ln_f") for part in ("normalized", "out")})
 VIEWS = frozenset({"attn.q", "attn.k", "attn.v", "attn.merged"})
+
+
+def derived_in(short: str, mode) -> bool:
+    """Whether a trace of `mode` derives `short` instead of storing it: the DERIVED names in every
+    mode, and FULL's logits, from the final LayerNorm's output when a page reads them (a third of a
+    full run's work and a quarter of its bytes on gpt2; most pages read one position). TRAINING needs
+    every position's logits for its loss; PREFILL and DECODE compute one position's."""
+    return short in DERIVED or (short == "logits" and Mode.parse(mode) is Mode.FULL)
+
+
 NOT_RECORDED = frozenset({"ids", "positions"})  # inputs the pages name, never recorded
 TOP_LEVEL = frozenset(TOP_NAMES + FINAL_NAMES + LOSS_NAMES) | NOT_RECORDED
 
@@ -274,7 +284,7 @@ def owns_storage(name: str, cfg: GPT2Config, mode, P: int = 1, dropout: bool = T
     if name.startswith("grad.blocks."):
         return not name.endswith(".resid_pre") or name == "grad." + block_name("resid_pre", 0)
     short = name.split(".", 2)[2] if name.startswith("blocks.") else name
-    if short in DERIVED or (short in VIEWS and not (short == "attn.merged" and mode is Mode.TRAINING)):
+    if derived_in(short, mode) or (short in VIEWS and not (short == "attn.merged" and mode is Mode.TRAINING)):
         return False
     if short == "resid_pre":
         return name == block_name("resid_pre", 0) and recorded_in("embed.dropout_mask", cfg, mode, dropout)

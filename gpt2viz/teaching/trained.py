@@ -57,7 +57,7 @@ def measure(model: GPT2, repeat: Prompt, pair: Prompt) -> Measured:
     trace = run(model, ids, Mode.FULL, names=["blocks.*.attn.pattern", "blocks.*.attn.out", "blocks.*.resid_pre",
                                               "blocks.*.resid_post", "ln_f.var", "blocks.*.mlp.out", "embed.out",
                                               "blocks.*.attn.z", "logits"])
-    probs = torch.softmax(trace["logits"][0, -1].double(), -1)  # [V]
+    probs = torch.softmax(trace.at("logits", -1)[0].double(), -1)  # [V]
     answer = int(probs.argmax())
     rows = score_patterns([trace[f"blocks.{b}.attn.pattern"][0] for b in range(cfg.n_layer)], ids)
 

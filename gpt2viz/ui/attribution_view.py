@@ -59,7 +59,7 @@ def controls(sel: Selection, trace: Trace) -> tuple[int | None, int | None, int,
 
 
 def likeliest(sel: Selection, trace: Trace, position: int, k: int = 5) -> None:
-    top = trace["logits"][0, position].softmax(-1).topk(k)
+    top = trace.at("logits", position)[0].softmax(-1).topk(k)
     st.caption(say.likeliest(position, code_span(trace.tokens[position]),
                              [(shown(int(i)), float(p)) for p, i in zip(*top)]))
 
@@ -133,7 +133,7 @@ def runner_up(sel: Selection, trace: Trace, a: Attribution) -> Attribution | Non
     """The answer against the likeliest other token, where no second token was given."""
     if a.versus is not None:
         return None
-    top2 = trace["logits"][0, a.position].topk(2).indices.tolist()
+    top2 = trace.at("logits", a.position)[0].topk(2).indices.tolist()
     other = top2[1] if top2[0] == a.answer else top2[0]
     return attribution(sel, trace, a.answer, other, a.position)
 

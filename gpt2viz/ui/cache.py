@@ -331,7 +331,11 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
     or what `names` needs, each at its own size), and while it computes, twice the largest tensor
     it computes (the logits; with a backward pass that records the embedding's gradient, that one:
-    a gradient is computed only when it is recorded). A training run with a backward pass (one that
+    a gradient is computed only when it is recorded). Outside training, where that is no longer the
+    logits (FULL derives them), half the stored bytes more and the matrix library's copy of a weight
+    matrix: the forward pass's temporaries and the gaps the allocator leaves between the stored
+    tensors (a FULL run measured 20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024 tokens,
+    for 13, 50 and 405 MiB stored). A training run with a backward pass (one that
     records a gradient; `backward` True for a caller that runs its own) also holds every activation
     once more (the written-out scores and pattern included), which autograd keeps for it, the loss's
     log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's
@@ -355,6 +359,8 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
         backward = mode is Mode.TRAINING and (stored is None or any(n.startswith("grad.") for n in stored))
     working = 2 * max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
                       (stored is None or n in stored))  # a gradient is computed only when it is recorded
+    if mode is not Mode.TRAINING:  # FULL computes no logits: its largest (the MLP's) no longer covers the rest
+        working += kept // 2 + 4 * cfg.n_embd * cfg.d_mlp  # the forward's temporaries, the allocator's gaps
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
         working += 2 * sizes["logits"] + 2 * 4 * cfg.n_embd * cfg.d_mlp  # float32 values
@@ -362,6 +368,15 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
         patterns = [n for name, n in sizes.items() if name.endswith((".attn.scores", ".attn.pattern"))]
         working += sum(patterns) + 2 * max(patterns)  # and a block's dropout draw and dropped copy
     return kept + working
+
+
+def unembedding_run_bytes(weights: LoadedModel, n_tokens: int) -> int:
+    """What a forward pass that unembeds all `n_tokens` positions itself holds at its peak (a
+    knock-out's, a sweep's row, a patching's, which call the model rather than `run`): a FULL
+    run's, with its logits held once and twice more while they are computed. (A FULL trace derives
+    its logits when a page reads them, so `run_bytes` of one that asks for them counts none.)"""
+    sizes, _ = _tensor_bytes_of(weights.model.config, n_tokens, Mode.FULL)
+    return run_bytes(weights, n_tokens, Mode.FULL, ("logits",)) + 3 * sizes["logits"]
 
 
 def records_everything(weights: LoadedModel, n_tokens: int, mode: Mode, cache: TraceCache | None = None) -> bool:
@@ -516,6 +531,6 @@ def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, tempe
 def decode_check(weights: LoadedModel, ids: tuple[int, ...], progress: Progress | None = None) -> float:
     """Largest |DECODE logits − FULL last-position logits| on this text (rounding only, if the
     cache is right), from the two runs in the trace cache: a student in either mode has one already."""
-    logits = [get_trace(weights, ids, mode, weights.seed, ("logits",), progress=progress)["logits"][0, -1]  # [V]
+    logits = [get_trace(weights, ids, mode, weights.seed, ("logits",), progress=progress).at("logits", -1)[0]  # [V]
               for mode in (Mode.FULL, Mode.DECODE)]
     return float((logits[0] - logits[1]).abs().max())

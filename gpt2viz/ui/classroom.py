@@ -36,7 +36,7 @@ def shown_distribution(trace: Trace, temperature: float, top_k: int | None,
                        top_p: float | None = None) -> torch.Tensor:
     """What the page shows as probabilities [V]: the distribution sampled from, or, for greedy
     decoding (temperature 0, a one-hot choice), the model's own softmax."""
-    logits = trace["logits"][0, -1]  # [V]
+    logits = trace.at("logits", -1)[0]  # [V]
     sampled = temperature > 0
     return distribution(logits, temperature if sampled else 1.0, top_k if sampled else None,
                         top_p if sampled else None)

@@ -44,9 +44,9 @@ def live_checks(sel: Selection) -> None:
     with st.spinner("Running your text once in full (the checks are graded against this run)…"):
         clean = clean_trace(sel)
     key = run_key(sel)
-    asked = checks(sel.ids, clean["logits"][0, -1], clean.get("attn.pattern", sel.block)[0], sel.block, key,
+    asked = checks(sel.ids, clean.at("logits", -1)[0], clean.get("attn.pattern", sel.block)[0], sel.block, key,
                    random=sel.weights.random)
-    top = int(clean["logits"][0, -1].argmax())
+    top = int(clean.at("logits", -1)[0].argmax())
     asked.append(knockout_check(top, sel.block, sel.head, key))
     attributed = full_trace(sel)
     a = attribution(sel, attributed, top, None, attributed.T - 1)

@@ -21,6 +21,6 @@ def residual_norm_series(trace: Trace) -> tuple[list[str], torch.Tensor]:
 
 
 def top_next_tokens(trace: Trace, k: int = 10, position: int = -1) -> tuple[list[float], list[str]]:
-    probs = torch.softmax(trace["logits"][0, position].double(), dim=-1)  # [V], float64: the digits shown are exact
+    probs = torch.softmax(trace.at("logits", position)[0].double(), dim=-1)  # [V], float64: the digits shown are exact
     top = probs.topk(k)
     return top.values.tolist(), [readable(int(i)) for i in top.indices]

@@ -16,7 +16,7 @@ from ..model.trace import Trace
 from ..spec.schema import Mode
 from ..teaching import paths_text
 from .anatomy import plot, random_note
-from .cache import get_trace, run_bytes, trace_cache
+from .cache import get_trace, trace_cache, unembedding_run_bytes
 from .layout import wide_table
 from .links import anchor
 from .state import Selection, locked
@@ -57,7 +57,7 @@ def answer(sel: Selection, trace: Trace) -> tuple[int, int | None, int]:
     if error:
         st.warning(error, icon=":material/edit:")
         st.stop()
-    return (int(trace["logits"][0, position].argmax()) if chosen is None else chosen), versus, position
+    return (int(trace.at("logits", position)[0].argmax()) if chosen is None else chosen), versus, position
 
 
 def _estimate(sel: Selection, n_tokens: int) -> int:
@@ -66,7 +66,7 @@ def _estimate(sel: Selection, n_tokens: int) -> int:
     cfg = sel.config
     rows = max(1, ROW_POSITIONS // max(n_tokens, 1))
     return (min(rows * n_tokens, ROW_POSITIONS) * (cfg.d_mlp + 6 * cfg.n_embd) * 4 + rows * cfg.vocab_size * 4
-            + run_bytes(sel.weights, n_tokens, Mode.FULL, ("logits",)))
+            + unembedding_run_bytes(sel.weights, n_tokens))
 
 
 def paths(sel: Selection, trace: Trace, sender: str, answer: int, versus: int | None, position: int,

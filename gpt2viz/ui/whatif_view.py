@@ -32,7 +32,7 @@ from ..teaching import whatif_text as say
 from ..teaching.prompts import DEMO_REPEAT
 from . import present
 from .anatomy import plot, text_notes
-from .cache import get_trace, heavy_for, records_everything, run_bytes, trace_cache
+from .cache import get_trace, heavy_for, records_everything, trace_cache, unembedding_run_bytes
 from .caps import sweep_refused
 from .state import Selection, default_text_b, locked, number
 from .text import code_span
@@ -173,7 +173,7 @@ def knocked_out(sel: Selection, target: Target, method: str, clean: Trace) -> Kn
     with working(say.running_knocked(target.block, sel.config.n_layer - 1, target.label)) as progress:
         return trace_cache().get_or_compute(
             key, lambda: knockout_from(sel.weights.model, clean, target, method, everywhere, progress.step),
-            progress=progress, estimate=run_bytes(sel.weights, len(sel.ids), Mode.FULL, ("logits",)),
+            progress=progress, estimate=unembedding_run_bytes(sel.weights, len(sel.ids)),
             heavy=heavy_for(len(sel.ids)))
 
 
@@ -185,13 +185,13 @@ def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) 
     with working(say.unembedding(len(sel.ids))):
         return trace_cache().get_or_compute(
             key, lambda: Grid(loss_from(sel.weights.model, knocked.final, sel.ids)),
-            estimate=run_bytes(sel.weights, min(len(sel.ids), 256), Mode.FULL, ("logits",)),
+            estimate=unembedding_run_bytes(sel.weights, min(len(sel.ids), 256)),
             heavy=heavy_for(len(sel.ids))).values
 
 
 def rows_per_run(sel: Selection, n_tokens: int, most: int) -> int:
     """How many rows a batched run may have: at most `most`, within 1/SWEEP_SHARE of the budget."""
-    per_row = run_bytes(sel.weights, n_tokens, Mode.FULL, ("logits",))
+    per_row = unembedding_run_bytes(sel.weights, n_tokens)
     return max(1, min(most, trace_cache().budget // SWEEP_SHARE // per_row))
 
 
@@ -213,8 +213,8 @@ def sweep_grid(sel: Selection, part: str, method: str, token: int, clean: Trace 
         values = sweep(sel.weights.model, list(sel.ids), part, method, token, batch,
                        _progress(say.sweeping(n, part)), clean, partial)
         return Grid(values)
-    return trace_cache().get_or_compute(key, compute, estimate=batch * run_bytes(sel.weights, len(sel.ids),
-                                                                                  Mode.FULL, ("logits",)), heavy=True)
+    estimate = batch * unembedding_run_bytes(sel.weights, len(sel.ids))
+    return trace_cache().get_or_compute(key, compute, estimate=estimate, heavy=True)
 
 
 def patching(sel: Selection, ids_b: tuple[int, ...], answers: tuple[int, int]) -> Patching:
@@ -223,7 +223,7 @@ def patching(sel: Selection, ids_b: tuple[int, ...], answers: tuple[int, int]) -
     return trace_cache().get_or_compute(
         key, lambda: patch(sel.weights.model, sel.ids, ids_b, answers, batch=batch,
                            progress=_progress("Patching A into B")),
-        estimate=batch * run_bytes(sel.weights, len(ids_b), Mode.FULL, ("logits",)), heavy=True)
+        estimate=batch * unembedding_run_bytes(sel.weights, len(ids_b)), heavy=True)
 
 
 def requested(key: tuple, pressed: bool) -> bool:
@@ -343,7 +343,7 @@ def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
 def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:
     """The metric's token pair, URL-bound: one of A's 10 most likely next tokens against one of B's;
     by default A's top token against B's (B's best other one when both have the same top)."""
-    default = default_answers(a["logits"][0, -1], b["logits"][0, -1])
+    default = default_answers(a.at("logits", -1)[0], b.at("logits", -1)[0])
     cols = st.columns(2)
     chosen = []
     for col, trace, token, key, label in zip(cols, (a, b), default, ("answer_a", "answer_b"),

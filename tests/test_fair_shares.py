@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpt2viz.server.trace_cache import TraceCache
+from gpt2viz.server.trace_cache import TraceCache, view_asked
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_links import run  # noqa: E402
@@ -90,6 +90,75 @@ def test_runs_waiting_for_a_slot_start_in_the_order_they_asked():
     for t in threads:
         t.join(10)
     assert order[:5] == [0, 1, 2, 3, 4] and order.count("late") == 5
+    assert cache.running == 0 and not cache._line
+
+
+def test_a_views_second_run_keeps_the_views_place_in_line():
+    """A page that computes two runs (About: full, then decode) waits in line from when its view was
+    asked: its second run starts before the runs of views asked after it, not behind them (it waited
+    in line twice, and its view was the class's slowest, 5-9 s)."""
+    cache = cache_of(1000 * MIB, max_runs=1)
+    busy, order, threads = Blocked(), [], []
+    threads.append(start(cache, "busy", busy, 10 * MIB))
+    assert busy.started.wait(5)
+    first_run_done = threading.Event()
+
+    def about():  # a view asked now: its first run waits for the busy slot, its second asks after that
+        with view_asked():
+            cache.get_or_compute("about full", lambda: order.append("about full") or Small(), 10 * MIB)
+            first_run_done.set()
+            time.sleep(0.2)  # the page draws between its runs; the others are in line meanwhile
+            cache.get_or_compute("about decode", lambda: order.append("about decode") or Small(), 10 * MIB)
+    threads.append(threading.Thread(target=about, daemon=True))
+    threads[-1].start()
+    while not cache._line:
+        time.sleep(0.01)
+    others = [Blocked() for _ in range(3)]
+    for i, blocked in enumerate(others):  # three views asked after About's: in line before its second run asks
+        threads.append(start(cache, f"later {i}", lambda i=i, b=blocked: order.append(f"later {i}") or b(), 10 * MIB))
+    while len(cache._line) < 4:
+        time.sleep(0.01)
+    busy.release.set()
+    assert first_run_done.wait(5)
+    assert others[0].started.wait(5)  # the first later view took the slot while About drew
+    while len(cache._line) < 3:  # About's second run in line, with the two other later views
+        time.sleep(0.01)
+    for blocked in others:
+        blocked.release.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["about full", "later 0", "about decode", "later 1", "later 2"]
+    assert cache.running == 0 and not cache._line
+
+
+def test_a_short_run_passes_a_longer_one_that_asked_shortly_before_it_and_no_more():
+    """Shorter runs first, within a bound: a run waits in line as if its view asked estimate / LINE_RATE
+    seconds later, at most LINE_SHIFT_S. A short view asked just after a long run goes first; one asked
+    more than LINE_SHIFT_S after it does not (a long text waits at most that much longer)."""
+    from gpt2viz.server.trace_cache import LINE_RATE, LINE_SHIFT_S
+
+    cache = cache_of(1000 * MIB, max_runs=1)
+    busy, order, threads = Blocked(), [], []
+    threads.append(start(cache, "busy", busy, 1 * MIB))
+    assert busy.started.wait(5)
+    now = time.perf_counter()
+    long_estimate = int(2 * LINE_SHIFT_S * LINE_RATE)  # its shift capped at LINE_SHIFT_S
+
+    def ask(name: str, at: float, estimate: int):
+        def view():
+            with view_asked(at):
+                cache.get_or_compute(name, lambda: order.append(name) or Small(), estimate)
+        threads.append(threading.Thread(target=view, daemon=True))
+        threads[-1].start()
+        while not any(t[1] == estimate and t[0][0] >= at for t in cache._line):  # in line before the next asks
+            time.sleep(0.01)
+    ask("long", now, long_estimate)
+    ask("short, just after", now + 0.5, 1 * MIB)
+    ask("short, long after", now + LINE_SHIFT_S + 0.5, 2 * MIB)
+    busy.release.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["short, just after", "long", "short, long after"]
     assert cache.running == 0 and not cache._line
 
 

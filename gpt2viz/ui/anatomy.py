@@ -45,7 +45,8 @@ OUR_CODE = {"embed": [gpt2_model.GPT2.forward], "embed.tok": [gpt2_model.GPT2.fo
             "block.attn.heads": [gpt2_model.Attention.forward, gpt2_model.causal_mask],
             "block.attn.merge": [gpt2_model.Attention.forward], "block.mlp": [gpt2_model.MLP.forward],
             "block.mlp.fc": [gpt2_model.Conv1D.forward], "block.mlp.gelu": [gpt2_model.gelu_new],
-            "block.mlp.proj": [gpt2_model.Conv1D.forward], "unembed": [gpt2_model.GPT2.forward],
+            "block.mlp.proj": [gpt2_model.Conv1D.forward],
+            "unembed": [gpt2_model.GPT2.resume, gpt2_model.unembed_rows],  # full mode: the second, when read
             "model": [gpt2_model.GPT2.forward]}
 
 PAPERS = {

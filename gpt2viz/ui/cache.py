@@ -30,7 +30,7 @@ from ..model.trace import Trace
 from ..model.weights import checkpoint_config, find_hf_checkpoints, meta_model, params_bytes
 from ..server.model_cache import ModelCache
 from ..server.shared_runs import SharedRuns
-from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib
+from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCache, mib, view_asked
 from ..server.trace_cache import log as run_log
 from ..server.turnstile import Turnstile
 from ..spec import costs
@@ -223,12 +223,12 @@ DRAWING = Turnstile(drawing_width())  # the pages drawn at once; a run steps asi
 
 @contextlib.contextmanager
 def script_running():
-    """Around a session's script run (app.py): `run_threads` counts the pages being drawn, and the page is
-    drawn when its turn comes (DRAWING)."""
+    """Around a session's script run (app.py): `run_threads` counts the pages being drawn, the page is
+    drawn when its turn comes (DRAWING), and every run it asks for waits in line from now (view_asked)."""
     with _scripts_lock:
         _scripts[0] += 1
     try:
-        with DRAWING.turn():
+        with view_asked(), DRAWING.turn():
             yield
     finally:
         with _scripts_lock:

@@ -5,6 +5,9 @@ For T = 64, 256 and 1024 tokens, in one process, with torch.no_grad():
 
   ours FULL          gpt2viz.model.modes.run(model, ids, "full"): every name available, returned as
                      a Trace (the scores and pattern of every head derivable per block on demand)
+                     (full mode derives its logits when they are read: this run computes none)
+  ours FULL + logits the same run, then every position's logits read (trace["logits"]): the work
+                     transformers does, the unembedding in blocks of 32 positions as a trace derives it
   ours FULL names=() the same run recording nothing (for interest)
   transformers sdpa  GPT2LMHeadModel(input_ids, use_cache=False): the baseline; sdpa is
                      transformers' default attention implementation
@@ -68,6 +71,7 @@ CASES = {  # key -> label, in table order
     "sdpa": "transformers sdpa (baseline)",
     "eager": "transformers eager",
     "full": "ours FULL, everything",
+    "logits": "ours FULL + every logit read",
     "off": "ours FULL, names=()",
     "tl": "TransformerLens run_with_cache",
 }
@@ -133,6 +137,8 @@ def case_fn(key: str, models: dict, ids: torch.Tensor):
     if key in ("full", "off"):
         names = None if key == "full" else ()
         return lambda: run(models["ours"], ids, "full", names=names)  # a Trace
+    if key == "logits":
+        return lambda: run(models["ours"], ids, "full")["logits"]  # [1, T, V], derived from ln_f.out
     if key == "tl":
         return lambda: models["tl"].run_with_cache(ids)  # (logits, ActivationCache)
     return lambda: models[key](input_ids=ids, use_cache=False)  # logits only
@@ -203,7 +209,7 @@ def memory_child(key: str, T: int) -> None:
     models = {"ours": ours}
     if key == "tl":
         models["tl"] = tl_bridge(ours)
-    elif key not in ("full", "off"):
+    elif key not in ("full", "off", "logits"):
         models[key] = hf_model(ours, key)[0]
     out = {}
     with torch.no_grad():

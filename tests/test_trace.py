@@ -6,7 +6,7 @@ from safetensors.numpy import load_file
 from together import together
 
 from gpt2viz.model.modes import Mode, run
-from gpt2viz.model.trace import Trace
+from gpt2viz.model.trace import AT_KEPT, Trace
 
 IDS = [15496, 995, 11, 314]
 
@@ -62,17 +62,19 @@ def test_derived_cache_holds_one_blocks_scores_and_pattern(tiny):
 
 def test_full_derives_its_logits_a_position_at_a_time(tiny):
     """FULL stores no logits: the forward pass stops at ln_f, and a page that reads one position
-    computes (and caches) that one; the cache holds it beside a block's scores and pattern."""
+    computes that one and keeps it, apart from the derived cache (other lookups do not push it out)."""
     t = run(tiny, IDS, "full")
-    assert "logits" not in t.tensors and "logits" in t.names and t.derived_cache_bytes == (2 * 4 * 4 * 4 + 50257) * 4
+    assert "logits" not in t.tensors and "logits" in t.names and t.derived_cache_bytes == 2 * 4 * 4 * 4 * 4
     last = t.at("logits", -1)  # [1, V]
     assert t.at("logits", -1).data_ptr() == last.data_ptr() and last.shape == (1, 50257)  # cached
     assert last.untyped_storage().nbytes() == 50257 * 4  # its own memory, not a view of its block of rows
     whole = t["logits"]  # [1, T, V]
     assert all(torch.equal(t.at("logits", p), whole[:, p]) for p in range(-4, 4))  # on one grid: bit for bit
     assert torch.equal(t.at("logits", slice(1, 3)), whole[:, 1:3])
-    t.get("attn.pattern", 0)
-    assert t.nbytes - run(tiny, IDS, "full").nbytes <= t.derived_cache_bytes
+    t.get("attn.pattern", 0), t["ln_f.out"], t.get("attn.pattern", 1)  # the derived cache turns over
+    assert t.at("logits", -1).data_ptr() == last.data_ptr() and t.at("logits", 3).data_ptr() == last.data_ptr()
+    held = len(t._at) * 50257 * 4  # the positions read alone, each kept once (-1 is 3), at most AT_KEPT
+    assert len(t._at) == AT_KEPT == 4 and t.nbytes - run(tiny, IDS, "full").nbytes <= t.derived_cache_bytes + held
     stored = run(tiny, IDS, "training")  # computes every position's logits for its loss: stored
     assert "logits" in stored.tensors and torch.equal(stored.at("logits", -1), stored["logits"][:, -1])
 

@@ -199,14 +199,12 @@ def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grad
 
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:
     """The trace of a run: what `rec` stored, and every name derivable from it. Derived tensors
-    are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values), and in
-    FULL one position's logits (B · V more: the one a page reads)."""
+    are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values)."""
     rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
     derived = derivations(model, mode, rec.tensors)
     order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
     tokens = tuple(readable_tokens(rows[0], vocabulary_of(model)))  # the pages' forms, in the model's vocabulary
     return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tokens,
                  P=P, T=T, tensors=rec.tensors, rows=rows, derived=derived, order=order,
-                 derived_cache_bytes=(2 * model.config.n_head * T * (P + T)
-                                      + (model.config.vocab_size if mode is Mode.FULL else 0)) * ids.shape[0] * 4,
+                 derived_cache_bytes=2 * ids.shape[0] * model.config.n_head * T * (P + T) * 4,
                  intervened=tuple(dict.fromkeys(rec.intervened)))

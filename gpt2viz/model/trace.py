@@ -35,6 +35,9 @@ class Derivation(NamedTuple):
     positions: Callable[["Trace", slice], torch.Tensor] | None = None
 
 
+AT_KEPT = 4  # positions read alone (Trace.at) a trace keeps, the latest: a page reads the same one again
+
+
 def _bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
@@ -76,6 +79,7 @@ class Trace:
             raise ValueError("a trace's order must list every stored and derived name once")
         object.__setattr__(self, "_cache", OrderedDict())  # name -> derived tensor, oldest first
         object.__setattr__(self, "_memo", {})  # key -> a small summary a page computed from this trace
+        object.__setattr__(self, "_at", OrderedDict())  # (name, position) -> a derived name at one position
         object.__setattr__(self, "_lock", threading.RLock())  # sessions share one trace
 
     @property
@@ -96,7 +100,8 @@ class Trace:
             storage = t.untyped_storage()
             storages[storage.data_ptr()] = storage.nbytes()
         with self._lock:
-            return sum(storages.values()) + sum(_bytes(t) for t in self._cache.values())
+            return (sum(storages.values()) + sum(_bytes(t) for t in self._cache.values())
+                    + sum(_bytes(t) for t in self._at.values()))
 
     def __getitem__(self, name: str) -> torch.Tensor:
         if name in self.tensors:
@@ -157,7 +162,9 @@ class Trace:
 
     def at(self, name: str, positions: int | slice) -> torch.Tensor:
         """`self[name][:, positions]` of a [B, T, ...] name (an int drops the axis, as indexing does);
-        of a derived name that can (FULL's logits), computed (and cached) for those positions alone."""
+        of a derived name that can (FULL's logits), computed for those positions alone. One position
+        read alone is kept, the latest AT_KEPT of them, apart from the derived cache: a page that reads
+        the last position's logits three times between other lookups computed them three times."""
         span = positions if isinstance(positions, slice) else slice(positions, positions + 1 or None)
         how = self.derived.get(name)
         with self._lock:
@@ -165,7 +172,17 @@ class Trace:
             if whole is not None or how is None or how.positions is None:
                 part = (self[name] if whole is None else whole)[:, span]
             else:
-                part = self._cached((name, _slice_key(span)), lambda: how.positions(self, span))
+                key = (name, span.indices(self.T))
+                part = self._at.get(key)
+                if part is not None:
+                    self._at.move_to_end(key)
+                else:
+                    with torch.no_grad():
+                        part = how.positions(self, span)
+                    if part.shape[1] == 1:
+                        self._at[key] = part
+                        while len(self._at) > AT_KEPT:
+                            self._at.popitem(last=False)
         return part if isinstance(positions, slice) else part[:, 0]
 
     # ------------------------------------------------------------------ safetensors

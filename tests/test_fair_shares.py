@@ -131,37 +131,6 @@ def test_a_views_second_run_keeps_the_views_place_in_line():
     assert cache.running == 0 and not cache._line
 
 
-def test_a_short_run_passes_a_longer_one_that_asked_shortly_before_it_and_no_more():
-    """Shorter runs first, within a bound: a run waits in line as if its view asked estimate / LINE_RATE
-    seconds later, at most LINE_SHIFT_S. A short view asked just after a long run goes first; one asked
-    more than LINE_SHIFT_S after it does not (a long text waits at most that much longer)."""
-    from gpt2viz.server.trace_cache import LINE_RATE, LINE_SHIFT_S
-
-    cache = cache_of(1000 * MIB, max_runs=1)
-    busy, order, threads = Blocked(), [], []
-    threads.append(start(cache, "busy", busy, 1 * MIB))
-    assert busy.started.wait(5)
-    now = time.perf_counter()
-    long_estimate = int(2 * LINE_SHIFT_S * LINE_RATE)  # its shift capped at LINE_SHIFT_S
-
-    def ask(name: str, at: float, estimate: int):
-        def view():
-            with view_asked(at):
-                cache.get_or_compute(name, lambda: order.append(name) or Small(), estimate)
-        threads.append(threading.Thread(target=view, daemon=True))
-        threads[-1].start()
-        while not any(t[1] == estimate and t[0][0] >= at for t in cache._line):  # in line before the next asks
-            time.sleep(0.01)
-    ask("long", now, long_estimate)
-    ask("short, just after", now + 0.5, 1 * MIB)
-    ask("short, long after", now + LINE_SHIFT_S + 0.5, 2 * MIB)
-    busy.release.set()
-    for t in threads:
-        t.join(10)
-    assert order == ["short, just after", "long", "short, long after"]
-    assert cache.running == 0 and not cache._line
-
-
 def test_a_run_that_fails_before_it_computes_leaves_no_slot_taken():
     """Whatever fails between a run's turn and its computation (choosing its threads) gives the turn
     back: with one slot, a slot kept would make every run after it wait for ever, in line."""

@@ -100,3 +100,29 @@ def test_a_summary_is_computed_once_per_trace_by_any_thread(tiny):
     got = together(*[lambda: t.memo("norms", norms)] * 4)
     assert len(calls) == 1 and all(g is got[0] for g in got) and len(got) == 4
     assert run(tiny, [1, 2, 3], Mode.FULL).memo("norms", lambda: "fresh") == "fresh"  # another trace, its own
+
+
+def test_a_cached_full_trace_keeps_no_evicted_models_embedding_alive(tiny):
+    """A full trace derives its logits from its model's W_U, held weakly: a trace the cache keeps after
+    its model is evicted must not hold the embedding (147 MiB on gpt2, counted nowhere) alive. Once
+    the same weights are built again (get_trace binds them), it reads the same logits."""
+    import gc
+    import weakref
+
+    from gpt2viz.model.weights import random_model
+    from gpt2viz.spec.config import get_config
+
+    kept = run(random_model(get_config("tiny"), seed=3), IDS, "full")  # a script's run: its model dropped
+    assert kept.at("logits", -1).shape == (1, 50257)  # held as long as the trace, by default
+    model = random_model(get_config("tiny"), seed=3)
+    t = run(model, IDS, "full")
+    t.bind(model, weak=True)  # as get_trace gives every trace of the server's cache
+    last, embedding = t.at("logits", -1).clone(), weakref.ref(model.wte.weight)
+    del model
+    gc.collect()
+    assert embedding() is None  # freed: the trace held it weakly
+    with pytest.raises(RuntimeError, match="model that ran this trace is gone"):
+        t.at("logits", 0)
+    again = random_model(get_config("tiny"), seed=3)
+    t.bind(again, weak=True)
+    assert torch.equal(t.at("logits", -1), last) and torch.equal(t["logits"][:, -1], last)

@@ -13,6 +13,7 @@ name the run intervenes on (interventions.py): that one is stored after the inte
 model carried on with it, and what derives from it is then derived from those values.
 """
 
+import weakref
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 
@@ -83,8 +84,7 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
     if short == "mlp.post":
         return activation(model.config)  # the checkpoint's: GPT-2's tanh form, or nanoGPT's exact GELU
     if short == "logits":
-        w_u = model.unembedding.detach()  # the model's own W_U [V, d]
-        return lambda z: unembed_rows(z, w_u)
+        return None  # derivations(): with the model's W_U held weakly (Unembedding)
     if part == "normalized":
         eps = model.config.layer_norm_epsilon
         return lambda x, mean, var: normalize(x, mean, var, eps)
@@ -102,18 +102,35 @@ def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
         if derived_in(_split(name)[1], mode) and name not in stored:
             sources = _sources(name, model.config, mode)
             if all(s in stored or s in out for s in sources):
-                out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode),
-                                       _positions(name, model))
+                if name == "logits":
+                    w_u = Unembedding(model)  # the whole, or `[:, positions]` alone on the same grid
+                    out[name] = Derivation(sources, lambda z, w_u=w_u: unembed_rows(z, w_u.get()), None,
+                                           lambda trace, span, w_u=w_u: unembed_rows(trace["ln_f.out"], w_u.get(),
+                                                                                    span), w_u)
+                else:
+                    out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode))
     return out
 
 
-def _positions(name: str, model: GPT2):
-    """For the logits: a function (trace, positions) computing only `[:, positions]`, on the grid
-    the whole is computed on (gpt2.unembed_rows), so the part equals the same rows of the whole."""
-    if name != "logits":
-        return None
-    w_u = model.unembedding.detach()
-    return lambda trace, positions: unembed_rows(trace["ln_f.out"], w_u, positions)
+class Unembedding:
+    """The W_U [V, d] a trace's derived logits read: the model's own, held as long as the trace
+    (a script's `run(model, ids)` reads its logits after dropping the model), or, bound `weak`ly, only
+    while the model lives: the server's cache keeps a trace after evicting its model, and holding its
+    147 MiB embedding (gpt2) would keep memory no budget counts. ui/cache.get_trace binds every trace it
+    gives to the model of the view asking, weakly."""
+
+    def __init__(self, model: GPT2):
+        self.bind(model)
+
+    def bind(self, model: GPT2, weak: bool = False) -> None:
+        w_u = model.wte.weight if model.config.tied else model.lm_head.weight
+        self._ref = weakref.ref(w_u) if weak else (lambda: w_u)
+
+    def get(self) -> torch.Tensor:
+        w_u = self._ref()
+        if w_u is None:
+            raise RuntimeError("the model that ran this trace is gone: ask for the trace again to read its logits")
+        return w_u.detach()
 
 
 def to_record(cfg: GPT2Config, mode: Mode, names=None, keep=()) -> frozenset[str]:

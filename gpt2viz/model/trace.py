@@ -33,6 +33,8 @@ class Derivation(NamedTuple):
     part: Callable[["Trace", int | slice, slice], torch.Tensor] | None = None
     # (trace, positions) -> the tensor indexed [:, positions] (a slice), computing only those (the logits)
     positions: Callable[["Trace", slice], torch.Tensor] | None = None
+    # the model's weights it reads, held weakly (the logits' W_U): bind() points them at a live model
+    weights: object = None
 
 
 AT_KEPT = 4  # positions read alone (Trace.at) a trace keeps, the latest: a page reads the same one again
@@ -118,17 +120,30 @@ class Trace:
         return self._cached(name, lambda: how.compute(*(self[s] for s in how.sources)))
 
     def _cached(self, key, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """The cached tensor under `key`, or compute and cache it, evicting the oldest beyond the bound."""
+        """The cached tensor under `key`, or compute and cache it, evicting the oldest beyond the bound;
+        one larger than the bound alone (every position's logits) is returned, not kept, and leaves the
+        cache as it was."""
         with self._lock:  # one derivation at a time per trace: the cache's bound holds
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
             with torch.no_grad():
                 tensor = compute()
+            if _bytes(tensor) > self.derived_cache_bytes:
+                return tensor
             self._cache[key] = tensor
             while sum(_bytes(t) for t in self._cache.values()) > self.derived_cache_bytes:
-                self._cache.popitem(last=False)  # this one too, when it alone exceeds the bound
+                self._cache.popitem(last=False)
             return tensor
+
+    def bind(self, model, weak: bool = False) -> None:
+        """Point the weights the derived names read (the logits' W_U) at `model`'s: a trace cached
+        longer than the model that ran it derives from the same weights built again. `weak`: held
+        only while the model lives, so that a cached trace keeps no evicted model's 147 MiB
+        embedding alive (gpt2; derive.Unembedding)."""
+        for how in self.derived.values():
+            if how.weights is not None:
+                how.weights.bind(model, weak)
 
     def memo(self, key, compute: Callable[[], object]):
         """What `compute()` returns, computed once per trace: a page's small summary of it (norms, a

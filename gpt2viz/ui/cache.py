@@ -331,11 +331,11 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
     or what `names` needs, each at its own size), and while it computes, twice the largest tensor
     it computes (the logits; with a backward pass that records the embedding's gradient, that one:
-    a gradient is computed only when it is recorded). Outside training, where that is no longer the
-    logits (FULL derives them), half the stored bytes more and the matrix library's copy of a weight
-    matrix: the forward pass's temporaries and the gaps the allocator leaves between the stored
-    tensors (a FULL run measured 20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024 tokens,
-    for 13, 50 and 405 MiB stored). A training run with a backward pass (one that
+    a gradient is computed only when it is recorded). In FULL, where that is no longer the logits
+    (it derives them), half the stored bytes more and the matrix library's copy of a weight matrix:
+    the forward pass's temporaries and the gaps the allocator leaves between the stored tensors (a
+    FULL run measured 20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024 tokens, for 13, 50 and
+    405 MiB stored). A training run with a backward pass (one that
     records a gradient; `backward` True for a caller that runs its own) also holds every activation
     once more (the written-out scores and pattern included), which autograd keeps for it, the loss's
     log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's
@@ -359,7 +359,7 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
         backward = mode is Mode.TRAINING and (stored is None or any(n.startswith("grad.") for n in stored))
     working = 2 * max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
                       (stored is None or n in stored))  # a gradient is computed only when it is recorded
-    if mode is not Mode.TRAINING:  # FULL computes no logits: its largest (the MLP's) no longer covers the rest
+    if mode is Mode.FULL:  # FULL computes no logits: its largest (the MLP's) no longer covers the rest
         working += kept // 2 + 4 * cfg.n_embd * cfg.d_mlp  # the forward's temporaries, the allocator's gaps
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
@@ -460,8 +460,10 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     def compute() -> Trace:
         host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
         return here() if host is None else host.get_or_run(key, here, weights.model)
-    return cache.get_or_compute(key, compute, estimate=estimate,
-                                evict_first=not shared, progress=progress, heavy=heavy_for(len(ids)))
+    trace = cache.get_or_compute(key, compute, estimate=estimate,
+                                 evict_first=not shared, progress=progress, heavy=heavy_for(len(ids)))
+    trace.bind(weights.model, weak=True)  # its logits read this view's W_U, held while the model lives
+    return trace
 
 
 def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None, estimate: int,

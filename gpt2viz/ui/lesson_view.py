@@ -24,6 +24,7 @@ from ..model.demo_model import DEMO_PATH, demo_vocabulary
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode, readable
 from ..server.guesses import GuessLimit, guesses_allowed
+from ..server.trace_cache import view_asked
 from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
@@ -320,7 +321,8 @@ def stop_runs(lesson: lf.Lesson, n_positions: int) -> list[tuple[tuple[int, ...]
 def _warm(ident: str, weights_key, _sel: Selection, _lesson: lf.Lesson) -> int:
     runs = stop_runs(_lesson, _sel.config.n_positions)
     for ids, mode in runs:
-        get_trace(_sel.weights, ids, mode, _sel.weights.seed, cache=trace_cache())
+        with view_asked():  # each stop's run waits in line from now, not all from the lecturer's view
+            get_trace(_sel.weights, ids, mode, _sel.weights.seed, cache=trace_cache())
     return len(runs)
 
 

@@ -145,7 +145,7 @@ def logits_moved(model: GPT2, clean: Trace, final: torch.Tensor) -> float:
     def norm(x: torch.Tensor) -> float:  # ‖x W_U^T‖ over every position, x [T, d]
         x = x.double()
         return float(((x @ gram) * x).sum().clamp_min(0).sqrt())
-    return norm(final - before) / max(norm(before), 1e-12)
+    return norm(final - before) / max(clean.memo("logits norm", lambda: norm(before)), 1e-12)  # once a text
 
 
 @torch.no_grad()

@@ -83,8 +83,6 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
         return torch.add
     if short == "mlp.post":
         return activation(model.config)  # the checkpoint's: GPT-2's tanh form, or nanoGPT's exact GELU
-    if short == "logits":
-        return None  # derivations(): with the model's W_U held weakly (Unembedding)
     if part == "normalized":
         eps = model.config.layer_norm_epsilon
         return lambda x, mean, var: normalize(x, mean, var, eps)
@@ -102,14 +100,16 @@ def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
         if derived_in(_split(name)[1], mode) and name not in stored:
             sources = _sources(name, model.config, mode)
             if all(s in stored or s in out for s in sources):
-                if name == "logits":
-                    w_u = Unembedding(model)  # the whole, or `[:, positions]` alone on the same grid
-                    out[name] = Derivation(sources, lambda z, w_u=w_u: unembed_rows(z, w_u.get()), None,
-                                           lambda trace, span, w_u=w_u: unembed_rows(trace["ln_f.out"], w_u.get(),
-                                                                                    span), w_u)
-                else:
-                    out[name] = Derivation(sources, _compute(name, model), _part(name, model.config, mode))
+                out[name] = _logits(model) if name == "logits" else \
+                    Derivation(sources, _compute(name, model), _part(name, model.config, mode))
     return out
+
+
+def _logits(model: GPT2) -> Derivation:
+    """FULL's logits from ln_f.out: the whole, or `[:, positions]` alone on the same grid of blocks."""
+    w_u = Unembedding(model)
+    return Derivation(("ln_f.out",), lambda z: unembed_rows(z, w_u.get()), None,
+                      lambda trace, span: unembed_rows(trace["ln_f.out"], w_u.get(), span), w_u)
 
 
 class Unembedding:

@@ -332,10 +332,11 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     or what `names` needs, each at its own size), and while it computes, twice the largest tensor
     it computes (the logits; with a backward pass that records the embedding's gradient, that one:
     a gradient is computed only when it is recorded). In FULL, where that is no longer the logits
-    (it derives them), half the stored bytes more and the matrix library's copy of a weight matrix:
-    the forward pass's temporaries and the gaps the allocator leaves between the stored tensors (a
-    FULL run measured 20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024 tokens, for 13, 50 and
-    405 MiB stored). A training run with a backward pass (one that
+    (it derives them), three quarters of the stored bytes more and the matrix library's copy of a
+    weight matrix: the forward pass's temporaries and the gaps the allocator leaves between the
+    stored tensors (a FULL run measured 17-20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024
+    tokens, for 13, 50 and 405 MiB stored: half the stored bytes left 10 % for another machine's
+    matrix library at 1,024 tokens, three quarters 28 %). A training run with a backward pass (one that
     records a gradient; `backward` True for a caller that runs its own) also holds every activation
     once more (the written-out scores and pattern included), which autograd keeps for it, the loss's
     log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's
@@ -360,7 +361,7 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     working = 2 * max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
                       (stored is None or n in stored))  # a gradient is computed only when it is recorded
     if mode is Mode.FULL:  # FULL computes no logits: its largest (the MLP's) no longer covers the rest
-        working += kept // 2 + 4 * cfg.n_embd * cfg.d_mlp  # the forward's temporaries, the allocator's gaps
+        working += kept * 3 // 4 + 4 * cfg.n_embd * cfg.d_mlp  # the forward's temporaries, the allocator's gaps
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
         working += 2 * sizes["logits"] + 2 * 4 * cfg.n_embd * cfg.d_mlp  # float32 values

@@ -220,13 +220,12 @@ def unembed_rows(z: torch.Tensor, w_u: torch.Tensor, positions: slice = slice(No
         raise ValueError("unembed_rows takes a slice of consecutive positions")
     if stop <= start:
         return z.new_empty(z.shape[0], 0, w_u.shape[0])  # [B, 0, V]
-    first = start - start % LOGIT_ROWS
-    blocks = [F.linear(z[:, a:a + LOGIT_ROWS].clone(), w_u)  # [B, ≤ 32, V]; clone: a fresh, aligned copy
-              for a in range(first, stop, LOGIT_ROWS)]
-    rows = torch.cat(blocks, dim=1)  # [B, whole blocks, V]
-    if rows.shape[1] == stop - start:
-        return rows
-    return rows[:, start - first:stop - first].clone()  # [B, n, V]: not a view that holds the whole blocks
+    out = z.new_empty(z.shape[0], stop - start, w_u.shape[0])  # [B, n, V], filled a block at a time
+    for a in range(start - start % LOGIT_ROWS, stop, LOGIT_ROWS):
+        block = F.linear(z[:, a:a + LOGIT_ROWS].clone(), w_u)  # [B, ≤ 32, V]; clone: a fresh, aligned copy
+        lo, hi = max(a, start), min(a + block.shape[1], stop)
+        out[:, lo - start:hi - start] = block[:, lo - a:hi - a]
+    return out  # one block beside the result at most, not every block and their concatenation
 
 
 # ---------------------------------------------------------------------------- the model

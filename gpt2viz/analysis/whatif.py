@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
-from ..model.gpt2 import GPT2
+from ..model.gpt2 import GPT2, unembed_rows
 from ..model.interventions import InterveningRecorder, Intervention, block_of, check_reached
 from ..model.modes import run
 from ..model.record import Recorder
@@ -168,9 +168,12 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
             progress(i - b + 1, n - b, f"forward pass: block {i}")
         rec.on_block = told
         progress(0, n - b, f"forward pass: block {b}")  # before the first block: shown from the start
-    logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position)  # [1, T or 1, V]
+    logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position,
+                             unembed=not every_position)  # [1, 1, V], or None
     check_reached(ivs, rec.intervened)
     final = rec.tensors["ln_f.out"][0]  # [T, d]
+    if every_position:  # as a FULL trace derives them: the same products as the full knock-out's, bit for bit
+        logits = unembed_rows(final[None], model.unembedding.detach())  # [1, T, V]
     moved = rec.moved
     if not (every_position and "logits" in clean.tensors):  # else compared as the run went, as any stored name
         change = logits_moved(model, clean, final)  # a FULL run derives its logits, and stores none to compare

@@ -3,6 +3,7 @@ forward pass computes, in every mode and block; stored by a save; counted by the
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from gpt2viz.analysis.whatif import Target, knockout, last_logits
 from gpt2viz.model import gpt2 as model_module
@@ -24,7 +25,10 @@ def written_out(model, ids, mode: Mode) -> dict[str, torch.Tensor]:
         if mode is Mode.FULL:
             model(ids, rec=rec)
         elif mode is Mode.TRAINING:
-            model(ids, rec=rec, drop=Dropout(model.config.dropout, 0) if model.config.dropout else no_dropout)
+            drop = Dropout(model.config.dropout, 0) if model.config.dropout else no_dropout
+            logits, _ = model(ids, rec=rec, drop=drop)  # [1, T, V]
+            per_token = F.cross_entropy(logits[0, :-1], ids[0, 1:], reduction="none")[None]  # [1, T-1], all at once
+            rec.tensors |= {"loss.per_token": per_token, "loss": per_token.mean()}
         elif mode is Mode.PREFILL:
             model(ids, rec=rec, use_cache=True, last_only=True)
         else:
@@ -40,15 +44,34 @@ def short(name: str) -> str:
 
 @pytest.mark.parametrize("mode", list(Mode))
 def test_derived_names_equal_the_written_out_forward(tiny, mode):
-    trace, reference = run(tiny, IDS, mode, seed=0), written_out(tiny, IDS, mode)
+    # training without a backward pass: one with it computes its loss and stores it (the next test)
+    trace, reference = run(tiny, IDS, mode, seed=0, grads=False), written_out(tiny, IDS, mode)
     derived = [n for n in trace.names if n not in trace.tensors]
     assert derived == [n for n in recorded_names(tiny.config, mode) if derived_in(short(n), mode)]
-    assert ("logits" in derived) == (mode is Mode.FULL)  # the other modes compute theirs (the loss, one position)
+    assert ("logits" in derived) == (mode in (Mode.FULL, Mode.TRAINING))  # prefill, decode compute one position's
+    assert ("loss" in derived) == ("loss.per_token" in derived) == (mode is Mode.TRAINING)
     assert {n.rsplit(".", 1)[-1] for n in derived if ".attn." in n} == {"scores", "pattern"}
     for name in derived:
         got, want = trace[name], reference[name].detach()
         assert got.shape == want.shape, name
         torch.testing.assert_close(got, want, rtol=0, atol=1e-6, msg=name)
+
+
+def test_a_backward_pass_stores_the_loss_it_differentiates_the_one_a_forward_pass_derives(tiny):
+    """A training run with a backward pass computes its loss (next_token_loss, 256 positions' logits at
+    a time) and stores it; one without derives the same loss from ln_f.out when a page reads it, with
+    the same products: bit for bit the same, whatever the matrix library rounds."""
+    backward, forward = run(tiny, IDS, Mode.TRAINING, seed=3), run(tiny, IDS, Mode.TRAINING, seed=3, grads=False)
+    assert {"loss", "loss.per_token"} <= set(backward.tensors) and "logits" in backward.derived
+    assert not {"loss", "loss.per_token", "logits"} & set(forward.tensors) and "ln_f.out" in forward.derived
+    for name in ("loss.per_token", "loss"):
+        assert torch.equal(forward[name], backward[name]), name
+    logits = forward["logits"][0]  # [T, V], the derived blocks of 32: the loss's up to rounding
+    torch.testing.assert_close(forward["loss.per_token"][0], F.cross_entropy(logits[:-1], torch.tensor(IDS[1:]),
+                                                                              reduction="none"), rtol=1e-6, atol=1e-6)
+    gen = forward.nbytes
+    forward["loss"]  # read again: cached with the trace, a [1, T-1] tensor, not the logits of every position
+    assert forward.nbytes - gen <= (len(IDS) - 1) * 4 + 4
 
 
 @pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE])
@@ -87,7 +110,8 @@ def test_bytes_held_are_the_catalogues(tiny, mode):
     per_value = {"float32": 4, "bool": 1}
     sizes = {n: t.numel() * per_value[str(t.dtype).removeprefix("torch.")] for n, t in trace.tensors.items()}
     assert trace.nbytes == sum(sizes[n] for n, _, _ in stored(tiny.config, mode, trace.P))
-    assert not [n for n in trace.tensors if derived_in(short(n), mode)]
+    made = {"loss", "loss.per_token"} if mode is Mode.TRAINING else set()  # by its backward pass: stored
+    assert not [n for n in trace.tensors if derived_in(short(n), mode) and n not in made]
     views = {n for n in trace.tensors if not owns_storage(n, tiny.config, mode, trace.P)}
     owners = {trace[n].untyped_storage().data_ptr() for n in trace.tensors if n not in views}
     assert all(trace[n].untyped_storage().data_ptr() in owners for n in views)  # each a view of one counted

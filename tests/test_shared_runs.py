@@ -189,7 +189,7 @@ def derived_bytes(folder: str, mode: str) -> None:
     t = SharedRuns(folder, 64 * 2**20).get_or_run(key(Mode(mode)), refuse, m)
     assert t.shared_file is not None
     print(json.dumps({n: hashlib.sha256(t[n].numpy().tobytes()).hexdigest() for n in derive.derivations(
-        m, t.mode, t.tensors)}))
+        m, t.mode, t.tensors, t.rows)}))
 
 
 @pytest.mark.parametrize("mode", [Mode.PREFILL])

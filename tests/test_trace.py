@@ -61,7 +61,7 @@ def test_derived_cache_holds_one_blocks_scores_and_pattern(tiny):
 
 
 def test_full_derives_its_logits_a_position_at_a_time(tiny):
-    """FULL stores no logits: the forward pass stops at ln_f, and a page that reads one position
+    """FULL (and TRAINING) stores no logits: the forward pass stops at ln_f, and a page that reads one position
     computes that one and keeps it, apart from the derived cache (other lookups do not push it out)."""
     t = run(tiny, IDS, "full")
     assert "logits" not in t.tensors and "logits" in t.names and t.derived_cache_bytes == 2 * 4 * 4 * 4 * 4
@@ -75,8 +75,9 @@ def test_full_derives_its_logits_a_position_at_a_time(tiny):
     assert t.at("logits", -1).data_ptr() == last.data_ptr() and t.at("logits", 3).data_ptr() == last.data_ptr()
     held = len(t._at) * 50257 * 4  # the positions read alone, each kept once (-1 is 3), at most AT_KEPT
     assert len(t._at) == AT_KEPT == 4 and t.nbytes - run(tiny, IDS, "full").nbytes <= t.derived_cache_bytes + held
-    stored = run(tiny, IDS, "training")  # computes every position's logits for its loss: stored
-    assert "logits" in stored.tensors and torch.equal(stored.at("logits", -1), stored["logits"][:, -1])
+    for grads in (True, False):  # training derives its logits too, with a backward pass or without
+        trained = run(tiny, IDS, "training", grads=grads)
+        assert "logits" not in trained.tensors and torch.equal(trained.at("logits", -1), trained["logits"][:, -1])
 
 
 def test_a_batch_keeps_every_row_and_the_mode_is_a_mode(tiny, tmp_path):

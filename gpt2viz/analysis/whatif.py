@@ -169,7 +169,7 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
         rec.on_block = told
         progress(0, n - b, f"forward pass: block {b}")  # before the first block: shown from the start
     logits, _ = model.resume(clean.get("resid_pre", b), b, rec, last_only=not every_position,
-                             unembed=not every_position)  # [1, 1, V], or None
+                             unembed=not every_position)  # [1, 1, V], or ln_f's [1, T, d]
     check_reached(ivs, rec.intervened)
     final = rec.tensors["ln_f.out"][0]  # [T, d]
     if every_position:  # as a FULL trace derives them: the same products as the full knock-out's, bit for bit

@@ -5,10 +5,12 @@ Each is a pure function of names the forward pass records, computed with the ver
 scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
 LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
 bias, references to the model's parameters), the GELU from `mlp.pre` (the config's own),
-`resid_mid` from `resid_pre + attn.out`. And FULL's logits from `ln_f.out`, which the forward
-pass then never computes: a position alone or all of them, in blocks of 32 positions
+`resid_mid` from `resid_pre + attn.out`. And FULL's and TRAINING's logits from `ln_f.out`, which
+the forward pass then never computes: a position alone or all of them, in blocks of 32 positions
 (gpt2.unembed_rows), equal to a product of all at once up to the matrix library's rounding (they
-were bit for bit here). A recording of names that include a derived one records its sources instead, but for a
+were bit for bit here); TRAINING's loss at each position from the same blocks, one held at a time
+(gpt2.next_token_loss, which a run with a backward pass differentiates: it stores the loss it
+made). A recording of names that include a derived one records its sources instead, but for a
 name the run intervenes on (interventions.py): that one is stored after the intervention, as the
 model carried on with it, and what derives from it is then derived from those values.
 """
@@ -21,7 +23,17 @@ import torch
 
 from ..spec.config import GPT2Config
 from ..spec.schema import CACHED_MODES, Mode, block_name, derived_in, recorded_names
-from .gpt2 import GPT2, activation, attention_scores, causal_mask, causal_softmax, normalize, scale_shift, unembed_rows
+from .gpt2 import (
+    GPT2,
+    activation,
+    attention_scores,
+    causal_mask,
+    causal_softmax,
+    next_token_loss,
+    normalize,
+    scale_shift,
+    unembed_rows,
+)
 from .trace import Derivation
 
 STREAM = {"ln1": "resid_pre", "ln2": "resid_mid", "ln_f": "resid_post"}  # what each LayerNorm reads
@@ -47,8 +59,10 @@ def _sources(name: str, cfg: GPT2Config, mode: Mode) -> tuple[str, ...]:
         return (prefix + "resid_pre", prefix + "attn.out")
     if short == "mlp.post":
         return (prefix + "mlp.pre",)
-    if short == "logits":
+    if short in ("logits", "loss.per_token"):
         return ("ln_f.out",)
+    if short == "loss":
+        return ("loss.per_token",)
     if part == "normalized":
         stream = block_name("resid_post", cfg.n_layer - 1) if group == "ln_f" else prefix + STREAM[group]
         return (stream, f"{prefix}{group}.mean", f"{prefix}{group}.var")
@@ -81,6 +95,8 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
         return lambda scores: causal_softmax(scores, causal_mask(*scores.shape[-2:]))
     if short == "resid_mid":
         return torch.add
+    if short == "loss":
+        return torch.mean  # of loss.per_token, as a training run's backward pass takes it
     if short == "mlp.post":
         return activation(model.config)  # the checkpoint's: GPT-2's tanh form, or nanoGPT's exact GELU
     if part == "normalized":
@@ -92,24 +108,32 @@ def _compute(name: str, model: GPT2) -> Callable[..., torch.Tensor]:
     return lambda normalized: scale_shift(normalized, gain, bias)
 
 
-def derivations(model: GPT2, mode: Mode, stored) -> dict[str, Derivation]:
+def derivations(model: GPT2, mode: Mode, stored, rows) -> dict[str, Derivation]:
     """Every derived name of `mode` whose sources are stored (or derivable), in execution order;
-    not one stored itself (a run that intervened on it keeps what it recorded)."""
+    not one stored itself (a run that intervened on it keeps what it recorded). `rows`: the token
+    ids of every sequence of the run (a training trace's loss reads them)."""
     out: dict[str, Derivation] = {}
     for name in recorded_names(model.config, mode):
         if derived_in(_split(name)[1], mode) and name not in stored:
             sources = _sources(name, model.config, mode)
             if all(s in stored or s in out for s in sources):
-                out[name] = _logits(model) if name == "logits" else \
-                    Derivation(sources, _compute(name, model), _part(name, model.config, mode))
+                out[name] = _logits(model) if name == "logits" else _loss(model, rows) if name == "loss.per_token" \
+                    else Derivation(sources, _compute(name, model), _part(name, model.config, mode))
     return out
 
 
 def _logits(model: GPT2) -> Derivation:
-    """FULL's logits from ln_f.out: the whole, or `[:, positions]` alone on the same grid of blocks."""
+    """FULL's and TRAINING's logits from ln_f.out: the whole, or `[:, positions]` alone on the same
+    grid of blocks."""
     w_u = Unembedding(model)
     return Derivation(("ln_f.out",), lambda z: unembed_rows(z, w_u.get()), None,
                       lambda trace, span: unembed_rows(trace["ln_f.out"], w_u.get(), span), w_u)
+
+
+def _loss(model: GPT2, rows) -> Derivation:
+    """TRAINING's loss at each position from ln_f.out, through the logits' blocks (never all at once)."""
+    w_u, ids = Unembedding(model), torch.tensor(rows, dtype=torch.long)  # [B, T]
+    return Derivation(("ln_f.out",), lambda z: next_token_loss(z, w_u.get(), ids), weights=w_u)
 
 
 class Unembedding:

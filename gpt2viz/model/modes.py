@@ -14,9 +14,9 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ..spec.schema import GRAD_STREAMS, Mode, block_name, recorded_names
+from ..spec.schema import GRAD_STREAMS, LOSS_NAMES, Mode, block_name, recorded_names
 from .derive import derivations, to_record
-from .gpt2 import GPT2, Dropout, no_dropout
+from .gpt2 import GPT2, Dropout, next_token_loss, no_dropout
 from .interventions import block_of, check_reached, recorder
 from .record import Recorder
 from .tokenizer import readable_tokens, vocabulary_of
@@ -81,8 +81,11 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
     if mode is Mode.TRAINING:
         drop = Dropout(model.config.dropout, seed) if dropout and model.config.dropout > 0 else no_dropout
-        stored = to_record(model.config, mode, names, keep={iv.name for iv in interventions})
+        intervened = {iv.name for iv in interventions}
+        stored = to_record(model.config, mode, names, keep=intervened)
         grads = grads and any(name.startswith("grad.") for name in stored)  # else no backward pass to run
+        if grads or "logits" in intervened:  # the run computes its loss: stored as it made it, not derived
+            stored = to_record(model.config, mode, names, keep=intervened | set(LOSS_NAMES))
         passes = _Passes(progress, model.config.n_layer, 1 + grads)
         passes.begin("forward pass: block 0")
         return _training(model, ids, stored, drop, grads, passes, interventions)
@@ -183,11 +186,14 @@ def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grad
     streams = [block_name(s, i) for i in range(n) for s in GRAD_STREAMS]
     rec = recorder(stored, interventions, keep_graph=streams if grads else ())
     with torch.set_grad_enabled(grads):
-        logits, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop)  # [B, T, V]
+        # the logits only where the run intervenes on them, else the final LayerNorm's output: the
+        # trace derives its logits, and its loss unless the run computes one below
+        out, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop, unembed="logits" in stored)
         passes.backward(rec.live, n)
-        per_token = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
-        per_token = rec("loss.per_token", per_token.view(ids.shape[0], -1))  # [B, T-1]
-        loss = rec("loss", per_token.mean())  # []
+        if grads or "logits" in stored:  # the loss a backward pass differentiates, or of the logits intervened on
+            per_token = F.cross_entropy(out[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none").view(
+                ids.shape[0], -1) if "logits" in stored else next_token_loss(out, model.unembedding, ids)  # [B, T-1]
+            loss = rec("loss", rec("loss.per_token", per_token).mean())  # []
         wrt = {name: p for name, p in model.named_parameters()} | {s: rec.live[s] for s in rec.live}
         wrt = {name: t for name, t in wrt.items() if grads and rec.wants("grad." + name)}
         if wrt:
@@ -201,7 +207,7 @@ def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Reco
     """The trace of a run: what `rec` stored, and every name derivable from it. Derived tensors
     are cached up to one block's scores and pattern (2 · B · nh · T · L float32 values)."""
     rows = tuple(map(tuple, ids.tolist()))  # every sequence of the batch; the pages show row 0
-    derived = derivations(model, mode, rec.tensors)
+    derived = derivations(model, mode, rec.tensors, rows)
     order = tuple(n for n in recorded_names(model.config, mode) if n in rec.tensors or n in derived)
     tokens = tuple(readable_tokens(rows[0], vocabulary_of(model)))  # the pages' forms, in the model's vocabulary
     return Trace(mode=mode, model=model.config.name, token_ids=rows[0], tokens=tokens,

@@ -111,10 +111,11 @@ class SharedRuns:
             os.utime(path)  # read now: the last the folder evicts
             tensors, meta = read_mapped(f)
             mode = Mode.parse(meta["mode"])
+            rows = tuple(map(tuple, json.loads(meta["rows"])))
             return Trace(mode=mode, model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
                          tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
-                         tensors=tensors, rows=tuple(map(tuple, json.loads(meta["rows"]))),
-                         derived=derivations(model, mode, tensors), order=tuple(json.loads(meta["order"])),
+                         tensors=tensors, rows=rows, derived=derivations(model, mode, tensors, rows),
+                         order=tuple(json.loads(meta["order"])),
                          derived_cache_bytes=int(meta["derived_cache_bytes"]), shared_file=f)
         except (OSError, ValueError, KeyError):  # a file cut short, or of another version: run it here
             f.close()

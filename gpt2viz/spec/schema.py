@@ -207,10 +207,13 @@ VIEWS = frozenset({"attn.q", "attn.k", "attn.v", "attn.merged"})
 
 def derived_in(short: str, mode) -> bool:
     """Whether a trace of `mode` derives `short` instead of storing it: the DERIVED names in every
-    mode, and FULL's logits, from the final LayerNorm's output when a page reads them (a third of a
-    full run's work and a quarter of its bytes on gpt2; most pages read one position). TRAINING needs
-    every position's logits for its loss; PREFILL and DECODE compute one position's."""
-    return short in DERIVED or (short == "logits" and Mode.parse(mode) is Mode.FULL)
+    mode, and FULL's and TRAINING's logits, from the final LayerNorm's output when a page reads them
+    (a third of a full run's work and a quarter of its bytes on gpt2; most pages read one position),
+    and TRAINING's loss from the same products (a run with a backward pass computes its loss, and
+    stores it: modes.run). PREFILL and DECODE compute one position's logits."""
+    mode = Mode.parse(mode)
+    return short in DERIVED or (short == "logits" and mode in (Mode.FULL, Mode.TRAINING)) \
+        or (short in LOSS_NAMES and mode is Mode.TRAINING)
 
 
 NOT_RECORDED = frozenset({"ids", "positions"})  # inputs the pages name, never recorded
@@ -284,6 +287,8 @@ def owns_storage(name: str, cfg: GPT2Config, mode, P: int = 1, dropout: bool = T
     if name.startswith("grad.blocks."):
         return not name.endswith(".resid_pre") or name == "grad." + block_name("resid_pre", 0)
     short = name.split(".", 2)[2] if name.startswith("blocks.") else name
+    if short in LOSS_NAMES:  # a training trace of everything runs a backward pass: it stores the loss it made
+        return True
     if derived_in(short, mode) or (short in VIEWS and not (short == "attn.merged" and mode is Mode.TRAINING)):
         return False
     if short == "resid_pre":

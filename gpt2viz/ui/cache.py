@@ -328,40 +328,42 @@ def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
 
 def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None,
               backward: bool | None = None, dropout: bool = True) -> int:
-    """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all,
-    or what `names` needs, each at its own size), and while it computes, twice the largest tensor
-    it computes (the logits; with a backward pass that records the embedding's gradient, that one:
-    a gradient is computed only when it is recorded). In FULL, where that is no longer the logits
-    (it derives them), three quarters of the stored bytes more and the matrix library's copy of a
-    weight matrix: the forward pass's temporaries and the gaps the allocator leaves between the
-    stored tensors (a FULL run measured 17-20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024
-    tokens, for 13, 50 and 405 MiB stored: half the stored bytes left 10 % for another machine's
+    """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all, or what
+    `names` needs, each at its own size), and while it computes, twice the largest tensor it computes
+    (the logits; with a backward pass that records the embedding's gradient, that one: a gradient is
+    computed only when it is recorded). In FULL, and TRAINING without a backward pass, where that is no
+    longer the logits (they derive them), three quarters of the stored bytes more and the matrix
+    library's copy of a weight matrix: the forward pass's temporaries and the gaps the allocator leaves
+    between the stored tensors (a FULL run measured 17-20, 58 and 494-581 MiB at its peak at 34, 128 and
+    1,024 tokens, for 13, 50 and 405 MiB stored: half the stored bytes left 10 % for another machine's
     matrix library at 1,024 tokens, three quarters 28 %). A training run with a backward pass (one that
-    records a gradient; `backward` True for a caller that runs its own) also holds every activation
-    once more (the written-out scores and pattern included), which autograd keeps for it, the loss's
-    log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's
-    copies of two of the largest weight matrix while it multiplies by them (measured: 10-12 MiB above
-    the rest at 16 tokens). A training run that records no gradient runs its forward pass without
-    autograd (modes.run): it holds what a full run does. With dropout (`dropout`, and a config that
-    has it), either kind holds each block's scores and pattern written out, or its dropped pattern,
-    which autograd keeps (counted for every block: freed blocks are reused, not given back, within a
-    run), and a block's dropout draw and dropped pattern.
-    Counting autograd's activations for a run without a backward pass made its estimate 3-60 times
-    too large, and the embedding's gradient for the Training page's run 57 % too large at 128 tokens:
-    in a class they evicted others' traces. Leaving out the dropped patterns of a backward pass made
-    the Training page's estimate 13 % too small at 1,024 tokens, and leaving out the loss's and the
-    matrix library's, a backward pass recording one gradient 28 % too small at 16 tokens
-    (tests/test_bounds.py measures these)."""
+    records a gradient; `backward` True for a caller that runs its own) also holds every activation once
+    more (the written-out scores and pattern included), which autograd keeps for it, the loss's
+    log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's copies
+    of two of the largest weight matrix while it multiplies by them (measured: 10-12 MiB above the rest
+    at 16 tokens). A training run that records no gradient runs its forward pass without autograd
+    (modes.run): it holds what a full run does (measured: 25, 146 and 1,649 MiB at its peak at 34, 256
+    and 1,024 tokens, estimated 46, 372 and 2,589 with its dropout). With dropout (`dropout`, and a
+    config that has it), either kind holds each block's scores and pattern written out, or its dropped
+    pattern, which autograd keeps (counted for every block: freed blocks are reused, not given back,
+    within a run), and a block's dropout draw and dropped pattern.
+    Counting autograd's activations for a run without a backward pass made its estimate 3-60 times too
+    large, and the embedding's gradient for the Training page's run 57 % too large at 128 tokens: in a
+    class they evicted others' traces. Leaving out the dropped patterns of a backward pass made the
+    Training page's estimate 13 % too small at 1,024 tokens, and leaving out the loss's and the matrix
+    library's, a backward pass recording one gradient 28 % too small at 16 tokens (tests/test_bounds.py
+    measures these)."""
     cfg = weights.model.config
     sizes, owners = _tensor_bytes_of(cfg, n_tokens, mode)
     stored = None if names is None else to_record(cfg, mode, names)
     kept = full_trace_bytes(weights, n_tokens, mode) if stored is None else sum(sizes[n] for n in stored)
     if backward is None:
         backward = mode is Mode.TRAINING and (stored is None or any(n.startswith("grad.") for n in stored))
-    working = 2 * max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
-                      (stored is None or n in stored))  # a gradient is computed only when it is recorded
-    if mode is Mode.FULL:  # FULL computes no logits: its largest (the MLP's) no longer covers the rest
-        working += kept * 3 // 4 + 4 * cfg.n_embd * cfg.d_mlp  # the forward's temporaries, the allocator's gaps
+    largest = max(sizes[n] for n in owners if not n.startswith("grad.") or backward and
+                  (stored is None or n in stored))  # a gradient is computed only when it is recorded
+    working = 2 * max(largest, sizes["logits"] if backward else 0)  # a backward pass's loss computes logits
+    if mode is Mode.FULL or mode is Mode.TRAINING and not backward:  # no logits computed: the largest (the
+        working += kept * 3 // 4 + 4 * cfg.n_embd * cfg.d_mlp  # MLP's) no longer covers the forward's temporaries
     if backward:
         working += sum(n for name, n in sizes.items() if not name.startswith("grad."))
         working += 2 * sizes["logits"] + 2 * 4 * cfg.n_embd * cfg.d_mlp  # float32 values

@@ -5,9 +5,10 @@ At T = 256 and 1024 tokens, in one process:
 
   transformers sdpa  GPT2LMHeadModel in train mode, `model(input_ids=ids, labels=ids).loss.backward()`:
                      the baseline (sdpa is transformers' default attention)
-  ours, page         `modes.run(model, ids, "training", names=TRAINING_NEEDS)`: what the Training page
-                     runs (the loss, the dropout masks, every weight's gradient, the stream's gradient
-                     at every block), and the page's numbers made from it (`training_summary`)
+  ours, page         `modes.run(model, ids, "training", names=TRAINING_NEEDS, on_grad=norms)`: what
+                     the Training page runs (the loss, the dropout masks, every weight's gradient,
+                     handed on a block at a time and kept as its norm, the stream's gradient at every
+                     block), and the page's numbers made from it (`training_summary`)
   ours, everything   `modes.run(model, ids, "training")`: every name of a training run recorded
 
 With --server, the Training page itself (`streamlit run app.py`, its default settings) is timed too,
@@ -43,7 +44,7 @@ from bench_forward import OtherLoad, hf_model, our_model, paired_ratio, token_id
 
 from gpt2viz.model.memory import ONE_ARENA_ENV  # noqa: E402
 from gpt2viz.model.modes import run  # noqa: E402
-from gpt2viz.ui.classroom import TRAINING_NEEDS, training_summary  # noqa: E402
+from gpt2viz.ui.classroom import TRAINING_NEEDS, TrainingNorms, training_summary  # noqa: E402
 
 TARGET = 1.10
 
@@ -59,8 +60,9 @@ def cases(ours, hf, ids: torch.Tensor) -> dict:
 
     def page():
         ours.zero_grad(set_to_none=True)
-        trace = run(ours, ids, "training", names=TRAINING_NEEDS, seed=0)
-        return training_summary(trace, cfg.n_layer, cfg.dropout, True)
+        norms = TrainingNorms()
+        trace = run(ours, ids, "training", names=TRAINING_NEEDS, seed=0, on_grad=norms)
+        return training_summary(trace, norms, cfg.n_layer, cfg.dropout, True)
 
     def everything():
         ours.zero_grad(set_to_none=True)

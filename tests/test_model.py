@@ -141,6 +141,30 @@ def test_a_run_tells_its_progress_block_by_block(tiny, mode, steps):
     assert told == [(0, len(steps), steps[0])] + [(i + 1, len(steps), what) for i, what in enumerate(steps)]
 
 
+def test_a_backward_pass_a_block_at_a_time_hands_on_each_gradient_and_stores_none(tiny):
+    """The Training page's run: the blocks' weight gradients handed on a block at a time from the last
+    (modes.run's on_grad), never stored, equal to those of one backward pass of everything (which
+    the embedding's gradient, outside the blocks, makes one autograd call); its progress told once
+    a block."""
+    from gpt2viz.ui.classroom import TRAINING_NEEDS
+
+    handed, told = [], []
+    trace = run(tiny, IDS, Mode.TRAINING, names=TRAINING_NEEDS, seed=2, on_grad=lambda n, g: handed.append((n, g)),
+                progress=lambda done, total, what: told.append((done, total, what)))
+    whole = run(tiny, IDS, Mode.TRAINING, seed=2)  # every name: the embedding's gradient too, in one call
+    n = tiny.config.n_layer
+    assert [name.split(".")[1] for name, _ in handed] == [str(i) for i in reversed(range(n)) for _ in range(6)]
+    assert not [k for k in trace.tensors if k.startswith("grad.h.")]  # handed on, not stored
+    for name, grad in handed:
+        torch.testing.assert_close(grad, whole["grad." + name], rtol=1e-5, atol=1e-7, msg=name)
+    for i in range(n):  # the stream's gradients, stored
+        torch.testing.assert_close(trace[f"grad.blocks.{i}.resid_pre"], whole[f"grad.blocks.{i}.resid_pre"],
+                                   rtol=1e-5, atol=1e-7)
+    assert torch.equal(trace["loss"], whole["loss"])
+    assert [what for _, _, what in told[-n:]] == [f"backward pass: block {i}" for i in reversed(range(n))]
+    assert [done for done, _, _ in told] == list(range(2 * n + 1)) and {total for _, total, _ in told} == {2 * n}
+
+
 def test_generation_tells_each_step(tiny):
     from gpt2viz.model.modes import generate
 

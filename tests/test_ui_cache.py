@@ -14,6 +14,7 @@ from gpt2viz.server.trace_cache import TraceCache
 from gpt2viz.spec.config import get_config
 from gpt2viz.ui import cache as ui_cache
 from gpt2viz.ui.cache import LoadedModel, every_block, full_trace_bytes, get_trace, run_bytes, stored_bytes
+from gpt2viz.ui.classroom import GRAD_PARTS
 
 IDS = (464, 2068, 7586, 21831, 18045, 625, 262)
 torch_grad = torch.autograd.grad
@@ -171,6 +172,8 @@ def test_the_training_page_keeps_a_summary_not_the_weights_gradients(weights, mo
     assert cache.nbytes == summary.nbytes < 1000
     trace = run(weights.model, list(IDS), Mode.TRAINING, seed=0, dropout=dropout)
     assert float(summary.weight_grad_norms[1, 0]) == float(trace["grad.h.0.attn.c_attn.weight"].norm())
+    assert all(float(summary.weight_grad_norms[r, i]) == float(trace[f"grad.h.{i}.{part}.weight"].norm())
+               for r, (part, _) in enumerate(GRAD_PARTS) for i in range(weights.model.config.n_layer))
     assert summary.stream_grad_norms[1] == float(trace["grad.blocks.1.resid_pre"].norm())
     assert torch.equal(summary.loss_per_token, trace["loss.per_token"][0])
     assert len(summary.dropout) == (1 + 3 * weights.model.config.n_layer if dropout else 0)

@@ -62,20 +62,30 @@ class _Passes:
         every weight of the block, and every stream before it, needs it."""
         if self.progress is None:
             return
+        told = set()
+
+        def reached(i: int) -> None:  # once: a backward pass a block at a time hands that gradient on twice
+            if i not in told:
+                told.add(i)
+                self.step(f"backward pass: block {i}")
         for i in range(n_layer):
             x = streams.get(block_name("resid_post", i))
             if x is not None:
-                x.register_hook(lambda grad, i=i: self.step(f"backward pass: block {i}"))
+                x.register_hook(lambda grad, i=i: reached(i))
 
 
 def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: bool = True,
-        dropout: bool = True, interventions=(), progress: Progress | None = None) -> Trace:
+        dropout: bool = True, interventions=(), progress: Progress | None = None,
+        on_grad: Callable[[str, torch.Tensor], None] | None = None) -> Trace:
     """Run `ids` ([T] or [B, T]) in `mode`, recording the tensors `names` selects (None: all), with
     `interventions` (interventions.py) made on the way; in DECODE the cache is built with them too.
     TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
     is the evaluation loss on the same text and no dropout masks are recorded. A TRAINING run's
     gradients are those of the intervened model. `progress` is told each block a pass goes through:
-    forward, backward in training, the cache's prefill in DECODE."""
+    forward, backward in training, the cache's prefill in DECODE. `on_grad` (TRAINING): each
+    parameter's gradient asked for is handed to on_grad(name, gradient) as the backward pass computes
+    it, a block at a time from the last (see _backward), instead of being stored: the Training page
+    keeps a norm of each, and holds one block's gradients at a time, not the blocks' 340 MB (gpt2)."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
@@ -88,7 +98,7 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
             stored = to_record(model.config, mode, names, keep=intervened | set(LOSS_NAMES))
         passes = _Passes(progress, model.config.n_layer, 1 + grads)
         passes.begin("forward pass: block 0")
-        return _training(model, ids, stored, drop, grads, passes, interventions)
+        return _training(model, ids, stored, drop, grads, passes, interventions, on_grad)
     if mode is Mode.DECODE and any(iv.method == "mean" for iv in interventions):
         raise ValueError("a mean over positions needs them all at once: use full mode (decode computes one)")
     # a derived name intervened on is stored as the run made it, not derived from its sources
@@ -179,7 +189,7 @@ def generate(model: GPT2, ids, steps: int, *, names=None,
 
 
 def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grads: bool, passes: _Passes,
-              interventions=()) -> Trace:
+              interventions=(), on_grad: Callable[[str, torch.Tensor], None] | None = None) -> Trace:
     if ids.shape[1] < 2:
         raise ValueError("training needs at least 2 tokens: each position predicts the next one")
     n = model.config.n_layer
@@ -194,13 +204,45 @@ def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grad
             per_token = F.cross_entropy(out[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none").view(
                 ids.shape[0], -1) if "logits" in stored else next_token_loss(out, model.unembedding, ids)  # [B, T-1]
             loss = rec("loss", rec("loss.per_token", per_token).mean())  # []
-        wrt = {name: p for name, p in model.named_parameters()} | {s: rec.live[s] for s in rec.live}
-        wrt = {name: t for name, t in wrt.items() if grads and rec.wants("grad." + name)}
+        params = dict(model.named_parameters())
+        wrt = {name: t for name, t in (params | rec.live).items() if grads and rec.wants("grad." + name)}
         if wrt:
-            for name, g in zip(wrt, torch.autograd.grad(loss, list(wrt.values()))):
-                rec("grad." + name, g)
+            # a block at a time for a caller that keeps less than the gradients (all stored: one call);
+            # not with interventions: one may read a tensor of an earlier block, a path around the stream
+            by_block = on_grad is not None and not interventions
+            for name, g in _backward(loss, wrt, rec.live, n, by_block):
+                if on_grad is not None and name in params:
+                    on_grad(name, g)
+                else:
+                    rec("grad." + name, g)
     check_reached(interventions, rec.intervened)
     return _trace(model, Mode.TRAINING, ids, 0, ids.shape[1], rec)
+
+
+def _backward(loss: torch.Tensor, wrt: dict[str, torch.Tensor], streams: dict[str, torch.Tensor], n_layer: int,
+              by_block: bool):
+    """(name, ∂loss/∂wrt[name]) for every name of `wrt` (parameters h.3.attn.c_attn.weight, streams
+    blocks.3.resid_mid). When each is a block's and `by_block`, a block at a time from the last: each
+    autograd call goes from the gradient at a block's output (the loss, for the last) to its input
+    stream and its own tensors of `wrt`, and frees that block's part of the graph, so a caller that
+    keeps a norm of each holds one block's gradients at a time. Blocks meet only at the stream
+    (resid_post of one is resid_pre of the next), so the gradient at a block's input is whole once
+    the blocks after it are done. Otherwise (the embedding's or ln_f's, or a path around the stream)
+    in one call."""
+    block = {name: block_of("blocks." + name[2:] if name.startswith("h.") else name)[0] for name in wrt}
+    inputs = [streams.get(block_name("resid_pre", i)) for i in range(n_layer)]
+    if not by_block or None in block.values() or any(x is None for x in inputs):
+        yield from zip(wrt, torch.autograd.grad(loss, list(wrt.values())))
+        return
+    out, g = loss, None  # the block's output and the gradient there
+    for i in reversed(range(n_layer)):
+        x = inputs[i]  # the block's input stream: the block before's resid_post, the same tensor
+        mine = [k for k in wrt if block[k] == i and wrt[k] is not x and wrt[k] is not out]
+        got = torch.autograd.grad(out, [x, *(wrt[k] for k in mine)], grad_outputs=g)
+        out, g = x, got[0]
+        yield from zip(mine, got[1:])
+        yield from ((k, g) for k in wrt if wrt[k] is x)
+        del got  # this block's gradients, handed on: not held while the next block's are computed
 
 
 def _trace(model: GPT2, mode: Mode, ids: torch.Tensor, P: int, T: int, rec: Recorder) -> Trace:

@@ -39,7 +39,7 @@ from ..spec.schema import concrete, owns_storage, recorded, text_dims
 from ..spec.serving import is_local
 from ..teaching import page_text
 from . import first_paint
-from .classroom import TRAINING_NEEDS, TrainingSummary, training_summary
+from .classroom import TRAINING_NEEDS, TrainingNorms, TrainingSummary, training_summary
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
@@ -373,6 +373,20 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     return kept + working
 
 
+def training_summary_bytes(weights: LoadedModel, n_tokens: int, dropout: bool = True) -> int:
+    """What the Training page's run holds at its peak: run_bytes of what it asks (TRAINING_NEEDS), but
+    the parameters' gradients, which it hands on a block at a time and keeps as norms (modes.run's
+    on_grad): two blocks' (one computed while the one before is handed on), not every block's (340 MiB
+    on gpt2, whatever the text), and the matrix library's copies of the largest weight matrix in each
+    of its autograd calls (measured: 117-123, 286 and 3,142 MiB at its peak at 34, 128 and 1,024
+    tokens on gpt2, estimated 163, 378 and 4,751; all the gradients held, it was 376-386, 482 and 3,411)."""
+    cfg = weights.model.config
+    sizes, _ = _tensor_bytes_of(cfg, n_tokens, Mode.TRAINING)
+    grads = sum(sizes[n] for n in to_record(cfg, Mode.TRAINING, TRAINING_NEEDS) if is_weight_grad(n))
+    return run_bytes(weights, n_tokens, Mode.TRAINING, TRAINING_NEEDS, dropout=dropout) - grads \
+        + 2 * grads // cfg.n_layer + 2 * 4 * cfg.n_embd * cfg.d_mlp
+
+
 def unembedding_run_bytes(weights: LoadedModel, n_tokens: int) -> int:
     """What a forward pass that unembeds all `n_tokens` positions itself holds at its peak (a
     knock-out's, a sweep's row, a patching's, which call the model rather than `run`): a FULL
@@ -504,13 +518,14 @@ def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, 
     cfg = weights.model.config
     key = ("training summary", weights.key, ids, seed, dropout)
     cache = trace_cache() if cache is None else cache
-    estimate = run_bytes(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, dropout=dropout)
+    estimate = training_summary_bytes(weights, len(ids), dropout)
     refuse_unless_fits(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, estimate, cache, fixed=True)
 
     def compute() -> TrainingSummary:
+        norms = TrainingNorms()  # each weight's gradient as its norm, a block's gradients held at a time
         trace = run(weights.model, list(ids), Mode.TRAINING, names=TRAINING_NEEDS, seed=seed, dropout=dropout,
-                    progress=_steps(progress))
-        return training_summary(trace, cfg.n_layer, cfg.dropout, dropout)
+                    progress=_steps(progress), on_grad=norms)
+        return training_summary(trace, norms, cfg.n_layer, cfg.dropout, dropout)
     return cache.get_or_compute(key, compute, estimate=estimate, progress=progress, heavy=heavy_for(len(ids)))
 
 

@@ -69,10 +69,19 @@ def loss_summary(trace: Trace) -> dict[str, str]:
             "Predictions": f"{trace['loss.per_token'].shape[-1]}"}
 
 
-def gradient_norms(trace: Trace, n_layer: int) -> torch.Tensor:
-    """‖∂loss/∂W‖ for each block component (rows, GRAD_PARTS order) and block (columns)."""
-    return torch.tensor([[float(trace[f"grad.h.{i}.{part}.weight"].norm()) for i in range(n_layer)]
+def gradient_norms(norms: dict[str, float], n_layer: int) -> torch.Tensor:
+    """‖∂loss/∂W‖ for each block component (rows, GRAD_PARTS order) and block (columns), from the
+    norm of each parameter's gradient by its name (h.3.attn.c_attn.weight; see TrainingNorms)."""
+    return torch.tensor([[norms[f"h.{i}.{part}.weight"] for i in range(n_layer)]
                          for part, _ in GRAD_PARTS])  # [6, n_layer]
+
+
+class TrainingNorms(dict):
+    """What a training run hands each parameter's gradient to (modes.run's on_grad): its norm, by name.
+    The run then holds one block's gradients at a time, not all of them."""
+
+    def __call__(self, name: str, grad: torch.Tensor) -> None:
+        self[name] = float(grad.norm())
 
 
 def stream_gradient_norms(trace: Trace, n_layer: int) -> list[float]:
@@ -112,9 +121,10 @@ class TrainingSummary:
         return 4 * (self.loss_per_token.numel() + self.weight_grad_norms.numel() + len(self.stream_grad_norms))
 
 
-def training_summary(trace: Trace, n_layer: int, p: float, dropout: bool) -> TrainingSummary:
+def training_summary(trace: Trace, norms: dict[str, float], n_layer: int, p: float, dropout: bool) -> TrainingSummary:
+    """The page's numbers from the run of TRAINING_NEEDS that handed its parameters' gradients to `norms`."""
     return TrainingSummary(trace.tokens, loss_summary(trace), trace["loss.per_token"][0].clone(),
-                           dropout_rows(trace, n_layer, p) if dropout else [], gradient_norms(trace, n_layer),
+                           dropout_rows(trace, n_layer, p) if dropout else [], gradient_norms(norms, n_layer),
                            stream_gradient_norms(trace, n_layer))
 
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
-from ..model.gpt2 import GPT2, unembed_rows
+from ..model.derive import unembedding_of
+from ..model.gpt2 import GPT2, next_token_loss, unembed_rows
 from ..model.interventions import InterveningRecorder, Intervention, block_of, check_reached
 from ..model.modes import run
 from ..model.record import Recorder
@@ -172,27 +173,23 @@ def knockout_from(model: GPT2, clean: Trace, target: Target, method: str, every_
                              unembed=not every_position)  # [1, 1, V], or ln_f's [1, T, d]
     check_reached(ivs, rec.intervened)
     final = rec.tensors["ln_f.out"][0]  # [T, d]
-    if every_position:  # as a FULL trace derives them: the same products as the full knock-out's, bit for bit
-        logits = unembed_rows(final[None], model.unembedding.detach())  # [1, T, V]
+    if every_position:  # as a FULL trace reads them: the same products as the full knock-out's, bit for bit
+        logits = unembed_rows(final[None], model.unembedding.detach(), slice(-1, None))  # [1, 1, V]: its block of 32
     moved = rec.moved
     if not (every_position and "logits" in clean.tensors):  # else compared as the run went, as any stored name
         change = logits_moved(model, clean, final)  # a FULL run derives its logits, and stores none to compare
         moved = [*moved, ("logits", change)] if change != 0 else moved
-    loss = None
-    if every_position:
-        targets = torch.tensor(clean.token_ids[1:], dtype=torch.long)  # [T-1]; empty for a 1-token text
-        loss = F.cross_entropy(logits[0, :-1], targets, reduction="none")  # [T-1]
+    loss = loss_from(model, final, clean.token_ids) if every_position else None  # [T-1], as loss_per_position
     return Knocked(torch.log_softmax(logits[0, -1], -1).exp(), loss, final, tuple(dict.fromkeys(rec.intervened)),
                    sorted(moved, key=lambda m: -m[1])[:k])
 
 
 def loss_from(model: GPT2, final: torch.Tensor, ids) -> torch.Tensor:
-    """Cross-entropy of each next token [T-1] from the final LayerNorm's outputs [T, d], unembedded
-    a slice of positions at a time (the logits of 1,024 positions are 206 MB on gpt2)."""
-    x, targets, step = final[:-1], torch.tensor(list(ids)[1:]), 256  # [T-1, d], [T-1]
+    """Cross-entropy of each next token [T-1] from the final LayerNorm's outputs [T, d]: 256 positions'
+    logits at a time (gpt2.next_token_loss; the logits of 1,024 positions are 206 MB on gpt2), the
+    products loss_per_position reads a trace's loss with."""
     with torch.no_grad():
-        return torch.cat([F.cross_entropy(F.linear(x[i:i + step], model.unembedding), targets[i:i + step],
-                                          reduction="none") for i in range(0, len(targets), step)])  # [T-1]
+        return next_token_loss(final[None], model.unembedding.detach(), torch.tensor([list(ids)]))[0]  # [T-1]
 
 
 # ---------------------------------------------------------------------------- reading two runs
@@ -201,7 +198,14 @@ def log_probs(trace: Trace) -> torch.Tensor:
 
 
 def loss_per_position(trace: Trace) -> torch.Tensor:
-    """Cross-entropy of each next token [T-1] (position t predicts token t+1)."""
+    """Cross-entropy of each next token [T-1] (position t predicts token t+1): of a trace that derives
+    its logits (full and training mode), from its final LayerNorm's output as loss_from computes it
+    (a training trace's loss.per_token, without a backward pass: the same products); of stored logits
+    (a loaded trace), 256 positions at a time."""
+    w_u = unembedding_of(trace)
+    if w_u is not None:
+        with torch.no_grad():
+            return next_token_loss(trace["ln_f.out"][:1], w_u, torch.tensor([trace.token_ids]))[0]  # [T-1]
     targets = torch.tensor(trace.token_ids[1:], dtype=torch.long)  # [T-1]
     n, step = len(targets), 256  # positions unembedded at a time: a FULL trace derives its logits
     losses = [F.cross_entropy(trace.at("logits", slice(i, min(i + step, n)))[0], targets[i:i + step],  # [≤ 256, V]

@@ -136,6 +136,13 @@ def _loss(model: GPT2, rows) -> Derivation:
     return Derivation(("ln_f.out",), lambda z: next_token_loss(z, w_u.get(), ids), weights=w_u)
 
 
+def unembedding_of(trace) -> torch.Tensor | None:
+    """The W_U [V, d] a trace's derived logits read (the model's own, while it lives), or None for a
+    trace that stores its logits or has none."""
+    how = trace.derived.get("logits")
+    return None if how is None or how.weights is None else how.weights.get()
+
+
 class Unembedding:
     """The W_U [V, d] a trace's derived logits read: the model's own, held as long as the trace
     (a script's `run(model, ids)` reads its logits after dropping the model), or, bound `weak`ly, only

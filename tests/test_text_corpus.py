@@ -235,3 +235,51 @@ def test_missing_weights_names_what_to_fetch_and_weights_name_names_them():
     assert gone == "the checkpoint gpt2-xl (`python -m gpt2viz download gpt2-xl` fetches it)"
     assert "gpt2-xl" in weights_name({"source": "hf-cache", "checkpoint": "gpt2-xl"})
     assert weights_name({"source": "demo"}).startswith("the demo model")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_memory_note_says_what_the_run_left_out_and_why_for_every_length_and_mode(size):
+    """A page whose run keeps part of its values says what it keeps and what everything would take:
+    the figure is the catalogue's, "more than one view may keep" only where a trace of everything is
+    over a view's share of a class server's budget, and the weights' gradients (as large as the
+    weights, whatever the text) only in training, where they are what it leaves out. It never calls
+    a text long: a 2-token text in training mode on gpt2 leaves the gradients out too."""
+    from types import SimpleNamespace
+
+    from gpt2viz.model.weights import meta_model
+    from gpt2viz.server.trace_cache import TraceCache
+    from gpt2viz.spec.costs import human_bytes
+    from gpt2viz.ui.cache import (
+        FULL_TRACE_SHARE,
+        _tensor_bytes,
+        every_block,
+        full_trace_bytes,
+        is_weight_grad,
+        recorded_names,
+    )
+
+    cfg = get_config(size)
+    weights = SimpleNamespace(model=SimpleNamespace(config=cfg))  # the catalogue reads the config alone
+    cache, seen = TraceCache(2 * 2**30), set()  # a class server's default budget
+    params = sum(p.numel() for p in meta_model(cfg).parameters())
+    for mode in Mode:
+        for n in COUNTS:
+            if mode is Mode.TRAINING and n < 2 or n > cfg.n_positions:
+                continue
+            for needs in (("blocks.3.attn.pattern",), ("blocks.*.attn.pattern", "blocks.*.mlp.post"), ("logits",)):
+                names = recorded_names(weights, n, mode, needs, cache)
+                if names is None:
+                    continue
+                kept = "only" if names == needs else "every_block" if names == every_block(needs) else "but_gradients"
+                full = full_trace_bytes(weights, n, mode)
+                note = page_text.memory_note(kept, n, mode.value, human_bytes(full))
+                seen.add(kept)
+                assert "long" not in note and f"would take {human_bytes(full)}" in note
+                if kept == "but_gradients":
+                    assert mode is Mode.TRAINING and "gradients" in note
+                    grads = sum(b for name, b in _tensor_bytes(weights, n, mode).items() if is_weight_grad(name))
+                    assert grads == 4 * params  # the weights' size in float32, whatever n
+                else:
+                    assert "gradients" not in note and full * FULL_TRACE_SHARE > cache.budget  # "more than..."
+                    assert f"{n:,} token{'s' * (n != 1)} would" in note
+    assert seen <= {"only", "every_block", "but_gradients"} and (size == "tiny" or "but_gradients" in seen)

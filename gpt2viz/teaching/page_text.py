@@ -93,6 +93,21 @@ def run_too_large(n_tokens: int, mode: str, need: str, budget: str, longest: int
             f"{', '.join(ways[:-1])}{', or ' if len(ways) > 1 else ''}{ways[-1]}.")
 
 
+def memory_note(kept: str, n_tokens: int, mode: str, everything: str) -> str:
+    """A page whose run keeps only part of its values (ui/cache.recorded_names): `kept` says which
+    ("only", "every_block", "but_gradients"), `everything` what a trace of every value would take (in
+    MiB words). In training mode a trace of every value holds the weights' gradients, as large as the
+    weights whatever the text: that, not the text's length, is what the last case leaves out."""
+    if kept == "but_gradients":
+        return (f"To save memory this page keeps every value of the {mode} run but the weights' gradients, which are "
+                f"as large as the weights whatever the text (the Training page shows their norms); every value "
+                f"with them would take {everything}.")
+    what = {"only": "only what it shows", "every_block": "what it shows, in every block"}[kept]
+    return (f"To save memory this page keeps {what}: every intermediate value of this {mode} run of "
+            f"{n_tokens:,} token{'s' * (n_tokens != 1)} would take {everything}, more than one view may keep on "
+            "this server.")
+
+
 def mask_subtitle(still: float) -> str:
     """The no-mask experiment's chart: how far the earlier positions moved with the mask on (0 in exact
     arithmetic; what rounding leaves)."""
@@ -159,4 +174,4 @@ def checkpoint_line(path: str, total: int, expected: int, matches: bool) -> str:
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
              checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
              lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
-             checkpoint_line)
+             checkpoint_line, memory_note)

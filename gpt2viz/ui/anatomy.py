@@ -94,11 +94,9 @@ def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | N
                                                       trace_cache())
     if names is not None:
         full = full_trace_bytes(sel.weights, len(sel.ids), sel.mode)
-        what = ("only what it shows" if names == tuple(needs) else
-                "what it shows, in every block" if names == every_block(tuple(needs)) else
-                "every value but the gradients (the Training page shows their norms)")
-        st.caption(f":material/memory: This text is long: to save memory this page keeps {what} (every "
-                   f"intermediate value would take {human_bytes(full)}).")
+        kept = "only" if names == tuple(needs) else "every_block" if names == every_block(tuple(needs)) \
+            else "but_gradients"
+        st.caption(":material/memory: " + page_text.memory_note(kept, len(sel.ids), sel.mode.value, human_bytes(full)))
     seed = sel.weights.seed
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens in {sel.mode.value} mode…") as p:
         return get_trace(sel.weights, sel.ids, sel.mode, seed, None if needs is None else tuple(needs), progress=p)

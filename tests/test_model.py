@@ -143,7 +143,7 @@ def test_a_run_tells_its_progress_block_by_block(tiny, mode, steps):
 
 def test_a_backward_pass_a_block_at_a_time_hands_on_each_gradient_and_stores_none(tiny):
     """The Training page's run: the blocks' weight gradients handed on a block at a time from the last
-    (modes.run's on_grad), never stored, equal to those of one backward pass of everything (which
+    (modes.run's on_grad), never stored, equal bit for bit to those of one backward pass of everything (which
     the embedding's gradient, outside the blocks, makes one autograd call); its progress told once
     a block."""
     from gpt2viz.ui.classroom import TRAINING_NEEDS
@@ -155,11 +155,10 @@ def test_a_backward_pass_a_block_at_a_time_hands_on_each_gradient_and_stores_non
     n = tiny.config.n_layer
     assert [name.split(".")[1] for name, _ in handed] == [str(i) for i in reversed(range(n)) for _ in range(6)]
     assert not [k for k in trace.tensors if k.startswith("grad.h.")]  # handed on, not stored
-    for name, grad in handed:
-        torch.testing.assert_close(grad, whole["grad." + name], rtol=1e-5, atol=1e-7, msg=name)
+    for name, grad in handed:  # autograd runs the same nodes on the same values either way: bit for bit
+        assert torch.equal(grad, whole["grad." + name]), name
     for i in range(n):  # the stream's gradients, stored
-        torch.testing.assert_close(trace[f"grad.blocks.{i}.resid_pre"], whole[f"grad.blocks.{i}.resid_pre"],
-                                   rtol=1e-5, atol=1e-7)
+        assert torch.equal(trace[f"grad.blocks.{i}.resid_pre"], whole[f"grad.blocks.{i}.resid_pre"])
     assert torch.equal(trace["loss"], whole["loss"])
     assert [what for _, _, what in told[-n:]] == [f"backward pass: block {i}" for i in reversed(range(n))]
     assert [done for done, _, _ in told] == list(range(2 * n + 1)) and {total for _, total, _ in told} == {2 * n}
@@ -171,3 +170,21 @@ def test_generation_tells_each_step(tiny):
     told = []
     generate(tiny, IDS, 3, progress=lambda done, total, what: told.append((done, total)))
     assert told == [(0, 3), (1, 3), (2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("mode,grads", [(Mode.FULL, False), (Mode.TRAINING, False), (Mode.TRAINING, True)])
+def test_an_intervention_on_the_logits_is_reached_though_the_logits_are_derived(tiny, mode, grads):
+    """Full and training mode derive their logits from ln_f.out, so a run that records only the loss
+    (or nothing of the output) would never compute them: an intervention on them must still be made,
+    and training's loss is then that of the changed logits."""
+    from gpt2viz.model.interventions import Intervention
+
+    names = ["loss*", "grad.blocks.0.resid_pre"] if grads else ["loss*"] if mode is Mode.TRAINING else ["ln_f.out"]
+    halved = run(tiny, IDS, mode, names=names, seed=1, interventions=[Intervention("logits", "scale", factor=0.5)])
+    assert halved.intervened == ("logits",)
+    if mode is Mode.TRAINING:
+        plain = run(tiny, IDS, mode, seed=1, grads=grads)
+        logits = plain["logits"][0] * 0.5  # [T, V]
+        want = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(IDS[1:]), reduction="none")
+        torch.testing.assert_close(halved["loss.per_token"][0], want, rtol=1e-5, atol=1e-5)
+        assert "loss" in halved.tensors and torch.equal(halved["loss"], halved["loss.per_token"].mean())

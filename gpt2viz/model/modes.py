@@ -82,10 +82,12 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
     TRAINING applies the config's dropout (seeded by `seed`) unless `dropout` is False: then its loss
     is the evaluation loss on the same text and no dropout masks are recorded. A TRAINING run's
     gradients are those of the intervened model. `progress` is told each block a pass goes through:
-    forward, backward in training, the cache's prefill in DECODE. `on_grad` (TRAINING): each
-    parameter's gradient asked for is handed to on_grad(name, gradient) as the backward pass computes
-    it, a block at a time from the last (see _backward), instead of being stored: the Training page
-    keeps a norm of each, and holds one block's gradients at a time, not the blocks' 340 MB (gpt2)."""
+    forward, backward in training, the cache's prefill in DECODE. `on_grad` (TRAINING; no other mode
+    computes a gradient): each parameter's gradient asked for is handed to on_grad(name, gradient) as
+    the backward pass computes it, a block at a time from the last (see _backward), instead of being
+    stored: the Training page keeps a norm of each, and holds one block's gradients at a time, not the
+    blocks' 324 MiB (gpt2). Where the gradients asked for are not all the blocks' (the embedding's,
+    ln_f's) or the run intervenes, one autograd call computes them all, held at once."""
     mode, ids = Mode.parse(mode), as_batch(ids)
     if ids.shape[1] > model.config.n_positions:
         raise ValueError(f"{ids.shape[1]:,} tokens exceed GPT-2's context of {model.config.n_positions:,}")
@@ -111,7 +113,8 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
                  f"caching the {ids.shape[1] - 1:,} tokens before: block 0" if cached else "the new token: block 0")
     with torch.no_grad():
         if mode is Mode.FULL:
-            model(ids, rec, unembed="logits" in stored)  # else derived from ln_f.out when read (derive.py)
+            # the logits where asked (stored) or intervened on; else derived from ln_f.out when read (derive.py)
+            model(ids, rec, unembed=bool({"logits"} & (stored | {iv.name for iv in interventions})))
             P, T = 0, ids.shape[1]
         elif mode is Mode.PREFILL:
             model(ids, rec, use_cache=True, last_only=True)
@@ -198,11 +201,12 @@ def _training(model: GPT2, ids: torch.Tensor, stored: frozenset[str], drop, grad
     with torch.set_grad_enabled(grads):
         # the logits only where the run intervenes on them, else the final LayerNorm's output: the
         # trace derives its logits, and its loss unless the run computes one below
-        out, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop, unembed="logits" in stored)
+        changed = any(iv.name == "logits" for iv in interventions)
+        out, _ = model(ids, passes.forward(rec, "forward pass"), drop=drop, unembed=changed)
         passes.backward(rec.live, n)
-        if grads or "logits" in stored:  # the loss a backward pass differentiates, or of the logits intervened on
+        if grads or changed:  # the loss a backward pass differentiates, or of the logits intervened on
             per_token = F.cross_entropy(out[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none").view(
-                ids.shape[0], -1) if "logits" in stored else next_token_loss(out, model.unembedding, ids)  # [B, T-1]
+                ids.shape[0], -1) if changed else next_token_loss(out, model.unembedding, ids)  # [B, T-1]
             loss = rec("loss", rec("loss.per_token", per_token).mean())  # []
         params = dict(model.named_parameters())
         wrt = {name: t for name, t in (params | rec.live).items() if grads and rec.wants("grad." + name)}

@@ -9,6 +9,7 @@ No test here builds a model larger than gpt2: `class_server` fails any test that
 import asyncio
 import gc
 import os
+import re
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -385,3 +386,18 @@ def test_a_checkpoint_whose_vocabulary_cannot_hold_gpt2s_ids_is_refused_in_one_l
     files on every page, before). Refused in the sidebar; the page runs on the fallback."""
     said, _ = open_checkpoint(monkeypatch, tmp_path, vocab_size=16)
     assert len(said) == 1 and "16 token rows" in said[0] and "\n" not in said[0]
+
+
+def test_a_refused_training_page_run_names_the_longest_text_its_own_estimate_fits():
+    """The Training page's run is estimated as it runs (its gradients handed on a block at a time,
+    training_summary_bytes); the text its refusal offers is the longest that estimate fits, not the
+    longest a run holding every gradient would (403 tokens against 463 on a class server's budget)."""
+    from gpt2viz.server.trace_cache import RunTooLarge, TraceCache
+    from gpt2viz.ui.cache import counted_weights, get_training_summary, training_summary_bytes
+
+    weights = counted_weights("gpt2", 0, ("gpt2",))
+    cache = TraceCache(1536 * 2**20)  # what a class server's default budget gives its runs
+    with pytest.raises(RunTooLarge) as refused:
+        get_training_summary(weights, tuple(range(1024)), 0, True, cache=cache)
+    longest = int(re.search(r"at most ([\d,]+) tokens", str(refused.value)).group(1).replace(",", ""))
+    assert training_summary_bytes(weights, longest) <= cache.budget < training_summary_bytes(weights, longest + 1)

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -250,7 +251,7 @@ def run_threads(running: int, env=os.environ, scripts: int | None = None) -> int
 def budget_bytes(env=os.environ, local: bool = False, memory: int | None = None) -> int:
     """GPT2VIZ_TRACE_BUDGET_MB: what the server may use beyond its runtime and weights. Unset: 2 GiB on a
     server for a class; on a local server (one user), half the machine's memory, at least 2 GiB, so
-    that a laptop still trains on 1,024 tokens of gpt2 (a 4.9 GiB run, which a class server's budget
+    that a laptop still trains on 1,024 tokens of gpt2 (a 4.6 GiB run, which a class server's budget
     refuses) and a workstation on gpt2-xl. `memory`: the machine's, in bytes (default: read from the system)."""
     mb = env.get(BUDGET_ENV)
     if mb and mb.isdigit() and int(mb) > 0:
@@ -376,7 +377,7 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
 def training_summary_bytes(weights: LoadedModel, n_tokens: int, dropout: bool = True) -> int:
     """What the Training page's run holds at its peak: run_bytes of what it asks (TRAINING_NEEDS), but
     the parameters' gradients, which it hands on a block at a time and keeps as norms (modes.run's
-    on_grad): two blocks' (one computed while the one before is handed on), not every block's (340 MiB
+    on_grad): two blocks' (one computed while the one before is handed on), not every block's (324 MiB
     on gpt2, whatever the text), and the matrix library's copies of the largest weight matrix in each
     of its autograd calls (measured: 117-123, 286 and 3,142 MiB at its peak at 34, 128 and 1,024
     tokens on gpt2, estimated 163, 378 and 4,751; all the gradients held, it was 376-386, 482 and 3,411)."""
@@ -484,14 +485,18 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
 
 
 def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: tuple[str, ...] | None, estimate: int,
-                       cache: TraceCache, fixed: bool = False) -> None:
+                       cache: TraceCache, fixed: bool = False, sized: Callable[[int], int] | None = None) -> None:
     """A run whose estimate alone exceeds the budget is refused, in one line that says what would fit:
     the longest text in this mode, the other modes at this length, another page. `fixed`: the run
-    records exactly `needs` (else what `recorded_names` chooses for them at each length)."""
+    records exactly `needs` (else what `recorded_names` chooses for them at each length). `sized`:
+    this run's own estimate at n tokens in `mode`, where it is not run_bytes of what it records (the
+    Training page's run: training_summary_bytes)."""
     if estimate <= cache.budget:
         return
 
     def fits(n: int, m: Mode) -> bool:
+        if m is mode and sized is not None:
+            return sized(n) <= cache.budget
         sizes, _ = _tensor_bytes_of(weights.model.config, n, m)
         wanted = None if needs is None else tuple(g for g in needs if any(fnmatch(name, g) for name in sizes))
         names = wanted if fixed and m is mode else recorded_names(weights, n, m, wanted, cache)
@@ -519,7 +524,8 @@ def get_training_summary(weights: LoadedModel, ids: tuple[int, ...], seed: int, 
     key = ("training summary", weights.key, ids, seed, dropout)
     cache = trace_cache() if cache is None else cache
     estimate = training_summary_bytes(weights, len(ids), dropout)
-    refuse_unless_fits(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, estimate, cache, fixed=True)
+    refuse_unless_fits(weights, len(ids), Mode.TRAINING, TRAINING_NEEDS, estimate, cache, fixed=True,
+                       sized=lambda n: training_summary_bytes(weights, n, dropout))
 
     def compute() -> TrainingSummary:
         norms = TrainingNorms()  # each weight's gradient as its norm, a block's gradients held at a time

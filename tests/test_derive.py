@@ -60,7 +60,8 @@ def test_derived_names_equal_the_written_out_forward(tiny, mode):
 def test_a_backward_pass_stores_the_loss_it_differentiates_the_one_a_forward_pass_derives(tiny):
     """A training run with a backward pass computes its loss (next_token_loss, 256 positions' logits at
     a time) and stores it; one without derives the same loss from ln_f.out when a page reads it, with
-    the same products: bit for bit the same, whatever the matrix library rounds."""
+    the same products: bit for bit the same with dropout on (both write attention out, as the pages
+    run training), up to rounding with it off (a run without a backward pass takes the fused one)."""
     backward, forward = run(tiny, IDS, Mode.TRAINING, seed=3), run(tiny, IDS, Mode.TRAINING, seed=3, grads=False)
     assert {"loss", "loss.per_token"} <= set(backward.tensors) and "logits" in backward.derived
     assert not {"loss", "loss.per_token", "logits"} & set(forward.tensors) and "ln_f.out" in forward.derived
@@ -72,6 +73,8 @@ def test_a_backward_pass_stores_the_loss_it_differentiates_the_one_a_forward_pas
     gen = forward.nbytes
     forward["loss"]  # read again: cached with the trace, a [1, T-1] tensor, not the logits of every position
     assert forward.nbytes - gen <= (len(IDS) - 1) * 4 + 4
+    off = [run(tiny, IDS, Mode.TRAINING, seed=3, dropout=False, grads=g) for g in (True, False)]
+    torch.testing.assert_close(off[1]["loss.per_token"], off[0]["loss.per_token"], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("mode", [Mode.FULL, Mode.PREFILL, Mode.DECODE])

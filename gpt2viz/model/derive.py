@@ -8,9 +8,9 @@ bias, references to the model's parameters), the GELU from `mlp.pre` (the config
 `resid_mid` from `resid_pre + attn.out`. And FULL's and TRAINING's logits from `ln_f.out`, which
 the forward pass then never computes: a position alone or all of them, in blocks of 32 positions
 (gpt2.unembed_rows), equal to a product of all at once up to the matrix library's rounding (they
-were bit for bit here); TRAINING's loss at each position from the same blocks, one held at a time
-(gpt2.next_token_loss, which a run with a backward pass differentiates: it stores the loss it
-made). A recording of names that include a derived one records its sources instead, but for a
+were bit for bit here); TRAINING's loss at each position from 256 positions' logits at a time, one
+block held at a time (gpt2.next_token_loss, which a run with a backward pass differentiates: it
+stores the loss it made). A recording of names that include a derived one records its sources instead, but for a
 name the run intervenes on (interventions.py): that one is stored after the intervention, as the
 model carried on with it, and what derives from it is then derived from those values.
 """
@@ -131,7 +131,7 @@ def _logits(model: GPT2) -> Derivation:
 
 
 def _loss(model: GPT2, rows) -> Derivation:
-    """TRAINING's loss at each position from ln_f.out, through the logits' blocks (never all at once)."""
+    """TRAINING's loss at each position from ln_f.out, 256 positions' logits at a time (never all at once)."""
     w_u, ids = Unembedding(model), torch.tensor(rows, dtype=torch.long)  # [B, T]
     return Derivation(("ln_f.out",), lambda z: next_token_loss(z, w_u.get(), ids), weights=w_u)
 

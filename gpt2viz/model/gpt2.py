@@ -233,7 +233,7 @@ def next_token_loss(z: torch.Tensor, w_u: torch.Tensor, ids: torch.Tensor) -> to
     """The cross-entropy of each position's logits against the next token, [B, T-1], from the final
     LayerNorm's output z [B, T, d] and the text ids [B, T]: LOSS_ROWS positions' logits at a time, one
     block held at a time without a gradient (51 MB on gpt2, not 206 MB at 1,024 tokens). A text of up
-    to LOSS_ROWS tokens is one product (the matrix library took 28 % less time a row multiplying
+    to LOSS_ROWS + 1 tokens is one product (the matrix library took 28 % less time a row multiplying
     256 rows by W_U than 32 here), so it equals the loss of the logits a trace derives (blocks of 32)
     up to the matrix library's rounding. Differentiable: a training run's
     backward pass goes through it, and a trace that derives its loss computes the same products."""

@@ -38,6 +38,19 @@ def typed(page) -> tuple[str, str, int]:
             page.get_by_role("button", name="Remove the last stop").count())
 
 
+def settled_url(page, quiet_s: float = 1.5, timeout_s: float = 30) -> str:
+    """The page's address once it has not changed for `quiet_s`: the app writes the draft into it at
+    the end of a run, which on a loaded machine comes a moment after the widgets show their values."""
+    import time
+
+    last, since, start = page.url, time.monotonic(), time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() - start < timeout_s:
+        page.wait_for_timeout(100)
+        if page.url != last:
+            last, since = page.url, time.monotonic()
+    return last
+
+
 def navigate(page, section: str, item: str, h1: str) -> None:
     page.get_by_test_id("stTopNavSection").filter(has_text=section).click()
     page.get_by_role("menuitem", name=item, exact=True).click()
@@ -71,7 +84,7 @@ def test_the_builder_keeps_the_title_across_three_pages_a_reload_and_a_fresh_bro
     wait_rendered(page, timeout_ms=120_000)
     page.get_by_label("Title").wait_for(timeout=60_000)
     assert typed(page) == (TITLE, TEXT_B, 1)
-    address = page.url
+    address = settled_url(page)  # what a lecturer copies once the page has settled
     context.close()
     fresh = new_context(browser, 800, 900)
     try:

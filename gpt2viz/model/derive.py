@@ -10,8 +10,8 @@ the forward pass then never computes: a position alone or all of them, in blocks
 (gpt2.unembed_rows), equal to a product of all at once up to the matrix library's rounding (they
 were bit for bit here); TRAINING's loss at each position from 256 positions' logits at a time, one
 block held at a time (gpt2.next_token_loss, which a run with a backward pass differentiates: it
-stores the loss it made). A recording of names that include a derived one records its sources instead, but for a
-name the run intervenes on (interventions.py): that one is stored after the intervention, as the
+stores the loss it made). A recording of names that include a derived one records its sources
+instead, but for a name the run intervenes on (interventions.py): that one is stored after the intervention, as the
 model carried on with it, and what derives from it is then derived from those values.
 """
 

@@ -235,8 +235,8 @@ def next_token_loss(z: torch.Tensor, w_u: torch.Tensor, ids: torch.Tensor) -> to
     block held at a time without a gradient (51 MB on gpt2, not 206 MB at 1,024 tokens). A text of up
     to LOSS_ROWS + 1 tokens is one product (the matrix library took 28 % less time a row multiplying
     256 rows by W_U than 32 here), so it equals the loss of the logits a trace derives (blocks of 32)
-    up to the matrix library's rounding. Differentiable: a training run's
-    backward pass goes through it, and a trace that derives its loss computes the same products."""
+    up to the matrix library's rounding. Differentiable: a training run's backward pass goes through
+    it, and a trace that derives its loss computes the same products."""
     B, T = ids.shape
     losses = []
     for a in range(0, T - 1, LOSS_ROWS):

@@ -114,7 +114,7 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
     with torch.no_grad():
         if mode is Mode.FULL:
             # the logits where asked (stored) or intervened on; else derived from ln_f.out when read (derive.py)
-            model(ids, rec, unembed=bool({"logits"} & (stored | {iv.name for iv in interventions})))
+            model(ids, rec, unembed="logits" in stored or any(iv.name == "logits" for iv in interventions))
             P, T = 0, ids.shape[1]
         elif mode is Mode.PREFILL:
             model(ids, rec, use_cache=True, last_only=True)

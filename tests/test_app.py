@@ -687,3 +687,24 @@ def test_the_attention_map_says_whether_a_click_takes_a_score_apart():
     spec = json.loads(charts(long)[0].proto.spec)
     assert [t["type"] for t in spec["data"]].count("scatter") == 0 and not long.exception
     assert any("too many to click one: choose the query and key below" in c.value for c in long.caption)
+
+
+@pytest.mark.parametrize("url", [row.url for row in PAGES if row.charts])
+def test_every_charted_page_opens_with_its_question_before_its_first_chart(url):
+    """A page opens with a question, then the live picture: the Training page and eight others opened
+    with their explanation instead. Every page that draws a chart has one question, a level-2 heading
+    right under the title (its component's, or the page's own), before its first chart."""
+    from gpt2viz.teaching.notices import PAGE_QUESTIONS, QUESTIONS
+
+    row = BY_URL[url]
+    assert (row.component in QUESTIONS) != (url in PAGE_QUESTIONS)  # one question, from one place
+    at = open_page(url)
+    assert not at.exception, at.exception[0].value
+    shown = in_order(at.main)
+    texts = [str(getattr(e, "value", "")) for e in shown]
+    asked = [i for i, t in enumerate(texts) if t.startswith("## :material/help: ")]
+    title = next(i for i, e in enumerate(shown) if e.type == "title")
+    kinds = [e.type for e in shown]
+    first_chart = kinds.index("plotly_chart") if "plotly_chart" in kinds else len(shown)
+    assert len(asked) == 1 and title < asked[0] < first_chart, (asked, title, first_chart)
+    assert texts[asked[0]].endswith("?")

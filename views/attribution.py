@@ -4,11 +4,12 @@ import streamlit as st
 
 from gpt2viz.ui import attribution_view as av
 from gpt2viz.ui import code_panel, present, story
-from gpt2viz.ui.anatomy import random_note, selection, text_or_stop
+from gpt2viz.ui.anatomy import page_question, random_note, selection, text_or_stop
 from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Who wrote the answer")
+page_question("attribution")
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("The final stream at a position is a sum: the embedding, plus what every head, every attention bias "
                 "and every MLP added to it. Hold the final LayerNorm's scale at this run's value and the answer's "

@@ -6,7 +6,7 @@ from gpt2viz import plots
 from gpt2viz.model import modes
 from gpt2viz.spec import costs
 from gpt2viz.ui import code_panel, present, story
-from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, text_or_stop
+from gpt2viz.ui.anatomy import axis_tokens, page_question, plot, random_note, selection, text_or_stop
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
 from gpt2viz.ui.layout import wide_table
@@ -16,6 +16,7 @@ from gpt2viz.ui.working import working
 
 sel = selection()
 st.title("Generation, step by step")
+page_question("generation")
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("Each step is one **decode**: the newest token reads the KV cache of every earlier position "
                 "(L = P + 1 keys), the logits become probabilities, and one token is chosen. It is then the "

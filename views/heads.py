@@ -4,14 +4,12 @@ import streamlit as st
 
 from gpt2viz.ui import code_panel, present
 from gpt2viz.ui import heads_view as hv
-from gpt2viz.ui.anatomy import random_note, selection
+from gpt2viz.ui.anatomy import page_question, random_note, selection
 from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Head finder")
-# keyed: a lesson's note, projected, stands for it (ui/present.py)
-st.container(key="page-question").markdown("## :material/help: Which head reads the previous token, which copies "
-                                           "a repeat, which parks its attention on the first token?")
+page_question("heads")
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("Every head of every block, scored on this text from its attention pattern: each score is an "
                 "average over the text's positions of one thing a head can do. Look for the heads that stand out, "

@@ -7,7 +7,7 @@ from gpt2viz.analysis.lens import decompose, lens_grid, lens_window, logit_lens
 from gpt2viz.model.tokenizer import readable_tokens
 from gpt2viz.teaching import page_text
 from gpt2viz.ui import code_panel, present
-from gpt2viz.ui.anatomy import axis_tokens, plot, random_note, selection, selection_trace
+from gpt2viz.ui.anatomy import axis_tokens, page_question, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
 from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.state import locked
@@ -15,6 +15,7 @@ from gpt2viz.ui.text import code_span
 
 sel = selection()
 st.title("Logit lens and residual decomposition")
+page_question("lens")
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown(
         "**Logit lens.** Read the next-token prediction from the residual stream at every depth as if the model "

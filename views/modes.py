@@ -7,13 +7,14 @@ from gpt2viz.spec import costs
 from gpt2viz.teaching import page_text
 from gpt2viz.teaching.page_text import why_decode_is_cheap, why_decode_waits_on_memory
 from gpt2viz.ui import present
-from gpt2viz.ui.anatomy import plot, random_note, selection, text_or_stop
+from gpt2viz.ui.anatomy import page_question, plot, random_note, selection, text_or_stop
 from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.modes_view import mode_shapes_table, mode_summary
 
 sel = selection()
 cfg = sel.config
 st.title("Modes and KV cache")
+page_question("modes")
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown(
         "The same weights run in four ways. **Full sequence** reads all T tokens at once. **Training** does the "

@@ -6,7 +6,7 @@ from gpt2viz import plots
 from gpt2viz.anatomy.params import accounting_csv
 from gpt2viz.teaching import page_text
 from gpt2viz.ui import present
-from gpt2viz.ui.anatomy import plot, selection
+from gpt2viz.ui.anatomy import page_question, plot, selection
 from gpt2viz.ui.layout import wide_table
 from gpt2viz.ui.params_view import (
     checkpoint_check,
@@ -19,6 +19,7 @@ from gpt2viz.ui.params_view import (
 
 sel = selection()
 st.title("Parameter accounting")
+page_question("params")
 with present.folded(sel.present):  # projected, the chart starts in the first screen
     st.markdown("Every count is computed from the config (closed form), checked against a model's parameters "
                 "and, for a checkpoint, against its safetensors header alone. The tied output matrix adds 0.")

@@ -4,11 +4,12 @@ import streamlit as st
 
 from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui import whatif_view as wv
-from gpt2viz.ui.anatomy import selection, token_notes
+from gpt2viz.ui.anatomy import page_question, selection, token_notes
 from gpt2viz.ui.working import progress_in
 
 sel = selection()
 st.title("Compare and patch")
+page_question("patch")
 progress = st.container()  # the runs' progress, on the first screen (a long text takes seconds)
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("Text A is the sidebar's text; text B is below. Run both, compare what the chosen head attends "

@@ -4,11 +4,12 @@ import streamlit as st
 
 from gpt2viz.ui import paths_view as pv
 from gpt2viz.ui import present
-from gpt2viz.ui.anatomy import selection, text_or_stop
+from gpt2viz.ui.anatomy import page_question, selection, text_or_stop
 from gpt2viz.ui.caps import capped
 
 sel = selection()
 st.title("Which path carries it")
+page_question("paths")
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("What if knocks a part out everywhere: its **total effect**. Who wrote the answer reads what it "
                 "writes straight into the answer: its **direct effect**. Between them: *through which later part* "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from gpt2viz import plots
-from gpt2viz.ui.anatomy import plot, random_note, selection, text_notes
+from gpt2viz.ui.anatomy import page_question, plot, random_note, selection, text_notes
 from gpt2viz.ui.cache import get_training_summary
 from gpt2viz.ui.caps import capped
 from gpt2viz.ui.classroom import GRAD_PARTS
@@ -13,12 +13,7 @@ from gpt2viz.ui.working import working
 sel = selection()
 cfg = sel.config
 st.title("Training internals")
-st.markdown(
-    "Training reads the **whole text at once**: every position predicts the next token in the same forward "
-    "pass, because the causal mask already hides the future from each position, so one pass gives T − 1 "
-    "predictions and one loss. Generation cannot do that: the next token does not exist until it is chosen, "
-    "so **decode** reads one token at a time and keeps the cache. Training also switches dropout on "
-    f"(p = {cfg.dropout}) and runs backward to get a gradient for every weight.")
+page_question("training")
 if sel.text_error or len(sel.ids) < 2:
     st.warning(sel.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
@@ -36,6 +31,12 @@ for col, (label, value) in zip(cols, summary.loss.items()):
     col.metric(label, value)
 plot(plots.loss_per_token(summary.loss_per_token, list(summary.tokens),
                           "Loss at each position: which tokens surprised the model"))
+st.markdown(
+    "Training reads the **whole text at once**: every position predicts the next token in the same forward "
+    "pass, because the causal mask already hides the future from each position, so one pass gives T − 1 "
+    "predictions and one loss. Generation cannot do that: the next token does not exist until it is chosen, "
+    "so **decode** reads one token at a time and keeps the cache. Training also switches dropout on "
+    f"(p = {cfg.dropout}) and runs backward to get a gradient for every weight.")
 st.subheader("Dropout that fired")
 if dropout:
     st.dataframe(summary.dropout, hide_index=True, width="stretch", height=260)

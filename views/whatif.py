@@ -4,12 +4,13 @@ import streamlit as st
 
 from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui import whatif_view as wv
-from gpt2viz.ui.anatomy import selection
+from gpt2viz.ui.anatomy import page_question, selection
 from gpt2viz.ui.caps import capped
 from gpt2viz.ui.working import progress_in
 
 sel = selection()
 st.title("What if: knock a part out")
+page_question("whatif")
 progress = st.container()  # the runs' progress, on the first screen (a long text takes seconds)
 with present.folded(sel.present):  # projected, the first chart starts in the first screen
     st.markdown("Replace one part's output by zero, or by its average over the text, run the rest of the model "

@@ -49,6 +49,20 @@ QUESTIONS = {
     "block.mlp": "What does each position compute on its own, after attention has mixed the positions?",
     "unembed": "How does the last vector become a probability for every token of the vocabulary?",
 }
+# the question each page without a component of its own opens with, by its url (spec/pages.py)
+PAGE_QUESTIONS = {
+    "modes": "Why can generation reuse the work done on earlier tokens, and what does the KV cache keep?",
+    "params": "Where do the model's parameters sit, and how is each count worked out?",
+    "generation": "How does the model write one token at a time, and what does each step reuse?",
+    "training": "How does one text teach the model: which positions surprise it, and where does the gradient go?",
+    "lens": "What would the model predict if it stopped after each block?",
+    "whatif": "Which part of the model does this prediction depend on?",
+    "attribution": "Which parts wrote the answer's logit, and how much did each add?",
+    "paths": "Through which later part does one part's effect on the answer travel?",
+    "patch": "Which part's values make text A's prediction differ from text B's?",
+    "heads": "Which head reads the previous token, which copies a repeat, which parks its attention on the first "
+             "token?",
+}
 
 LITERATURE = ("In trained GPT-2, the literature reports heads that put most of their weight on the first "
               "token (an *attention sink*: Xiao et al. 2023, *Efficient Streaming Language Models with "

@@ -158,6 +158,17 @@ def selection() -> Selection:
     return st.session_state["selection"]
 
 
+def question(text: str) -> None:
+    """The question a page opens with, under its title: a level-2 heading (app.py sizes it; no heading
+    level skipped), keyed: a lesson's note, projected, stands for it (ui/present.py)."""
+    st.container(key="page-question").markdown(f"## :material/help: {text}")
+
+
+def page_question(url: str) -> None:
+    """The question of a page without a component of its own (teaching/notices.py PAGE_QUESTIONS)."""
+    question(notices.PAGE_QUESTIONS[url])
+
+
 def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentPage:
     """The page's opening: where the part sits, its title and the question it answers; then the
     run (the trace holds at least `shows`, formatted with b = the selected block), so that the page's
@@ -174,9 +185,8 @@ def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentP
     if not sel.present:  # projected, the title and the question stand right above the chart
         st.caption(" › ".join(a.title for a in cat.ancestors(c.id)) + " " + badge)
     st.title(heading(cat, c.id))
-    if cid in notices.QUESTIONS:  # keyed: a lesson's note, projected, stands for it (ui/present.py)
-        # a level-2 heading under the title (app.py sizes it as before): no heading level skipped
-        st.container(key="page-question").markdown(f"## :material/help: {notices.QUESTIONS[cid]}")
+    if cid in notices.QUESTIONS:
+        question(notices.QUESTIONS[cid])
     row = page_of(cat, cid)
     names = tuple(n.format(b=sel.block) for n in shows)
     if not sel.present:

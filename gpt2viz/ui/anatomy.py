@@ -34,7 +34,7 @@ from .cache import every_block, full_trace_bytes, get_trace, model_cache, record
 from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
 from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
-from .working import working
+from .working import progress_in, working
 
 # this project's own code that computes each component
 OUR_CODE = {"embed": [gpt2_model.GPT2.forward], "embed.tok": [gpt2_model.GPT2.forward],
@@ -195,11 +195,13 @@ def header(cid: str, shows: tuple[str, ...] = (), before_run=None) -> ComponentP
         with st.container(gap=None, key="values-heading"):
             st.subheader(f"Intermediate states · {MODE_LABELS[sel.mode]}")
             random_note(sel)
-    diagram = st.container()
+    progress = st.container()  # the run's progress above what is drawn before it (the Overview's drawing
+    diagram = st.container()  # fills the first screen at 1280x720)
     if before_run is not None:
         before_run(sel, diagram)
     label = f"block{sel.block}-{row.url}" if any("{b}" in n for n in shows) else row.url
-    trace = selection_trace(sel, list(names)) if names else None
+    with progress_in(progress):
+        trace = selection_trace(sel, list(names)) if names else None
     page = ComponentPage(sel, c, row, names, label, trace, diagram)
     if names and page.trace is None:
         footer(page)

@@ -34,7 +34,7 @@ from .teaching import site
 APP = APP_ROOT / "app.py"
 LOCAL = "_lesson_local"  # the session key of a lesson opened from a file (ui/lesson_view.py LOCAL)
 OPEN_CODE = "_code_open"  # every code expander drawn open (ui/code_panel.py OPEN_CODE)
-STATIC = "_static_export"  # the session flag that leaves a stop's question to the site (ui/vote_view.py STATIC)
+STATIC = "_static_export"  # the session flag that leaves a stop's question to the site (ui/state.py STATIC)
 RECORD = "_page_record"  # the session key of what a page drew (ui/export.py)
 # buttons whose results a page computes only when clicked, clicked in this order
 COMPUTE = ("sweep_heads", "sweep_mlps", "attr_sweep", "run_patch", "run_paths")

@@ -708,3 +708,19 @@ def test_every_charted_page_opens_with_its_question_before_its_first_chart(url):
     first_chart = kinds.index("plotly_chart") if "plotly_chart" in kinds else len(shown)
     assert len(asked) == 1 and title < asked[0] < first_chart, (asked, title, first_chart)
     assert texts[asked[0]].endswith("?")
+
+
+def test_shapes_draw_the_tab_on_screen_another_when_chosen_and_every_tab_for_the_lesson_export():
+    """The three hidden tabs' tables were a tenth of a component page's view in a new tab: only the
+    tab on screen is drawn, the one chosen draws in the run its click starts, and the lesson export,
+    which reads every tab, gets all four."""
+    at = open_page("attention", mode="training")
+    drawn = [(t.label, len(t.table)) for t in at.tabs]
+    assert drawn == [("Training", 1), ("Full sequence", 0), ("Prefill", 0), ("Decode (KV cache)", 0)]
+    at.session_state["shapes-block-attn-training"] = "Decode (KV cache)"
+    at.run()
+    decode = [t for t in at.tabs if len(t.table)]
+    assert [t.label for t in decode] == ["Decode (KV cache)"] and "P = 9, L = 10" in decode[0].caption[0].value
+    at.session_state["_static_export"] = True  # lesson_site.py STATIC
+    at.run()
+    assert [len(t.table) for t in at.tabs] == [1, 1, 1, 1]

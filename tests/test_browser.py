@@ -765,3 +765,19 @@ def test_the_decomposition_opens_with_every_blocks_parts(context, base):
         page.screenshot(path=str(SHOTS / "lens-decomposition-1280x720.png"))
     finally:
         leave(page)
+
+
+def test_a_shapes_tab_clicked_draws_its_table(context, base):
+    """Only the shapes tab on screen is drawn: a tab clicked draws its mode's table in the run the
+    click starts (P = 0 in prefill), and the page stays whole."""
+    page = open_view(context, base, "attention?model=tiny", MIN_CHARTS["attention"])
+    try:
+        tabs = page.locator("[data-testid='stTabs']").first
+        tabs.get_by_role("tab", name="Prefill").click()
+        panel = tabs.locator("[role='tabpanel']:visible")
+        panel.get_by_test_id("stTable").wait_for(timeout=60_000)
+        wait_rendered(page, MIN_CHARTS["attention"])
+        assert "P = 0" in panel.inner_text() and page.locator(EXCEPTION).count() == 0
+        assert [t.strip() for t in tabs.locator("[role='tab'][aria-selected='true']").all_inner_texts()] == ["Prefill"]
+    finally:
+        leave(page)

@@ -33,7 +33,7 @@ from . import demo, export, present, words
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
-from .state import MODE_LABELS, Selection, carry_view, link_label, link_params
+from .state import MODE_LABELS, STATIC, Selection, carry_view, link_label, link_params
 from .working import progress_in, working
 
 # this project's own code that computes each component
@@ -283,10 +283,19 @@ def child_section(ch: Component, sel: Selection) -> None:
 
 
 def shapes(c: Component, sel: Selection) -> None:
-    """The component's tensors in each mode; the selected mode's tab first (and open)."""
+    """The component's tensors in each mode; the selected mode's tab first (and open). Only the tab
+    on screen is drawn (another, when clicked, in the run its click starts): the three hidden tables
+    were a tenth of a new tab's view. The lesson export reads every tab, so draws them all."""
     st.subheader("Shapes in each mode")
     modes = [sel.mode] + [m for m in Mode if m is not sel.mode]
-    for tab, mode in zip(st.tabs([MODE_LABELS[m] for m in modes]), modes):
+    labels = [MODE_LABELS[m] for m in modes]
+    key = f"shapes-{anchor(c)}-{sel.mode.value}"  # a new mode opens on its own tab, as the sidebar says
+    tabs = st.tabs(labels, key=key, on_change="rerun", default=labels[0])
+    shown = st.session_state.get(key) or labels[0]
+    every = bool(st.session_state.get(STATIC))
+    for tab, mode, label in zip(tabs, modes, labels):
+        if not every and label != shown:
+            continue
         with tab:
             values = run_values(sel, mode)
             rows = [{"role": s.role, "tensor": s.name.short, "symbolic": s.symbolic,

@@ -50,6 +50,8 @@ SOURCES = {"random": "Random (seeded)", "demo": "Demo: trained here", "hf-cache"
 ALLOW_LOCAL_PATH = "GPT2VIZ_ALLOW_LOCAL_PATH"
 # the URL keys of the sidebar's controls: what a link to another page carries over
 SELECTION_KEYS = ("text", "weights", "model", "seed", "folder", "mode", "block", "head", present.KEY)
+STATIC = "_static_export"  # session flag: the lesson export runs the page (lesson_site.py), which reads every
+# tab and writes a stop's question itself
 LOCKED = "_locked"  # session key: the controls a lesson pins (ui/lesson_view.py), shown but not changeable
 # session key: while a lesson's stop is shown, the URL values of its view (the lesson's weights and text, and
 # the stop's view), which every link out of it carries: the stop's own URL holds only the lesson

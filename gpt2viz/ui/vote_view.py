@@ -21,6 +21,7 @@ from ..server.voter import COOKIE, check
 from ..server.votes import Refused, Store, Unavailable
 from ..teaching.votes_text import answer_line, answers_line, my_vote_line, rounds_line, spread_line
 from .lesson_view import PASSWORD_ENV, OpenLesson, is_lecturer, lecturer_form, server_key
+from .state import STATIC
 from .text import plain
 from .words import in_words
 
@@ -28,7 +29,6 @@ STUDENT_POLL_S = 2.0  # a student's view follows the lecturer's open, close and 
 LECTURER_POLL_S = 1.0  # the lecturer's count and spread
 RETRY_S = 10.0  # a database that failed is not asked again for this long (a student's poll must not wait on it)
 VOTES_PER_SECOND = 3  # one browser's votes, at most, in any second
-STATIC = "_static_export"  # session flag: the lesson export runs the stop (it writes the question itself)
 _failed: list[float] = [-RETRY_S]
 
 

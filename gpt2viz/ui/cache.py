@@ -332,12 +332,14 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all, or what
     `names` needs, each at its own size), and while it computes, twice the largest tensor it computes
     (the logits; with a backward pass that records the embedding's gradient, that one: a gradient is
-    computed only when it is recorded). In FULL, and TRAINING without a backward pass, where that is no
-    longer the logits (they derive them), three quarters of the stored bytes more and the matrix
-    library's copy of a weight matrix: the forward pass's temporaries and the gaps the allocator leaves
+    computed only when it is recorded). In FULL, PREFILL, and TRAINING without a backward pass, where that
+    is no longer the logits (they derive them, or unembed one position), three quarters of the stored
+    bytes more and the matrix library's copy of a weight matrix: the forward pass's temporaries and the
+    gaps the allocator leaves
     between the stored tensors (a FULL run measured 17-20, 58 and 494-581 MiB at its peak at 34, 128 and
     1,024 tokens, for 13, 50 and 405 MiB stored: half the stored bytes left 10 % for another machine's
-    matrix library at 1,024 tokens, three quarters 28 %). A training run with a backward pass (one that
+    matrix library at 1,024 tokens, three quarters 28 %). DECODE also holds one block of the prefill
+    that builds its cache (cache_prefill_bytes). A training run with a backward pass (one that
     records a gradient; `backward` True for a caller that runs its own) also holds every activation once
     more (the written-out scores and pattern included), which autograd keeps for it, the loss's
     log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's copies

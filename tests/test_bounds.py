@@ -213,7 +213,7 @@ model = random_model(cfg, 0)
 n, what = int(sys.argv[1]), sys.argv[2]
 forward = _all_but_weight_grads(cfg, n, stream_grads=False)[0]
 names = {"forward": forward, "summary": TRAINING_NEEDS, "one gradient": ("grad.blocks.*.resid_pre",),
-         "full": None, "decode": None, "prefill": None}[what]
+         "full": None, "decode": None, "prefill": None, "generation": None}[what]
 mode = {"full": Mode.FULL, "decode": Mode.DECODE, "prefill": Mode.PREFILL}.get(what, Mode.TRAINING)
 run(model, list(range(8)), Mode.TRAINING, names=forward)  # torch's first-run allocations, before the count
 run(model, list(range(8)), Mode.FULL)
@@ -221,8 +221,13 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 before = status("VmRSS")
 norms = TrainingNorms()  # the Training page's run hands its parameters' gradients on, a block at a time
-trace = run(model, [i % cfg.vocab_size for i in range(0, 7 * n, 7)], mode, names=names,
-            on_grad=norms if what == "summary" else None)
+ids = [i % cfg.vocab_size for i in range(0, 7 * n, 7)]
+if what == "generation":  # the Generation page's 20 steps
+    from gpt2viz.model.modes import generate
+    from gpt2viz.ui.cache import GENERATION_NAMES
+    trace = generate(model, ids, 20, names=GENERATION_NAMES).traces[-1]
+else:
+    trace = run(model, ids, mode, names=names, on_grad=norms if what == "summary" else None)
 print(json.dumps({"peak": status("VmHWM") - before, "norms": sorted(norms),
                   "grads": [k for k in trace.names if k.startswith("grad.")],
                   "masks": sum(k.endswith("pattern_dropout_mask") for k in trace.names)}))
@@ -233,7 +238,8 @@ def peak_of_a_run(n: int, what: str) -> dict:
     """PEAK_OF_A_RUN in a process of its own: `what` "forward" (a training-mode page but the Training
     page's), "summary" (the Training page's), "one gradient" (a backward pass that keeps one
     gradient and nothing else), "full" (a full-mode trace of everything, what most pages share), or
-    "decode" or "prefill" (a trace of everything in that mode)."""
+    "decode" or "prefill" (a trace of everything in that mode), or "generation" (20 steps after the
+    text, as the Generation page records them)."""
     import json
     import subprocess
 
@@ -300,6 +306,19 @@ def test_a_cached_mode_is_estimated_above_its_peak(mode, n):
     weights = counted_weights("gpt2", 0, ("gpt2",))
     estimate = run_bytes(weights, n, Mode(mode), None)
     measured = peak_of_a_run(n, mode)
+    assert 0 < measured["peak"] <= estimate, (measured["peak"] >> 20, estimate >> 20)
+
+
+@pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
+@pytest.mark.parametrize("n", [30, 500, 1000])  # 64, 700, 1,399 MiB at the peak here
+def test_a_generation_is_estimated_above_its_peak(n):
+    """Twenty decode steps after a text: the cache's prefill once, each step's keys (the pattern
+    derives from them), and the values' cache each step frees in a block too small for the next
+    (after 1,000 tokens it reserved 1,064 MiB for 1,399)."""
+    from gpt2viz.ui.cache import counted_weights, generation_bytes
+
+    estimate = generation_bytes(counted_weights("gpt2", 0, ("gpt2",)), n, 20)
+    measured = peak_of_a_run(n, "generation")
     assert 0 < measured["peak"] <= estimate, (measured["peak"] >> 20, estimate >> 20)
 
 

@@ -310,11 +310,11 @@ def test_a_cached_mode_is_estimated_above_its_peak(mode, n):
 
 
 @pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
-@pytest.mark.parametrize("n", [30, 500, 1000])  # 64, 700, 1,399 MiB at the peak here
+@pytest.mark.parametrize("n", [30, 500, 1000])  # 18-19, 105-129, 246-272 MiB at the peak here
 def test_a_generation_is_estimated_above_its_peak(n):
-    """Twenty decode steps after a text: the cache's prefill once, each step's keys (the pattern
-    derives from them), and the values' cache each step frees in a block too small for the next
-    (after 1,000 tokens it reserved 1,064 MiB for 1,399)."""
+    """Twenty decode steps after a text: the cache, each step's row of the pattern and its logits, and
+    the cache's prefill (after 1,000 tokens it reserved 1,064 MiB for a peak of 1,399 when each step
+    kept its own keys, from which the pattern derived)."""
     from gpt2viz.ui.cache import counted_weights, generation_bytes
 
     estimate = generation_bytes(counted_weights("gpt2", 0, ("gpt2",)), n, 20)

@@ -23,7 +23,17 @@ def test_names_filter_records_only_what_is_asked(tiny):
     assert trace.names == ["blocks.0.ln1.mean", "blocks.1.ln1.mean", "ln_f.var"]
 
 
-@pytest.mark.parametrize("mode, keys", [(Mode.FULL, "attn.k"), (Mode.DECODE, "attn.k_cache")])
+def test_decode_records_its_pattern_row_not_the_keys_it_comes_from(tiny):
+    """A generation's every step asks for the pattern: decode stores its one query row [B, nh, 1, L], a
+    64th of the keys it would derive from on gpt2 (each step kept its own), the same values."""
+    trace = run(tiny, IDS, Mode.DECODE, names=["blocks.1.attn.pattern", "logits"])
+    assert set(trace.tensors) == {"blocks.1.attn.pattern", "logits"}
+    assert trace["blocks.1.attn.pattern"].shape == (1, tiny.config.n_head, 1, len(IDS))
+    assert torch.equal(trace["blocks.1.attn.pattern"], run(tiny, IDS, Mode.DECODE)["blocks.1.attn.pattern"])
+    assert torch.equal(trace["logits"], run(tiny, IDS, Mode.DECODE)["logits"])
+
+
+@pytest.mark.parametrize("mode, keys", [(Mode.FULL, "attn.k"), (Mode.PREFILL, "attn.k_cache")])
 def test_asking_for_a_derived_name_records_its_sources(tiny, mode, keys):
     trace = run(tiny, IDS, mode, names=["blocks.1.attn.pattern", "logits"])
     # full derives its logits from the last stream and ln_f's statistics; decode computes one position's

@@ -6,7 +6,8 @@ is, with no transposes. LayerNorm and GELU are written out so that mu and sigma^
 Attention runs as torch's fused `scaled_dot_product_attention` where no gradient is wanted (the
 scores and the pattern are never materialised; a trace derives them per block from q and k with
 `attention_scores` and `causal_softmax` below); under autograd (TRAINING) it is written out, with the
-pattern's dropout mask, and so it is in a block whose scores or pattern an intervention changes.
+pattern's dropout mask, and so it is in a block whose scores or pattern an intervention changes, and
+where one query reads a cache (decode), whose one row of both a trace stores.
 References: openai/gpt-2 `src/model.py` (functional model), transformers `modeling_gpt2.py` (module
 names, eager attention). Shapes use B, T, P, L, d, nh, dh, V.
 """
@@ -160,8 +161,10 @@ class Attention(nn.Module):
         if use_cache:
             rec(p + "k_cache", k)
             rec(p + "v_cache", v)
-        # written out where autograd or the pattern's dropout needs it, or an intervention changes them
-        if torch.is_grad_enabled() or drop is not no_dropout or rec.changes(p + "scores") or rec.changes(p + "pattern"):
+        # written out where autograd or the pattern's dropout needs it, an intervention changes them, or one
+        # query reads a cache (decode: its scores and pattern are one row, which a trace stores)
+        if torch.is_grad_enabled() or drop is not no_dropout or past is not None and T == 1 \
+                or rec.changes(p + "scores") or rec.changes(p + "pattern"):
             scores = rec(p + "scores", attention_scores(q, k))  # [B, nh, T, L]
             pattern = rec(p + "pattern", causal_softmax(scores, causal_mask(T, k.shape[2])))  # [B, nh, T, L]
             z = rec(p + "z", drop(rec, p + "pattern_dropout_mask", pattern) @ v)  # [B, nh, T, dh]

@@ -203,6 +203,7 @@ CACHE = frozenset({"attn.k_cache", "attn.v_cache"})
 DERIVED = frozenset({"resid_mid", "attn.scores", "attn.pattern", "mlp.post"}
                     | {f"{ln}.{part}" for ln in ("ln1", "ln2", "ln_f") for part in ("normalized", "out")})
 VIEWS = frozenset({"attn.q", "attn.k", "attn.v", "attn.merged"})
+DECODE_STORES = frozenset({"attn.scores", "attn.pattern"})  # one query row: stored, not derived (derived_in)
 
 
 def derived_in(short: str, mode) -> bool:
@@ -210,8 +211,12 @@ def derived_in(short: str, mode) -> bool:
     mode, and FULL's and TRAINING's logits, from the final LayerNorm's output when a page reads them
     (a third of a full run's work and a quarter of its bytes on gpt2; most pages read one position),
     and TRAINING's loss from the same products (a run with a backward pass computes its loss, and
-    stores it: modes.run). PREFILL and DECODE compute one position's logits."""
+    stores it: modes.run). PREFILL and DECODE compute one position's logits. DECODE stores its one row
+    of scores and pattern [B, nh, 1, L]: a 64th of the keys they would derive from on gpt2, which a
+    generation's every step kept for them."""
     mode = Mode.parse(mode)
+    if mode is Mode.DECODE and short in DECODE_STORES:
+        return False
     return short in DERIVED or (short == "logits" and mode in (Mode.FULL, Mode.TRAINING)) \
         or (short in LOSS_NAMES and mode is Mode.TRAINING)
 

@@ -573,17 +573,20 @@ def get_generation(weights: LoadedModel, ids: tuple[int, ...], steps: int, tempe
 
 
 def generation_bytes(weights: LoadedModel, n_tokens: int, steps: int) -> int:
-    """What a generation holds at its peak: the prefill of its cache, once, then each step's trace (its
-    keys, from which the pattern derives: every step keeps its own, as long as the text) and the block
-    the allocator cannot reuse: each step's cache is a row longer than the last, so the freed copy of
-    the values' cache does not fit the next one. Measured on gpt2 after 30, 500 and 1,000 tokens, 20
-    steps: 64, 700 and 1,399 MiB at the peak (estimated 67, 522 and 1,064 without that block)."""
+    """What a generation holds at its peak: the cache (keys and values, as long as the longest step's
+    keys) twice, since each step builds it anew a row longer while the last is alive and the allocator
+    cannot fit the next in the freed one, every step's trace (each decode step stores its one row of
+    the pattern, and the logits), and on top the larger of its two working phases: the prefill that
+    builds the cache, and a step's own. Measured on gpt2, 20 steps after 30, 500 and 1,000 tokens: 18-19,
+    105-129 and 246-272 MiB at the peak (estimated 30, 174 and 382). When each step kept its own keys,
+    from which its pattern derived, the peak was 64, 700 and 1,399 MiB."""
     cfg = weights.model.config
     L = last_keys(n_tokens, steps)  # the longest step's keys
     sizes, _ = _tensor_bytes_of(cfg, L, Mode.DECODE)
-    step = run_bytes(weights, L, Mode.DECODE, GENERATION_NAMES) - cache_prefill_bytes(cfg, L)
-    left = sum(n for name, n in sizes.items() if name.endswith(".attn.v_cache"))
-    return steps * (step + left) + cache_prefill_bytes(cfg, n_tokens)
+    cache = sum(n for name, n in sizes.items() if name.endswith((".attn.k_cache", ".attn.v_cache")))
+    kept = sum(sizes[n] for n in to_record(cfg, Mode.DECODE, GENERATION_NAMES))
+    step = run_bytes(weights, L, Mode.DECODE, GENERATION_NAMES) - kept - cache_prefill_bytes(cfg, L)
+    return 2 * cache + steps * kept + max(cache_prefill_bytes(cfg, n_tokens), step)
 
 
 def decode_check(weights: LoadedModel, ids: tuple[int, ...], progress: Progress | None = None) -> float:

@@ -194,14 +194,12 @@ def test_a_local_server_budgets_from_the_machines_memory_and_a_class_server_keep
 # A run's peak in a process of its own, with the server's allocator settings (freed blocks reused within
 # a run, not given back): what it allocates above what the process held before (VmHWM after a reset,
 # minus VmRSS before), with the trace it returns still held. Dropout on, as the pages run training mode.
-PEAK_OF_A_RUN = """
+PEAK_PRELUDE = """
 import json, sys
 from gpt2viz.model.memory import reuse_freed_memory_within_a_run
 from gpt2viz.model.modes import Mode, run
 from gpt2viz.model.weights import random_model
 from gpt2viz.spec.config import get_config
-from gpt2viz.ui.cache import _all_but_weight_grads
-from gpt2viz.ui.classroom import TRAINING_NEEDS, TrainingNorms
 
 def status(field):
     with open("/proc/self/status") as f:
@@ -211,6 +209,11 @@ reuse_freed_memory_within_a_run()
 cfg = get_config("gpt2")
 model = random_model(cfg, 0)
 n, what = int(sys.argv[1]), sys.argv[2]
+"""
+PEAK_OF_A_RUN = PEAK_PRELUDE + """
+from gpt2viz.ui.cache import _all_but_weight_grads
+from gpt2viz.ui.classroom import TRAINING_NEEDS, TrainingNorms
+
 forward = _all_but_weight_grads(cfg, n, stream_grads=False)[0]
 names = {"forward": forward, "summary": TRAINING_NEEDS, "one gradient": ("grad.blocks.*.resid_pre",),
          "full": None, "decode": None, "prefill": None, "generation": None}[what]
@@ -307,6 +310,53 @@ def test_a_cached_mode_is_estimated_above_its_peak(mode, n):
     estimate = run_bytes(weights, n, Mode(mode), None)
     measured = peak_of_a_run(n, mode)
     assert 0 < measured["peak"] <= estimate, (measured["peak"] >> 20, estimate >> 20)
+
+
+# A Classroom page's computation on a clean trace the page already holds (built before the count, as
+# the trace cache gives it): its peak in a process of its own, beside the estimate its page reserves.
+PEAK_OF_A_VIEW = PEAK_PRELUDE + """
+from types import SimpleNamespace
+
+weights = SimpleNamespace(model=model)  # what the estimates read of the weights
+ids = [i % cfg.vocab_size for i in range(0, 7 * n, 7)]
+run(model, list(range(8)), Mode.FULL)
+sel = SimpleNamespace(weights=weights, config=cfg, ids=ids, mode=Mode.FULL)
+if what == "paths":  # Which path carries it: block 0 head 0 removed along each of its paths
+    from gpt2viz.analysis.paths import path_patch
+    from gpt2viz.ui.paths_view import _estimate
+    clean = run(model, ids, Mode.FULL)
+    answer = int(clean.at("logits", n - 1)[0].argmax())
+    estimate = _estimate(sel, n)
+    thing = lambda: path_patch(model, ids, "blocks.0.attn.head.0", answer, None, n - 1, "zero", clean=clean)
+else:  # an experiment, in full mode
+    from gpt2viz.analysis.experiments import EXPERIMENTS
+    from gpt2viz.ui.experiments_view import estimate as reserved
+    estimate = reserved(sel)
+    thing = lambda: EXPERIMENTS[what].measure(model, ids, Mode.FULL, 0, 0)
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
+kept = thing()
+print(json.dumps({"peak": status("VmHWM") - before, "estimate": estimate}))
+"""
+
+
+@pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
+@pytest.mark.parametrize("what,n", [("paths", 34), ("no mask", 256), ("no positions", 256)])  # 115, 82, 47 MiB
+def test_path_patching_and_an_experiment_are_estimated_above_their_peaks(what, n):
+    """Path patching made every later block's receiver rows and logits before reading one (659 MiB at
+    its peak at 34 tokens for 315 reserved; it now runs one block's receivers at a time), and an
+    experiment reserved two runs' logits for runs that write attention out in every block (66 MiB at
+    256 tokens for 33; 830 at 1,024 for 77)."""
+    import json
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", PEAK_OF_A_VIEW, str(n), what], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[1],
+                         env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    assert 0 < measured["peak"] <= measured["estimate"], (measured["peak"] >> 20, measured["estimate"] >> 20)
 
 
 @pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")

@@ -341,24 +341,26 @@ def path_patch(model: GPT2, ids, sender: str, answer: int, versus: int | None = 
     T = position + 1  # attention is causal: nothing after the position reaches it
     delta = removal(sender_output(model, clean, part), ablation)[None, :T]  # [1, T, d]
 
-    starts: list[tuple[int, torch.Tensor]] = [(part.block + 1, _total_row(model, clean, part, delta, T))]
+    # each start's rows run to the answer as soon as they are made, and only their readings are kept:
+    # one block's receivers held at a time, not every block's rows and logits (paths_view.estimate)
+    readings = _read(clean.at("logits", position)[0][None], answer, versus)  # the clean run
+    readings += _read(_finish(model, part.block + 1, _total_row(model, clean, part, delta, T)), answer, versus)
     order: list[Part] = []
     for r in sorted({w.block for w in wanted if w.block >= 0}):
         here = {w for w in wanted if w.block == r}
         if any(w.input is not None for w in here):
             rows = _head_rows(model, clean, r, delta, T)  # [nh*3, T, d]
             keep = [i for i, w in enumerate(Part(r, h, x) for h in range(cfg.n_head) for x in INPUTS) if w in here]
-            starts.append((r + 1, rows[keep]))
+            readings += _read(_finish(model, r + 1, rows[keep]), answer, versus)
             order += [Part(r, h, x) for h in range(cfg.n_head) for x in INPUTS if Part(r, h, x) in here]
+            del rows
         if Part(r) in here:
-            starts.append((r + 1, _mlp_row(model, clean, r, delta, T)))
+            readings += _read(_finish(model, r + 1, _mlp_row(model, clean, r, delta, T)), answer, versus)
             order.append(Part(r))
     if LOGITS in wanted:
-        starts.append((cfg.n_layer, clean.get("resid_post", cfg.n_layer - 1)[:, :T] - delta))
+        rows = clean.get("resid_post", cfg.n_layer - 1)[:, :T] - delta  # [1, T, d]
+        readings += _read(_finish(model, cfg.n_layer, rows), answer, versus)
         order.append(LOGITS)
-    logits = torch.cat([_finish(model, start, rows) for start, rows in starts])  # [1 + R, V]
-    logits = torch.cat([clean.at("logits", position)[0][None], logits])  # [2 + R, V]
-    readings = _read(logits, answer, versus)
     by_name = dict(zip((p.name for p in order), readings[2:]))
     rows_out = tuple((w, by_name[w.name]) for w in wanted)
     return Paths(part, ablation, answer, versus, position, readings[0], readings[1], rows_out, clean.model)

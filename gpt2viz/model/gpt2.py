@@ -155,7 +155,7 @@ class Attention(nn.Module):
         q = rec(p + "q", self.split_heads(q))  # [B, nh, T, dh]
         k = rec(p + "k", self.split_heads(k))  # [B, nh, T, dh]
         v = rec(p + "v", self.split_heads(v))  # [B, nh, T, dh]
-        if past is not None:
+        if past is not None and past[0].shape[2]:  # an empty cache (P = 0) adds nothing: k and v stay views
             k = torch.cat([past[0], k], dim=2)  # [B, nh, L, dh], L = P + T
             v = torch.cat([past[1], v], dim=2)  # [B, nh, L, dh]
         if use_cache:

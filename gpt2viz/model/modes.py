@@ -131,9 +131,12 @@ def run(model: GPT2, ids, mode=Mode.FULL, *, names=None, seed: int = 0, grads: b
 
 def prefill(model: GPT2, ids: torch.Tensor, rec: Recorder | None = None):
     """(logits of the last position, KV cache) for ids [B, P], recording nothing (unless `rec`
-    does); P may be 0."""
+    does); P may be 0: no logits, and an empty cache, so a decode step after it is one query against
+    a cache like any other (it writes its attention out and stores its row: gpt2.py)."""
     if ids.shape[1] == 0:
-        return None, None
+        cfg = model.config
+        empty = torch.zeros(ids.shape[0], cfg.n_head, 0, cfg.d_head)  # [B, nh, 0, dh]
+        return None, [(empty, empty)] * cfg.n_layer
     logits, past = model(ids, rec, use_cache=True, last_only=True)
     return logits, past
 

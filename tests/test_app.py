@@ -711,7 +711,7 @@ def test_every_charted_page_opens_with_its_question_before_its_first_chart(url):
 
 
 def test_shapes_draw_the_tab_on_screen_another_when_chosen_and_every_tab_for_the_lesson_export():
-    """The three hidden tabs' tables were a tenth of a component page's view in a new tab: only the
+    """The three hidden tabs' tables were 1-4 % of a component page's view in a new tab: only the
     tab on screen is drawn, the one chosen draws in the run its click starts, and the lesson export,
     which reads every tab, gets all four."""
     at = open_page("attention", mode="training")

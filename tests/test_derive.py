@@ -181,12 +181,13 @@ def test_an_intervention_on_scores_or_pattern_writes_that_block_out(tiny, mode, 
     monkeypatch.setattr(model_module, "fused_attention", lambda *a: fused.append(1) or fused_attention(*a))
     head = Intervention("blocks.1.attn.pattern", "zero", head=1)
     trace = run(tiny, IDS, mode, interventions=[head])
-    # full: block 1 written out, block 0 fused; decode writes out its step's every block (one query against
-    # the cache: it stores their one row of scores and pattern) and fuses its prefill's
-    assert len(fused) == tiny.config.n_layer - 1 if mode is Mode.FULL else tiny.config.n_layer
+    # block 1 written out, block 0 fused: in full mode's one pass, and in decode's prefill of the cache (the
+    # intervention applies there too); decode's step writes every block out (one query against the cache:
+    # it stores their one row of scores and pattern)
+    assert len(fused) == tiny.config.n_layer - 1
     assert "blocks.1.attn.pattern" in trace.tensors and trace.intervened == ("blocks.1.attn.pattern",)
     assert not trace["blocks.1.attn.pattern"][:, 1].any() and not trace["blocks.1.attn.z"][:, 1].any()
-    # a head's pattern zeroed is its z zeroed (the fused path in that block)
+    # a head's pattern zeroed is its z zeroed (the z intervention leaves attention as the mode runs it)
     via_z = run(tiny, IDS, mode, interventions=[Intervention("blocks.1.attn.z", "zero", head=1)])
     torch.testing.assert_close(trace["logits"], via_z["logits"], rtol=0, atol=1e-5)
     # scores zeroed on one head: its derived pattern is uniform over the keys each query reads

@@ -112,3 +112,24 @@ def test_beside_the_pattern_a_caveat_links_the_heads_attribution_and_knock_out()
     line = next(m.value for m in at.markdown if "not that what it reads matters" in m.value)
     assert 'href="/attribution?' in line and "block=1" in line and "head=3" in line
     assert 'href="/whatif?' in line and "part=head" in line
+
+
+@pytest.mark.parametrize("mode", ["full", "prefill", "decode", "training"])
+def test_one_score_taken_apart_from_a_trace_of_the_attention_pages_names_alone(tiny, mode):
+    """Where a trace of everything does not fit, the Attention page records its own names: decode stores
+    its scores, not their sources, so the page asks for the keys its score taken apart reads (a review
+    found a KeyError for decode's k_cache there)."""
+    import ast
+    import re
+
+    from gpt2viz.model.modes import run
+
+    page = (Path(__file__).resolve().parents[1] / "views" / "attention.py").read_text()
+    shorts = ast.literal_eval(re.search(r'^SHOWS = tuple\(f"blocks\.\{\{b\}\}\.attn\.\{s\}" for s in (\(.*\))\)$',
+                                        page, re.M).group(1))  # the page's names, as it asks for them
+    ids = [464, 2068, 7586, 21831, 18045, 625, 262]
+    alone = run(tiny, ids, mode, names=[f"blocks.1.attn.{s}" for s in shorts], grads=False)
+    whole = run(tiny, ids, mode, grads=False)
+    last = alone.T - 1
+    a, w = score_parts(alone, 1, 2, last, 0), score_parts(whole, 1, 2, last, 0)
+    assert (a.dot, a.weight, a.rank) == (w.dot, w.weight, w.rank)

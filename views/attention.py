@@ -10,7 +10,9 @@ from gpt2viz.ui import anatomy, dot_view, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
 from gpt2viz.ui.links import demo_beside, draw_diagram
 
-SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z"))
+# k_cache: the keys "one score taken apart" reads in prefill and decode (decode stores its scores, not
+# their sources); a name a mode does not record asks for nothing there
+SHOWS = tuple(f"blocks.{{b}}.attn.{s}" for s in ("q", "k", "v", "k_cache", "scores", "pattern", "z"))
 GRID_QUERIES = 16  # the grid draws nh maps: keep it to the last queries on long texts
 
 page = anatomy.header("block.attn", SHOWS)

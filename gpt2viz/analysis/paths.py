@@ -342,7 +342,7 @@ def path_patch(model: GPT2, ids, sender: str, answer: int, versus: int | None = 
     delta = removal(sender_output(model, clean, part), ablation)[None, :T]  # [1, T, d]
 
     # each start's rows run to the answer as soon as they are made, and only their readings are kept:
-    # one block's receivers held at a time, not every block's rows and logits (paths_view.estimate)
+    # one block's receivers held at a time, not every block's rows and logits (ui/paths_view.py _estimate)
     readings = _read(clean.at("logits", position)[0][None], answer, versus)  # the clean run
     readings += _read(_finish(model, part.block + 1, _total_row(model, clean, part, delta, T)), answer, versus)
     order: list[Part] = []

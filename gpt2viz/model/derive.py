@@ -2,7 +2,7 @@
 
 Each is a pure function of names the forward pass records, computed with the very functions
 `gpt2.py` runs, so a derived tensor equals the one the forward pass computed: the attention
-scores and pattern of a block from its q and k (the cache's keys in prefill and decode), a
+scores and pattern of a block from its q and k (the cache's keys in prefill; decode stores its one row), a
 LayerNorm's normalised vector and output from its input stream and statistics (and its gain and
 bias, references to the model's parameters), the GELU from `mlp.pre` (the config's own),
 `resid_mid` from `resid_pre + attn.out`. And FULL's and TRAINING's logits from `ln_f.out`, which

@@ -6,8 +6,8 @@ is, with no transposes. LayerNorm and GELU are written out so that mu and sigma^
 Attention runs as torch's fused `scaled_dot_product_attention` where no gradient is wanted (the
 scores and the pattern are never materialised; a trace derives them per block from q and k with
 `attention_scores` and `causal_softmax` below); under autograd (TRAINING) it is written out, with the
-pattern's dropout mask, and so it is in a block whose scores or pattern an intervention changes, and
-where one query reads a cache (decode), whose one row of both a trace stores.
+pattern's dropout mask. It is written out too in a block whose scores or pattern an intervention
+changes, and where one query reads a cache (a decode step): a trace stores that one row of both.
 References: openai/gpt-2 `src/model.py` (functional model), transformers `modeling_gpt2.py` (module
 names, eager attention). Shapes use B, T, P, L, d, nh, dh, V.
 """
@@ -118,13 +118,12 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """softmax(Q K^T / sqrt(dh) + M) V in one fused kernel, M the lower-right causal mask. torch's
-    `is_causal` aligns the mask top-left (query i reads keys 0..i), right only when T = L; one query
-    (decode) reads every key; any other T < L gets the mask written out."""
+    `is_causal` aligns the mask top-left (query i reads keys 0..i), right only when T = L; any T < L
+    gets the mask written out (one query against a cache never comes here: it writes its attention
+    out, see Attention.forward)."""
     T, L = q.shape[2], k.shape[2]
     if T == L:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, nh, T, dh]
-    if T == 1:
-        return F.scaled_dot_product_attention(q, k, v)  # [B, nh, 1, dh]
     return F.scaled_dot_product_attention(q, k, v, attn_mask=~causal_mask(T, L))  # [B, nh, T, dh]
 
 

@@ -198,8 +198,9 @@ MASKS = frozenset({"embed.dropout_mask", "attn.pattern_dropout_mask", "attn.out_
                    "mlp.out_dropout_mask"})
 CACHE = frozenset({"attn.k_cache", "attn.v_cache"})
 # Pure functions of other recorded names: a trace derives them per block on demand (derive.py)
-# and never stores them. VIEWS share the storage of a name before them (q, k, v of attn.qkv; merged
-# of z where the fused attention ran, every mode but TRAINING).
+# and never stores them, but decode's one row of scores and pattern (DECODE_STORES). VIEWS share
+# the storage of a name before them (q, k, v of attn.qkv; merged of z where the fused attention
+# ran, every mode but TRAINING).
 DERIVED = frozenset({"resid_mid", "attn.scores", "attn.pattern", "mlp.post"}
                     | {f"{ln}.{part}" for ln in ("ln1", "ln2", "ln_f") for part in ("normalized", "out")})
 VIEWS = frozenset({"attn.q", "attn.k", "attn.v", "attn.merged"})
@@ -208,8 +209,9 @@ DECODE_STORES = frozenset({"attn.scores", "attn.pattern"})  # one query row: sto
 
 def derived_in(short: str, mode) -> bool:
     """Whether a trace of `mode` derives `short` instead of storing it: the DERIVED names in every
-    mode, and FULL's and TRAINING's logits, from the final LayerNorm's output when a page reads them
-    (a third of a full run's work and a quarter of its bytes on gpt2; most pages read one position),
+    mode (but DECODE's scores and pattern, below), and FULL's and TRAINING's logits, from the final
+    LayerNorm's output when a page reads them (a third of a full run's work and a quarter of its
+    bytes on gpt2; most pages read one position),
     and TRAINING's loss from the same products (a run with a backward pass computes its loss, and
     stores it: modes.run). PREFILL and DECODE compute one position's logits. DECODE stores its one row
     of scores and pattern [B, nh, 1, L]: a 64th of the keys they would derive from on gpt2, which a

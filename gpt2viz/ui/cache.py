@@ -330,32 +330,29 @@ def full_trace_bytes(weights: LoadedModel, n_tokens: int, mode: Mode) -> int:
 def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str, ...] | None,
               backward: bool | None = None, dropout: bool = True) -> int:
     """An estimate of what a run holds at its peak beyond the weights: the tensors it stores (all, or what
-    `names` needs, each at its own size), and while it computes, twice the largest tensor it computes
-    (the logits; with a backward pass that records the embedding's gradient, that one: a gradient is
-    computed only when it is recorded). In FULL, PREFILL, and TRAINING without a backward pass, where that
-    is no longer the logits (they derive them, or unembed one position), three quarters of the stored
-    bytes more and the matrix library's copy of a weight matrix: the forward pass's temporaries and the
-    gaps the allocator leaves
-    between the stored tensors (a FULL run measured 17-20, 58 and 494-581 MiB at its peak at 34, 128 and
-    1,024 tokens, for 13, 50 and 405 MiB stored: half the stored bytes left 10 % for another machine's
-    matrix library at 1,024 tokens, three quarters 28 %). DECODE also holds one block of the prefill
-    that builds its cache (cache_prefill_bytes). A training run with a backward pass (one that
-    records a gradient; `backward` True for a caller that runs its own) also holds every activation once
-    more (the written-out scores and pattern included), which autograd keeps for it, the loss's
-    log-softmax and the logits' gradient (two more of the logits' size), and the matrix library's copies
-    of two of the largest weight matrix while it multiplies by them (measured: 10-12 MiB above the rest
-    at 16 tokens). A training run that records no gradient runs its forward pass without autograd
-    (modes.run): it holds what a full run does (measured: 25, 146 and 1,649 MiB at its peak at 34, 256
-    and 1,024 tokens, estimated 46, 372 and 2,589 with its dropout). With dropout (`dropout`, and a
-    config that has it), either kind holds each block's scores and pattern written out, or its dropped
-    pattern, which autograd keeps (counted for every block: freed blocks are reused, not given back,
-    within a run), and a block's dropout draw and dropped pattern.
-    Counting autograd's activations for a run without a backward pass made its estimate 3-60 times too
-    large, and the embedding's gradient for the Training page's run 57 % too large at 128 tokens: in a
-    class they evicted others' traces. Leaving out the dropped patterns of a backward pass made the
-    Training page's estimate 13 % too small at 1,024 tokens, and leaving out the loss's and the matrix
-    library's, a backward pass recording one gradient 28 % too small at 16 tokens (tests/test_bounds.py
-    measures these)."""
+    `names` needs, each at its own size), and while it computes, twice the largest tensor it computes (the
+    logits; with a backward pass that records the embedding's gradient, that one: a gradient is computed only
+    when it is recorded). In FULL, PREFILL, and TRAINING without a backward pass, where that is no longer the
+    logits (they derive them, or unembed one position), three quarters of the stored bytes more and the matrix
+    library's copy of a weight matrix: the forward pass's temporaries and the gaps the allocator leaves
+    between the stored tensors (a FULL run measured 17-20, 58 and 494-581 MiB at its peak at 34, 128 and 1,024
+    tokens, for 13, 50 and 405 MiB stored: half the stored bytes left 10 % for another machine's matrix
+    library at 1,024 tokens, three quarters 28 %). DECODE also holds one block of the prefill that builds its
+    cache, and that cache beside the step's (cache_prefill_bytes). A training run with a backward pass (one
+    that records a gradient; `backward` True for a caller that runs its own) also holds every activation once
+    more (the written-out scores and pattern included), which autograd keeps for it, the loss's log-softmax
+    and the logits' gradient (two more of the logits' size), and the matrix library's copies of two of the
+    largest weight matrix while it multiplies by them (measured: 10-12 MiB above the rest at 16 tokens). A
+    training run that records no gradient runs its forward pass without autograd (modes.run): it holds what a
+    full run does (measured: 25, 146 and 1,649 MiB at its peak at 34, 256 and 1,024 tokens, estimated 46, 372
+    and 2,589 with its dropout). With dropout (`dropout`, and a config that has it), either kind holds each
+    block's scores and pattern written out, or its dropped pattern, which autograd keeps (counted for every
+    block: freed blocks are reused, not given back, within a run), and a block's dropout draw and dropped
+    pattern. Counting autograd's activations for a run without a backward pass made its estimate 3-60 times
+    too large, and the embedding's gradient for the Training page's run 57 % too large at 128 tokens: in a
+    class they evicted others' traces. Leaving out the dropped patterns of a backward pass made the Training
+    page's estimate 13 % too small at 1,024 tokens, and leaving out the loss's and the matrix library's, a
+    backward pass recording one gradient 28 % too small at 16 tokens (tests/test_bounds.py measures these)."""
     cfg = weights.model.config
     sizes, owners = _tensor_bytes_of(cfg, n_tokens, mode)
     stored = None if names is None else to_record(cfg, mode, names)
@@ -378,19 +375,31 @@ def run_bytes(weights: LoadedModel, n_tokens: int, mode: Mode, names: tuple[str,
     return kept + working
 
 
-def cache_prefill_bytes(cfg, n_tokens: int) -> int:
-    """What a DECODE run holds while it builds the cache of the tokens before the last, beyond the cache
-    (which it stores): the prefill records nothing, but computes each block of those tokens in full, one
-    block at a time; a block's tensors of a full trace of that length, written out (its attention's
-    scores and pattern dominate at long texts), a quarter more for the allocator's gaps, and two of the
-    matrix library's copies of a weight matrix. Measured at its peak on gpt2: 9, 19, 67 and 165 MiB
-    above the cache at 34, 128, 512 and 1,024 tokens (estimated 21, 30, 94 and 232); without this term a
-    DECODE trace of everything at 1,024 tokens reserved 78 MiB for a 237 MiB peak."""
+def _prefill_block_bytes(cfg, n_tokens: int) -> int:
+    """A block of the prefill that builds a cache of the tokens before the last: its tensors of a full
+    trace of that length, written out (its attention's scores and pattern dominate at long texts), a
+    quarter more for the allocator's gaps, and two of the matrix library's copies of a weight matrix."""
     if n_tokens < 2:
         return 0
     sizes, _ = _tensor_bytes_of(cfg, n_tokens - 1, Mode.FULL)
     block = sum(n for name, n in sizes.items() if name.startswith("blocks.0."))
     return block * 5 // 4 + 2 * 4 * cfg.n_embd * cfg.d_mlp
+
+
+def _cache_bytes(cfg, n_keys: int) -> int:
+    """Every block's keys and values for `n_keys` positions."""
+    sizes, _ = _tensor_bytes_of(cfg, n_keys, Mode.DECODE)
+    return sum(n for name, n in sizes.items() if name.endswith((".attn.k_cache", ".attn.v_cache")))
+
+
+def cache_prefill_bytes(cfg, n_tokens: int) -> int:
+    """What a DECODE run holds for its cache whatever it stores: the prefill computes each block of the
+    tokens before the last in full, one at a time (_prefill_block_bytes), and the step then builds the
+    cache a row longer while the prefill's is alive: two caches. Measured on gpt2, a trace of
+    everything: 9, 19, 67 and 165 MiB above what it stores at 34, 128, 512 and 1,024 tokens; recording
+    only the logits at 1,024 tokens, 229 MiB, and on gpt2-medium 582 MiB (a review found them above the
+    estimate when it counted one block and no cache: 237 and 324 MiB)."""
+    return _prefill_block_bytes(cfg, n_tokens) + 2 * _cache_bytes(cfg, n_tokens)
 
 
 def training_summary_bytes(weights: LoadedModel, n_tokens: int, dropout: bool = True) -> int:
@@ -578,15 +587,13 @@ def generation_bytes(weights: LoadedModel, n_tokens: int, steps: int) -> int:
     cannot fit the next in the freed one, every step's trace (each decode step stores its one row of
     the pattern, and the logits), and on top the larger of its two working phases: the prefill that
     builds the cache, and a step's own. Measured on gpt2, 20 steps after 30, 500 and 1,000 tokens: 18-19,
-    105-129 and 246-272 MiB at the peak (estimated 30, 174 and 382). When each step kept its own keys,
+    105-129 and 246-272 MiB at the peak (estimated 32, 174 and 382). When each step kept its own keys,
     from which its pattern derived, the peak was 64, 700 and 1,399 MiB."""
     cfg = weights.model.config
     L = last_keys(n_tokens, steps)  # the longest step's keys
-    sizes, _ = _tensor_bytes_of(cfg, L, Mode.DECODE)
-    cache = sum(n for name, n in sizes.items() if name.endswith((".attn.k_cache", ".attn.v_cache")))
-    kept = sum(sizes[n] for n in to_record(cfg, Mode.DECODE, GENERATION_NAMES))
+    kept = sum(_tensor_bytes_of(cfg, L, Mode.DECODE)[0][n] for n in to_record(cfg, Mode.DECODE, GENERATION_NAMES))
     step = run_bytes(weights, L, Mode.DECODE, GENERATION_NAMES) - kept - cache_prefill_bytes(cfg, L)
-    return 2 * cache + steps * kept + max(cache_prefill_bytes(cfg, n_tokens), step)
+    return 2 * _cache_bytes(cfg, L) + steps * kept + max(_prefill_block_bytes(cfg, n_tokens), step)
 
 
 def decode_check(weights: LoadedModel, ids: tuple[int, ...], progress: Progress | None = None) -> float:

@@ -311,7 +311,8 @@ def test_export_downloads_the_tensors_of_the_view(context, base, mode):
         leave(page)
     model = random_model(get_config("tiny"), 0)
     trace = run(model, encode(DEFAULT_TEXT), Mode(mode))
-    names = [f"blocks.1.attn.{s}" for s in ("q", "k", "v", "scores", "pattern", "z")]
+    shown = ("q", "k", "v", "scores", "pattern", "z") + (("k_cache",) if mode == "decode" else ())  # the keys the
+    names = [f"blocks.1.attn.{s}" for s in shown]  # score taken apart reads, in a cached mode
     assert sorted(tensors) == sorted(names)
     # The file holds the server's run, this is the test process's: the same code on the same CPU, but
     # torch's threads are the server's per-run choice here and this process's default, and MKL need not

@@ -591,7 +591,8 @@ def generation_bytes(weights: LoadedModel, n_tokens: int, steps: int) -> int:
     from which its pattern derived, the peak was 64, 700 and 1,399 MiB."""
     cfg = weights.model.config
     L = last_keys(n_tokens, steps)  # the longest step's keys
-    kept = sum(_tensor_bytes_of(cfg, L, Mode.DECODE)[0][n] for n in to_record(cfg, Mode.DECODE, GENERATION_NAMES))
+    sizes, _ = _tensor_bytes_of(cfg, L, Mode.DECODE)
+    kept = sum(sizes[n] for n in to_record(cfg, Mode.DECODE, GENERATION_NAMES))
     step = run_bytes(weights, L, Mode.DECODE, GENERATION_NAMES) - kept - cache_prefill_bytes(cfg, L)
     return 2 * _cache_bytes(cfg, L) + steps * kept + max(_prefill_block_bytes(cfg, n_tokens), step)
 

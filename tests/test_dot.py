@@ -132,4 +132,5 @@ def test_one_score_taken_apart_from_a_trace_of_the_attention_pages_names_alone(t
     whole = run(tiny, ids, mode, grads=False)
     last = alone.T - 1
     a, w = score_parts(alone, 1, 2, last, 0), score_parts(whole, 1, 2, last, 0)
-    assert (a.dot, a.weight, a.rank) == (w.dot, w.weight, w.rank)
+    assert math.isclose(a.dot, w.dot, rel_tol=1e-5, abs_tol=1e-6) and math.isclose(a.weight, w.weight, abs_tol=1e-6)
+    assert a.rank == w.rank  # two runs agree within rounding, not bit for bit on every machine

@@ -29,8 +29,10 @@ def test_decode_records_its_pattern_row_not_the_keys_it_comes_from(tiny):
     trace = run(tiny, IDS, Mode.DECODE, names=["blocks.1.attn.pattern", "logits"])
     assert set(trace.tensors) == {"blocks.1.attn.pattern", "logits"}
     assert trace["blocks.1.attn.pattern"].shape == (1, tiny.config.n_head, 1, len(IDS))
-    assert torch.equal(trace["blocks.1.attn.pattern"], run(tiny, IDS, Mode.DECODE)["blocks.1.attn.pattern"])
-    assert torch.equal(trace["logits"], run(tiny, IDS, Mode.DECODE)["logits"])
+    whole = run(tiny, IDS, Mode.DECODE)  # two runs: within rounding (the matrix library may round another
+    # buffer's alignment differently on another machine), far below what a wrong row or block moves
+    torch.testing.assert_close(trace["blocks.1.attn.pattern"], whole["blocks.1.attn.pattern"], rtol=0, atol=1e-6)
+    torch.testing.assert_close(trace["logits"], whole["logits"], rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("mode, keys", [(Mode.FULL, "attn.k"), (Mode.PREFILL, "attn.k_cache")])

@@ -61,6 +61,28 @@ def test_generation_traces_grow_the_cache(tiny):
     assert gen.traces[1].token_ids[-1] == gen.ids[0]  # step 1 reads what step 0 chose
 
 
+def test_a_steps_choices_are_computed_once_and_equal_a_fresh_computation(tiny, monkeypatch):
+    """The generation page's table and chart read each step's distribution once per step and choice
+    (trace.memo), shared by every later view: the same numbers as computing it again."""
+    from gpt2viz.ui import classroom
+
+    gen = generate(tiny, IDS, 3, choose=Sampler(temperature=1.3, seed=1, top_k=5))
+    fresh = [classroom.step_choices(t, c, 1.3, 5) for t, c in zip(gen.traces, gen.ids)]
+    calls = []
+    real = classroom.shown_distribution
+    monkeypatch.setattr(classroom, "shown_distribution", lambda *a: calls.append(a) or real(*a))
+    rows = classroom.generation_rows(gen, tiny.config, 1.3, 5)
+    assert len(calls) == 3  # one distribution per step, for p(chosen)
+    for _ in range(2):  # a second view computes nothing
+        again = [classroom.step_choices(t, c, 1.3, 5) for t, c in zip(gen.traces, gen.ids)]
+        assert again == fresh and classroom.generation_rows(gen, tiny.config, 1.3, 5) == rows
+    assert len(calls) == 3
+    for (probs, _, at), row in zip(fresh, rows):
+        assert row["p(chosen)"] == f"{probs[at]:.4f}"
+    assert classroom.step_choices(gen.traces[0], gen.ids[0], 0.0, None) != fresh[0]  # another choice: its own
+    assert len(calls) == 4
+
+
 # ---------------------------------------------------------------------------- lens and decomposition
 @pytest.mark.parametrize("mode", [Mode.FULL, Mode.DECODE])
 def test_logit_lens_at_the_last_depth_is_the_model(tiny, mode):

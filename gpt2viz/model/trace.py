@@ -95,14 +95,24 @@ class Trace:
         return list(self.order) if self.order else [*self.tensors, *self.derived]
 
     @property
+    def stored_bytes(self) -> int:
+        """Bytes of every storage behind the stored tensors, once each: counted on first asking, as the
+        stored tensors never change (the trace cache sums every trace's bytes before each run)."""
+        stored = self.__dict__.get("_stored_bytes")
+        if stored is None:
+            storages = {}
+            for t in self.tensors.values():
+                storage = t.untyped_storage()
+                storages[storage.data_ptr()] = storage.nbytes()
+            stored = sum(storages.values())
+            object.__setattr__(self, "_stored_bytes", stored)
+        return stored
+
+    @property
     def nbytes(self) -> int:
         """Bytes held: every storage behind the stored tensors once, and the derived ones cached."""
-        storages = {}
-        for t in self.tensors.values():
-            storage = t.untyped_storage()
-            storages[storage.data_ptr()] = storage.nbytes()
         with self._lock:
-            return (sum(storages.values()) + sum(_bytes(t) for t in self._cache.values())
+            return (self.stored_bytes + sum(_bytes(t) for t in self._cache.values())
                     + sum(_bytes(t) for t in self._at.values()))
 
     def __getitem__(self, name: str) -> torch.Tensor:

@@ -25,10 +25,11 @@ def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k:
                     top_p: float | None = None) -> list[dict]:
     rows = []
     for i, (trace, chosen) in enumerate(zip(gen.traces, gen.ids)):  # steps count from 1, as the charts do
-        probs = shown_distribution(trace, temperature, top_k, top_p)  # [V]
+        p_chosen = trace.memo(("p(chosen)", chosen, temperature, top_k, top_p),
+                              lambda t=trace, c=chosen: float(shown_distribution(t, temperature, top_k, top_p)[c]))
         rows.append({"step": i + 1, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
                      "KV cache after the step (fp32)": costs.human_bytes(costs.kv_cache_bytes(cfg, 1, trace.L).value),
-                     "chosen": readable(chosen), "p(chosen)": f"{float(probs[chosen]):.4f}"})
+                     "chosen": readable(chosen), "p(chosen)": f"{p_chosen:.4f}"})
     return rows
 
 
@@ -55,12 +56,16 @@ def distribution_label(temperature: float, top_k: int | None, top_p: float | Non
 def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | None, k: int = 10,
                  top_p: float | None = None):
     """(probabilities, labels, index of the chosen token) of the k most likely tokens, and of the
-    chosen one when sampling picked a token outside them."""
-    probs = shown_distribution(trace, temperature, top_k, top_p)  # [V]
-    ids = probs.topk(k).indices.tolist()
-    if chosen not in ids:  # a sampled token from further down: show it too, last
-        ids.append(chosen)
-    return probs[ids].tolist(), [readable(i) for i in ids], ids.index(chosen)
+    chosen one when sampling picked a token outside them. Computed once per step trace and choice: a
+    distribution over the vocabulary, sorted for top-p, took a generation's page ~0.1 s a view."""
+    def choices():
+        probs = shown_distribution(trace, temperature, top_k, top_p)  # [V]
+        ids = probs.topk(k).indices.tolist()
+        if chosen not in ids:  # a sampled token from further down: show it too, last
+            ids.append(chosen)
+        return tuple(probs[ids].tolist()), tuple(readable(i) for i in ids), ids.index(chosen)
+
+    return trace.memo(("step choices", chosen, temperature, top_k, top_p, k), choices)
 
 
 def loss_summary(trace: Trace) -> dict[str, str]:

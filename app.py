@@ -31,6 +31,10 @@ st.html(f"""<style>
 }}
 [data-testid='stMetricValue'] > div {{white-space: normal; overflow-wrap: anywhere}}
 [data-testid='stMarkdownContainer'] td, [data-testid='stMarkdownContainer'] th {{overflow-wrap: anywhere}}
+.gpt2viz-table {{overflow-x: auto; margin-bottom: 1rem}}  /* ui/anatomy.py text_table: drawn as st.table is */
+.gpt2viz-table table {{width: 100%; margin: 0; font-size: 0.875rem}}
+.gpt2viz-table :is(th, td) {{padding: 0.25rem 0.5rem}}
+.gpt2viz-table th {{font-weight: 400; color: #5c5f6a; overflow-wrap: normal}}
 .st-key-values-heading h3 {{padding-bottom: 0}}
 .st-key-page-question h2 {{font-size: 20px; font-weight: 600; line-height: 24px; padding: 6px 0 16px}}
 [data-testid='stCaptionContainer'] {{opacity: 1; color: #5c5f6a}}

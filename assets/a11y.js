@@ -7,7 +7,7 @@
   if (window.gpt2vizA11y) return;
   window.gpt2vizA11y = true;
   const NAMES = [[".katex-display", "equation (scrolls sideways)"],
-                 ["[data-testid='stTable']", "table (scrolls sideways)"],
+                 ["[data-testid='stTable'], .gpt2viz-table", "table (scrolls sideways)"],
                  ["[data-testid='stCode'] pre", "code (scrolls sideways)"]];
   // Streamlit draws st.title as h1 and st.subheader as h3, and a page without an h2 between them skips a
   // level for a screen reader. The levels a page uses keep their order but are numbered without a gap

@@ -24,11 +24,14 @@ and the expected block/head shows in a chart title (tests/streamlit_server.py, `
 (b') Every page of PAGES by goto, warm, T = 256: which page costs what.
 (c) A new tab's view (issue 40: p50 <= 2 s over the registry's pages): every page of the registry
     (gpt2viz/spec/pages.py) at the default text, the server warm (the page viewed once before, so its
-    run is cached), in a new tab of the same browser context (Streamlit's JavaScript from the HTTP
-    cache, as in a user's browser): new tab -> goto -> rendered (at least the registry's charts for the
-    page), then the tab closed. p50 and p95 over the pages' medians, beside the trivial app's new tab
-    (its h1; and with 4 small Plotly charts: Plotly's own cost in a new tab) in the same run.
-    `--new-tabs`: (c) alone.
+    run is cached), in a new tab of a browser that has the page's JavaScript in its HTTP cache:
+    new tab -> goto -> rendered (at least the registry's charts for the page), then the tab closed.
+    In two browsers, alternating in the same rounds: "private", a context as a private window (what
+    the earlier rounds measured: it keeps no compiled code, so every tab compiles Plotly's 4.7 MB
+    again), and "profile", a profile on disk as a student's browser has, which keeps the code V8
+    compiled from a script it ran before. p50 and p95 over the pages' medians, beside the trivial
+    app's new tab (its h1; and with 4 small Plotly charts: Plotly's own cost in a new tab) in the same
+    browser and run. `--new-tabs`: (c) alone.
 Baselines, measured in the same run: a trivial Streamlit script written to a temporary directory
 (a slider bound to the URL and a title), without and with 4 small Plotly charts. Ratios are ours
 over the trivial baseline of the same kind. Medians over rounds; in each round every case of a
@@ -55,6 +58,7 @@ from streamlit_server import (  # noqa: E402
     chromium_path,
     launch_chromium,
     new_context,
+    profile_context,
     run_times,
     wait_rendered,
 )
@@ -256,9 +260,7 @@ def main() -> None:
             with StreamlitServer("app.py", ROOT) as app, StreamlitServer(trivial, tmp) as base:
                 app.wait_healthy(120)
                 base.wait_healthy(60)
-                context = new_context(browser)
-                tabs = measure_new_tabs(context, app.base, base.base, page_reps)
-                context.close()
+                tabs = new_tabs_in_both(p, browser, tmp, app.base, base.base, page_reps)
             browser.close()
             report_new_tabs(tabs)
             return
@@ -281,9 +283,7 @@ def main() -> None:
             context = new_context(browser)
             warm, per_page = measure_warm(context, app.base, base.base, text256, warm_rounds, page_reps)
             context.close()
-            context = new_context(browser)
-            tabs = measure_new_tabs(context, app.base, base.base, page_reps)
-            context.close()
+            tabs = new_tabs_in_both(p, browser, tmp, app.base, base.base, page_reps)
         browser.close()
 
     report(cold, warm, per_page, T)
@@ -310,41 +310,65 @@ def new_tab(context, url: str, min_charts: int) -> Sample:
         page.close()
 
 
-def measure_new_tabs(context, app: str, base: str, reps: int) -> dict[str, list[Sample]]:
-    """(c): every registry page at the default text in a new tab each, after one untimed view of it
-    (the server warm, its run cached); the trivial app's new tab in every round, the baseline."""
+BROWSERS = ("private", "profile")  # (c)'s two browsers: a private window's context, a profile on disk
+
+
+def new_tabs_in_both(playwright, browser, tmp: str, app: str, base: str,
+                     reps: int) -> dict[str, dict[str, list[Sample]]]:
+    """(c) in a private window's context of `browser` and in a browser with a profile on disk (in `tmp`)."""
+    contexts = {"private": new_context(browser), "profile": profile_context(playwright, Path(tmp) / "profile")}
+    try:
+        return measure_new_tabs(contexts, app, base, reps)
+    finally:
+        for context in contexts.values():
+            context.close()
+
+
+def measure_new_tabs(contexts: dict, app: str, base: str, reps: int) -> dict[str, dict[str, list[Sample]]]:
+    """(c): every registry page at the default text in a new tab each, in each browser of `contexts`,
+    after one untimed view of it there (the server warm, its run cached, the browser's caches filled);
+    the trivial app's new tab in every round, the baseline. {browser: {page: samples}}."""
     cases = {url: (f"{app}/{url}?model=gpt2", BY_URL[url].charts) for url in PAGES}
     cases["trivial"] = (f"{base}/?block=0", 0)
     cases["trivial + 4 charts"] = (f"{base}/?block=0&charts=4", 4)  # Plotly's own cost in a new tab
-    for address, charts in cases.values():  # warm: the page's run cached, its code imported
-        attempt(new_tab, context, address, charts)
-    return run_rounds({name: lambda r, a=address, c=charts: new_tab(context, a, c)
-                       for name, (address, charts) in cases.items()}, reps, warmup=0)
+    for context in contexts.values():
+        for address, charts in cases.values():  # warm: the page's run cached, its code imported
+            attempt(new_tab, context, address, charts)
+    samples = run_rounds({(who, name): lambda r, ctx=context, a=address, c=charts: new_tab(ctx, a, c)
+                          for who, context in contexts.items() for name, (address, charts) in cases.items()},
+                         reps, warmup=0)
+    return {who: {name: samples[(who, name)] for name in cases} for who in contexts}
 
 
-def report_new_tabs(tabs: dict[str, list[Sample]]) -> None:
+def report_new_tabs(tabs: dict[str, dict[str, list[Sample]]]) -> None:
     import os
 
-    print(f"\n(c) A new tab's view, warm, default text (median of {len(tabs['trivial'])} per page; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
-    base = med(tabs["trivial"], "wall")
-    rows = [[name, fmt(med(ss, "wall")), fmt(med(ss, "to_run")), fmt(med(ss, "run")), fmt(med(ss, "draw")),
-             fmt(ratio(med(ss, "wall"), base), "x"), fmt(med(ss, "opened"))] for name, ss in tabs.items()]
-    print(table(rows, ["page", "total", "→run", "run", "draw", "÷ trivial", "tab opening (apart)"]))
-    walls = sorted(w for name, ss in tabs.items() if name in PAGES and (w := med(ss, "wall")) is not None)
-    failed = errors(tabs)
-    if failed:
-        print("failures (excluded):\n" + "\n".join(failed))
-    with_opening = sorted(med(ss, "wall") + med(ss, "opened") for name, ss in tabs.items()
-                          if name in PAGES and med(ss, "wall") is not None and med(ss, "opened") is not None)
-    if walls:
-        p50, p95 = percentile(walls, 50), percentile(walls, 95)
-        print(f"new tab over {len(walls)} of {len(PAGES)} pages: p50 {p50:.2f} s ({fmt(ratio(p50, base), 'x')} the "
-              f"trivial app's {fmt(base)}), p95 {p95:.2f} s; target p50 <= {NEW_TAB_TARGET_S:.0f} s: "
-              f"{'met' if p50 <= NEW_TAB_TARGET_S else 'MISSED'}")
-    if with_opening:
-        print(f"with the tab's opening: p50 {percentile(with_opening, 50):.2f} s, "
-              f"p95 {percentile(with_opening, 95):.2f} s")
+    first = next(iter(tabs.values()))
+    print(f"\n(c) A new tab's view, warm, default text (median of {len(first['trivial'])} per page and browser; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}); private: a private window's "
+          "context, which keeps no compiled code; profile: a browser profile on disk, as a student's")
+    bases = {who: med(named["trivial"], "wall") for who, named in tabs.items()}
+    rows = []
+    for name in first:
+        row = [name]
+        for who, named in tabs.items():
+            ss = named[name]
+            row += [fmt(med(ss, "wall")), fmt(ratio(med(ss, "wall"), bases[who]), "x")]
+        ss = first[name]
+        rows.append(row + [fmt(med(ss, "to_run")), fmt(med(ss, "run")), fmt(med(ss, "draw")), fmt(med(ss, "opened"))])
+    header = ["page"] + [f"{label} {who}" for who in tabs for label in ("total", "÷ trivial")]
+    first_who = next(iter(tabs))
+    print(table(rows, header + [f"{label} ({first_who})" for label in ("→run", "run", "draw", "tab opening")]))
+    for who, named in tabs.items():
+        failed = errors({f"{who} {name}": ss for name, ss in named.items()})
+        if failed:
+            print("failures (excluded):\n" + "\n".join(failed))
+        walls = sorted(w for name, ss in named.items() if name in PAGES and (w := med(ss, "wall")) is not None)
+        if walls:
+            p50, p95 = percentile(walls, 50), percentile(walls, 95)
+            print(f"new tab, {who}, over {len(walls)} of {len(PAGES)} pages: p50 {p50:.2f} s "
+                  f"({fmt(ratio(p50, bases[who]), 'x')} the trivial app's {fmt(bases[who])}), p95 {p95:.2f} s; "
+                  f"target p50 <= {NEW_TAB_TARGET_S:.0f} s: {'met' if p50 <= NEW_TAB_TARGET_S else 'MISSED'}")
 
 
 def percentile(sorted_values: list[float], q: int) -> float:

@@ -13,6 +13,7 @@ from gpt2viz.model.modes import Mode
 from gpt2viz.model.trace import Trace
 from gpt2viz.spec.config import get_config
 from gpt2viz.spec.pages import BY_URL, PAGES, home
+from gpt2viz.ui.anatomy import TABLE_CLASS, table_html
 
 
 def h1_ok(url: str, h1: str) -> bool:
@@ -715,12 +716,29 @@ def test_shapes_draw_the_tab_on_screen_another_when_chosen_and_every_tab_for_the
     tab on screen is drawn, the one chosen draws in the run its click starts, and the lesson export,
     which reads every tab, gets all four."""
     at = open_page("attention", mode="training")
-    drawn = [(t.label, len(t.table)) for t in at.tabs]
+    drawn = [(t.label, len(html_tables(t))) for t in at.tabs]
     assert drawn == [("Training", 1), ("Full sequence", 0), ("Prefill", 0), ("Decode (KV cache)", 0)]
     at.session_state["shapes-block-attn-training"] = "Decode (KV cache)"
     at.run()
-    decode = [t for t in at.tabs if len(t.table)]
+    decode = [t for t in at.tabs if len(html_tables(t))]
     assert [t.label for t in decode] == ["Decode (KV cache)"] and "P = 9, L = 10" in decode[0].caption[0].value
+    assert not at.get("table")  # in the app an HTML table; st.table decodes Arrow in the browser
     at.session_state["_static_export"] = True  # lesson_site.py STATIC
     at.run()
-    assert [len(t.table) for t in at.tabs] == [1, 1, 1, 1]
+    assert [len(t.table) for t in at.tabs] == [1, 1, 1, 1]  # the export reads tables back as tables
+    assert not any(html_tables(t) for t in at.tabs)
+
+
+def html_tables(block) -> list:
+    """The tables ui/anatomy.text_table drew in `block` as HTML (in the app; the export's are st.table)."""
+    return [m for m in block.markdown if TABLE_CLASS in m.value]
+
+
+def test_a_text_table_says_its_cells_as_text():
+    """Every cell is escaped as HTML and for Streamlit's Markdown (its $ math, its :icon: codes), and
+    the table has one header row and no index column."""
+    rows = [{"name": "<b>x</b> & $a$", "icon": ":material/home:"}, {"name": "h.{i}.attn", "icon": "d × 3d"}]
+    drawn = table_html(rows)
+    assert "<b>" not in drawn and "&lt;b&gt;x&lt;/b&gt; &amp; &#36;a&#36;" in drawn
+    assert "&#58;material/home&#58;" in drawn
+    assert drawn.count("<th ") == 2 and drawn.count("<tr>") == 3 and "h.{i}.attn" in drawn

@@ -168,7 +168,7 @@ _PAGE_CUTS_JS = """
     const before = d.closest("[data-testid='stElementContainer']")?.previousElementSibling?.innerText ?? "";
     if (scroller && cut(scroller) && !before.includes("scrolls sideways")) out.push("table " + before.slice(0, 60));
   }
-  for (const t of document.querySelectorAll("[data-testid='stMain'] [data-testid='stTable']"))
+  for (const t of document.querySelectorAll("[data-testid='stMain'] :is([data-testid='stTable'], .gpt2viz-table)"))
     if (cut(t) || [...t.querySelectorAll("div")].some(cut)) out.push("table " + t.innerText.slice(0, 60));
   for (const n of document.querySelectorAll("[data-testid='stNumberInput']"))
     if (!n.querySelector("[data-testid='stNumberInputStepUp']")) out.push("number input " + n.innerText);
@@ -776,7 +776,7 @@ def test_a_shapes_tab_clicked_draws_its_table(context, base):
         tabs = page.locator("[data-testid='stTabs']").first
         tabs.get_by_role("tab", name="Prefill").click()
         panel = tabs.locator("[role='tabpanel']:visible")
-        panel.get_by_test_id("stTable").wait_for(timeout=60_000)
+        panel.locator(".gpt2viz-table").wait_for(timeout=60_000)
         wait_rendered(page, MIN_CHARTS["attention"])
         assert "P = 0" in panel.inner_text() and page.locator(EXCEPTION).count() == 0
         assert [t.strip() for t in tabs.locator("[role='tab'][aria-selected='true']").all_inner_texts()] == ["Prefill"]

@@ -312,10 +312,29 @@ def shapes(c: Component, sel: Selection) -> None:
 
 
 def text_table(rows: list[dict[str, str]]) -> None:
-    """A small table of text, its columns handed to st.table as Arrow strings: from a list of dicts
-    Streamlit builds a pandas frame, then Arrow, 1.6 ms a table, 7 % of an Attention view's drawing
-    (six tables); an Arrow table goes as it is (0.04 ms). No index column, as before."""
-    st.table(pa.table({k: [str(r[k]) for r in rows] for k in rows[0]}), hide_index=True)
+    """A small table of text, drawn as an HTML table: st.table decodes Arrow in the browser, and a
+    component page's two took about 0.09 s of a new tab's view (benchmarks/README.md). The lesson
+    export reads the tables back as tables (lesson_site.py), so for it they stay st.table, handed
+    Arrow columns (from a list of dicts Streamlit builds a pandas frame, then Arrow: 1.6 ms a table)."""
+    if st.session_state.get(STATIC):
+        st.table(pa.table({k: [str(r[k]) for r in rows] for k in rows[0]}), hide_index=True)
+    else:
+        st.markdown(table_html(rows), unsafe_allow_html=True)
+
+
+def _cell(value) -> str:
+    """A cell's text, escaped as HTML and for Streamlit's Markdown (its $ math and :icon: codes)."""
+    return html.escape(str(value)).replace("$", "&#36;").replace(":", "&#58;")
+
+
+TABLE_CLASS = "gpt2viz-table"  # app.py styles it; assets/a11y.js names it a region when it scrolls sideways
+
+
+def table_html(rows: list[dict[str, str]]) -> str:
+    """The rows (dicts of the same keys, in order) as one line of HTML: a header row, no index column."""
+    head = "".join(f'<th scope="col">{_cell(k)}</th>' for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{_cell(r[k])}</td>" for k in rows[0]) + "</tr>" for r in rows)
+    return f'<div class="{TABLE_CLASS}"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def parameters(c: Component, sel: Selection, heading: bool = True) -> None:

@@ -346,6 +346,38 @@ print(json.dumps({"peak": status("VmHWM") - before, "estimate": estimate}))
 """
 
 
+PEAK_OF_THE_HEAD_FINDER = PEAK_PRELUDE + """
+from gpt2viz.analysis import heads
+
+ids = [i % cfg.vocab_size for i in range(0, 7 * n, 7)]
+trace = run(model, ids, Mode.FULL, names=heads.PATTERNS)  # the run the page finds in the cache
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
+rows = heads.score_trace(trace)
+print(json.dumps({"peak": status("VmHWM") - before, "rows": len(rows), "cache": trace.derived_cache_bytes}))
+"""
+
+
+@pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
+@pytest.mark.parametrize("n", [512, 1024])  # 1.7 and 83 MiB at the peak here (before: 206 and 1,319)
+def test_the_head_finder_scores_within_the_traces_derived_cache_and_one_heads_rows(n):
+    """The head finder's scoring runs inside the trace's memo, with no reservation of its own: it held
+    every block's patterns at once (1.3 GiB on gpt2 at 1,024 tokens). One head at a time, it holds at
+    most the trace's bounded cache of derived tensors and a few [T, T] float64 rows of one head."""
+    import json
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", PEAK_OF_THE_HEAD_FINDER, str(n), "heads"], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).resolve().parents[1],
+                         env={**os.environ, "MALLOC_ARENA_MAX": "1", "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    assert measured["rows"] == 144
+    bound = measured["cache"] + 4 * 8 * n * n
+    assert 0 < measured["peak"] <= bound, (measured["peak"] >> 20, bound >> 20)
+
+
 @pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
 @pytest.mark.parametrize("what,n", [("paths", 34), ("no mask", 256), ("no positions", 256)])  # 115, 82, 47 MiB
 def test_path_patching_and_an_experiment_are_estimated_above_their_peaks(what, n):

@@ -13,6 +13,7 @@ import torch
 from gpt2viz.analysis import heads
 from gpt2viz.model import tokenizer
 from gpt2viz.model.demo_model import DEMO_PATH
+from gpt2viz.model.modes import Mode, run
 from gpt2viz.teaching import head_notices
 
 KEYS = {"block", "head", "previous_token", "induction", "first_token", "entropy", "mean_distance"}
@@ -227,3 +228,23 @@ def test_one_threshold_per_job_above_what_an_even_head_scores():
         even = heads.uniform(ids)
         for key, t in heads.THRESHOLDS.items():
             assert even[key] is None or even[key] < t
+
+
+def test_a_trace_is_scored_one_head_at_a_time_as_every_blocks_patterns_at_once(tiny, monkeypatch):
+    """score_trace derives each head's pattern alone (a block's whole [nh, T, T] patterns, every block's
+    at once, held 1.3 GiB on gpt2 at 1,024 tokens) and gives the rows score_patterns gives."""
+    from gpt2viz.model.trace import Trace
+
+    ids = [5, 9, 2, 7, 5, 9, 2, 7, 1]
+    whole = run(tiny, ids, Mode.FULL, names=heads.PATTERNS)
+    expected = heads.score_patterns([whole.get("attn.pattern", b)[0] for b in range(tiny.config.n_layer)], ids)
+    asked = []
+    real = Trace.get
+    monkeypatch.setattr(Trace, "get", lambda self, short, block=None, **kw:
+                        asked.append(kw) or real(self, short, block, **kw))
+    rows = heads.score_trace(run(tiny, ids, Mode.FULL, names=heads.PATTERNS))
+    assert all(kw.get("head") is not None or kw.get("queries") == slice(0, 1) for kw in asked) and asked
+    assert [(r["block"], r["head"]) for r in rows] == [(r["block"], r["head"]) for r in expected]
+    for got, want in zip(rows, expected):
+        for k in heads.SCORE_NAMES:
+            assert (got[k] is None) == (want[k] is None) and (got[k] is None or abs(got[k] - want[k]) < 1e-9), k

@@ -333,6 +333,13 @@ if what == "paths":  # Which path carries it: block 0 head 0 removed along each 
     answer = int(clean.at("logits", n - 1)[0].argmax())
     estimate = _estimate(sel, n)
     thing = lambda: path_patch(model, ids, "blocks.0.attn.head.0", answer, None, n - 1, "zero", clean=clean)
+elif what == "loss":  # What if's loss at every position of the clean run (the knock-out's is the same products)
+    from gpt2viz.analysis.whatif import loss_per_position
+    from gpt2viz.ui.cache import loss_bytes
+    from gpt2viz.ui.whatif_view import NEEDS
+    clean = run(model, ids, Mode.FULL, names=NEEDS)
+    estimate = loss_bytes(weights, n)
+    thing = lambda: loss_per_position(clean)
 else:  # an experiment, in full mode
     from gpt2viz.analysis.experiments import EXPERIMENTS
     from gpt2viz.ui.experiments_view import estimate as reserved
@@ -365,34 +372,36 @@ def test_the_head_finder_scores_within_the_traces_derived_cache_and_one_heads_ro
     """The head finder's scoring runs inside the trace's memo, with no reservation of its own: it held
     every block's patterns at once (1.3 GiB on gpt2 at 1,024 tokens). One head at a time, it holds at
     most the trace's bounded cache of derived tensors and a few [T, T] float64 rows of one head."""
-    import json
-    import subprocess
-
-    out = subprocess.run([sys.executable, "-c", PEAK_OF_THE_HEAD_FINDER, str(n), "heads"], capture_output=True,
-                         text=True, timeout=300, cwd=Path(__file__).resolve().parents[1],
-                         env={**os.environ, "MALLOC_ARENA_MAX": "1", "OMP_NUM_THREADS": "1"})
-    assert out.returncode == 0, out.stderr[-2000:]
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    measured = peak_of(PEAK_OF_THE_HEAD_FINDER, n, "heads")
     assert measured["rows"] == 144
     bound = measured["cache"] + 4 * 8 * n * n
     assert 0 < measured["peak"] <= bound, (measured["peak"] >> 20, bound >> 20)
 
 
-@pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
-@pytest.mark.parametrize("what,n", [("paths", 34), ("no mask", 256), ("no positions", 256)])  # 115, 82, 47 MiB
-def test_path_patching_and_an_experiment_are_estimated_above_their_peaks(what, n):
-    """Path patching made every later block's receiver rows and logits before reading one (659 MiB at
-    its peak at 34 tokens for 315 reserved; it now runs one block's receivers at a time), and an
-    experiment reserved two runs' logits for runs that write attention out in every block (66 MiB at
-    256 tokens for 33; 830 at 1,024 for 77)."""
+def peak_of(script: str, n: int, what: str) -> dict:
+    """`script` (PEAK_PRELUDE and a measurement) in a process of its own, with the server's allocator
+    settings: what it printed last, as JSON."""
     import json
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", PEAK_OF_A_VIEW, str(n), what], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", script, str(n), what], capture_output=True, text=True,
                          timeout=300, cwd=Path(__file__).resolve().parents[1],
                          env={**os.environ, "MALLOC_ARENA_MAX": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not peak_counter_works(), reason="the kernel's peak counter (Linux, writable clear_refs)")
+@pytest.mark.parametrize("what,n", [("paths", 34), ("no mask", 256), ("no positions", 256),
+                                    ("loss", 256)])  # 115, 82, 47, 99 MiB
+def test_path_patching_an_experiment_and_a_loss_are_estimated_above_their_peaks(what, n):
+    """Path patching made every later block's receiver rows and logits before reading one (659 MiB at
+    its peak at 34 tokens for 315 reserved; it now runs one block's receivers at a time), and an
+    experiment reserved two runs' logits for runs that write attention out in every block (66 MiB at
+    256 tokens for 33; 830 at 1,024 for 77). What if's loss at every position of the clean run ran in
+    the trace's memo, reserving nothing (99 MiB at 256 tokens; 190-277 at 1,024, by what the process
+    ran before, and 294 reserved: too close to test on another machine's allocator)."""
+    measured = peak_of(PEAK_OF_A_VIEW, n, what)
     assert 0 < measured["peak"] <= measured["estimate"], (measured["peak"] >> 20, measured["estimate"] >> 20)
 
 

@@ -246,6 +246,7 @@ def next_token_loss(z: torch.Tensor, w_u: torch.Tensor, ids: torch.Tensor) -> to
         logits = F.linear(z[:, a:a + n], w_u)  # [B, n, V]
         losses.append(F.cross_entropy(logits.flatten(0, 1), ids[:, a + 1:a + 1 + n].flatten(),
                                       reduction="none").view(B, n))  # [B, n]
+        del logits  # before the next block's are made: two blocks held at once were a third of the peak
     return torch.cat(losses, 1) if losses else z.new_zeros(B, 0)  # [B, T-1]
 
 

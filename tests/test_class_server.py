@@ -334,8 +334,13 @@ def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_oth
 
         async def go():
             students: list[tuple[Session, str, object]] = []  # session, its query, its view
+            # a request that met the backend while it could not answer (its process was killed and started
+            # again just before) has nginx send every student to the front for fail_timeout (10 s, max_fails=1
+            # in deploy/nginx.conf.template), as it should: 24 students in a row landed there once in CI
+            until = time.monotonic() + 30
             while len({s.replica for s, _, _ in students}) < 2:
-                assert len(students) < 24, "24 new students all landed on one host"
+                assert time.monotonic() < until and len(students) < 120, \
+                    f"{len(students)} new students in 30 s all landed on one host"
                 s = Session(base)
                 q = query(len(students))
                 await s.open("tokens", q)

@@ -66,6 +66,18 @@ def children(pid: int) -> list[int]:
     return [p for p, pp, g in rows if p in kids or g in kids]
 
 
+def stop_all(p: subprocess.Popen | None) -> None:
+    """A class server stopped with what it started: its nginx and app processes run in sessions of their
+    own, so a failed test that killed the server's group alone left them serving (seen after a CI failure)."""
+    if p is None or p.poll() is not None:
+        return
+    started = children(p.pid)
+    os.killpg(p.pid, signal.SIGKILL)
+    for c in started:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(c, signal.SIGKILL)
+
+
 def replicas_answering(base: str, asks: int = 12) -> set[str]:
     """The replicas new browsers (no affinity cookie) reach; a replica that is down is tried and passed."""
     seen = set()
@@ -115,8 +127,7 @@ def test_start_serve_through_nginx_lose_a_process_and_stop():
         assert not [c for c in started if Path(f"/proc/{c}").exists()], "processes left running"
         assert not healthy(base, timeout=2)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        stop_all(p)
 
 
 # ---------------------------------------------------------------------------- the template, as a visitor sees it
@@ -380,5 +391,4 @@ def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_oth
         assert "starting it again (restart 1 of 3)" in backend_err
     finally:
         for p in (front, backend):
-            if p is not None and p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            stop_all(p)

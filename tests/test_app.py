@@ -13,7 +13,7 @@ from gpt2viz.model.modes import Mode
 from gpt2viz.model.trace import Trace
 from gpt2viz.spec.config import get_config
 from gpt2viz.spec.pages import BY_URL, PAGES, home
-from gpt2viz.ui.anatomy import TABLE_CLASS, table_html
+from gpt2viz.ui.layout import TABLE_CLASS, table_html
 
 
 def h1_ok(url: str, h1: str) -> bool:

@@ -244,14 +244,7 @@ def peak_of_a_run(n: int, what: str) -> dict:
     gradient and nothing else), "full" (a full-mode trace of everything, what most pages share), or
     "decode" or "prefill" (a trace of everything in that mode), or "generation" (20 steps after the
     text, as the Generation page records them)."""
-    import json
-    import subprocess
-
-    out = subprocess.run([sys.executable, "-c", PEAK_OF_A_RUN, str(n), what], capture_output=True, text=True,
-                         timeout=300, cwd=Path(__file__).resolve().parents[1],
-                         env={**os.environ, "MALLOC_ARENA_MAX": "1"})
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return peak_of(PEAK_OF_A_RUN, n, what)
 
 
 def peak_counter_works() -> bool:

@@ -32,7 +32,7 @@ from ..teaching import notices, page_text
 from . import demo, export, present, words
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import opened, snippets
-from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX
+from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX, table_html
 from .state import MODE_LABELS, STATIC, Selection, carry_view, link_label, link_params
 from .working import progress_in, working
 
@@ -320,21 +320,6 @@ def text_table(rows: list[dict[str, str]]) -> None:
         st.table(pa.table({k: [str(r[k]) for r in rows] for k in rows[0]}), hide_index=True)
     else:
         st.markdown(table_html(rows), unsafe_allow_html=True)
-
-
-def _cell(value) -> str:
-    """A cell's text, escaped as HTML and for Streamlit's Markdown (its $ math and :icon: codes)."""
-    return html.escape(str(value)).replace("$", "&#36;").replace(":", "&#58;")
-
-
-TABLE_CLASS = "gpt2viz-table"  # app.py styles it; assets/a11y.js names it a region when it scrolls sideways
-
-
-def table_html(rows: list[dict[str, str]]) -> str:
-    """The rows (dicts of the same keys, in order) as one line of HTML: a header row, no index column."""
-    head = "".join(f'<th scope="col">{_cell(k)}</th>' for k in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{_cell(r[k])}</td>" for k in rows[0]) + "</tr>" for r in rows)
-    return f'<div class="{TABLE_CLASS}"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def parameters(c: Component, sel: Selection, heading: bool = True) -> None:

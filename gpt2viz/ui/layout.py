@@ -4,6 +4,8 @@ the sidebar's width in a narrow window, and tables wider than the page."""
 import streamlit as st
 import streamlit.components.v2 as components
 
+from .text import html_text
+
 NARROW_WINDOW_PX = 1100  # below this window width the sidebar narrows to NARROW_SIDEBAR_PX
 NARROW_SIDEBAR_PX = 224  # from Streamlit's 300 px: 800 px windows keep 576 px for the page
 # the page's content in an 800 px window: 800 - NARROW_SIDEBAR_PX - 2 x 16 px of padding
@@ -30,6 +32,17 @@ def column_widths(rows: list[dict]) -> dict[str, int]:
 def scrolls(widths: dict[str, int]) -> bool:
     """Whether a table of these column widths (px) is wider than the page in an 800 px window."""
     return sum(widths.values()) > NARROWEST_PAGE_PX
+
+
+TABLE_CLASS = "gpt2viz-table"  # app.py styles it; assets/a11y.js names it a region when it scrolls sideways
+
+
+def table_html(rows: list[dict]) -> str:
+    """The rows (dicts of the same keys, in order) as one line of HTML for st.markdown: a header row, no
+    index column, every cell's text escaped (ui/text.html_text)."""
+    head = "".join(f'<th scope="col">{html_text(k)}</th>' for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html_text(r[k])}</td>" for k in rows[0]) + "</tr>" for r in rows)
+    return f'<div class="{TABLE_CLASS}"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def wide_table(rows: list[dict], **kwargs) -> None:

@@ -1,5 +1,6 @@
 """Putting user-derived text (tokens) into Markdown safely: as code spans, never as markup."""
 
+import html
 import re
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -17,3 +18,9 @@ def code_span(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def html_text(text) -> str:
+    """`text` inside HTML that Streamlit's Markdown draws (unsafe_allow_html): escaped as HTML, and its
+    $ (math) and : (":icon:" codes), which Markdown reads even there, as character references."""
+    return html.escape(str(text)).replace("$", "&#36;").replace(":", "&#58;")

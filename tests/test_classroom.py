@@ -115,6 +115,20 @@ def test_decomposition_sums_to_the_stream(tiny, mode):
     assert depth_points(t)[-1] == ("block 1 out", "blocks.1.resid_post")
 
 
+def test_a_decomposition_at_one_position_stacks_that_position_alone(tiny):
+    """The Logit lens page charts one position: all of them stacked 25 [T, d] parts, 76 MiB on gpt2
+    at 1,024 tokens, on every view. One position is a [n_parts, 1, d] stack, equal to the whole's row."""
+    t = run(tiny, IDS, Mode.FULL)
+    whole = decompose(t, 2)
+    for i in (0, len(IDS) - 1):
+        one = decompose(t, 2, positions=slice(i, i + 1))
+        assert one.labels == whole.labels
+        assert one.parts.shape == (5, 1, tiny.config.n_embd)
+        torch.testing.assert_close(one.parts, whole.parts[:, i:i + 1], rtol=0, atol=0)
+        torch.testing.assert_close(one.recorded, whole.recorded[i:i + 1], rtol=0, atol=0)
+        assert one.max_abs_error <= whole.max_abs_error
+
+
 # ---------------------------------------------------------------------------- exercises
 def test_shape_answers_match_a_real_run(tiny):
     """tiny's shapes come from the catalogue; the run records the real tensors."""

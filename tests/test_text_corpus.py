@@ -137,8 +137,8 @@ def test_the_decode_check_agrees_only_below_its_bound(weights, text):
         cached = len(ids) - 1
         assert f"{cached:,} token{'s' * (cached != 1)} before it" in line
     for parts in (1, 2, 25):
-        line = page_text.lens_residual_sentence(parts, diff)
-        assert f"the {parts} part{'s' * (parts != 1)} minus" in line
+        line = page_text.lens_residual_sentence(parts, diff, len(ids) - 1)
+        assert f"the {parts} part{'s' * (parts != 1)} minus the recorded stream at position {len(ids) - 1:,}:" in line
 
 
 @pytest.mark.parametrize("model", ["gpt2", "distilgpt2", "tiny"])

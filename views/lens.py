@@ -54,7 +54,7 @@ where = f"block {depth} input" if depth < n_layer else "after the last block"
 st.subheader(f"The stream {'entering block ' + str(depth) if depth < n_layer else 'after the last block'}, "
              "taken apart")
 st.latex(r"x_n = x_0 + \sum_{m<n} \left(\Delta_\text{attn}^{(m)} + \Delta_\text{mlp}^{(m)}\right)")
-d = decompose(trace, depth)
-plot(plots.depth_bars(part_norms(d, i), d.labels, f"‖part‖ at position {offset + i} · {where}", "L2 norm"))
-st.markdown(page_text.lens_residual_sentence(len(d.labels), d.max_abs_error))
+d = decompose(trace, depth, positions=slice(i, i + 1))  # the position charted alone: [n_parts, 1, d]
+plot(plots.depth_bars(part_norms(d, 0), d.labels, f"‖part‖ at position {offset + i} · {where}", "L2 norm"))
+st.markdown(page_text.lens_residual_sentence(len(d.labels), d.max_abs_error, offset + i))
 code_panel.section("lens", sel, (("lens_pos", i),))

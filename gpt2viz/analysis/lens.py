@@ -114,21 +114,22 @@ def lens_grid(model: GPT2, trace: Trace, first: int, last: int) -> LensGrid:
 @dataclass(frozen=True)
 class Decomposition:
     labels: list[str]  # "embed", "attn 0", "mlp 0", ...
-    parts: torch.Tensor  # [n_parts, T, d]
-    recorded: torch.Tensor  # [T, d], the stream entering the block
-    max_abs_error: float  # |Σ parts − recorded|, float rounding only
+    parts: torch.Tensor  # [n_parts, n, d], at the n positions asked for
+    recorded: torch.Tensor  # [n, d], the stream entering the block there
+    max_abs_error: float  # |Σ parts − recorded| at those positions, float rounding only
 
 
-def decompose(trace: Trace, block: int) -> Decomposition:
+def decompose(trace: Trace, block: int, positions: slice = slice(None)) -> Decomposition:
     """The stream entering `block` (resid_pre; pass n_layer for the output of the last block)
-    as the embedding plus each earlier Δattn and Δmlp."""
+    as the embedding plus each earlier Δattn and Δmlp, at `positions` (all by default). A page that
+    charts one position asks for it alone: all 1,024 of them stack 25 [T, d] parts, 76 MiB on gpt2."""
     n = len(depth_points(trace)) - 1
     if not 0 <= block <= n:
         raise ValueError(f"block must be between 0 and {n}, got {block}")
-    labels, parts = ["embed"], [trace.get("resid_pre", 0)[0]]  # x₀ as it entered block 0
+    labels, parts = ["embed"], [trace.get("resid_pre", 0)[0, positions]]  # x₀ as it entered block 0
     for i in range(block):
         labels += [f"attn {i}", f"mlp {i}"]
-        parts += [trace.get("attn.out", i)[0], trace.get("mlp.out", i)[0]]
-    recorded = trace.get("resid_pre", block)[0] if block < n else trace.get("resid_post", n - 1)[0]
-    stacked = torch.stack(parts)  # [1 + 2·block, T, d]
+        parts += [trace.get("attn.out", i)[0, positions], trace.get("mlp.out", i)[0, positions]]
+    recorded = (trace.get("resid_pre", block) if block < n else trace.get("resid_post", n - 1))[0, positions]
+    stacked = torch.stack(parts)  # [1 + 2·block, n, d]
     return Decomposition(labels, stacked, recorded, float((stacked.sum(0) - recorded).abs().max()))

@@ -137,10 +137,11 @@ def decode_check_sentence(n_tokens: int, vocab: int, diff: float, weights: str) 
             f"the largest difference over all {vocab:,} logits is **{diff:.2e}** ({weights}).")
 
 
-def lens_residual_sentence(parts: int, error: float) -> str:
-    """The residual decomposition's check: its parts add up to the recorded stream, up to rounding."""
-    return (f"Sum of the {parts} part{'s' * (parts != 1)} minus the recorded stream: largest difference "
-            f"**{error:.2e}** (float32 rounding).")
+def lens_residual_sentence(parts: int, error: float, position: int) -> str:
+    """The residual decomposition's check at the position charted: its parts add up to the recorded
+    stream there, up to rounding."""
+    return (f"Sum of the {parts} part{'s' * (parts != 1)} minus the recorded stream at position {position:,}: "
+            f"largest difference **{error:.2e}** (float32 rounding).")
 
 
 def kv_cache_line(name: str, L: int, calculation: str, value: int, human: str, full_context: bool = False) -> str:

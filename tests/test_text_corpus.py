@@ -137,8 +137,11 @@ def test_the_decode_check_agrees_only_below_its_bound(weights, text):
         cached = len(ids) - 1
         assert f"{cached:,} token{'s' * (cached != 1)} before it" in line
     for parts in (1, 2, 25):
-        line = page_text.lens_residual_sentence(parts, diff, len(ids) - 1)
-        assert f"the {parts} part{'s' * (parts != 1)} minus the recorded stream at position {len(ids) - 1:,}:" in line
+        for error in (diff, 0.0, 1.5e-7):
+            line = page_text.lens_residual_sentence(parts, error, len(ids) - 1)
+            where = f"at position {len(ids) - 1:,}:"
+            assert f"the {parts} part{'s' * (parts != 1)} minus the recorded stream {where}" in line
+            assert ("exactly" in line) == (error == 0) and ("rounding" in line) == (error != 0), line
 
 
 @pytest.mark.parametrize("model", ["gpt2", "distilgpt2", "tiny"])

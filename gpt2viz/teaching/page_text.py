@@ -140,8 +140,9 @@ def decode_check_sentence(n_tokens: int, vocab: int, diff: float, weights: str) 
 def lens_residual_sentence(parts: int, error: float, position: int) -> str:
     """The residual decomposition's check at the position charted: its parts add up to the recorded
     stream there, up to rounding."""
+    said = "**0**: they add up exactly" if error == 0 else f"**{error:.2e}** (float32 rounding)"
     return (f"Sum of the {parts} part{'s' * (parts != 1)} minus the recorded stream at position {position:,}: "
-            f"largest difference **{error:.2e}** (float32 rounding).")
+            f"largest difference {said}.")
 
 
 def kv_cache_line(name: str, L: int, calculation: str, value: int, human: str, full_context: bool = False) -> str:

@@ -228,3 +228,48 @@ def test_a_write_to_a_full_folder_never_puts_a_short_file_under_a_run_s_name(tmp
     ran = []
     other.get_or_run(key(Mode.FULL), lambda: ran.append(1) or run(model, encode(TEXT), Mode.FULL), model)
     assert ran == [1] and other.written == 1 and (tmp_path / f"{digest(key(Mode.FULL))}{SUFFIX}").exists()
+
+
+def many_mapped(folder: str, n: int) -> None:
+    """Another process of the host, at an open-file limit of 256, asked in turn for the n one-token runs
+    the test wrote, with a class server's cache (512 MiB); then, at its limit, for a run no one wrote.
+    Prints what it kept, its open files, and how many runs it mapped or ran."""
+    import resource
+
+    from gpt2viz.server.trace_cache import TraceCache, max_mapped
+    m = random_model(get_config("tiny"), 0)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    shared, cache, ran = SharedRuns(folder, 2**30), TraceCache(512 * 2**20), []
+
+    def here(ids):
+        ran.append(ids)
+        return run(m, ids, Mode.FULL)
+    for i in range(n):
+        k = (("random", "tiny", 0), (i,), "full", None, None)
+        cache.get_or_compute(k, lambda k=k, i=i: shared.get_or_run(k, lambda: here([i]), m))
+    fds, kept, most = len(os.listdir("/proc/self/fd")), len(cache), max_mapped()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (fds, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    k = (("random", "tiny", 0), (n,), "full", None, None)
+    last = cache.get_or_compute(k, lambda: shared.get_or_run(k, lambda: here([n]), m))
+    print(json.dumps({"kept": kept, "max": most, "fds": fds, "read": shared.read, "ran": len(ran),
+                      "last": last.shared_file is None and last.token_ids == (n,)}))
+
+
+def test_a_process_asked_for_many_shared_runs_keeps_its_open_files_within_its_limit(tmp_path, model):
+    """The attack: many one-token texts, run on one process of the host, then asked of another in turn.
+    Each mapped run holds two open files, and its bytes (14 KB) let a cache keep thousands: at a limit of
+    256 files, the 125th failed its view ("Too many open files"). The cache keeps max_mapped() of them
+    (mapping one again costs milliseconds), and a run asked when no file can be opened is run here."""
+    writer = SharedRuns(tmp_path, 2**30)
+    n = 200
+    for i in range(n):
+        writer.get_or_run((("random", "tiny", 0), (i,), "full", None, None), lambda i=i: run(model, [i], Mode.FULL),
+                          model)
+    here = str(Path(__file__).parent)
+    code = f"import sys; sys.path.insert(0, {here!r}); import test_shared_runs as t; t.many_mapped(sys.argv[1], {n})"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["max"] == 256 // 8 and got["kept"] == got["max"]
+    assert got["read"] == n and got["ran"] == 1 and got["last"]  # every written run mapped, none failed
+    assert got["fds"] < 256 // 2

@@ -425,3 +425,21 @@ def test_a_large_evicted_item_goes_back_to_the_system_at_once():
     assert released == []  # nothing large went
     cache.get_or_compute("run", lambda: make(8), estimate=RELEASE_EVICTED)
     assert "model" not in cache._items and released == [1]
+
+
+def test_a_cache_keeps_at_most_max_mapped_traces_mapped_from_shared_runs(monkeypatch):
+    """Each mapped trace holds two open files: the cache lets the least recently used go beyond
+    max_mapped(), whatever their bytes; traces of its own stay."""
+    from gpt2viz.server import trace_cache
+
+    monkeypatch.setattr(trace_cache, "max_mapped", lambda: 3)
+    cache = TraceCache(10**9)
+
+    def mapped(i):
+        return Trace("full", "tiny", (i,), ("a",), 0, 1, {"x": torch.zeros(1)}, shared_file=f"file {i}")
+    cache.get_or_compute("own", lambda: make(40))
+    for i in range(6):
+        cache.get_or_compute(("mapped", i), lambda i=i: mapped(i))
+    cache.get_or_compute(("mapped", 3), lambda: 1 / 0)  # a hit: now the most recently used
+    cache.get_or_compute(("mapped", 6), lambda: mapped(6))
+    assert list(cache._items) == ["own", ("mapped", 5), ("mapped", 3), ("mapped", 6)]

@@ -16,8 +16,10 @@ Budget: the folder's files are bounded by their own budget (GPT2VIZ_SHARED_RUNS_
 gives it half the host's and splits the rest between its processes), and a mapped trace counts in its
 process's cache as any trace does. So the host holds at most the two together, each page of a shared
 run is in memory once however many processes map it, and a process lets a mapped trace go as it
-would its own (its next ask maps the file again, in milliseconds, where it ran the model before). A
-run whose file would not fit even after eviction is not written: it stays its process's own.
+would its own (its next ask maps the file again, in milliseconds, where it ran the model before),
+and keeps at most `trace_cache.max_mapped()` of them: each holds two open files. A run whose file
+would not fit even after eviction is not written: it stays its process's own, as does one asked when
+no file can be opened (the process's open-file limit).
 
 Bit for bit: a mapped run equals the run it stores, derived tensors too, because every tensor of the
 file starts at a 64-byte boundary, as torch's allocator places a tensor in memory (`write_aligned`). A
@@ -90,7 +92,11 @@ class SharedRuns:
         if not plain(key):
             return run()
         name = digest(key)
-        with open(self.dir / f"{name}.lock", "a") as lock:
+        try:
+            lock = open(self.dir / f"{name}.lock", "a")  # noqa: SIM115 (closed by the with below)
+        except OSError:  # no file can be opened now (the open-file limit): the run stays this process's own
+            return run()
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # a process running this key: wait for its file
             found = self._map(self.dir / f"{name}{SUFFIX}", model)
             if found is not None:
@@ -104,7 +110,7 @@ class SharedRuns:
     def _map(self, path: Path, model: GPT2) -> Trace | None:
         try:
             f = open(path, "rb")  # noqa: SIM115 (kept open with the trace: its shared lock holds the file)
-        except FileNotFoundError:
+        except OSError:  # not there, or no file can be opened now (the open-file limit): run it here
             return None
         try:
             fcntl.flock(f, fcntl.LOCK_SH)
@@ -125,7 +131,10 @@ class SharedRuns:
         if trace.intervened:
             return False
         size = sum(t.numel() * t.element_size() for t in trace.tensors.values())
-        if not self._room(size):  # a run larger than the folder, or the folder all mapped: no copy made
+        try:
+            if not self._room(size):  # a run larger than the folder, or the folder all mapped: no copy made
+                return False
+        except OSError:  # the folder's lock cannot be opened now: no copy made
             return False
         arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
         tmp = self.dir / f"{name}.{os.getpid()}.tmp"

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import itertools
 import logging
+import resource
 import threading
 import time
 from collections import OrderedDict
@@ -29,10 +30,22 @@ TRIM_IDLE_S = 5.0  # seconds without a run before freed memory goes back to the 
 # server idles: the blocks of a model's shapes are not what the next runs allocate, and kept they put the
 # server past its budget (+290 MiB over a 2,048 MiB budget in benchmarks/hostile_memory.py)
 RELEASE_EVICTED = 256 * 2**20
+MAX_MAPPED = 128  # see max_mapped
 HOLD_TURN_S = 0.5  # an asker of another asker's run waits this long before stepping aside (TraceCache.aside)
 POLL_S = 0.25  # how often an asker waiting for another asker's run looks at its progress
 HEAVY_SHARE = 4  # a run whose estimate exceeds this share of the budget is heavy (see TraceCache)
 log = logging.getLogger(__name__)  # one INFO line per run (GPT2VIZ_LOG_RUNS=1 shows them)
+
+
+def max_mapped() -> int:
+    """How many cached traces mapped from a host's shared runs (server/shared_runs.py) a cache keeps:
+    each holds two open files (the file, locked shared, and the map's own descriptor), and bytes alone
+    bounded their number by the budget over the smallest file (14 KB: a one-token text on tiny), past
+    the process's open-file limit (at 256, the 125th mapped trace failed its view: "Too many open
+    files"). Their files take at most a quarter of that limit, the sockets and the rest keep the others;
+    at most MAX_MAPPED."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return MAX_MAPPED if soft == resource.RLIM_INFINITY else max(1, min(MAX_MAPPED, soft // 8))
 
 
 @dataclass(frozen=True)
@@ -338,16 +351,23 @@ class TraceCache:
         return self.in_flight + estimate <= self.budget or self.light_in_flight + estimate <= self.reserve
 
     def _evict(self) -> None:
-        """Drop least recently used traces until cached + in flight fits the budget."""
+        """Drop least recently used traces until cached + in flight fits the budget, and mapped ones
+        beyond `max_mapped()` (mapping one again costs milliseconds)."""
         room = self.budget - self.in_flight
         total = self._cached()
         while total > room and self._items:
             key, old = self._items.popitem(last=False)
             total -= old.nbytes
-            if log.isEnabledFor(logging.INFO):
-                log.info("evicted %s (%s): %s, %s in flight", key_digest(key), key_kind(key), mib(old.nbytes),
-                         mib(self.in_flight))
-            self._released = self._released and old.nbytes < RELEASE_EVICTED
+            self._evicted(key, old)
+        mapped = [key for key, item in self._items.items() if getattr(item, "shared_file", None) is not None]
+        for key in mapped[:max(0, len(mapped) - max_mapped())]:  # the least recently used first
+            self._evicted(key, self._items.pop(key))
+
+    def _evicted(self, key: Hashable, old) -> None:
+        if log.isEnabledFor(logging.INFO):
+            log.info("evicted %s (%s): %s, %s in flight", key_digest(key), key_kind(key), mib(old.nbytes),
+                     mib(self.in_flight))
+        self._released = self._released and old.nbytes < RELEASE_EVICTED
 
     def _release_beyond_slack(self) -> None:
         """Give freed memory back now when what the allocator holds freed, with the cached traces and

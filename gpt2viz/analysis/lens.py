@@ -122,7 +122,7 @@ class Decomposition:
 def decompose(trace: Trace, block: int, positions: slice = slice(None)) -> Decomposition:
     """The stream entering `block` (resid_pre; pass n_layer for the output of the last block)
     as the embedding plus each earlier Δattn and Δmlp, at `positions` (all by default). A page that
-    charts one position asks for it alone: all 1,024 of them stack 25 [T, d] parts, 76 MiB on gpt2."""
+    charts one position asks for it alone: all 1,024 of them stack 25 [T, d] parts, 75 MiB on gpt2."""
     n = len(depth_points(trace)) - 1
     if not 0 <= block <= n:
         raise ValueError(f"block must be between 0 and {n}, got {block}")

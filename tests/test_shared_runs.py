@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -273,3 +274,33 @@ def test_a_process_asked_for_many_shared_runs_keeps_its_open_files_within_its_li
     assert got["max"] == 256 // 8 and got["kept"] == got["max"]
     assert got["read"] == n and got["ran"] == 1 and got["last"]  # every written run mapped, none failed
     assert got["fds"] < 256 // 2
+
+
+def test_two_writers_at_once_keep_the_folder_within_its_budget(tmp_path, model, monkeypatch):
+    """Two processes that each found room for one file wrote two, past the folder's budget: each looked
+    for room under the folder's lock and wrote its file after letting it go. A writer now holds it until
+    its file is in place, and removes a part-written file a dead writer left."""
+    texts = ("The first text.", "The second text.")
+    runs = {t: run(model, encode(t), Mode.FULL) for t in texts}
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    SharedRuns(probe, 2**30).get_or_run(key(Mode.FULL, texts[0]), lambda: runs[texts[0]], model)
+    budget = int(1.5 * max(p.stat().st_size for p in probe.glob(f"*{SUFFIX}")))  # room for one file
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "dead.1.tmp").write_bytes(bytes(1000))  # a writer that died part way
+    real = shared_runs.write_aligned
+
+    def slow(path, arrays, meta):
+        time.sleep(0.5)  # the other writer looks for room meanwhile
+        return real(path, arrays, meta)
+    monkeypatch.setattr(shared_runs, "write_aligned", slow)
+    writers = [threading.Thread(target=lambda t=t: SharedRuns(folder, budget).get_or_run(
+        key(Mode.FULL, t), lambda: runs[t], model)) for t in texts]
+    writers[0].start()
+    time.sleep(0.1)
+    writers[1].start()
+    for w in writers:
+        w.join()
+    files = list(folder.glob(f"*{SUFFIX}"))
+    assert len(files) == 1 and files[0].stat().st_size <= budget and not list(folder.glob("*.tmp"))

@@ -10,7 +10,9 @@ once for the whole host. Not found, the process runs it and writes the file for 
 Cross-process locks (fcntl.flock): an exclusive lock on the run's lock file while a process looks
 for it and runs it, so a second process asking for the same run waits and maps the first one's file;
 a shared lock on the data file for as long as a process keeps its trace, so the folder's eviction
-(the oldest file read first, beyond the folder's budget) never removes a file a process still maps.
+(the oldest file read first, beyond the folder's budget) never removes a file a process still maps;
+and an exclusive lock on the folder's lock file from a writer's looking for room to its file in place,
+so two writers never both take the same room.
 
 Budget: the folder's files are bounded by their own budget (GPT2VIZ_SHARED_RUNS_MB; a class server
 gives it half the host's and splits the rest between its processes), and a mapped trace counts in its
@@ -131,44 +133,50 @@ class SharedRuns:
         if trace.intervened:
             return False
         size = sum(t.numel() * t.element_size() for t in trace.tensors.values())
+        if size > self.budget:  # a run larger than the folder: no copy made
+            return False
         try:
-            if not self._room(size):  # a run larger than the folder, or the folder all mapped: no copy made
+            lock = open(self.dir / "folder.lock", "a")  # noqa: SIM115 (closed by the with below)
+        except OSError:  # the folder's lock cannot be opened now (the open-file limit): no copy made
+            return False
+        # one writer at a time, from the room it finds to its file in place: two processes that each
+        # found room for one file wrote two, past the folder's budget
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self._room(size):  # the folder all mapped: no copy made
                 return False
-        except OSError:  # the folder's lock cannot be opened now: no copy made
-            return False
-        arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
-        tmp = self.dir / f"{name}.{os.getpid()}.tmp"
-        try:
-            meta = trace.metadata() | {"order": json.dumps(list(trace.order)),
-                                       "derived_cache_bytes": str(trace.derived_cache_bytes)}
-            write_aligned(tmp, arrays, meta)  # every byte written and the size checked, or OSError
-            os.replace(tmp, self.dir / f"{name}{SUFFIX}")
-            return True
-        except OSError:  # the folder full (tmpfs): the run stays this process's own, no file named for it
-            tmp.unlink(missing_ok=True)
-            return False
+            arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
+            tmp = self.dir / f"{name}.{os.getpid()}.tmp"
+            try:
+                meta = trace.metadata() | {"order": json.dumps(list(trace.order)),
+                                           "derived_cache_bytes": str(trace.derived_cache_bytes)}
+                write_aligned(tmp, arrays, meta)  # every byte written and the size checked, or OSError
+                os.replace(tmp, self.dir / f"{name}{SUFFIX}")
+                return True
+            except OSError:  # the folder full (tmpfs): the run stays this process's own, no file named for it
+                tmp.unlink(missing_ok=True)
+                return False
 
     def _room(self, size: int) -> bool:
         """Remove the files read longest ago until `size` more fits the budget; False when it cannot
-        (every file left is mapped by a process). Under the folder's lock: one evicts at a time."""
-        if size > self.budget:
-            return False
-        with open(self.dir / "folder.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            files = []
-            for p in self.dir.glob(f"*{SUFFIX}"):
-                try:
-                    st = p.stat()
-                except FileNotFoundError:
-                    continue
-                files.append((st.st_mtime, st.st_size, p))
-            used = sum(s for _, s, _ in files)
-            for _, s, p in sorted(files):
-                if used + size <= self.budget:
-                    break
-                if _remove_unless_mapped(p):
-                    used -= s
-            return used + size <= self.budget
+        (every file left is mapped by a process). Called under the folder's lock, which every writer
+        holds until its file is in place: a part-written file found then is a dead writer's, removed."""
+        for p in self.dir.glob("*.tmp"):
+            p.unlink(missing_ok=True)
+        files = []
+        for p in self.dir.glob(f"*{SUFFIX}"):
+            try:
+                st = p.stat()
+            except FileNotFoundError:
+                continue
+            files.append((st.st_mtime, st.st_size, p))
+        used = sum(s for _, s, _ in files)
+        for _, s, p in sorted(files):
+            if used + size <= self.budget:
+                break
+            if _remove_unless_mapped(p):
+                used -= s
+        return used + size <= self.budget
 
 
 def _remove_unless_mapped(path: Path) -> bool:

@@ -304,3 +304,19 @@ def test_two_writers_at_once_keep_the_folder_within_its_budget(tmp_path, model, 
         w.join()
     files = list(folder.glob(f"*{SUFFIX}"))
     assert len(files) == 1 and files[0].stat().st_size <= budget and not list(folder.glob("*.tmp"))
+
+
+def test_a_process_that_cannot_map_a_run_leaves_its_file_whole(tmp_path, model, monkeypatch):
+    """A process that could not map a run's file (no file could be opened) runs it itself. Writing its
+    own over the file would leave the pages other processes map outside the folder, counted nowhere."""
+    first = SharedRuns(tmp_path, 64 * 2**20)
+    first.get_or_run(key(Mode.FULL), lambda: run(model, encode(TEXT), Mode.FULL), model)
+    path = tmp_path / f"{digest(key(Mode.FULL))}{SUFFIX}"
+    held = SharedRuns(tmp_path, 64 * 2**20).get_or_run(key(Mode.FULL), refuse, model)  # another maps it
+    inode = path.stat().st_ino
+    other = SharedRuns(tmp_path, 64 * 2**20)
+    monkeypatch.setattr(other, "_map", lambda *args: None)
+    ran = []
+    trace = other.get_or_run(key(Mode.FULL), lambda: ran.append(1) or run(model, encode(TEXT), Mode.FULL), model)
+    assert ran == [1] and other.written == 0 and trace.shared_file is None  # its own, counted whole
+    assert path.stat().st_ino == inode and torch.equal(held["logits"], trace["logits"])

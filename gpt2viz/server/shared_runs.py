@@ -141,9 +141,12 @@ class SharedRuns:
             return False
         # one writer at a time, from the room it finds to its file in place: two processes that each
         # found room for one file wrote two, past the folder's budget
+        final = self.dir / f"{name}{SUFFIX}"
         with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not self._room(size):  # the folder all mapped: no copy made
+            # the file there already (this process could not map it: no file could be opened, say) stays
+            # whole: replaced, the pages other processes map would no longer be the folder's, nor counted
+            if final.exists() or not self._room(size):  # or the folder all mapped: no copy made
                 return False
             arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
             tmp = self.dir / f"{name}.{os.getpid()}.tmp"
@@ -151,7 +154,7 @@ class SharedRuns:
                 meta = trace.metadata() | {"order": json.dumps(list(trace.order)),
                                            "derived_cache_bytes": str(trace.derived_cache_bytes)}
                 write_aligned(tmp, arrays, meta)  # every byte written and the size checked, or OSError
-                os.replace(tmp, self.dir / f"{name}{SUFFIX}")
+                os.replace(tmp, final)
                 return True
             except OSError:  # the folder full (tmpfs): the run stays this process's own, no file named for it
                 tmp.unlink(missing_ok=True)

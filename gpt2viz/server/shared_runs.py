@@ -94,9 +94,8 @@ class SharedRuns:
         if not plain(key):
             return run()
         name = digest(key)
-        try:
-            lock = open(self.dir / f"{name}.lock", "a")  # noqa: SIM115 (closed by the with below)
-        except OSError:  # no file can be opened now (the open-file limit): the run stays this process's own
+        lock = _lock_file(self.dir / f"{name}.lock")
+        if lock is None:  # the run stays this process's own
             return run()
         with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # a process running this key: wait for its file
@@ -135,9 +134,8 @@ class SharedRuns:
         size = sum(t.numel() * t.element_size() for t in trace.tensors.values())
         if size > self.budget:  # a run larger than the folder: no copy made
             return False
-        try:
-            lock = open(self.dir / "folder.lock", "a")  # noqa: SIM115 (closed by the with below)
-        except OSError:  # the folder's lock cannot be opened now (the open-file limit): no copy made
+        lock = _lock_file(self.dir / "folder.lock")
+        if lock is None:  # no copy made
             return False
         # one writer at a time, from the room it finds to its file in place: two processes that each
         # found room for one file wrote two, past the folder's budget
@@ -180,6 +178,15 @@ class SharedRuns:
             if _remove_unless_mapped(p):
                 used -= s
         return used + size <= self.budget
+
+
+def _lock_file(path: Path):
+    """`path` opened for an flock (close it when done), or None when no file can be opened now (the
+    process's open-file limit)."""
+    try:
+        return open(path, "a")  # noqa: SIM115
+    except OSError:
+        return None
 
 
 def _remove_unless_mapped(path: Path) -> bool:

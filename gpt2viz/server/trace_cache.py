@@ -360,8 +360,9 @@ class TraceCache:
             total -= old.nbytes
             self._evicted(key, old)
         mapped = [key for key, item in self._items.items() if getattr(item, "shared_file", None) is not None]
-        for key in mapped[:max(0, len(mapped) - max_mapped())]:  # the least recently used first
-            self._evicted(key, self._items.pop(key))
+        if mapped:  # (a server without shared runs has none)
+            for key in mapped[:max(0, len(mapped) - max_mapped())]:  # the least recently used first
+                self._evicted(key, self._items.pop(key))
 
     def _evicted(self, key: Hashable, old) -> None:
         if log.isEnabledFor(logging.INFO):

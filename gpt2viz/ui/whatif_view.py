@@ -181,20 +181,20 @@ def knocked_loss(sel: Selection, target: Target, method: str, knocked: Knocked) 
     """The knocked-out run's loss at every position [T-1], unembedded from what it kept."""
     if knocked.loss is not None:
         return knocked.loss
-    key = ("knockout loss", sel.weights.key, sel.ids, target, method)
-    with working(say.unembedding(len(sel.ids))):
-        return trace_cache().get_or_compute(
-            key, lambda: Grid(loss_from(sel.weights.model, knocked.final, sel.ids)),
-            estimate=loss_bytes(sel.weights, len(sel.ids)), heavy=heavy_for(len(sel.ids))).values
+    return _loss(sel, ("knockout loss", sel.weights.key, sel.ids, target, method),
+                 lambda: loss_from(sel.weights.model, knocked.final, sel.ids))
 
 
 def clean_loss(sel: Selection, clean: Trace) -> torch.Tensor:
-    """The clean run's loss at every position [T-1], once per text, within a reservation as the
-    knock-out's is (it held 99 MiB at 256 tokens and 246 at 1,024 on gpt2 inside the trace's memo,
-    which reserves nothing)."""
-    key = ("clean loss", sel.weights.key, sel.ids)  # the clean run: FULL, no dropout
+    """The clean run's loss at every position [T-1], once per text (it held 99 MiB at 256 tokens and
+    246 at 1,024 on gpt2 inside the trace's memo, which reserves nothing)."""
+    return _loss(sel, ("clean loss", sel.weights.key, sel.ids), lambda: loss_per_position(clean))  # FULL, no dropout
+
+
+def _loss(sel: Selection, key: tuple, compute) -> torch.Tensor:
+    """A loss at every position [T-1], cached under `key` within its reservation (cache.loss_bytes)."""
     with working(say.unembedding(len(sel.ids))):
-        return trace_cache().get_or_compute(key, lambda: Grid(loss_per_position(clean)),
+        return trace_cache().get_or_compute(key, lambda: Grid(compute()),
                                             estimate=loss_bytes(sel.weights, len(sel.ids)),
                                             heavy=heavy_for(len(sel.ids))).values
 

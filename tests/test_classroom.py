@@ -126,7 +126,7 @@ def test_a_decomposition_at_one_position_stacks_that_position_alone(tiny):
         assert one.parts.shape == (5, 1, tiny.config.n_embd)
         torch.testing.assert_close(one.parts, whole.parts[:, i:i + 1], rtol=0, atol=0)
         torch.testing.assert_close(one.recorded, whole.recorded[i:i + 1], rtol=0, atol=0)
-        assert one.max_abs_error <= whole.max_abs_error
+        assert one.max_abs_error < 1e-5  # float rounding only (a sum of its own, not bit for bit the whole's)
 
 
 # ---------------------------------------------------------------------------- exercises

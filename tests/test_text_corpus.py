@@ -286,3 +286,23 @@ def test_the_memory_note_says_what_the_run_left_out_and_why_for_every_length_and
                     assert "gradients" not in note and full * FULL_TRACE_SHARE > cache.budget  # "more than..."
                     assert f"{n:,} token{'s' * (n != 1)} would" in note
     assert seen <= {"only", "every_block", "but_gradients"} and (size == "tiny" or "but_gradients" in seen)
+
+
+@pytest.mark.parametrize("size,ids", [("tiny", [464]), ("tiny", [464, 3290] * 16),
+                                      ("gpt2", [464]), ("gpt2", [i * 7 % 50257 for i in range(1024)])])
+def test_the_lens_check_says_rounding_only_where_it_is_and_exact_only_where_it_is(size, ids):
+    """The Logit lens page's check under its chart, computed as the page does (one position, every depth)
+    on random weights, a 1-token text, a period-2 repeat and 1,024 tokens: "exactly" only for a difference
+    of 0, and "float32 rounding" only for one of rounding's size."""
+    from gpt2viz.analysis.lens import decompose
+
+    cfg = get_config(size)
+    names = [f"blocks.*.{n}" for n in ("resid_pre", "attn.out", "mlp.out", "resid_post")]
+    trace = run(random_model(cfg, 0), ids, Mode.FULL, names=names)
+    for i in sorted({0, len(ids) // 2, len(ids) - 1}):
+        for depth in range(cfg.n_layer + 1):
+            d = decompose(trace, depth, positions=slice(i, i + 1))
+            line = page_text.lens_residual_sentence(len(d.labels), d.max_abs_error, i)
+            assert f"the {1 + 2 * depth} part{'s' * (depth > 0)} minus the recorded stream at position {i:,}:" in line
+            assert ("exactly" in line) == (d.max_abs_error == 0), line
+            assert d.max_abs_error == 0 or ("rounding" in line and d.max_abs_error < 1e-4), line

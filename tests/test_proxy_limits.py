@@ -34,7 +34,8 @@ class Replica:
         self.seen = 0
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
-        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
+        self.thread.start()
         ready.wait(10)
 
     def _serve(self, ready: threading.Event) -> None:
@@ -43,6 +44,18 @@ class Replica:
         self.address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
         ready.set()
         self.loop.run_forever()
+        # Stopped: every client's task ends here, in its loop, before the loop closes. A task left
+        # pending was finalised by whichever thread's garbage collection found it, later, in another
+        # test; its `writer.close()` raised "Event loop is closed" there, and pytest formatted that
+        # traceback inside the collection. Python 3.11.7's ast module is not reentrant: where the
+        # collection ran inside an ast.parse (pytest's own, formatting a failure), that parse failed
+        # with "AST constructor recursion depth mismatch" and took the xdist worker down.
+        server.close()
+        tasks = asyncio.all_tasks(self.loop)
+        for task in tasks:
+            task.cancel()
+        self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        self.loop.close()
 
     async def _client(self, reader, writer) -> None:
         try:
@@ -63,6 +76,7 @@ class Replica:
     def stop(self) -> None:
         self.release.set()
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
 
 
 @pytest.fixture
@@ -73,6 +87,7 @@ def proxy():
         replica.seen = 0  # the proxy's own start-up check
         yield p
     replica.stop()
+    assert replica.loop.is_closed()  # its clients' tasks ended in it: none left for another test's GC
 
 
 def status_of(sock: socket.socket) -> str:

@@ -67,7 +67,7 @@ def test_the_spread_of_numbers_gives_their_range_median_and_share_right(answers,
         assert f"{right} of {len(answers)}" in line and "exactly it" in line
 
 
-@pytest.mark.parametrize("voters, state", itertools.product([0, 1, 2, 200], ["open", "closed", "revealed"]))
+@pytest.mark.parametrize("voters, state", list(itertools.product([0, 1, 2, 200], ["open", "closed", "revealed"])))
 def test_the_count_line_agrees_in_number_and_state(voters, state):
     line = answers_line(voters, state)
     assert line.startswith(f"{voters} answer{'' if voters == 1 else 's'}")

@@ -128,6 +128,7 @@ def _distance(a: torch.Tensor, b: torch.Tensor, step: int = 64) -> float:
 _GRAMS: dict[int, tuple[tuple, torch.Tensor]] = {}  # id(W_U) -> (its version, W_U^T W_U [d, d])
 
 
+@torch.no_grad()
 def _gram(w_u: torch.Tensor) -> torch.Tensor:
     """W_U^T W_U [d, d], kept per matrix until its values change: ‖Δx W_U^T‖² = Δx G Δx^T gives the
     logits' change at every position without unembedding them (V x d x d once, not T x V x d a run)."""
@@ -138,6 +139,7 @@ def _gram(w_u: torch.Tensor) -> torch.Tensor:
     return got[1]
 
 
+@torch.no_grad()  # numbers to show: no graph to the weights, whatever the caller's grad mode
 def logits_moved(model: GPT2, clean: Trace, final: torch.Tensor) -> float:
     """‖Δlogits‖ / ‖logits‖ over every position, from the final LayerNorm's outputs [T, d] alone."""
     before = model.ln_f(clean.get("resid_post", model.config.n_layer - 1), Recorder.off(), "ln_f.")[0]  # [T, d]

@@ -742,3 +742,16 @@ def test_a_text_table_says_its_cells_as_text():
     assert "<b>" not in drawn and "&lt;b&gt;x&lt;/b&gt; &amp; &#36;a&#36;" in drawn
     assert "&#58;material/home&#58;" in drawn
     assert drawn.count("<th ") == 2 and drawn.count("<tr>") == 3 and "h.{i}.attn" in drawn
+
+
+@pytest.mark.parametrize("params,said,unsaid", [
+    ({}, "the two charts are the same", "goes from"),  # temperature 1, every token: nothing changes
+    ({"topp": "0.5"}, "Top-p keeps the fewest", "float64"),  # its zeros are top-p's, not underflow
+])
+def test_the_output_pages_temperature_notice_says_what_the_controls_did(params, said, unsaid):
+    """At temperature 1 the notice said "goes from 0.000218 to 0.000218"; with top-p it called the tokens
+    top-p dropped too small for a float64 (it was told only of top-k)."""
+    at = open_page("output", **params)
+    assert not at.exception
+    (note,) = [i.value for i in at.info if "top token's probability" in i.value]
+    assert said in note and unsaid not in note, note

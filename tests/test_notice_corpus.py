@@ -19,6 +19,7 @@ Each run is made once (a module-scoped cache), recording only what the pages rea
 text runs on tiny in every mode and on gpt2 in full mode only, and is dropped once checked."""
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter, defaultdict
@@ -294,23 +295,36 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
     logits = trace["logits"][0, -1].double()
     before = torch.softmax(logits, -1)
     for t in TEMPERATURES:
-        for k in (None, 5):
-            after = distribution(logits, t, k)
-            (line,) = notices.temperature_notice(before, after, t, k)
+        for k, p in itertools.product((None, 5), (None, 0.5, 0.999)):  # the Output page's three controls
+            after = distribution(logits, t, k, p)
+            (line,) = notices.temperature_notice(before, after, t, k, p)
             said.append(line)
-            assert line.startswith(f"The top token's probability goes from {probs[0]:.3g} to ")
-            zero = int((after == 0).sum())
-            if t > 0 and (k is None or k >= after.numel()):  # W3: temperature alone, float64's underflow
+            now = f"{float(after[int(before.argmax())]):.3g}"
+            assert line.startswith(f"The top token's probability stays at {probs[0]:.3g}. " if now == f"{probs[0]:.3g}"
+                                   else f"The top token's probability goes from {probs[0]:.3g} to {now}. "), line
+            zero, kept = int((after == 0).sum()), int((after > 0).sum())
+            V = after.numel()
+            if t == 0:
+                assert f"the other {V - 1:,} get 0." in line and kept == 1, line
+            elif p is not None:  # top-p (after top-k): the tokens it kept, the rest exactly 0, not underflow
+                assert f": {kept:,} token" in line and f"the other {V - kept:,} get exactly 0." in line, line
+                assert "float64" not in line and (k is not None) == ("Top-k keeps" in line), line
+                assert abs(float(after.sum()) - 1) < 1e-12 and float(after[after > 0].sum()) >= 0
+            elif k is None or k >= V:  # W3: temperature alone, float64's underflow
                 smallest = f"{float(after[after > 0].min()):.2g}"
+                if t == 1:  # nothing cut, nothing scaled: the charts the sentence calls the same are
+                    assert "the two charts are the same" in line and torch.equal(after, before), line
+                else:
+                    assert "the same" not in line, line
                 if zero:
                     exact = (logits - logits.max()) / t - torch.logsumexp((logits - logits.max()) / t, -1)  # log p
                     assert float(exact[after == 0].max()) < math.log(4.9e-324), (t, zero)  # truly below float64
                     assert f"but {zero:,} of these" in line and "keep one" not in line, line
                     assert f"the smallest stored is {smallest}." in line, line
                 else:
-                    assert f"all {after.numel():,} tokens keep one, the smallest here {smallest}." in line, line
+                    assert f"all {V:,} tokens keep one, the smallest here {smallest}." in line, line
             else:
-                assert f"{zero:,} get" in line, (line, zero)
+                assert f"the other {zero:,} get exactly 0." in line and "top-p" not in line, (line, zero)
 
     # Tokens: the counts are the text's; each claim about words holds for the text's bytes (M9, U5, N13)
     tok = notices.tokens_notice(ids, [readable(i) for i in ids], decode(ids))

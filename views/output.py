@@ -48,5 +48,5 @@ anatomy.side_by_side(
     plots.topk_tokens(after[shown].tolist(), labels,
                       f"temperature {temperature:g}" + (f", top-{top_k}" if top_k else "")
                       + (f", top-p {top_p:g}" if top_p else "") + ("" if top_k or top_p else ", every token")))
-anatomy.notice(notices.temperature_notice(before, after, temperature, top_k))
+anatomy.notice(notices.temperature_notice(before, after, temperature, top_k, top_p))
 anatomy.footer(page)

@@ -198,21 +198,37 @@ def output_notice(top_prob: float, top_token: str, vocab: int, kind: str) -> lis
     return lines
 
 
-def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: float, top_k: int | None) -> list[str]:
-    """before, after: [V] the distribution at temperature 1 and at `temperature` with `top_k` (float64, as
-    the two charts beside it draw them). Only top-k, or temperature 0 (greedy), makes a probability 0."""
+def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: float, top_k: int | None,
+                       top_p: float | None = None) -> list[str]:
+    """before, after: [V] the distribution at temperature 1 and at `temperature` with `top_k` and then `top_p`
+    (float64, as the two charts beside it draw them). Only top-k, top-p, or temperature 0 (greedy), makes a
+    probability 0; a cut that keeps every token cuts nothing."""
     top, V = int(before.argmax()), after.numel()
-    line = f"The top token's probability goes from {float(before[top]):.3g} to {float(after[top]):.3g}. "
+    was, now = f"{float(before[top]):.3g}", f"{float(after[top]):.3g}"
+    line = (f"The top token's probability stays at {was}. " if was == now
+            else f"The top token's probability goes from {was} to {now}. ")
+    kept = int((after > 0).sum())
+    k_cuts = top_k is not None and top_k < V
+    p_cuts = top_p is not None and top_p < 1
     if temperature == 0:
         line += f"Temperature 0 is greedy: the top token gets 1 and the other {V - 1:,} get 0."
-    elif top_k is not None and top_k < V:
-        kept = int((after > 0).sum())
+    elif k_cuts and not p_cuts:
         tie = f" (with {kept - top_k:,} more that tie with the {top_k:,}th)" if kept > top_k else ""
         line += (f"Top-k keeps the {top_k:,} most likely tokens{tie} and rescales them to add to 1; the other "
                  f"{V - kept:,} get exactly 0. Temperature alone never makes a probability 0.")
+    elif p_cuts:
+        which = (f"Top-k keeps the {top_k:,} most likely tokens; of those, top-p keeps the fewest" if k_cuts
+                 else "Top-p keeps the fewest most likely tokens")
+        line += (f"{which} whose probabilities together reach {top_p:g}: {kept:,} {'token' if kept == 1 else 'tokens'} "
+                 f"here, rescaled to add to 1, and the other {V - kept:,} get exactly 0. Temperature alone never "
+                 "makes a probability 0.")
     else:
         zero = int((after == 0).sum())
         smallest = f"{float(after[after > 0].min()):.2g}"
+        if temperature == 1:
+            line += ("At temperature 1, with every token kept, sampling draws from softmax(logits) itself: the two "
+                     "charts are the same. Below 1 the top tokens take more of the probability; above 1 it spreads "
+                     "out. ")
         if zero:  # exp underflows: below half of float64's smallest subnormal, 4.9e-324, a value is stored as 0
             line += (f"Temperature alone never makes a probability 0, but {zero:,} of these {V:,} "
                      f"{'is' if zero == 1 else 'are'} smaller than the smallest number a float64 can hold (about "
@@ -220,7 +236,7 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
         else:
             line += (f"Temperature alone never makes a probability 0: all {V:,} tokens keep one, the smallest here "
                      f"{smallest}.")
-    return [line]
+    return [line.rstrip()]
 
 
 def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, eps: float) -> list[str]:

@@ -755,3 +755,44 @@ def test_the_output_pages_temperature_notice_says_what_the_controls_did(params, 
     assert not at.exception
     (note,) = [i.value for i in at.info if "top token's probability" in i.value]
     assert said in note and unsaid not in note, note
+
+
+def link_cut(at, key: str = "text") -> tuple[str, list[str]]:
+    return at.query_params.get(key), [c.value for c in at.caption if "a link carries" in c.value]
+
+
+def test_a_text_longer_than_a_link_carries_is_cut_to_what_one_does_and_says_so():
+    """20,000 `的` fit the text box and took 180,000 characters of address: the page drew, and the link it
+    wrote was refused when opened ("Invalid HTTP request"). A new user's trial found it."""
+    from gpt2viz.spec.link_text import LINK_TEXT_CHARS, link_length, link_prefix
+
+    at = first_run()
+    at.text_area(key="text").input("的" * 20_000).run()
+    kept = link_prefix("的" * 20_000)
+    assert not at.exception and at.text_area(key="text").value == kept and len(kept) == LINK_TEXT_CHARS // 9
+    url, notes = link_cut(at)
+    assert url == kept and link_length(url) <= LINK_TEXT_CHARS, len(url or "")
+    assert notes == [f":material/link: The text was cut to its first {len(kept):,} of 20,000 characters: a link "
+                     f"carries at most {LINK_TEXT_CHARS:,} characters of text as the address writes them, and this "
+                     f"one took 180,000 (a character other than a letter, a digit or a space takes 3 to 12)."], notes
+    at.text_area(key="text").input("Hello").run()  # a text that fits: no note (the browser writes its link)
+    assert link_cut(at)[1] == [] and at.text_area(key="text").value == "Hello"
+
+
+def test_a_hand_made_link_with_a_longer_text_opens_on_its_start():
+    from gpt2viz.spec.link_text import link_prefix
+
+    text = "word " * 4_000  # 20,000 characters: a link of 20,000, which Streamlit's server takes
+    at = first_run(text=text)
+    assert not at.exception and at.text_area(key="text").value == link_prefix(text)
+    url, notes = link_cut(at)
+    assert url == link_prefix(text) and len(notes) == 1, (len(url or ""), notes)
+
+
+def test_text_b_is_cut_for_a_link_as_the_sidebars_text_is():
+    from gpt2viz.spec.link_text import link_prefix
+
+    at = open_page("patch", text_b="🙂" * 2_000)  # 24,000 characters of address
+    assert not at.exception and at.text_area(key="text_b").value == link_prefix("🙂" * 2_000) == "🙂" * 1_000
+    url, notes = link_cut(at, "text_b")
+    assert url == "🙂" * 1_000 and any(n.startswith(":material/link: Text B was cut") for n in notes), notes

@@ -782,3 +782,39 @@ def test_a_shapes_tab_clicked_draws_its_table(context, base):
         assert [t.strip() for t in tabs.locator("[role='tab'][aria-selected='true']").all_inner_texts()] == ["Prefill"]
     finally:
         leave(page)
+
+
+def test_a_text_too_long_for_a_link_is_cut_so_that_its_link_reopens(context, base):
+    """20,000 `的` typed in the text box (it takes 20,000 characters) put 180,000 characters in the address:
+    the link it wrote was refused when opened ("Invalid HTTP request"), in a new user's trial. Now the text is
+    cut to what a link carries, said under the box, and the address reopens as the same view."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from gpt2viz.spec.link_text import link_prefix
+
+    kept = link_prefix("的" * 20_000)
+    page = open_view(context, base, "tokens?model=tiny", MIN_CHARTS["tokens"])
+    try:
+        box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Text")
+        box.fill("的" * 20_000)
+        box.press("Control+Enter")
+        page.get_by_text("a link carries at most").wait_for(timeout=60_000)
+        wait_rendered(page)
+        page.wait_for_timeout(500)  # the settled URL reaches the address bar after the run
+        url, shown = page.url, box.input_value()
+        assert exceptions(page) == [] and shown == kept, len(shown)
+    finally:
+        leave(page)
+    assert parse_qs(urlsplit(url).query)["text"] == [kept] and len(url) < 13_000, len(url)
+    fresh = new_context(context.browser, *DESKTOP)
+    try:
+        again = fresh.new_page()
+        again.goto(url)
+        wait_rendered(again)
+        assert exceptions(again) == []
+        # the box is drawn, then filled from the URL: wait for its text, then compare it
+        again.wait_for_function("n => [...document.querySelectorAll(\"[data-testid='stSidebar'] textarea\")]"
+                                ".some(t => t.value.length === n)", arg=len(kept), timeout=30_000)
+        assert again.get_by_test_id("stSidebar").get_by_role("textbox", name="Text").input_value() == kept
+    finally:
+        fresh.close()

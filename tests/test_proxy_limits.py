@@ -1,7 +1,8 @@
 """The nginx template's limits per visitor address, written as the floods they stop: deploy/nginx.conf.template
 as shipped (400 connections at once, 8 websockets a browser, 300 requests a second with bursts of
-15,000, a 1 MB body with uploads off), in front of a stand-in replica that answers every request at
-once (or holds it, to keep connections open). A class behind one NAT address stays far below these (docs/deploy.md)."""
+15,000, a 1 MB body with uploads off; a link with two texts at their limit passes), in front of a
+stand-in replica that answers every request at once (or holds it, to keep connections open). A class
+behind one NAT address stays far below these (docs/deploy.md)."""
 
 import asyncio
 import os
@@ -20,6 +21,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from nginx_proxy import NGINX, Proxy  # noqa: E402
 
 from gpt2viz.server.received import LESSON_UPLOAD_MB  # noqa: E402
+from gpt2viz.spec.link_text import LINK_TEXT_CHARS  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.access(NGINX, os.X_OK), reason=f"no nginx at {NGINX}")
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -203,3 +205,15 @@ def test_a_body_over_1_mb_is_refused_at_its_headers_with_uploads_off(proxy):
         s.sendall(f"PUT /_stcore/upload_file/s/f HTTP/1.1\r\nHost: x\r\nContent-Length: {700 * 2**20}\r\n\r\n".encode())
         assert status_of(s) == "HTTP/1.1 413 Request Entity Too Large"
     assert proxy.replica.seen == 0
+
+
+def test_a_link_with_both_texts_at_their_limit_reaches_the_app(proxy):
+    """The app keeps a text within what a link carries (LINK_TEXT_CHARS as the address writes it); a link to
+    Compare and patch holds two. nginx's default request-line buffer (8 KB) answered such a link 414."""
+    text = "%E7%9A%84" * (LINK_TEXT_CHARS // 9)  # `的` as the address writes it: 9 characters each
+    line = f"GET /patch?model=gpt2&text={text}&text_b={text}&mode=decode&block=11&head=11 HTTP/1.1"
+    assert len(line) > 2 * LINK_TEXT_CHARS - 18
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as s:
+        s.sendall(f"{line}\r\nHost: x\r\n\r\n".encode())
+        assert status_of(s) == "HTTP/1.1 200 OK"
+    assert proxy.replica.seen == 1

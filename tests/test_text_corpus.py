@@ -8,6 +8,7 @@ does not), and checked against what this test recomputes: arithmetic from the pr
 
 import math
 import re
+from urllib.parse import quote_plus
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from gpt2viz.model.tokenizer import encode
 from gpt2viz.model.weights import load_safetensors, random_model
 from gpt2viz.spec import costs
 from gpt2viz.spec.config import PRESETS, get_config
+from gpt2viz.spec.link_text import LINK_TEXT_CHARS, link_length, link_prefix
 from gpt2viz.teaching import exercises as ex
 from gpt2viz.teaching import page_text, tour, trained
 from gpt2viz.teaching.prompts import DEMO_PAIR, DEMO_REPEAT
@@ -102,6 +104,32 @@ def test_the_refusals_count_in_good_grammar(n):
     assert f"({n} times)" in page_text.endoftext_note("<|endoftext|>", "The text", 50256, n) or n == 1
     assert page_text.checkpoint_too_large(32768, 768, "6,600 MiB", "2,048 MiB").startswith("a context of 32,768")
     assert page_text.link_bounds_note("n_layer", "999", 1, 48, 12).endswith("showing n_layer=12.")
+
+
+# texts a class types or pastes: English, Chinese, emoji (4 bytes), marks ASCII escapes, one character
+# either side of the limit, and a text that fits
+LINK_TEXTS = {"english": "The quick brown fox jumps over the lazy dog. " * 400, "chinese": "的" * 20_000,
+              "emoji": "🙂 " * 5_000, "marks": "<b>&amp;</b>~'\"%+" * 1_500, "one over": "a" * (LINK_TEXT_CHARS + 1),
+              "at the limit": "a" * LINK_TEXT_CHARS, "short": "Hello"}
+
+
+@pytest.mark.parametrize("name", LINK_TEXTS)
+def test_a_text_cut_for_a_link_is_the_longest_start_that_fits_and_says_so(name):
+    """The sidebar cuts a text longer than a link carries to its longest start within LINK_TEXT_CHARS as the
+    address writes it (urlencode's `+` and `%XX`, `~` and `*` as a browser writes them), and its note
+    states the text's own numbers."""
+    text = LINK_TEXTS[name]
+    kept = link_prefix(text)
+    assert text.startswith(kept) and link_length(kept) <= LINK_TEXT_CHARS
+    # Python's form escaping keeps `~`, which a browser writes as %7E, and escapes `*`, which a browser keeps
+    assert link_length(text) == len(quote_plus(text, safe="*")) + 2 * text.count("~")
+    if link_length(text) <= LINK_TEXT_CHARS:
+        assert kept == text
+        return
+    assert link_length(text[:len(kept) + 1]) > LINK_TEXT_CHARS  # the longest: one more character does not fit
+    note = page_text.link_cut_note("The text", len(kept), len(text), link_length(text), LINK_TEXT_CHARS)
+    assert note.startswith(f"The text was cut to its first {len(kept):,} of {len(text):,} characters: ")
+    assert f"at most {LINK_TEXT_CHARS:,} characters" in note and f"this one took {link_length(text):,} " in note
 
 
 def test_what_fits_lists_only_what_fits():

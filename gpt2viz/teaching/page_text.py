@@ -56,6 +56,13 @@ def cut_note(which: str, n_positions: int, cut: int) -> str:
             f"token{'s' * (cut != 1)} at the end {'are' if cut != 1 else 'is'} not shown.")
 
 
+def link_cut_note(which: str, kept: int, total: int, link_chars: int, limit: int) -> str:
+    """A text longer than a link can carry (spec/link_text.py): what was kept, and why."""
+    return (f"{which} was cut to its first {kept:,} of {total:,} characters: a link carries at most {limit:,} "
+            f"characters of text as the address writes them, and this one took {link_chars:,} (a character other "
+            "than a letter, a digit or a space takes 3 to 12).")
+
+
 def endoftext_note(marker: str, which: str, token_id: int, n: int) -> str:
     """A typed `<|endoftext|>` (`marker`), read `n` times as GPT-2's one special token."""
     return (f"`{marker}` in {which.lower()} is read as GPT-2's end-of-text token, id {token_id:,} "
@@ -176,4 +183,4 @@ def checkpoint_line(path: str, total: int, expected: int, matches: bool) -> str:
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
              checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
              lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
-             checkpoint_line, memory_note)
+             link_cut_note, checkpoint_line, memory_note)

@@ -9,6 +9,7 @@ import streamlit as st
 from .. import plots
 from ..analysis import heads
 from ..plots.heatmaps import NARROWEST_PX, annotate
+from ..spec.link_text import LINK_TEXT_CHARS, link_length
 from ..spec.schema import Mode
 from ..teaching import head_notices
 from ..teaching.notices import weights_kind
@@ -60,7 +61,8 @@ def repeat_offer(sel: Selection) -> None:
     if heads.has_target(sel.ids):
         return
     twice = heads.repeated_text(sel.text, sel.config.n_positions)
-    link = anchor("Append a repeat: this text twice →", "heads", text=twice) if len(twice) <= MAX_TEXT_CHARS else ""
+    fits = len(twice) <= MAX_TEXT_CHARS and link_length(twice) <= LINK_TEXT_CHARS  # what the box and a link take
+    link = anchor("Append a repeat: this text twice →", "heads", text=twice) if fits else ""
     st.markdown(f":material/repeat: {head_notices.no_induction(sel.ids)} {link}", unsafe_allow_html=True)
 
 

@@ -23,7 +23,9 @@ from ..model.demo_model import DEMO_PATH
 from ..model.modes import Mode
 from ..model.tokenizer import TextError, encode
 from ..spec.config import PRESETS
+from ..spec.link_text import LINK_TEXT_CHARS, link_length, link_prefix
 from ..spec.serving import model_dirs, random_models
+from ..teaching import page_text
 from ..teaching.prompts import prompts_for
 from . import present
 from .cache import (
@@ -56,6 +58,10 @@ LOCKED = "_locked"  # session key: the controls a lesson pins (ui/lesson_view.py
 # session key: while a lesson's stop is shown, the URL values of its view (the lesson's weights and text, and
 # the stop's view), which every link out of it carries: the stop's own URL holds only the lesson
 LESSON_VIEW = "_lesson_view"
+# the text boxes bound to the URL, and (session key) each one's last cut to what a link carries: key -> (the text
+# kept, the characters typed, the characters the address took)
+LINK_TEXTS = ("text", "text_b")
+LINK_CUTS = "_link_cuts"
 # a link out of a lesson names the stop it left (a signed lesson's `lesson` value, the stop's index), so the
 # page it leads to offers the way back; links from there keep them
 BACK_KEYS = ("from_lesson", "from_stop")
@@ -212,9 +218,36 @@ def _sync_clamped(values: dict[str, int]) -> None:
     _write_url(lambda url: {k: str(values[k]) for k in keys if values[k] and url.get(k) != str(values[k])})
 
 
+def _cut_for_link(key: str, value: object) -> str | None:
+    """`value` cut to what a link carries (spec/link_text.py), remembered for its note; None if it fits."""
+    if not isinstance(value, str) or link_length(value) <= LINK_TEXT_CHARS:
+        return None
+    kept = link_prefix(value)
+    st.session_state[LINK_CUTS] = {**st.session_state.get(LINK_CUTS, {}), key: (kept, len(value), link_length(value))}
+    return kept
+
+
+def fit_link(key: str) -> None:
+    """on_change of a text box bound to the URL: a text longer than a link carries is cut to the longest
+    start that fits before the run reads it, so that the address, a reload and a shared link hold the text
+    the page runs (a longer one was refused by the server when the link was opened)."""
+    if (kept := _cut_for_link(key, st.session_state.get(key))) is not None:
+        st.session_state[key] = kept
+
+
+def link_cut_caption(container, key: str, which: str, text: str) -> None:
+    """Under a text box: the note of its cut to what a link carries, while it shows the text kept."""
+    cut = st.session_state.get(LINK_CUTS, {}).get(key)
+    if cut and cut[0] == text:
+        container.caption(":material/link: " + page_text.link_cut_note(which, len(cut[0]), cut[1], cut[2],
+                                                                       LINK_TEXT_CHARS))
+
+
 def controls() -> Selection:
     """Declare the sidebar widgets (call once per run, from app.py) and return the Selection."""
     settle_url()
+    # a link that carries a longer text than the app writes (made by hand: the server took it) opens on its start
+    _write_url(lambda url: {k: kept for k in LINK_TEXTS if (kept := _cut_for_link(k, url.get(k))) is not None})
     # `present=1`, as a lecturer types it, is the toggle's "true" (a bound toggle takes only true and false)
     _write_url(lambda url: {present.KEY: "true"} if url.get(present.KEY) == "1" else {})
     first_run = not st.session_state.get("_ran")  # this session's URL came from outside: a link, a reload
@@ -230,8 +263,9 @@ def controls() -> Selection:
     st.session_state["_source_before"] = source
     # the weights' own first prompt where they have one (a link to ?weights=demo opens on a text it knows)
     text = steer.text_area("Text", value=default_text(source), max_chars=MAX_TEXT_CHARS, height=90, key="text",
-                           bind="query-params", disabled=locked("text"),
+                           bind="query-params", disabled=locked("text"), on_change=fit_link, args=("text",),
                            help="At most n_ctx tokens (GPT-2 1,024, demo 32); longer text is cut.")
+    link_cut_caption(steer, "text", "The text", text)
     weights = _weights(sb, source)
     # every text and token label of this run, the pages' included, in these weights' vocabulary
     tokenizer.use(tokenizer.vocabulary_of(weights.model))

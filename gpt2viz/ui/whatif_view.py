@@ -34,7 +34,7 @@ from . import present
 from .anatomy import plot, text_notes
 from .cache import get_trace, heavy_for, loss_bytes, records_everything, trace_cache, unembedding_run_bytes
 from .caps import sweep_refused
-from .state import Selection, default_text_b, locked, number
+from .state import MAX_TEXT_CHARS, Selection, default_text_b, fit_link, link_cut_caption, locked, number
 from .text import code_span
 from .working import progress_bar, working
 
@@ -122,9 +122,11 @@ def what_is_replaced(target: Target, method: str, T: int) -> str:
 def text_b_box(sel: Selection) -> str:
     """Text B; by default the B of the weights' ready pair where they have one (the demo model's is
     as long as its A, the sidebar's default text there)."""
-    return st.text_area("Text B", value=default_text_b(sel.source), max_chars=20_000, height=80, key="text_b",
-                        bind="query-params", disabled=locked("text_b"),
+    text = st.text_area("Text B", value=default_text_b(sel.source), max_chars=MAX_TEXT_CHARS, height=80, key="text_b",
+                        bind="query-params", disabled=locked("text_b"), on_change=fit_link, args=("text_b",),
                         help="The sidebar's text is A. Patching needs A and B of equal length.")
+    link_cut_caption(st, "text_b", "Text B", text)
+    return text
 
 
 def ids_of(text: str, n_positions: int) -> tuple[tuple[int, ...], int, str | None]:

@@ -275,6 +275,18 @@ def test_a_shared_server_sweeps_short_texts_only(server_address):
     assert {b.key for b in at.button} >= {"sweep_heads", "sweep_mlps"}
 
 
+def test_attribution_sweeps_under_what_ifs_cap(server_address):
+    """Attribution's "beside What if's knock-outs" runs What if's sweep: it ran the 144 knock-outs on a
+    161-token text that What if refused to sweep on the same server (a trial found it)."""
+    server_address("0.0.0.0")
+    at = page("attribution", model="tiny", text=long_text(120))
+    assert not at.exception
+    assert [w.value for w in at.warning if "sweeps texts of up to 64 tokens" in w.value]
+    assert not [b for b in at.button if b.key == "attr_sweep"]
+    at = page("attribution", model="tiny", text="a short text to sweep")
+    assert not at.exception and not [w for w in at.warning if "sweeps texts of up to" in w.value]
+
+
 # ---------------------------------------------------------------------------- one run per session
 def test_a_tab_that_asks_again_replaces_its_own_run():
     """A student starts a 1,024-token Training run, then asks for a short view in the same tab: the

@@ -17,6 +17,7 @@ from ..teaching import attribution_text as say
 from ..teaching import whatif_text
 from .anatomy import plot
 from .cache import get_trace
+from .caps import sweep_refused
 from .layout import wide_table
 from .state import Selection, locked
 from .text import code_span
@@ -148,6 +149,8 @@ def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison
                 "to set them beside this attribution.", icon=":material/info:")
         return None
     n = cfg.n_layer * cfg.n_head
+    if sweep_refused(len(sel.ids)):  # the sweep What if runs, under What if's cap on this server
+        return None
     pressed = n <= AUTO_SWEEP or st.button(say.sweep_button(n), key="attr_sweep")
     if not requested(("sweep", sel.weights.key, sel.ids, "head", "zero", a.answer), pressed):
         st.caption(say.sweep_offer(n))

@@ -44,6 +44,8 @@ def brute(group: list[ct.Series]) -> dict:
     for s in group:
         var, fmt = s.value
         for point in np.ndindex(*s.shape):
+            if s.kept_per_row is not None and point[1] >= s.kept_per_row[point[0]]:  # masked: veiled, not said
+                continue
             raw = s.get(var, point)
             try:
                 x = float(raw)
@@ -228,3 +230,22 @@ def test_a_map_whose_value_line_has_another_format_than_its_last_is_read_cell_by
     seg = next(g for g in s.segments if ct._has(g.template, "z"))
     assert ct._value_frame(s, seg) is None
     assert ct._table_rows(s)[1][0][1:] == ["0.500", "0.250"]
+
+
+def test_the_scores_sentence_reads_the_unmasked_cells_alone():
+    """The attention page's scores map draws a future key's raw score under a veil (its hover keeps it); the
+    sentence said "highest 21.359 at query 8, key 11" of such a cell, and counted it below zero (a trial)."""
+    from gpt2viz.plots.attention import attention_maps
+
+    T = 6
+    scores = np.random.default_rng(0).normal(size=(T, T)).astype(np.float32)
+    mask = np.triu(np.ones((T, T), dtype=bool), 1)  # query i sees keys 0..i
+    scores[1, 4], scores[2, 5] = 50.0, -50.0  # the extremes, both masked
+    pattern = np.where(mask, 0.0, 1.0) / np.arange(1, T + 1)[:, None]
+    spec = attention_maps(scores, pattern, np.ones(T), list("abcdef"), list("abcdef"), "t", mask=mask).to_dict()
+    said = ct.sentence(spec)
+    kept = scores[~mask]
+    assert f"({(~mask).sum()} unmasked cells)" in said and "50.000" not in said, said
+    assert f"highest {kept.max():.3f}" in said and f"lowest {kept.min():.3f}" in said, said
+    assert f"{int((kept < 0).sum())} of {(~mask).sum()} are below zero" in said, said
+    check(spec)

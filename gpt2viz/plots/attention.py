@@ -203,6 +203,9 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
                 coloraxis="coloraxis3",
                 xaxis="x3"),
     ]
+    kept = (~mask).sum(1)  # [T]: each query's unmasked keys; a causal mask keeps a row's first ones
+    if mask.any() and np.array_equal(mask, np.arange(L)[None, :] >= kept[:, None]):
+        traces[0]["meta"] = {"kept_per_row": kept.tolist()}  # its sentence reads these alone (chart_text)
     for trace, ((left, right), chars) in zip(traces, [(SCORES, 5), (PATTERN, 4)]):  # scores may be "-0.04"
         annotate(trace, T, L, (right - left) * PHONE_PLOT_PX, chars)
     if clickable and T * L <= CLICK_CELLS:

@@ -121,6 +121,9 @@ class Series:
     value: tuple[str | None, str | None]  # the placeholder that is the trace's value: (variable, format)
     value_name: str
     shape: tuple[int, ...]  # (rows, columns) of a map; (points,) otherwise
+    # a map whose later cells of each row are masked (a causal mask over raw scores: drawn veiled, their
+    # hover keeps the score): each row's unmasked cells, from the trace's meta "kept_per_row"; None: all
+    kept_per_row: np.ndarray | None = None
 
     def get(self, var: str, point: tuple[int, ...]):
         """Variable `var` ("x", "customdata[1]", "fullData.name") at a point: (row, column) of a map,
@@ -154,9 +157,12 @@ class Series:
         if self.kind == "map" and var == "z":
             z = self.data["z"]
             try:
-                return np.array(z.tolist() if z.dtype == object else z, dtype=float)  # None: NaN
+                out = np.array(z.tolist() if z.dtype == object else z, dtype=float)  # None: NaN
             except (TypeError, ValueError):  # strings among the numbers
-                return np.array([[np.nan if (x := _number(v)) is None else x for v in row] for row in z], dtype=float)
+                out = np.array([[np.nan if (x := _number(v)) is None else x for v in row] for row in z], dtype=float)
+            if self.kept_per_row is not None:  # masked cells say nothing: NaN, as a map's missing cells
+                out[np.arange(out.shape[1])[None, :] >= self.kept_per_row[:, None]] = np.nan
+            return out
         points = list(np.ndindex(*self.shape))
         flat = [_number(self.get(var, p)) for p in points]
         return np.array([np.nan if v is None else v for v in flat], dtype=float).reshape(self.shape)
@@ -282,7 +288,9 @@ def series(spec: dict) -> list[Series]:
             shape = (n,)
         name = _plain(trace.get("name")) or (panels[i] if len(panels) == len(traces) else
                                              f"panel {i + 1}" if len(traces) > 1 else "")
-        out.append(Series(name, kind, data, segments, value, value_name, shape))
+        kept = (trace.get("meta") or {}).get("kept_per_row") if isinstance(trace.get("meta"), dict) else None
+        kept = np.asarray(kept, dtype=int) if kind == "map" and kept is not None and len(kept) == shape[0] else None
+        out.append(Series(name, kind, data, segments, value, value_name, shape, kept))
     return out
 
 
@@ -433,7 +441,9 @@ def _facts(group: list[Series]) -> Facts:
         if s0.kind == "map":
             scope = f"{what} in {s0.shape[0]} {'row' if s0.shape[0] == 1 else 'rows'} by {s0.shape[1]} " \
                     f"{'column' if s0.shape[1] == 1 else 'columns'}"
-            if n < s0.shape[0] * s0.shape[1]:
+            if s0.kept_per_row is not None:
+                scope += f" ({n} unmasked cells)"
+            elif n < s0.shape[0] * s0.shape[1]:
                 scope += f" ({n} cells drawn)"
         else:
             scope = f"{what} at {n} {unit}"

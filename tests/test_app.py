@@ -796,3 +796,18 @@ def test_text_b_is_cut_for_a_link_as_the_sidebars_text_is():
     assert not at.exception and at.text_area(key="text_b").value == link_prefix("🙂" * 2_000) == "🙂" * 1_000
     url, notes = link_cut(at, "text_b")
     assert url == "🙂" * 1_000 and any(n.startswith(":material/link: Text B was cut") for n in notes), notes
+
+
+def test_compare_and_patch_captions_each_chart_with_its_own_text():
+    """Text B's charts carried text A's words in their corner (and in their SVG and the handout): a trial."""
+    at = open_page("patch", text="Hello there", text_b="Goodbye now")
+    assert not at.exception
+    captions = {}
+    for chart in charts(at):
+        layout = json.loads(chart.proto.spec)["layout"]
+        title = layout["title"]["text"]
+        if title.startswith(("A:", "B:")):
+            captions[title[0]] = " ".join(a["text"] for a in layout["annotations"])
+    assert set(captions) == {"A", "B"}
+    assert "Hello there" in captions["A"] and "Goodbye" not in captions["A"], captions
+    assert "Goodbye now" in captions["B"] and "Hello" not in captions["B"], captions

@@ -22,7 +22,7 @@ wv.stop_without_text(sel, error_b)
 token_notes(ids_b, cut_b, sel.config.n_positions, "Text B")
 with progress_in(progress):
     a, b = wv.clean_trace(sel), wv.clean_trace(sel, ids_b)
-wv.side_by_side(sel, a, b)
+wv.side_by_side(sel, a, b, text_b)
 st.subheader("Activation patching: A into B")
 st.caption("With trained weights, try A = a few words followed by the first of them again, and B = A with its "
            "**last** word changed to one that occurs nowhere earlier in the text. A can then copy: an induction "

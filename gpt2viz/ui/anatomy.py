@@ -12,7 +12,7 @@ import html
 import inspect
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 
 import plotly.graph_objects as go
@@ -483,7 +483,7 @@ class DrawnFigure(go.Figure):
 
 
 def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None,
-         on_click=None, key: str | None = None, draft: bool = False):
+         on_click=None, key: str | None = None, draft: bool = False, text: str | None = None):
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its top-right corner (`where`: the block, head…;
     `run=False`: a figure of the model alone names only it; `sizes_of`: a figure of a configuration's sizes
@@ -493,10 +493,11 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     The page's handout keeps it (ui/export.py); its camera button saves an SVG. `on_click` (with a `key`):
     called when a click selects a point of the chart, before the next run; the chart's selection is then
     st.session_state[key].selection. `draft`: a chart shown while its values come in, which the finished
-    one replaces: neither in the handout nor put in words."""
+    one replaces: neither in the handout nor put in words. `text`: the text the chart's run read, where it is
+    not the sidebar's (Compare and patch's text B)."""
     sel = selection()
-    caption = (f"{sizes_of}: from its sizes alone" if sizes_of else source(sel, where) if run
-               else sel.weights.label)
+    caption = (f"{sizes_of}: from its sizes alone" if sizes_of
+               else source(sel if text is None else replace(sel, text=text), where) if run else sel.weights.label)
     fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
     if not draft:
         export.record(fig, caption)

@@ -340,15 +340,18 @@ def sweep_map(slot, cfg, part: str, token: int, grid: torch.Tensor, done: bool =
                                   helps_when_negative=True), draft=not done)
 
 
-def side_by_side(sel: Selection, a: Trace, b: Trace) -> None:
-    """The chosen head's pattern and the next-token prediction of A and B, in two columns."""
-    for col, trace, name in zip(st.columns(2), (a, b), ("A", "B")):
+def side_by_side(sel: Selection, a: Trace, b: Trace, text_b: str) -> None:
+    """The chosen head's pattern and the next-token prediction of A and B, in two columns, each chart
+    captioned with its own text."""
+    for col, trace, name, text in zip(st.columns(2), (a, b), ("A", "B"), (sel.text, text_b)):
         with col:
             tokens = list(trace.tokens)
             plot(plots.attention_heatmap(trace.get("attn.pattern", sel.block)[0, sel.head], tokens, tokens,
-                                         f"{name}: block {sel.block} head {sel.head}", share=0.5), share=0.5)
+                                         f"{name}: block {sel.block} head {sel.head}", share=0.5), share=0.5,
+                 text=text)
             probs, labels, _ = top_tokens(trace)
-            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"), share=0.5)
+            plot(plots.topk_tokens(probs, labels, f"{name}: next token after {trace.tokens[-1]!r}"), share=0.5,
+                 text=text)
 
 
 def answer_controls(a: Trace, b: Trace) -> tuple[int, int]:

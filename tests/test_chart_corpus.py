@@ -145,7 +145,7 @@ def test_quantifiers_on_made_up_charts():
         return {"data": [{"type": "bar", "x": labels or [f"t{i}" for i in range(len(values))], "y": values,
                           "hovertemplate": "token %{x}<br>loss %{y:.3f}<extra></extra>"}],
                 "layout": {"title": {"text": "Loss"}}}
-    assert ct.sentence(bars([1.0])) == "Loss. The chart draws loss at 1 bars: 1.000."
+    assert ct.sentence(bars([1.0])) == "Loss. The chart draws loss at 1 bar: 1.000."
     assert "every one is 2.000" in ct.sentence(bars([2.0, 2.0001, 1.9999]))
     tie = ct.sentence(bars([3.0, 1.0, 3.0004]))
     assert "highest 3.000 at 2 bars, among them token t0" in tie and "lowest 1.000 at token t1" in tie
@@ -249,3 +249,14 @@ def test_the_scores_sentence_reads_the_unmasked_cells_alone():
     assert f"highest {kept.max():.3f}" in said and f"lowest {kept.min():.3f}" in said, said
     assert f"{int((kept < 0).sum())} of {(~mask).sum()} are below zero" in said, said
     check(spec)
+
+
+def test_one_bar_or_point_is_counted_in_the_singular():
+    """"at 1 bars" and "at 1 points" on the Generation page at the end of the context (a trial)."""
+    import plotly.graph_objects as go
+
+    bar = go.Figure(go.Bar(x=["a"], y=[0.5], hovertemplate="%{x}: %{y:.3f}<extra></extra>")).to_dict()
+    line = go.Figure(go.Scatter(x=[1], y=[0.5], mode="lines", hovertemplate="%{x}: %{y:.3f}<extra></extra>")).to_dict()
+    assert "at 1 bar:" in ct.sentence(bar) and "at 1 point:" in ct.sentence(line)
+    assert "at 2 bars" in ct.sentence(go.Figure(go.Bar(x=["a", "b"], y=[0.5, 0.25],
+                                                       hovertemplate="%{x}: %{y:.3f}<extra></extra>")).to_dict())

@@ -35,8 +35,11 @@ st.markdown(
     "Training reads the **whole text at once**: every position predicts the next token in the same forward "
     "pass, because the causal mask already hides the future from each position, so one pass gives T − 1 "
     "predictions and one loss. Generation cannot do that: the next token does not exist until it is chosen, "
-    "so **decode** reads one token at a time and keeps the cache. Training also switches dropout on "
-    f"(p = {cfg.dropout}) and runs backward to get a gradient for every weight.")
+    "so **decode** reads one token at a time and keeps the cache. Training also "
+    + (f"switches dropout on (p = {cfg.dropout})" if dropout else
+       f"switches dropout on (p = {cfg.dropout}; off here, by the toggle)" if cfg.dropout > 0 else
+       "would switch dropout on (this model has none)")
+    + " and runs backward to get a gradient for every weight.")
 st.subheader("Dropout that fired")
 if dropout:
     st.dataframe(summary.dropout, hide_index=True, width="stretch", height=260)

@@ -310,6 +310,11 @@ def title(spec: dict) -> str:
 _UNITS = {"map": "cells", "bars": "bars", "line": "points", "points": "points"}
 
 
+def _one(unit: str, n: int) -> str:
+    """"bars" as a count says it: 1 bar, 2 bars."""
+    return unit[:-1] if n == 1 else unit
+
+
 def _half_unit(printed: str) -> float:
     """Half the last printed digit's unit ("0.103" -> 0.0005, "29.84%" -> 0.00005, "5.084e-05"
     -> 5e-09): every value that prints as `printed` is within this of it."""
@@ -435,18 +440,18 @@ def _facts(group: list[Series]) -> Facts:
         listed = (", ".join(names[:MANY]) + (f" and {len(names) - MANY} more" if len(names) > MANY else "")) \
             if names else ""
         scope = f"{what} in {len(group)} {'panels' if s0.kind == 'map' else 'series'}" + \
-            (f" ({listed})" if listed else "") + f", {n} {unit} in all"
+            (f" ({listed})" if listed else "") + f", {n} {_one(unit, n)} in all"
     else:
         what = f"{s0.name}: {what}" if s0.name and s0.name != what else what
         if s0.kind == "map":
             scope = f"{what} in {s0.shape[0]} {'row' if s0.shape[0] == 1 else 'rows'} by {s0.shape[1]} " \
                     f"{'column' if s0.shape[1] == 1 else 'columns'}"
             if s0.kept_per_row is not None:
-                scope += f" ({n} unmasked cells)"
+                scope += f" ({n} unmasked {_one('cells', n)})"
             elif n < s0.shape[0] * s0.shape[1]:
-                scope += f" ({n} cells drawn)"
+                scope += f" ({n} {_one('cells', n)} drawn)"
         else:
-            scope = f"{what} at {n} {unit}"
+            scope = f"{what} at {n} {_one(unit, n)}"
     facts = Facts(scope, n)
     if n == 0:
         return facts

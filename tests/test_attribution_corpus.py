@@ -296,8 +296,10 @@ def test_a_probability_change_is_a_factor_only_where_the_probability_is_not_near
     probs = traced(weights, text)["logits"][0, -1].double().softmax(-1)  # [V]
     for token in (int(probs.argmax()), int(probs.argmin())):
         before = float(probs[token])
-        for after in (before * 0.5, before * 1.5, min(1.0, before * 40)):
+        for after in (before * 0.5, before * 1.5, min(1.0, before * 40), before * (1 + 1e-6)):  # the last: unmoved
             said = whatif_text.probability_change("x", before, after)
+            was, now = f"{before:.3g}", f"{after:.3g}"
+            assert said.startswith(f"p(x) stays at {was}" if was == now else f"p(x) goes from {was} to {now}"), said
             factor = re.search(rf"×({NUMBER})", said)
             assert (factor is not None) == (before >= whatif_text.P_FLOOR), said
             if factor:

@@ -51,6 +51,8 @@ def check(p) -> str:
     s = paths_text.route(p.sender.label, "`x`", p.clean.logprob, p.total.logprob, paths)
     change = p.total.logprob - p.clean.logprob
     assert f"moves log p(`x`) by {change:+.3g}" in s
+    was, now = f"{p.clean.logprob:.3g}", f"{p.total.logprob:.3g}"
+    assert (f"(it stays at {was})." if was == now else f"(from {was} to {now}).") in s, s  # never "from X to X"
     moved = [lp - p.clean.logprob for _, lp in paths]
     n = len(moved)
     if abs(change) < MEASURABLE_NATS or max(p.clean.prob, p.total.prob) < MEASURABLE_PROB:

@@ -35,7 +35,8 @@ def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[
         raise ValueError("a sender has at least one path (the logits)")
     change = total - clean
     opening = (f"Knocked out everywhere, {sender} moves log p({answer}) by {change:+.3g} "
-               f"(from {clean:.3g} to {total:.3g}).")
+               + (f"(it stays at {clean:.3g})." if f"{clean:.3g}" == f"{total:.3g}" else
+                  f"(from {clean:.3g} to {total:.3g})."))
     moved = [(name, lp - clean) for name, lp in paths]
     summed = sum(d for _, d in moved)
     n = len(moved)

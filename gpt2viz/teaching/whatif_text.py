@@ -56,13 +56,15 @@ def probability_metric(before: float, after: float) -> tuple[str, str]:
 def probability_change(token: str, before: float, after: float) -> str:
     """How the top token's probability moved: as a factor only where it was measurable (at least
     P_FLOOR before), and always as Δ log p."""
+    moved = (f"p({token}) stays at {before:.3g}" if f"{before:.3g}" == f"{after:.3g}"
+             else f"p({token}) goes from {before:.3g} to {after:.3g}")
     if before <= 0 or after <= 0:
-        return f"p({token}) goes from {before:.3g} to {after:.3g}."
+        return f"{moved}."
     dlog = math.log(after) - math.log(before)
     if measurable(before, P_FLOOR):
-        return f"p({token}) goes from {before:.3g} to {after:.3g}: ×{after / before:.3g}, Δ log p = {dlog:+.3g}."
-    return (f"p({token}) goes from {before:.3g} to {after:.3g}. A probability under {P_FLOOR:.0%} is near 0, so a "
-            f"factor of it is not measurable here; in log p, which the sweep maps, the change is {dlog:+.3g}.")
+        return f"{moved}: ×{after / before:.3g}, Δ log p = {dlog:+.3g}."
+    return (f"{moved}. A probability under {P_FLOOR:.0%} is near 0, so a factor of it is not measurable here; in "
+            f"log p, which the sweep maps, the change is {dlog:+.3g}.")
 
 
 def loss_offer(n_tokens: int, blocks: float, model: str) -> str:

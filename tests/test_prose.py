@@ -268,3 +268,11 @@ def test_texts_say_no_developer_words():
     said += [" ".join(svg_text(draw(k, m))) for k in ("overview", "block", "attention", "mlp")
              for m in ("full", "decode")]
     assert not [s[:80] for s in said if DEV_WORDS.search(s)]
+
+
+def test_the_readme_counts_the_lessons_it_ships():
+    """The README said `lessons/` "ships five" when there were six (a trial)."""
+    words = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    n = len(list((ROOT / "lessons").glob("*.json")))
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"`lessons/` ships {words.get(n, n)}," in readme, n

@@ -22,6 +22,7 @@ from gpt2viz import plots
 from gpt2viz.analysis import claims
 from gpt2viz.analysis.attribution import NEEDS, attribute, compare
 from gpt2viz.analysis.dot import score_parts
+from gpt2viz.analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB
 from gpt2viz.analysis.whatif import sweep
 from gpt2viz.model.demo_model import DEMO_PATH
 from gpt2viz.model.modes import run
@@ -185,12 +186,12 @@ def check_verdict(lines: list[str], direct, ko_top, indirect, random: bool):
     writers = [r for r in direct if r[:2] not in {x[:2] for x in indirect}]
     names = [f"{r[0]}.{r[1]}" for r in writers]
     by_knock = [f"{r[0]}.{r[1]}" for r in sorted(writers, key=lambda r: r[3])]
-    m = re.search(r"Among the (\d+) heads that write most, (.*)", text)
+    m = re.search(r"Among the (other )?(\d+) heads that write most, (.*)", text)
     if len(writers) < 2:
         assert m is None
         return
-    assert m and int(m.group(1)) == len(writers)
-    rest = m.group(2)
+    assert m and int(m.group(2)) == len(writers) and bool(m.group(1)) == (len(writers) < len(direct)), text
+    rest = m.group(3)
     if rest.startswith("the knock-out's order is the attribution's"):
         assert by_knock == names, (by_knock, names)
     elif rest.startswith("both put"):
@@ -213,6 +214,17 @@ def test_the_verdict_compares_the_whole_order_and_tells_no_mechanism_on_random_w
     assert cmp.knockout_top[3] == pytest.approx(float(knock.min()))
     lines = attribution_text.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), RANDOM[weights])
     check_verdict(lines, cmp.direct, cmp.knockout_top, cmp.indirect, RANDOM[weights])
+    # as the page says it, with the answer's log p before any knock-out: a change too small to measure is said so
+    clean = float(traced(weights, text)["logits"][0, a.position].double().log_softmax(-1)[a.answer])
+    lines = attribution_text.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), RANDOM[weights],
+                                     None, clean)
+    ko = cmp.knockout_top[3]
+    if ko < 0 and not (abs(ko) >= MEASURABLE_NATS and max(clean, clean + ko) >= math.log(MEASURABLE_PROB)):
+        assert len(lines) == 1 and lines[0].startswith("**Not measurable here**") and f"{ko:+.3g}" in lines[0], lines
+        assert "They differ" not in lines[0] and "Among" not in lines[0]
+    else:
+        assert not any("Not measurable" in line for line in lines)
+        check_verdict(lines, cmp.direct, cmp.knockout_top, cmp.indirect, RANDOM[weights])
 
 
 @pytest.mark.parametrize("knock,shape", [

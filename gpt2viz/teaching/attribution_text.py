@@ -14,8 +14,12 @@ The quantifiers are computed, never implied:
   mechanism.
 """
 
+import math
+
 from ..analysis.attribution import INDIRECT_SHARE
 from ..analysis.claims import measurable
+from ..analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB
+from ..analysis.paths import measurable as change_measurable
 
 NEAR_ZERO = 0.1  # a target under a tenth of what its parts move (Σ|row|) is mostly their cancelling
 MOST = 0.5  # "most" of a target: at least half of it
@@ -145,13 +149,14 @@ def _indirect_line(r, top, answer: str, random: bool) -> str:
             "Direct attribution does not see that, by design.")
 
 
-def _order_lines(writers, margin, answer: str) -> list[str]:
-    """How the knock-out orders the heads that write (the attribution's order is `writers`')."""
+def _order_lines(writers, margin, answer: str, aside: bool = False) -> list[str]:
+    """How the knock-out orders the heads that write (the attribution's order is `writers`'); `aside`: some of
+    the attribution's top heads were set apart above (they act through later parts)."""
     if len(writers) < 2:
         return []
     ko = sorted(writers, key=lambda r: r[3])
     names = [_head(r) for r in writers]
-    n = f"the {len(writers)} heads that write most"
+    n = f"the {'other ' if aside else ''}{len(writers)} heads that write most"
     if [_head(r) for r in ko] == names:
         return [f"- Among {n}, the knock-out's order is the attribution's: {', '.join(names)}."]
     top, first = writers[0], ko[0]
@@ -181,12 +186,22 @@ def margin_reason(first, top, answer: str, margin: tuple[str, str, float, float]
 
 
 def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, random: bool,
-            margin: tuple[str, str, float, float] | None = None) -> list[str]:
+            margin: tuple[str, str, float, float] | None = None, clean_logprob: float | None = None) -> list[str]:
     """Whether the head with the largest direct share is the one whose knock-out costs most, and where
     not, why; then how the knock-out orders the heads that write (those of `indirect` left out).
-    Rows are (block, head, direct share, knock-out Δ log p), as analysis/attribution.py `Comparison`."""
+    Rows are (block, head, direct share, knock-out Δ log p), as analysis/attribution.py `Comparison`.
+    `clean_logprob`: log p(answer) before any knock-out; where the costliest knock-out's change is not
+    measurable (analysis/paths.py: under MEASURABLE_NATS, or an answer under MEASURABLE_PROB in both runs),
+    the orders are noise and only that is said."""
     top, ko = direct[0], knockout_top
     chance = " On random weights that is chance, not a mechanism." if random else ""
+    if ko[3] < 0 and clean_logprob is not None and not change_measurable(clean_logprob, clean_logprob + ko[3]):
+        why = (f"less than {MEASURABLE_NATS:g} nats" if abs(ko[3]) < MEASURABLE_NATS else
+               f"on an answer whose probability stays under {MEASURABLE_PROB:.0%} "
+               f"({math.exp(clean_logprob):.2g} before)")
+        return [f"**Not measurable here**: the costliest knock-out, head {_head(ko)}'s, moves log p({answer}) by "
+                f"{ko[3]:+.3g}, {why}. Which head's knock-out costs most, and in what order, is noise here, not "
+                "something to set beside the attribution."]
     if ko[3] >= 0:
         lines = [f"**No knock-out lowers log p({answer})**: the smallest change is head {_head(ko)}'s "
                  f"({ko[3]:+.3g}); head {_head(top)}, the largest direct share ({top[2]:+.3g}), moves it by "
@@ -199,7 +214,8 @@ def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, rand
                  f"not head {_head(top)}'s ({top[3]:+.3g}).{chance} Why:"]
     lines += [_indirect_line(r, top, answer, random) for r in indirect]
     indirect_heads = {r[:2] for r in indirect}
-    lines += _order_lines([r for r in direct if r[:2] not in indirect_heads], margin, answer)
+    writers = [r for r in direct if r[:2] not in indirect_heads]
+    lines += _order_lines(writers, margin, answer, aside=len(writers) < len(direct))
     return lines
 
 

@@ -117,7 +117,7 @@ DIRECT_ONLY = (
     "what What if's knock-out measures; the two are side by side below.")
 
 
-def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None, random: bool) -> list[str]:
+def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None, random: bool, trace: Trace) -> list[str]:
     """The verdict (teaching/attribution_text.py), with the margin over the runner-up of the two heads
     it may set against each other: the writer the knock-out ranks first and the attribution's first."""
     writers = [r for r in cmp.direct if r[:2] not in {x[:2] for x in cmp.indirect}]
@@ -127,7 +127,9 @@ def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None, random:
         grid = margin.heads()  # [n_layer, nh]
         split = (readable(margin.versus), target_label(margin), float(grid[first[0], first[1]]),
                  float(grid[writers[0][0], writers[0][1]]))
-    return say.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), random, split)
+    logits = trace.at("logits", a.position)[0].double()  # [V]
+    clean = float(logits.log_softmax(-1)[a.answer])  # log p(answer) before any knock-out
+    return say.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), random, split, clean)
 
 
 def runner_up(sel: Selection, trace: Trace, a: Attribution) -> Attribution | None:
@@ -165,5 +167,5 @@ def beside_knockouts(sel: Selection, trace: Trace, a: Attribution) -> Comparison
     rows = say.comparison_table(cmp.direct + [r for r in cmp.indirect if r not in cmp.direct], rank, target_label(a),
                                 readable(a.answer), n)
     wide_table(rows)  # at 800 px its columns scroll sideways under the pinned head column
-    st.markdown("\n".join(verdict(cmp, a, runner_up(sel, trace, a), sel.weights.random)))
+    st.markdown("\n".join(verdict(cmp, a, runner_up(sel, trace, a), sel.weights.random, trace)))
     return cmp

@@ -260,3 +260,15 @@ def test_one_bar_or_point_is_counted_in_the_singular():
     assert "at 1 bar:" in ct.sentence(bar) and "at 1 point:" in ct.sentence(line)
     assert "at 2 bars" in ct.sentence(go.Figure(go.Bar(x=["a", "b"], y=[0.5, 0.25],
                                                        hovertemplate="%{x}: %{y:.3f}<extra></extra>")).to_dict())
+
+
+def test_a_bar_named_by_its_place_reads_its_labels_markup():
+    """A class vote's chart said "lowest 0 at x = no<br>&lt;b&gt;x&lt;/b&gt;" for the choice "no <b>x</b>" (its label
+    escaped and wrapped for plotly): a trial."""
+    import plotly.graph_objects as go
+
+    spec = go.Figure(go.Bar(x=["yes", "no<br>&lt;b&gt;x&lt;/b&gt; &amp; p &lt; 0.5"], y=[3, 0],
+                            hovertemplate="%{y} votes<extra></extra>")).to_dict()
+    said = ct.sentence(spec)
+    assert "x = no <b>x</b> & p < 0.5" in said and "&lt;" not in said and "<br>" not in said, said
+    assert "&lt;b&gt;" in ct.figure_html(spec, "v", folded=False)  # escaped once, for the page

@@ -172,7 +172,7 @@ class Series:
         parts = [self.say(s.template, point) for s in self.segments if not _has(s.template, self.value[0])]
         if not any(parts) and self.kind != "map":  # its hover names it only beside its value: by its place
             axis = "y" if self.value[0] == "x" else "x"
-            return f"{axis} = {_formatted(self.get(axis, point), None)}"
+            return f"{axis} = {_plain(_formatted(self.get(axis, point), None))}"  # a label's markup, read
         return ", ".join(p for p in parts if p)
 
 

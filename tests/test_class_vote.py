@@ -116,3 +116,35 @@ def test_a_second_tab_a_reload_and_forgeries_count_once_and_nothing_leaks_before
         said = _said(seen[name])
         assert "so far" not in said and "The answer:" not in said and "which is right" not in said
         assert "✓" not in said and "most chosen" not in said
+
+
+def test_a_server_without_the_vote_cookie_says_so_to_the_lecturer_and_the_students(monkeypatch, tmp_path):
+    """Under a bare `streamlit run app.py` (the README's command) no browser gets a class-vote id: the students
+    were told to reload, which never helped (a trial). Now the lecturer is told before opening the vote, and
+    a student that the server takes no votes."""
+    from streamlit_server import StreamlitServer
+
+    for name, value in {"GPT2VIZ_LESSON_KEY": KEY.decode(), "GPT2VIZ_TEACHER_PASSWORD": cv.PASSWORD,
+                        "GPT2VIZ_DATA_DIR": str(tmp_path), "GPT2VIZ_PASSWORD_GUESSES": "100"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("GPT2VIZ_DATABASE_URL", raising=False)
+
+    async def visit(base: str) -> tuple[str, str]:
+        query = cv.signed_query(KEY, stop=0)
+        lecturer = Session(base)
+        await lecturer.open(PAGE, query)
+        await cv.unlock(lecturer, PAGE, query)
+        told = _said(await lecturer.view(PAGE, query))
+        await cv.press(lecturer, PAGE, query, "Open the vote")
+        student = Session(base)
+        await student.open(PAGE, query)
+        seen = _said(await student.view(PAGE, query))
+        for s in (lecturer, student):
+            await s.close()
+        return told, seen
+
+    with StreamlitServer("app.py", cwd=ROOT) as server:
+        server.wait_healthy(120)
+        told, seen = asyncio.run(visit(server.base))
+    assert "gives browsers no class-vote id, so no student can vote" in told, told
+    assert "This server takes no votes" in seen and "reload the page" not in seen, seen

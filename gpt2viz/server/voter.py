@@ -54,13 +54,20 @@ def _cookie_value(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+# whether this process serves pages through VoterCookie (serve.py: `gpt2viz app`, the class server); a bare
+# `streamlit run app.py` gives no browser an id, and its students could not vote however often they reloaded
+INSTALLED = False
+
+
 class VoterCookie:
     """ASGI middleware: a page load (a GET that is not Streamlit's own endpoint or a static file) from a
     browser without a valid id gets a Set-Cookie with a new one. Nothing else is changed."""
 
     def __init__(self, app, key: bytes | None):
+        global INSTALLED
         self.app = app
         self.key = key  # None: the server has no lesson key, so no vote can be checked and none is set
+        INSTALLED = True
 
     async def __call__(self, scope, receive, send):
         path = scope.get("path", "")

@@ -16,6 +16,7 @@ import streamlit as st
 
 from ..plots.theme import CONFIG, themed
 from ..plots.votes import choice_spread, number_spread
+from ..server import voter as voter_cookie
 from ..server import votes
 from ..server.voter import COOKIE, check
 from ..server.votes import Refused, Store, Unavailable
@@ -129,6 +130,11 @@ def _student_panel(opened: OpenLesson, shown: bool) -> None:
         if r is None:
             st.caption("Your lecturer has not opened the vote on this question yet.")
             return
+        if me is None and not voter_cookie.INSTALLED:
+            st.caption("This server takes no votes: it was started without the class vote's browser ids "
+                       "(`streamlit run serve.py`, `python -m gpt2viz app` or the class server give them). "
+                       "Tell your lecturer.")
+            return
         if me is None:
             st.caption("This browser has no class-vote id yet: reload the page (cookies must be allowed).")
             return
@@ -163,6 +169,10 @@ def _lecturer_panel(opened: OpenLesson, shown: bool) -> None:
         s = store()
         r = s.current(lesson, i)
         state = r.state if r else None
+        if not voter_cookie.INSTALLED:
+            st.warning("This server gives browsers no class-vote id, so no student can vote: start it with "
+                       "`streamlit run serve.py`, `python -m gpt2viz app` or the class server (docs/deploy.md).",
+                       icon=":material/how_to_vote:")
         cols = st.columns(3)
         if state != "open" and cols[0].button("Open the vote" if r is None else "Vote again", key=f"open-{i}",
                                                icon=":material/how_to_vote:"):

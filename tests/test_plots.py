@@ -705,7 +705,7 @@ def test_lens_heatmap_shows_probabilities_tokens_and_the_chosen_position():
     heat = fig.data[0]
     assert heat.type == "heatmap" and (heat.zmin, heat.zmax) == (0, 1) and list(heat.x) == ["5·x", "6·y", "7·z"]
     assert list(heat.y) == ["block 0 in", "block 0 out"] and heat.text[0][1] == "&lt;b&gt;"
-    assert heat.customdata[0][1] == ["&lt;b&gt;", 40] and "rank" in heat.hovertemplate
+    assert heat.customdata[0][1] == ["&lt;b&gt;", 41] and "rank" in heat.hovertemplate  # rank 40 from 0: 41st
     (outline,) = fig.layout.shapes
     assert (outline.x0, outline.x1) == (0.5, 1.5)
     with pytest.raises(ValueError, match="final_ranks"):

@@ -131,9 +131,10 @@ def lens_heatmap(top_probs, top_tokens: Sequence[Sequence[str]], final_ranks, de
     rows = [escape(s) for s in checks.labels(depth_labels, n_d, "depth_labels", f"top_probs has {n_d} rows")]
     cols = checked_positions(tokens, n_p, "top_probs", offset)
     top = [[escape(t) for t in row] for row in top_tokens]
+    counted = [[[t, int(r) + 1] for t, r in zip(tr, rr)] for tr, rr in zip(top, ranks)]  # ranks from 1, as read
     trace = heatmap(z, cols, rows, "%{y} · %{x}<br>top next token %{customdata[0]}: p = %{z:.3f}<br>"
-                    "the final prediction's rank here: %{customdata[1]}", colorscale=colorscale(SEQUENTIAL),
-                    zmin=0, zmax=1, customdata=[[[t, int(r)] for t, r in zip(tr, rr)] for tr, rr in zip(top, ranks)],
+                    "the final prediction's rank here: %{customdata[1]} (1: the top)",
+                    colorscale=colorscale(SEQUENTIAL), zmin=0, zmax=1, customdata=counted,
                     colorbar=dict(title=dict(text="p(top)")))
     # characters of a token a cell holds in an 800 px window: the lens is read by its cells' tokens (in a phone's
     # window, where they would not fit, they overlap; hover reads each)

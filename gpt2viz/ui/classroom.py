@@ -136,7 +136,7 @@ def training_summary(trace: Trace, norms: dict[str, float], n_layer: int, p: flo
 def lens_rows(rows: list[LensRow]) -> list[dict]:
     return [{"depth": r.label, "top token": readable(r.top_ids[0]), "p(top)": f"{r.top_probs[0]:.4f}",
              "next four": " · ".join(readable(i) for i in r.top_ids[1:]),
-             "final prediction's rank": r.final_rank, "p(final prediction)": f"{r.final_prob:.4f}"}
+             "final prediction's rank (1: the top)": r.final_rank + 1, "p(final prediction)": f"{r.final_prob:.4f}"}
             for r in rows]
 
 

@@ -101,7 +101,7 @@ def test_a_blank_answer_is_the_top_prediction_and_the_knockouts_run_on_a_small_m
     trace = run(model, encode(DEFAULT_TEXT), names=NEEDS)
     a = attribute(model, trace)
     assert f"logit({a.report()['answer'].replace(' ', '␣')})" in metrics(at)
-    assert at.dataframe and ("They agree" in shown(at) or "They differ" in shown(at))
+    assert at.dataframe and any(v in shown(at) for v in ("They agree", "They differ", "Not measurable here"))
 
 
 @pytest.mark.parametrize("params,needle", [({"answer": " quick brown"}, "is 2 tokens"),

@@ -199,7 +199,7 @@ def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, rand
         why = (f"less than {MEASURABLE_NATS:g} nats" if abs(ko[3]) < MEASURABLE_NATS else
                f"on an answer whose probability stays under {MEASURABLE_PROB:.0%} "
                f"({math.exp(clean_logprob):.2g} before)")
-        return [f"**Not measurable here**: the costliest knock-out, head {_head(ko)}'s, moves log p({answer}) by "
+        return [f"*Not measurable here*: the costliest knock-out, head {_head(ko)}'s, moves log p({answer}) by "
                 f"{ko[3]:+.3g}, {why}. Which head's knock-out costs most, and in what order, is noise here, not "
                 "something to set beside the attribution."]
     if ko[3] >= 0:

@@ -25,6 +25,8 @@ def distribution(logits: torch.Tensor, temperature: float, top_k: int | None,
     dtype = torch.promote_types(logits.dtype, torch.float32)
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).to(dtype)  # [V]
+    if temperature == 1 and (top_k is None or top_k >= logits.shape[-1]) and (top_p is None or top_p >= 1):
+        return torch.softmax(logits.to(dtype), dim=-1)  # [V]: softmax(logits) itself, the Output page's left chart
     scaled = (logits.to(dtype) - logits.max()) / temperature  # [V], max 0: no overflow at tiny temperatures
     if top_k is not None and top_k < scaled.shape[-1]:
         cutoff = scaled.topk(top_k).values[-1]

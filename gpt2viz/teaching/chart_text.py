@@ -288,8 +288,9 @@ def series(spec: dict) -> list[Series]:
             shape = (n,)
         name = _plain(trace.get("name")) or (panels[i] if len(panels) == len(traces) else
                                              f"panel {i + 1}" if len(traces) > 1 else "")
-        kept = (trace.get("meta") or {}).get("kept_per_row") if isinstance(trace.get("meta"), dict) else None
-        kept = np.asarray(kept, dtype=int) if kind == "map" and kept is not None and len(kept) == shape[0] else None
+        meta = trace.get("meta")
+        kept = meta.get("kept_per_row") if kind == "map" and isinstance(meta, dict) else None
+        kept = np.asarray(kept, dtype=int) if kept is not None and len(kept) == shape[0] else None
         out.append(Series(name, kind, data, segments, value, value_name, shape, kept))
     return out
 

@@ -33,6 +33,7 @@ from gpt2viz import plots
 from gpt2viz.analysis import heads
 from gpt2viz.analysis.attribution import attribute
 from gpt2viz.analysis.whatif import last_logits
+from gpt2viz.model import ranking
 from gpt2viz.model.demo_model import DEMO_PATH, demo_heads
 from gpt2viz.model.gpt2 import causal_mask
 from gpt2viz.model.interventions import Intervention
@@ -281,12 +282,22 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
 
     # Output and Overview: one top probability, the chart's first bar, the same in the temperature notice
     probs, tokens = top_next_tokens(trace, k=10)
-    output = notices.output_notice(probs[0], tokens[0], model.config.vocab_size, kind)
+    last_logits = trace["logits"][0, -1]  # [V]
+    values = last_logits.tolist()
+    edge = max(values) - ranking.TIE_NATS
+    tied_ids = [i for i, v in enumerate(values) if v >= edge]  # in token-id order
+    tied = len(tied_ids)
+    output = notices.output_notice(probs[0], tokens[0], model.config.vocab_size, kind, ranking.tied_at_top(last_logits))
     said += output
+    # one top token for every reader: the first bar, greedy's choice, the exercise's answer, the lens'
+    first = tied_ids[0]
+    assert tokens[0] == readable(first) and ranking.top(last_logits) == first
+    assert (f"{tied:,} tokens tie for the top" in output[0]) == (tied > 1), (tied, output[0])
+    assert ("The top token, " in output[0]) == (tied == 1)
     if mode is Mode.FULL:
         bar = plots.topk_tokens(probs, tokens, "t").data[0]
         assert max(bar.x if isinstance(bar.x[0], float) else bar.y) == probs[0]
-    assert f"gets {probs[0]:.3g};" in output[0]
+    assert (f"gets {probs[0]:.3g};" if tied == 1 else f"each with about {probs[0]:.3g}:") in output[0]
     if kind == "random":
         assert f"{probs[0] * model.config.vocab_size:.1f} times the uniform" in output[1]
         assert "barely" not in output[1]
@@ -299,7 +310,7 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
             after = distribution(logits, t, k, p)
             (line,) = notices.temperature_notice(before, after, t, k, p)
             said.append(line)
-            now = f"{float(after[int(before.argmax())]):.3g}"
+            now = f"{float(after[first]):.3g}"  # the first bar: the lowest id of the tie
             assert line.startswith(f"The top token's probability stays at {probs[0]:.3g}. " if now == f"{probs[0]:.3g}"
                                    else f"The top token's probability goes from {probs[0]:.3g} to {now}. "), line
             zero, kept = int((after == 0).sum()), int((after > 0).sum())
@@ -375,6 +386,11 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
                 assert live_checks.grade(check, right).ok, (check.kind, right)
                 if check.kind == "probability":
                     assert live_checks.grade(check, "0").ok is False
+                if check.kind == "token":  # the first bar; each bar tied with it counts, no other
+                    bars = [t.replace("␣", " ").strip() for t in tokens]
+                    assert check.answer.strip() == bars[0]
+                    for bar in bars:
+                        assert bool(live_checks.grade(check, bar).ok) == (bar in bars[:tied]), (bar, tied)
                 if check.kind == "head":
                     scores = [plain_scores(patterns[b][h], ids, 0)["previous_token"][0]
                               for h in range(model.config.n_head)]

@@ -382,3 +382,12 @@ def test_the_layernorm_worked_example_says_the_scale_is_gone_only_where_var_dwar
 def test_the_layernorm_page_answers_why_it_rescales():
     text = notices.layernorm_why(0.78, 8.60, 768)
     assert "grows from 0.78 (into block 0) to 8.60" in text and "√d = 27.7" in text
+
+
+def test_a_decode_rows_largest_weight_is_never_printed_as_0_percent():
+    """The trial's 1,024-key decode row: its largest weight, 0.002, was said as "0%"."""
+    L = 1024
+    row = torch.full((1, L), (1 - 0.0024) / (L - 1))  # [T = 1, L]
+    row[0, 133] = 0.0024
+    (line, *_) = notices.attention_notice(row, list(range(L)), L - 1, "random", 5, 3)
+    assert "gives the most weight, 0.24%, to key 133" in line and "1,024 keys, the 1,023 cached" in line

@@ -4,6 +4,7 @@ import streamlit as st
 import torch
 
 from gpt2viz import plots
+from gpt2viz.model import ranking
 from gpt2viz.model.generation import distribution
 from gpt2viz.model.tokenizer import readable
 from gpt2viz.teaching import notices
@@ -19,11 +20,12 @@ page = anatomy.header("unembed", SHOWS)
 sel, trace = page.sel, page.trace
 probs, tokens = top_next_tokens(trace, k=10)
 plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r} (top 10)"))
-anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights)))
+anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights),
+                                     ranking.tied_at_top(trace.at("logits", -1)[0])))
 demo_beside("output", sel)
 model = sel.weights.model
 w_u = (model.wte.weight.T if sel.config.tied else model.lm_head.weight.T).detach()  # [d, V]
-top2 = trace.at("logits", -1)[0].topk(2).indices.tolist()
+top2 = ranking.ranked(trace.at("logits", -1)[0], 2).tolist()
 anatomy.worked(notices.output_worked(trace.at("logits", -1)[0].double(), trace["ln_f.out"][0, -1], w_u,
                                   {i: readable(i) for i in top2}))
 if "loss" in trace:
@@ -41,7 +43,7 @@ top_k = number(cols[1], "Top-k (0 = all)", 0, sel.config.vocab_size, 0, key="top
 top_p = nucleus(cols[2])
 logits = trace.at("logits", -1)[0].double()  # [V]: float64, so that the printed digits are the distribution's
 before, after = torch.softmax(logits, -1), distribution(logits, temperature, top_k, top_p)  # [V] each
-shown = before.topk(10).indices  # the same ten tokens in both charts: the ten most likely at temperature 1
+shown = ranking.ranked(logits, 10)  # the same ten tokens in both charts: the ten first at temperature 1
 labels = [readable(int(i)) for i in shown]
 anatomy.side_by_side(
     plots.topk_tokens(before[shown].tolist(), labels, "softmax(logits): temperature 1, every token"),

@@ -3,6 +3,7 @@ counts; the prediction at the end and the residual stream on the way."""
 
 
 from gpt2viz import plots
+from gpt2viz.model import ranking
 from gpt2viz.teaching import notices
 from gpt2viz.ui import anatomy
 from gpt2viz.ui.anatomy import axis_tokens, plot
@@ -28,7 +29,8 @@ probs, tokens = top_next_tokens(trace, k=10)
 labels, norms = residual_norm_series(trace)
 q, _, offset = axis_tokens(trace)
 plot(plots.topk_tokens(probs, tokens, f"Next token after {trace.tokens[-1]!r}"))
-anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights)))
+anatomy.notice(notices.output_notice(probs[0], tokens[0], sel.config.vocab_size, notices.weights_kind(sel.weights),
+                                     ranking.tied_at_top(trace.at("logits", -1)[0])))
 plot(plots.residual_norms(norms, labels, q, "Residual stream norm through the blocks", offset=offset))
 anatomy.notice(notices.residual_notice(norms, labels))
 anatomy.footer(page)

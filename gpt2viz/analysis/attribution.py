@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..model import ranking
 from ..model.gpt2 import GPT2
 from ..model.modes import run
 from ..model.tokenizer import TextError, decode, encode, readable
@@ -152,7 +153,7 @@ def attribute(model: GPT2, trace: Trace, answer: int | None = None, versus: int 
     cfg = model.config
     position = check_position(position, trace.T)
     logits = trace.at("logits", position)[0]  # [V]
-    answer = int(logits.argmax()) if answer is None else answer
+    answer = ranking.top(logits) if answer is None else answer
     for token in (answer, versus):
         if token is not None and not 0 <= token < cfg.vocab_size:
             raise ValueError(f"token id {token} is not in the vocabulary of {cfg.vocab_size:,}")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from ..model import ranking
 from ..model.generation import distribution
 from ..model.gpt2 import GPT2
 from ..model.interventions import Intervention
@@ -123,7 +124,7 @@ def temperatures(model: GPT2, ids, mode: Mode, block: int = 0, head: int = 0) ->
     in float32 the rounding of 50,257 terms shows in the printed entropy's last digit."""
     logits = _run(model, ids, mode, ["logits"]).at("logits", -1)[0].double()  # [V]
     dists = torch.stack([distribution(logits, t, None) for t in TEMPERATURES])  # [3, V]
-    top = dists[1].topk(TOP_K).indices
+    top = ranking.ranked(logits, TOP_K)  # [TOP_K]
     h = entropy(dists)  # [3]
     flattest = TEMPERATURE_CHOICES[int(h.argmax())]
     ps = ", ".join(f"{float(dists[i, top[0]]):.3g} at {c}" for i, c in enumerate(TEMPERATURE_CHOICES))

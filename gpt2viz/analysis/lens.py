@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..model import ranking
 from ..model.gpt2 import GPT2, normalize, scale_shift
 from ..model.trace import Trace
 from ..spec.schema import Mode, block_name
@@ -61,13 +62,14 @@ def logit_lens(model: GPT2, trace: Trace, position: int = -1, k: int = 5) -> lis
     x = torch.stack([trace[name][0, position] for _, name in points])  # [n_points, d]
     probs = lens_probs(model, x)  # [n_points, V]: one pass over wte
     last = position in (-1, trace.T - 1)
-    final = int(trace.at("logits", -1 if trace.mode is Mode.PREFILL else position)[0].argmax()) \
-        if last or trace.mode is not Mode.PREFILL else int(probs[-1].argmax())
-    top = probs.topk(k)  # [n_points, k]
-    ranks = (probs > probs[:, final, None]).sum(-1)  # [n_points]
-    return [LensRow(label, ids, values, int(rank), float(p))
-            for (label, _), ids, values, rank, p in zip(points, top.indices.tolist(), top.values.tolist(),
-                                                        ranks, probs[:, final])]
+    final = ranking.top(trace.at("logits", -1 if trace.mode is Mode.PREFILL else position)[0]) \
+        if last or trace.mode is not Mode.PREFILL else ranking.top(probs[-1].log())
+    log_p = probs.log()  # [n_points, V]
+    top = ranking.ranked(log_p, k)  # [n_points, k]
+    ranks = ranking.rank(log_p, torch.full(log_p.shape[:1], final)) - 1  # [n_points], 0 = tied for the top
+    return [LensRow(label, ids, values, int(r), float(p))
+            for (label, _), ids, values, r, p in zip(points, top.tolist(), probs.gather(-1, top).tolist(),
+                                                     ranks, probs[:, final])]
 
 
 LENS_WINDOW = 12  # positions the depth × position chart shows: each cell keeps its token readable at 800 px,
@@ -100,14 +102,15 @@ def lens_grid(model: GPT2, trace: Trace, first: int, last: int) -> LensGrid:
     points = depth_points(trace)
     x = torch.stack([trace[name][0, first:last + 1] for _, name in points])  # [n_points, n, d]
     at_last = lens_probs(model, x[-1])  # [n, V]: the last depth's, read twice (once per depth took 1/14 more)
-    final = at_last.argmax(-1)  # [n]
+    final = ranking.ranked(at_last.log(), 1)[:, 0]  # [n]
     ids, probs, ranks = [], [], []
     for i, stream in enumerate(x):  # [n, d]
         p = at_last if i == len(x) - 1 else lens_probs(model, stream)  # [n, V]
-        top = p.max(-1)  # [n]
-        ids.append(top.indices)
-        probs.append(top.values)
-        ranks.append((p > p.gather(-1, final[:, None])).sum(-1))  # [n]
+        log_p = p.log()  # [n, V]
+        leader = ranking.ranked(log_p, 1)  # [n, 1]
+        ids.append(leader[:, 0])
+        probs.append(p.gather(-1, leader)[:, 0])
+        ranks.append(ranking.rank(log_p, final) - 1)  # [n], 0 = tied for the top
     return LensGrid([label for label, _ in points], first, torch.stack(ids), torch.stack(probs), torch.stack(ranks))
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
+from ..model import ranking
 from ..model.derive import unembedding_of
 from ..model.gpt2 import GPT2, next_token_loss, unembed_rows
 from ..model.interventions import InterveningRecorder, Intervention, block_of, check_reached
@@ -334,8 +335,8 @@ def restored(m: torch.Tensor, clean: float, corrupt: float) -> torch.Tensor:
 
 def default_answers(clean_logits: torch.Tensor, corrupt_logits: torch.Tensor) -> tuple[int, int]:
     """(A's top next token, B's top next token); when both runs pick the same token, B's best other one."""
-    a = int(clean_logits.argmax())
-    top2 = corrupt_logits.topk(2).indices.tolist()
+    a = ranking.top(clean_logits)
+    top2 = ranking.ranked(corrupt_logits, 2).tolist()
     return a, top2[1] if top2[0] == a else top2[0]
 
 
@@ -371,8 +372,8 @@ def _finite(x: float) -> float | None:
 
 
 def _top(probs: torch.Tensor, k: int) -> list[dict]:
-    top = probs.topk(k)
-    return [{"id": int(i), "token": readable(int(i)), "prob": _finite(p)} for p, i in zip(*top)]
+    return [{"id": int(i), "token": readable(int(i)), "prob": _finite(probs[i])}
+            for i in ranking.ranked(probs.log(), k)]
 
 
 def ablation_report(model: GPT2, ids, target: Target, method: str, k: int = 5) -> dict:
@@ -380,7 +381,7 @@ def ablation_report(model: GPT2, ids, target: Target, method: str, k: int = 5) -
     before = run(model, list(ids), Mode.FULL)
     after = knockout(model, list(ids), target, method)
     p_before, p_after = log_probs(before).exp(), log_probs(after).exp()  # [V]
-    top = int(p_before.argmax())
+    top = ranking.top(p_before.log())
     loss_before, loss_after = loss_per_position(before), loss_per_position(after)  # [T-1]
     return {"model": before.model, "tokens": list(before.tokens), "method": method,
             "target": {"block": target.block, "part": target.part, "index": target.index, "name": target.name},

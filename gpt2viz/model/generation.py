@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import ranking
+
 
 def distribution(logits: torch.Tensor, temperature: float, top_k: int | None,
                  top_p: float | None = None) -> torch.Tensor:
@@ -24,7 +26,7 @@ def distribution(logits: torch.Tensor, temperature: float, top_k: int | None,
         raise ValueError(f"top-p must be above 0 and at most 1, got {top_p}")
     dtype = torch.promote_types(logits.dtype, torch.float32)
     if temperature == 0:
-        return torch.nn.functional.one_hot(logits.argmax(), logits.shape[-1]).to(dtype)  # [V]
+        return torch.nn.functional.one_hot(torch.tensor(ranking.top(logits)), logits.shape[-1]).to(dtype)  # [V]
     if temperature == 1 and (top_k is None or top_k >= logits.shape[-1]) and (top_p is None or top_p >= 1):
         return torch.softmax(logits.to(dtype), dim=-1)  # [V]: softmax(logits) itself, the Output page's left chart
     scaled = (logits.to(dtype) - logits.max()) / temperature  # [V], max 0: no overflow at tiny temperatures

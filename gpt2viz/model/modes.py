@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ..spec.schema import GRAD_STREAMS, LOSS_NAMES, Mode, block_name, recorded_names
+from . import ranking
 from .derive import derivations, to_record
 from .gpt2 import GPT2, Dropout, next_token_loss, no_dropout
 from .interventions import block_of, check_reached, recorder
@@ -151,7 +152,7 @@ class Generation(NamedTuple):
 
 
 def greedy(logits: torch.Tensor) -> int:
-    return int(logits.argmax())
+    return ranking.top(logits)
 
 
 def room(n_positions: int, n_tokens: int) -> int:

@@ -138,5 +138,10 @@ def enough(prints: Callable[[Sheet], str], least: int = 2, most: int = 9) -> str
     return text
 
 
-NOT_SENTENCES = (fmt, term,  # a number's digits
+def pct(x: float) -> str:
+    """A share as a percentage: whole percents from 10 % on, two significant digits below (0.2%, not 0%)."""
+    return f"{x:.0%}" if abs(x) >= 0.095 else f"{100 * x:.2g}%"
+
+
+NOT_SENTENCES = (fmt, term, pct,  # a number's digits
                  enough)  # prints a worked example's equation (the sentence is the notices' *_worked)

@@ -20,6 +20,7 @@ from ..analysis.attribution import INDIRECT_SHARE
 from ..analysis.claims import measurable
 from ..analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB
 from ..analysis.paths import measurable as change_measurable
+from .arithmetic import pct
 
 NEAR_ZERO = 0.1  # a target under a tenth of what its parts move (Σ|row|) is mostly their cancelling
 MOST = 0.5  # "most" of a target: at least half of it
@@ -28,11 +29,6 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 
 COLOURS = ("Purple cells add to it, orange ones take away (head b.h: block b, head h); the cells and the bars add "
            "up to the value above. Purple means the same on What if's sweep: a part that helps this token.")
-
-
-def pct(x: float) -> str:
-    """A share as a percentage: whole percents from 10 % on, two significant digits below."""
-    return f"{x:.0%}" if abs(x) >= 0.095 else f"{100 * x:.2g}%"
 
 
 def ordinal(rank: int) -> str:
@@ -219,5 +215,5 @@ def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, rand
     return lines
 
 
-NOT_SENTENCES = (pct, ordinal, groups)  # formatting helpers and the parts' grouping, used by the sentences
+NOT_SENTENCES = (ordinal, groups)  # formatting helpers and the parts' grouping, used by the sentences
 SENTENCES = (headline, totals, likeliest, sweep_button, sweep_offer, comparison_table, verdict, margin_reason)

@@ -6,7 +6,8 @@ numbers of the run in, questions and grades out.
 
 Grading tolerates what the run cannot tell apart from its answer, and nothing more: GPT-2's leading
 space (" Paris" = "Paris"); a probability within 10 % of its own size (no absolute floor: on random
-weights the answer is a few ten-thousandths, and a floor of 0.01 passed "0"); any head whose
+weights the answer is a few ten-thousandths, and a floor of 0.01 passed "0"); any
+token tied with the top one (model/ranking.py) among the Output page's bars; any head whose
 previous-token score is within HEAD_TIE of the best (the pages print whole percents, and on random
 weights every head of a block lies within a few); any head whose direct share the Attribution map
 prints as the largest's (WRITER_DIGITS decimals). The head check needs a text of MIN_ROWS + 2 tokens,
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.heads import MIN_ROWS, head_scores
+from ..model import ranking
 from ..model.tokenizer import readable
 
 
@@ -39,6 +41,7 @@ class LiveCheck:
 
 HEAD_TIE = 0.02  # heads whose previous-token scores differ by less look the same on the pages
 P_TOLERANCE = 0.1  # a probability is right within 10 % of its own size
+BARS = 10  # the Output page's bars: the ten first tokens
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,20 @@ def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tens
     [nh, T, T]: block `block`'s attention patterns (full sequence); `key`: what identifies the run;
     `random`: the weights are random (no head has a stripe to find)."""
     probs = torch.softmax(logits_last.double(), -1)  # [V]
-    top = int(probs.argmax())
+    top = ranking.top(logits_last)
     token = readable(top).replace("␣", " ")
     p = float(probs[top])
+    tied = ranking.tied_at_top(logits_last)
+    shown = [readable(int(i)).replace("␣", " ") for i in ranking.ranked(logits_last, min(tied, BARS))]
+    said = (f"The top token is **{token!r}** (id {top})." if tied == 1 else
+            f"**{tied:,} tokens** tie for the top: their logits lie within {ranking.TIE_NATS:g} of each other, so "
+            f"their probabilities differ by less than 0.01 %. Any of the {len(shown)} the Output page shows counts: "
+            + ", ".join(f"{t!r}" for t in shown) + ".")
     out = [
         LiveCheck(f"{key}:count", "How many tokens does your text have? (Count them on the Tokens page.)", "count",
                   len(ids), f"The model's tokenizer cuts your text into **{len(ids)}** tokens.", "a whole number"),
         LiveCheck(f"{key}:top", "Which token does the model rank first after your text? (The Output page shows it.)",
-                  "token", token, f"The top token is **{token!r}** (id {top}).", "the token's text, e.g. Paris"),
+                  "token", token, said, "the token's text, e.g. Paris", accept=tuple(shown[1:])),
         LiveCheck(f"{key}:p", "With what probability? (Output page, the first bar.)", "probability", p,
                   f"p({token!r}) = **{p:.4g}**" + (f", about {powers_of_ten(p)}" if p < 0.01 else "") + ".",
                   "a number such as 0.12, 12% or 2.1e-4"),
@@ -152,7 +161,7 @@ def grade(check: LiveCheck, text: str) -> Grade:
     if check.kind == "token":
         if not given:
             return Grade(None, f"Type {check.hint}.")
-        ok = given == str(check.answer).strip()  # GPT-2's leading space: " Paris" = "Paris"
+        ok = given in (str(a).strip() for a in (check.answer, *check.accept))  # " Paris" = "Paris"
         return Grade(ok, "Right." if ok else f"Not {given!r}.")
     if check.kind == "probability":
         m = re.fullmatch(r"(\d*\.?\d+(?:[eE][-+]?\d+)?)\s*(%?)", given)

@@ -32,6 +32,7 @@ from collections import Counter
 import torch
 
 from ..analysis.heads import JOBS, MIN_ROWS, SCORES, THRESHOLDS, head_scores
+from ..model import ranking
 from . import arithmetic
 from .arithmetic import fmt, gelu, term
 from .head_notices import cannot_tell, job_sentence, no_induction, shares, tells_previous_token
@@ -92,9 +93,9 @@ def attention_notice(pattern: torch.Tensor, ids, offset: int, kind: str, block: 
     lines = []
     if offset:  # decode: one new row against the cache (L = offset + 1 ≥ 2 keys)
         top = int(pattern[0].argmax())
-        lines.append(f"Decode computes one row: the new token reads all {L} keys, the {offset} cached ones and its "
-                     f"own, and gives the most weight, {float(pattern[0, top]):.0%}, to key {top}. Switch to full "
-                     "sequence to see every position's row and the stripes a head draws.")
+        lines.append(f"Decode computes one row: the new token reads all {L:,} keys, the {offset:,} cached ones and "
+                     f"its own, and gives the most weight, {arithmetic.pct(float(pattern[0, top]))}, to key {top}. "
+                     "Switch to full sequence to see every position's row and the stripes a head draws.")
     elif T == 1:
         lines.append("A text of one token: its one row reads only itself, with weight 1. Type more words to see a "
                      "pattern.")
@@ -187,10 +188,15 @@ def residual_notice(norms: torch.Tensor, labels: list[str]) -> list[str]:
             "each block adds its two updates to it, so what one block writes, every later block can read."]
 
 
-def output_notice(top_prob: float, top_token: str, vocab: int, kind: str) -> list[str]:
+def output_notice(top_prob: float, top_token: str, vocab: int, kind: str, tied: int = 1) -> list[str]:
+    """`tied`: how many tokens tie for the top (model/ranking.py), the first bar's among them."""
+    top = (f"The top token, {top_token!r}, gets {top_prob:.3g}" if tied == 1 else
+           f"{tied:,} tokens tie for the top, each with about {top_prob:.3g}: their logits lie within "
+           f"{ranking.TIE_NATS:g} of each other, so their probabilities differ by less than 0.01 %, and the bars "
+           f"put them in token-id order, not in an order the model prefers")
     lines = [f"The probabilities are softmax(logits): each logit's exponential divided by the sum over all "
-             f"{vocab:,} tokens, so they are positive and add to 1. The top token, {top_token!r}, gets "
-             f"{top_prob:.3g}; a uniform guess would give each token 1/{vocab:,} = {1 / vocab:.2g}."]
+             f"{vocab:,} tokens, so they are positive and add to 1. {top}; a uniform guess would give each token "
+             f"1/{vocab:,} = {1 / vocab:.2g}."]
     if kind == "random":
         lines.append(f"Random weights have learned nothing: the top probability, {top_prob * vocab:.1f} times the "
                      f"uniform 1/{vocab:,}, is what the largest of {vocab:,} noisy logits reaches by chance, and "
@@ -203,7 +209,7 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
     """before, after: [V] the distribution at temperature 1 and at `temperature` with `top_k` and then `top_p`
     (float64, as the two charts beside it draw them). Only top-k, top-p, or temperature 0 (greedy), makes a
     probability 0; a cut that keeps every token cuts nothing."""
-    top, V = int(before.argmax()), after.numel()
+    top, V = ranking.top(before.log()), after.numel()
     was, now = f"{float(before[top]):.3g}", f"{float(after[top]):.3g}"
     line = (f"The top token's probability stays at {was}. " if was == now
             else f"The top token's probability goes from {was} to {now}. ")
@@ -447,7 +453,7 @@ def attention_worked(scores: torch.Tensor, pattern: torch.Tensor, v: torch.Tenso
 def output_worked(logits: torch.Tensor, z_f: torch.Tensor, w_u: torch.Tensor, tokens) -> str:
     """logits [V] of the last position (float64), z_f [d] its final LayerNorm output, w_u [d, V] the
     unembedding (W_Eᵀ when tied); tokens: the readable token of an id (a mapping of the top two at least)."""
-    top = logits.topk(2).indices.tolist()
+    top = ranking.ranked(logits, 2).tolist()
     first, second = float(logits[top[0]]), float(logits[top[1]])
     ratio = math.exp(first - second)  # p(first) / p(second), the softmax's own ratio
     row = w_u[:, top[0]].double()

@@ -16,6 +16,7 @@ from ..analysis.attribution import attribute, component_names
 from ..analysis.heads import score_patterns
 from ..analysis.lens import logit_lens
 from ..analysis.whatif import last_logits
+from ..model import ranking
 from ..model.gpt2 import GPT2
 from ..model.interventions import Intervention
 from ..model.modes import run
@@ -58,7 +59,7 @@ def measure(model: GPT2, repeat: Prompt, pair: Prompt) -> Measured:
                                               "blocks.*.resid_post", "ln_f.var", "blocks.*.mlp.out", "embed.out",
                                               "blocks.*.attn.z", "logits"])
     probs = torch.softmax(trace.at("logits", -1)[0].double(), -1)  # [V]
-    answer = int(probs.argmax())
+    answer = ranking.top(probs.log())
     rows = score_patterns([trace[f"blocks.{b}.attn.pattern"][0] for b in range(cfg.n_layer)], ids)
 
     def best(key: str) -> tuple[int, int, float]:
@@ -68,7 +69,7 @@ def measure(model: GPT2, repeat: Prompt, pair: Prompt) -> Measured:
              for b in range(cfg.n_layer) for h in range(cfg.n_head)]
     generated = list(ids)
     for _ in range(4):
-        generated.append(int(last_logits(model, generated, [])[0].argmax()))
+        generated.append(ranking.top(last_logits(model, generated, [])[0]))
     repeated, seen = [], set()
     for t in ids:
         repeated.append(t in seen)
@@ -81,6 +82,7 @@ def measure(model: GPT2, repeat: Prompt, pair: Prompt) -> Measured:
     top = int(attr.values.abs().argmax())
     b_ids = encode(pair.text_b)
     b_probs = torch.softmax(last_logits(model, b_ids, [])[0].double(), -1)
+    b_top = ranking.top(b_probs.log())
     gain = model.ln_f.weight.detach().double()
     return Measured(
         readable(ids[-1]), readable(answer), float(probs[answer]), cfg.vocab_size, best("previous_token"),
@@ -95,7 +97,7 @@ def measure(model: GPT2, repeat: Prompt, pair: Prompt) -> Measured:
          float(trace[f"blocks.{cfg.n_layer - 1}.resid_post"][0].norm(dim=-1).mean())),
         (b_up, float(ratios[b_up, mask].mean()), float(ratios[b_up, ~mask].mean())),
         (component_names(cfg)[top], float(attr.values[top]), attr.target),
-        (readable(answer), float(b_probs[answer]), readable(int(b_probs.argmax())), float(b_probs.max())))
+        (readable(answer), float(b_probs[answer]), readable(b_top), float(b_probs[b_top])))
 
 
 def part(name: str) -> str:

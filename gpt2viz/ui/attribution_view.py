@@ -10,6 +10,7 @@ import streamlit as st
 
 from .. import plots
 from ..analysis.attribution import NEEDS, Attribution, Comparison, attribute, compare, one_token
+from ..model import ranking
 from ..model.tokenizer import decode, readable
 from ..model.trace import Trace
 from ..spec.schema import Mode
@@ -60,9 +61,10 @@ def controls(sel: Selection, trace: Trace) -> tuple[int | None, int | None, int,
 
 
 def likeliest(sel: Selection, trace: Trace, position: int, k: int = 5) -> None:
-    top = trace.at("logits", position)[0].softmax(-1).topk(k)
+    logits = trace.at("logits", position)[0]  # [V]
+    probs, ids = logits.softmax(-1), ranking.ranked(logits, k)  # [V], [k]
     st.caption(say.likeliest(position, code_span(trace.tokens[position]),
-                             [(shown(int(i)), float(p)) for p, i in zip(*top)]))
+                             [(shown(int(i)), float(probs[i])) for i in ids]))
 
 
 def attribution(sel: Selection, trace: Trace, answer: int | None, versus: int | None, position: int) -> Attribution:
@@ -136,7 +138,7 @@ def runner_up(sel: Selection, trace: Trace, a: Attribution) -> Attribution | Non
     """The answer against the likeliest other token, where no second token was given."""
     if a.versus is not None:
         return None
-    top2 = trace.at("logits", a.position)[0].topk(2).indices.tolist()
+    top2 = ranking.ranked(trace.at("logits", a.position)[0], 2).tolist()
     other = top2[1] if top2[0] == a.answer else top2[0]
     return attribution(sel, trace, a.answer, other, a.position)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.lens import LensRow
+from ..model import ranking
 from ..model.generation import distribution
 from ..model.modes import Generation
 from ..model.tokenizer import readable
@@ -60,7 +61,7 @@ def step_choices(trace: Trace, chosen: int, temperature: float, top_k: int | Non
     distribution over the vocabulary, sorted for top-p, took a generation's page ~0.1 s a view."""
     def choices():
         probs = shown_distribution(trace, temperature, top_k, top_p)  # [V]
-        ids = probs.topk(k).indices.tolist()
+        ids = ranking.ranked(probs.log(), k).tolist()  # ties in token-id order, as every page ranks
         if chosen not in ids:  # a sampled token from further down: show it too, last
             ids.append(chosen)
         return tuple(probs[ids].tolist()), tuple(readable(i) for i in ids), ids.index(chosen)

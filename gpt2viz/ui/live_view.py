@@ -8,6 +8,7 @@ import hashlib
 import streamlit as st
 
 from ..analysis.whatif import Target
+from ..model import ranking
 from ..model.tokenizer import readable
 from ..teaching.live_checks import (
     LiveAttempt,
@@ -46,7 +47,7 @@ def live_checks(sel: Selection) -> None:
     key = run_key(sel)
     asked = checks(sel.ids, clean.at("logits", -1)[0], clean.get("attn.pattern", sel.block)[0], sel.block, key,
                    random=sel.weights.random)
-    top = int(clean.at("logits", -1)[0].argmax())
+    top = ranking.top(clean.at("logits", -1)[0])
     asked.append(knockout_check(top, sel.block, sel.head, key))
     attributed = full_trace(sel)
     a = attribution(sel, attributed, top, None, attributed.T - 1)
@@ -69,7 +70,7 @@ def _one(sel: Selection, check: LiveCheck, i: int, grades: dict) -> None:
             if check.kind == "knock-out":  # its run is made only when a student answers
                 with st.spinner(f"Knocking out head {sel.head} of block {sel.block}…"):
                     knocked = knocked_out(sel, Target(sel.block, "head", sel.head), "zero", clean_trace(sel))
-                result, worked = grade_knockout(check, given, int(knocked.probs.argmax()))
+                result, worked = grade_knockout(check, given, ranking.top(knocked.probs.log()))
             else:
                 result, worked = grade(check, given), check.worked
             if result.ok is None:

@@ -3,6 +3,7 @@
 import torch
 
 from ..analysis.lens import n_blocks
+from ..model import ranking
 from ..model.tokenizer import readable
 from ..model.trace import Trace
 
@@ -21,6 +22,7 @@ def residual_norm_series(trace: Trace) -> tuple[list[str], torch.Tensor]:
 
 
 def top_next_tokens(trace: Trace, k: int = 10, position: int = -1) -> tuple[list[float], list[str]]:
-    probs = torch.softmax(trace.at("logits", position)[0].double(), dim=-1)  # [V], float64: the digits shown are exact
-    top = probs.topk(k)
-    return top.values.tolist(), [readable(int(i)) for i in top.indices]
+    logits = trace.at("logits", position)[0]  # [V]
+    probs = torch.softmax(logits.double(), dim=-1)  # [V], float64: the digits shown are exact
+    ids = ranking.ranked(logits, k)  # [k]: ties in token-id order, as every page ranks
+    return probs[ids].tolist(), [readable(int(i)) for i in ids]

@@ -11,6 +11,7 @@ import streamlit as st
 
 from .. import plots
 from ..analysis.paths import NEEDS, ROW_POSITIONS, Part, Paths, parse_sender, path_patch, receivers_of
+from ..model import ranking
 from ..model.tokenizer import decode, readable
 from ..model.trace import Trace
 from ..spec.schema import Mode
@@ -57,7 +58,7 @@ def answer(sel: Selection, trace: Trace) -> tuple[int, int | None, int]:
     if error:
         st.warning(error, icon=":material/edit:")
         st.stop()
-    return (int(trace.at("logits", position)[0].argmax()) if chosen is None else chosen), versus, position
+    return (ranking.top(trace.at("logits", position)[0]) if chosen is None else chosen), versus, position
 
 
 def _estimate(sel: Selection, n_tokens: int) -> int:

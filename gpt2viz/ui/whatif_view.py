@@ -24,6 +24,7 @@ from ..analysis.whatif import (
     patch,
     sweep,
 )
+from ..model import ranking
 from ..model.demo_model import DEMO_PATH
 from ..model.tokenizer import TextError, encode, readable
 from ..model.trace import Trace
@@ -249,8 +250,9 @@ def requested(key: tuple, pressed: bool) -> bool:
 # ---------------------------------------------------------------------------- sections
 def top_tokens(trace: Trace, k: int = TOP_K) -> tuple[list[float], list[str], list[int]]:
     def compute():
-        top = log_probs(trace).exp().topk(k)
-        return top.values.tolist(), [readable(int(i)) for i in top.indices], top.indices.tolist()
+        lp = log_probs(trace)  # [V]
+        ids = ranking.ranked(lp, k)  # [k]
+        return lp[ids].exp().tolist(), [readable(int(i)) for i in ids], ids.tolist()
     return trace.memo(("top tokens", k), compute)
 
 
@@ -266,7 +268,7 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
         after = knocked.probs
         plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"), share=0.5)
     top = ids[0]
-    new_top = int(after.argmax())
+    new_top = ranking.top(after.log())
     cols = st.columns(3)
     cols[0].metric(f"p({readable(top)!r})", *say.probability_metric(probs[0], float(after[top])))
     cols[1].metric("Top token after", repr(readable(new_top)), "unchanged" if new_top == top else "changed",

@@ -129,10 +129,35 @@ def test_models_beyond_the_first_are_counted_against_the_budget_and_evicted_with
     assert not built
 
 
+def test_the_servers_own_weights_stay_outside_the_budget_whichever_model_is_asked_for_first():
+    """A class process's first visitor opened the demo model's lesson: the demo model became the
+    server's own, and random gpt2 (475 MiB, above the process's 384 MiB) was refused to everyone."""
+    from gpt2viz.server.model_cache import ModelCache
+    from gpt2viz.server.trace_cache import TraceCache
+
+    traces = TraceCache(1_000)
+    models = ModelCache(traces, own=("random", "gpt2", 0))
+    models.get(("file", "demo"), lambda: Model(300), 300, "the demo model")
+    assert traces.nbytes == 300  # counted: not the server's own
+    own = models.get(("random", "gpt2", 0), lambda: Model(5_000), 5_000, "random gpt2 weights")
+    assert own.nbytes == 5_000 and models.cached(("random", "gpt2", 0)) and traces.nbytes == 300
+
+
+def test_a_class_process_whose_first_visitor_opened_the_demo_model_still_shows_the_default_view(
+        class_server, monkeypatch):
+    """The trial's steps: a class process's share (384 MiB), the demo model asked for first."""
+    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "384")
+    forget_models()
+    assert not view("attention", weights="demo").exception
+    at = view("attention")
+    assert not at.exception and not [e.value for e in at.error], [e.value for e in at.error]
+    assert "random gpt2 weights (seed 0)" in " ".join(m.value for m in [*at.sidebar.markdown, *at.sidebar.caption])
+
+
 def test_a_session_does_not_keep_a_model_alive_once_it_is_evicted(class_server):
     """Two sessions on two seeds, on a page that offers its tensors as a download (Streamlit keeps that
     callable while the session lives); the models are evicted (here: all at once) while both sessions
-    live: only the server's first model stays in memory."""
+    live: neither stays in memory (the server's own weights, random gpt2 seed 0, are not asked for here)."""
     import gpt2viz.ui.cache as ui_cache
 
     gc.collect()
@@ -152,7 +177,7 @@ def test_a_session_does_not_keep_a_model_alive_once_it_is_evicted(class_server):
     else:
         ui_cache.random_weights.clear()
     gc.collect()
-    assert sum(r() is not None for r in refs) == 1, "a session kept its model alive"
+    assert sum(r() is not None for r in refs) == 0, "a session kept its model alive"  # neither is the server's own
     assert not second.run().exception  # and its next view rebuilds it
 
 

@@ -35,12 +35,13 @@ from ..server.trace_cache import DEFAULT_BUDGET, Progress, RunTooLarge, TraceCac
 from ..server.trace_cache import log as run_log
 from ..server.turnstile import Turnstile
 from ..spec import costs
-from ..spec.config import get_config
+from ..spec.config import PRESETS, get_config
 from ..spec.schema import concrete, owns_storage, recorded, text_dims
-from ..spec.serving import is_local
+from ..spec.serving import is_local, random_models
 from ..teaching import page_text
 from . import first_paint
 from .classroom import TRAINING_NEEDS, TrainingNorms, TrainingSummary, training_summary
+from .visitor import server_address
 
 BUDGET_ENV = "GPT2VIZ_TRACE_BUDGET_MB"
 LOG_RUNS_ENV = "GPT2VIZ_LOG_RUNS"
@@ -86,7 +87,8 @@ def model_cache() -> ModelCache:
     traces = trace_cache()
     with _models_lock:
         if not isinstance(getattr(traces, "models", None), ModelCache):
-            traces.models = ModelCache(traces)
+            allowed = random_models(server_address(), PRESETS)  # what a view without a choice shows
+            traces.models = ModelCache(traces, ("random", allowed[0], 0) if allowed else None)
         return traces.models
 
 

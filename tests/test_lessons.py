@@ -210,3 +210,51 @@ def test_every_url_bound_control_of_a_page_can_be_set_by_a_stop_and_freed():
         lf.parse(with_(stops=[{"page": "experiments", "values": {"experiment": "no wheel"}}]))
     with pytest.raises(lf.LessonError, match="free: 'lens_depth' is not a list of controls"):
         lf.parse(with_(free=["lens_depth"]))  # no stop on the lens: nothing of it to free
+
+
+# ---------------------------------------------------------------------------- parsed within a size and depth budget
+DEEP = {"deep.json": "[" * 100_000 + "]" * 100_000, "deepobj.json": '{"a":' * 5000 + "1" + "}" * 5000,
+        "deep.toml": "title = " + "[" * 5000 + "]" * 5000 + "\n"}
+
+
+@pytest.mark.parametrize("name", DEEP)
+def test_a_deeply_nested_lesson_file_is_refused_in_one_line_before_it_is_parsed(tmp_path, name):
+    """The trial's files: json and tomllib recurse, and RecursionError passed every `except`."""
+    path = tmp_path / name
+    path.write_text(DEEP[name])
+    p = cli("check", str(path))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert f"nested more than {lf.MAX_DEPTH} levels deep" in p.stderr
+    with pytest.raises(lf.LessonError, match="nested more than"):
+        lf.loads_bytes(DEEP[name].encode(), name)  # what the page's upload calls
+
+
+def test_nesting_counts_brackets_outside_strings_and_comments():
+    assert lf.nesting('{"a": ["[[[[", {"b": "\\"]]{{"}]}') == 3
+    assert lf.nesting("a = '[[[[' # [[[[[[\n[[stops]]\nb = [[1], [2]]\n", toml=True) == 2
+    for path in sorted((ROOT / "lessons").iterdir()):  # every shipped lesson fits, with room
+        assert lf.nesting(path.read_text(), path.suffix == ".toml") <= lf.MAX_DEPTH // 2, path.name
+
+
+def test_a_signed_link_or_a_draft_that_inflates_to_deep_json_says_so_in_one_line():
+    import zlib
+
+    key = b"k" * 20
+    payload = lf._b64(zlib.compress(("[" * 20_000).encode(), 9))
+    with pytest.raises(lf.LessonError, match="malformed: .*nested more than"):
+        lf.verify(f"{payload}.{lf._tag(key, payload)}", key)
+    with pytest.raises(lf.LessonError):
+        lf.read_draft(payload)
+
+
+def test_a_lesson_file_that_is_not_utf8_or_too_large_says_so_in_one_line(tmp_path):
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00{}")
+    p = cli("check", str(binary))
+    assert p.returncode == 2 and "not UTF-8 text (byte 0 is 0xff)" in p.stderr and p.stderr.count("\n") == 1
+    with pytest.raises(lf.LessonError, match="not UTF-8 text"):
+        lf.loads_bytes(b"\xff\xfe", "up.json")
+    big = tmp_path / "big.json"
+    big.write_text(" " * (4 * lf.MAX_FILE_CHARS + 1))
+    p = cli("check", str(big))
+    assert p.returncode == 2 and "more than a lesson's" in p.stderr, p.stderr

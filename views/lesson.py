@@ -72,8 +72,7 @@ upload = right.file_uploader("Or your own (.json or .toml)", type=["json", "toml
                              max_upload_size=LESSON_UPLOAD_MB)
 opened = None
 try:  # the file's own 1 MB held on the server too, parsed once (not on every rerun)
-    opened = read_once(upload, "lesson_upload", LESSON_UPLOAD_MB,
-                       lambda data, name: lf.loads(data.decode("utf-8", errors="replace"), name))
+    opened = read_once(upload, "lesson_upload", LESSON_UPLOAD_MB, lf.loads_bytes)
     if opened is None and pick is not None:
         opened = lf.load(shipped[pick])
 except ValueError as e:  # a LessonError, or a file over the uploader's limit

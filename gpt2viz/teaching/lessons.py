@@ -33,6 +33,8 @@ TAG_BYTES = 16  # 128 bits of HMAC-SHA256
 MAX_TITLE, MAX_TEXT, MAX_NOTE, MAX_STOPS = 120, 400, 600, 24
 MAX_TOKEN_CHARS = 6_000  # the `lesson` value: payload and tag
 MAX_JSON_BYTES = 64 * 1024  # what a payload may inflate to
+MAX_FILE_CHARS = 256 * 1024  # a lesson file: 24 stops of the longest notes and questions take under 64 KB
+MAX_DEPTH = 16  # arrays and tables nested: the shipped lessons nest 7 deep (a stop's claim's heads)
 
 # every page a stop may visit: the app's, but the one that builds lessons
 PAGES = tuple(row.url for row in APP_PAGES if row.url != "lesson")
@@ -385,22 +387,70 @@ def parse(d) -> Lesson:
                   text_b, tuple(dict.fromkeys(free)), expires)
 
 
-def loads(text: str, name: str = "lesson.json") -> Lesson:
-    """A lesson file's text: TOML when `name` ends in .toml, else JSON."""
+def nesting(text: str, toml: bool = False) -> int:
+    """How deep `text`'s arrays and tables nest, counted before a parser recurses into them (Python's
+    json and tomllib raise RecursionError near 1,000 levels, past any `except ValueError`): brackets
+    and braces outside strings (JSON's "…", TOML's "…" and '…' on one line) and TOML's # comments."""
+    depth = deepest = 0
+    quote, i = None, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote or c == "\n" and toml:
+                quote = None
+        elif c == '"' or c == "'" and toml:
+            quote = c
+        elif c == "#" and toml:
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
+
+
+def _parsed(text: str, toml: bool, name: str) -> object:
+    """JSON or TOML within MAX_DEPTH, or one LessonError line."""
+    if nesting(text, toml) > MAX_DEPTH:
+        raise LessonError(f"{name}: arrays and tables nested more than {MAX_DEPTH} levels deep")
     try:
-        d = tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
+        return tomllib.loads(text) if toml else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise LessonError(f"{name}: not valid {'TOML' if name.endswith('.toml') else 'JSON'}: {e}") from None
-    return parse(d)
+        raise LessonError(f"{name}: not valid {'TOML' if toml else 'JSON'}: {e}") from None
+
+
+def loads(text: str, name: str = "lesson.json") -> Lesson:
+    """A lesson file's text: TOML when `name` ends in .toml, else JSON; within MAX_FILE_CHARS and MAX_DEPTH."""
+    if len(text) > MAX_FILE_CHARS:
+        raise LessonError(f"{name}: {len(text):,} characters, more than a lesson's {MAX_FILE_CHARS:,}")
+    return parse(_parsed(text, name.endswith(".toml"), name))
 
 
 def load(path: str | Path) -> Lesson:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise LessonError(f"{path}: cannot read it: {e}") from None
-    return loads(text, path.name)
+        size = path.stat().st_size
+        if size > 4 * MAX_FILE_CHARS:  # a UTF-8 character takes at most 4 bytes
+            raise LessonError(f"{path}: {size:,} bytes, more than a lesson's {MAX_FILE_CHARS:,} characters")
+        data = path.read_bytes()
+    except OSError as e:
+        raise LessonError(f"{path}: cannot read it: {e.strerror or e}") from None
+    return loads_bytes(data, path.name, str(path))
+
+
+def loads_bytes(data: bytes, name: str, where: str | None = None) -> Lesson:
+    """A lesson file's bytes (read from disk or uploaded): UTF-8 text, else one line that says so."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LessonError(f"{where or name}: not UTF-8 text (byte {e.start:,} is 0x{data[e.start]:02x})") from None
+    return loads(text, name)
 
 
 # ---------------------------------------------------------------------------- a lesson being built, in a URL
@@ -430,7 +480,7 @@ def read_draft(token: str) -> tuple[dict, list[dict], int]:
         raw = inflate.decompress(_unb64(token), MAX_JSON_BYTES)
         if inflate.unconsumed_tail:
             raise LessonError(f"more than {MAX_JSON_BYTES:,} bytes")
-        d = json.loads(raw)
+        d = _parsed(raw.decode(), False, "draft")
     except LessonError:
         raise
     except (ValueError, zlib.error):
@@ -528,7 +578,7 @@ def verify(token: str, key: bytes | None, now: float | None = None) -> Lesson:
         raw = inflate.decompress(_unb64(payload), MAX_JSON_BYTES)
         if inflate.unconsumed_tail:
             raise LessonError(f"lesson: more than {MAX_JSON_BYTES:,} bytes")
-        lesson = parse(json.loads(raw))
+        lesson = parse(_parsed(raw.decode(), False, "lesson"))
     except (ValueError, zlib.error) as e:  # signed by this key, so written by a lecturer: say what is wrong
         raise LessonError(f"This lesson link is signed but malformed: {e}") from None
     if lesson.expires is not None and (time.time() if now is None else now) >= lesson.expires:

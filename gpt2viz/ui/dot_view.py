@@ -58,10 +58,10 @@ def caveat(sel: Selection) -> None:
 def pick(trace: Trace, block: int, head: int) -> tuple[int, int]:
     """(query i, key j): by default the last query and the key it weighs most."""
     cols = st.columns(2)
-    i = number(cols[0], "Query i (a row of the map)", 0, trace.T - 1, trace.T - 1, key="qi",
+    i = number(cols[0], "Query i (a row of the map)", 0, trace.T - 1, trace.T - 1, key="qi", follows=True,
                help="0-based among this step's queries (decode computes one)")
     row = trace.get("attn.pattern", block, head=head, queries=slice(i, i + 1))[0, 0]  # [L]
-    j = number(cols[1], "Key j (a column)", 0, trace.L - 1, int(row.argmax()), key="kj",
+    j = number(cols[1], "Key j (a column)", 0, trace.L - 1, int(row.argmax()), key="kj", follows=True,
                help="0-based among the keys this step reads (the cache's first in decode)")
     return i, j
 

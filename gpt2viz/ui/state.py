@@ -371,10 +371,17 @@ def add_to_url(values: dict[str, str]) -> None:
     _write_url(lambda url: {k: v for k, v in values.items() if url.get(k) is None})
 
 
-def number(container, label: str, lo, hi, default, key: str, **kw):
+def number(container, label: str, lo, hi, default, key: str, follows: bool = False, **kw):
     """A URL-bound number input. Integer inputs are declared as floats shown with "%.0f": Streamlit
     1.67's integer input raises OverflowError on a link such as ?seed=1e309 (int(inf)), while its
-    float input replaces a non-finite or out-of-range link value by the default."""
+    float input replaces a non-finite or out-of-range link value by the default.
+
+    `follows`: the default is worked out from the view (the key a query weighs most), and a value the
+    person did not choose follows it when the view changes. Streamlit leaves a value equal to the
+    default out of the URL and keeps a widget's value when only its default changes, so a kept value
+    would be out of the URL while a fresh load of that URL shows the new view's default."""
+    if follows:
+        _follow_default(key, default)
     if isinstance(default, int):
         kw = {"step": 1.0, "format": "%.0f", **kw}
     kw.setdefault("disabled", locked(key))
@@ -384,6 +391,15 @@ def number(container, label: str, lo, hi, default, key: str, **kw):
         container.caption(f"The link asked for {key}={code_span(repr(asked[:40]))}, which is not available "
                           f"here ({lo:g} to {hi:g}); showing {key}={code_span(f'{type(default)(value):g}')}.")
     return type(default)(value)
+
+
+def _follow_default(key: str, default) -> None:
+    memo = f"_default_of_{key}"
+    before = st.session_state.get(memo)
+    unchosen = key not in st.query_params and st.session_state.get(key) == (None if before is None else float(before))
+    if before is not None and before != default and unchosen and not locked(key):
+        st.session_state[key] = float(default)
+    st.session_state[memo] = default
 
 
 def choose(**values: int) -> None:

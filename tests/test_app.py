@@ -105,6 +105,19 @@ def test_one_token_cannot_be_trained_on():
     assert "at least 2 tokens" in " ".join(w.value for w in at.warning)  # said, not crashed
 
 
+def test_a_one_token_text_is_not_given_a_training_row_or_a_second_token():
+    """The trial's /modes?text=a: "the last of these 2 tokens", and training shapes with T = 2."""
+    at = open_page("modes", text="a", mode="decode")
+    assert not at.exception
+    said = " ".join(m.value for m in at.markdown)
+    assert "these **2** tokens" not in said and "this one has 1" in said
+    frames = [d.value for d in at.dataframe]
+    summary = next(f for f in frames if "T (positions computed)" in f.columns)
+    assert "needs 2 tokens" in summary.to_string()
+    shapes = next(f for f in frames if "symbolic" in f.columns)
+    assert "[1, 2, " not in shapes.to_string()  # no training column of an invented second token
+
+
 def test_an_empty_text_is_refused_and_spaces_are_run():
     """Whitespace-only text was refused, though GPT-2 tokenizes spaces."""
     at = open_page("tokens", text="   \n")

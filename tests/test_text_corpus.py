@@ -39,8 +39,12 @@ def product(calculation: str) -> int:
 @pytest.mark.parametrize("size", SIZES)
 def test_the_modes_paragraphs_hold_for_every_length(size):
     cfg = get_config(size)
+    one = page_text.why_decode_is_cheap(cfg, 1)  # the trial's "the last of these 2 tokens" on a 1-token text
+    assert "these" not in one.split(" runs ")[0] and "this one has 1" in one and "1 earlier position," in one
     for n in (2, 3, 300, 1024):
         cheap, waits = page_text.why_decode_is_cheap(cfg, n), page_text.why_decode_waits_on_memory(cfg, n)
+        assert f"the last of these **{n:,}** tokens" in cheap
+        assert ("1 earlier position," in cheap) == (n == 2) and ("earlier positions," in cheap) == (n > 2)
         c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
         ratio = c["full"].value / c["decode"].value
         assert f"{ratio:,.1f} times as many" in cheap and f"{n - 1:,} read from the cache" in cheap
@@ -334,3 +338,17 @@ def test_the_lens_check_says_rounding_only_where_it_is_and_exact_only_where_it_i
             assert f"the {1 + 2 * depth} part{'s' * (depth > 0)} minus the recorded stream at position {i:,}:" in line
             assert ("exactly" in line) == (d.max_abs_error == 0), line
             assert d.max_abs_error == 0 or ("rounding" in line and d.max_abs_error < 1e-4), line
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_generation_room_sentence_counts_what_the_context_leaves(size):
+    """The trial's full context: "room for 1 more token" beside a context already full."""
+    from gpt2viz.model.modes import last_keys, room
+
+    cfg = get_config(size)
+    for n in (1, 2, cfg.n_positions - 1, cfg.n_positions):
+        r = room(cfg.n_positions, n)
+        line = page_text.generation_room(cfg.n_positions, n, r)
+        assert last_keys(n, r) == cfg.n_positions  # the last step reads the whole context, no more
+        assert f"this text takes {n:,}: {r:,} more {'token' if r == 1 else 'tokens'} can be generated" in line
+        assert f"predicted by position {cfg.n_positions - 1:,}" in line

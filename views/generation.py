@@ -5,6 +5,7 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.model import modes
 from gpt2viz.spec import costs
+from gpt2viz.teaching import page_text
 from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui.anatomy import axis_tokens, page_question, plot, random_note, selection, text_or_stop
 from gpt2viz.ui.cache import get_generation
@@ -35,9 +36,9 @@ top_p = nucleus(cols[3])
 seed = number(cols[4], "Sampling seed", 0, 2**31 - 1, 0, key="gen_seed")
 room = modes.room(sel.config.n_positions, len(sel.ids))
 if steps > room:
-    st.info(f"The context has room for {room} more token{'s' * (room != 1)}; generating {room}.")
+    st.info(page_text.generation_room(sel.config.n_positions, len(sel.ids), room))
     steps = room
-with working(f"Generating {steps} tokens step by step…") as progress:
+with working(f"Generating {steps} token{'s' * (steps != 1)} step by step…") as progress:
     gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed, progress=progress, top_p=top_p)
 random_note(sel)
 rows = generation_rows(gen, sel.config, temperature, top_k, top_p)

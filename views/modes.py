@@ -36,7 +36,7 @@ if sel.present:  # projected, the cache's pictures first; the arithmetic under t
     cache_charts()
 
 st.subheader("Why a decode step is cheap")
-st.markdown(why_decode_is_cheap(cfg, max(len(sel.ids), 2)))
+st.markdown(why_decode_is_cheap(cfg, len(sel.ids)))
 st.markdown(why_decode_waits_on_memory(cfg, max(len(sel.ids), 2)))
 st.subheader("This text in each mode")
 wide_table(mode_summary(sel))

@@ -224,10 +224,13 @@ class Trace:
     def save(self, path) -> None:
         save_file(self._arrays(self.names), str(path), metadata=self.metadata())
 
-    def to_bytes(self, names=None) -> bytes:
-        """The safetensors bytes of `names` (default: all), loadable with Trace.load."""
+    def to_bytes(self, names=None, weights: str | None = None) -> bytes:
+        """The safetensors bytes of `names` (default: all), loadable with Trace.load. `weights`: what
+        the sidebar says of the weights ("random gpt2 weights (seed 0), not trained"), kept in the
+        header, since `model` names only the size."""
         names = self.names if names is None else [n for n in self.names if n in set(names)]
-        return save_bytes(self._arrays(names), metadata=self.metadata() | {"order": json.dumps(names)})
+        about = {} if weights is None else {"weights": weights}
+        return save_bytes(self._arrays(names), metadata=self.metadata() | {"order": json.dumps(names)} | about)
 
     @classmethod
     def load(cls, path) -> "Trace":

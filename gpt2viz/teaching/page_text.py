@@ -8,11 +8,17 @@ from ..spec import costs
 from ..spec.config import GPT2Config
 
 
-def why_decode_is_cheap(cfg: GPT2Config, n: int) -> str:
-    """In words, with the figures of costs.decode_step_vs_full: one query against L cached keys."""
+def why_decode_is_cheap(cfg: GPT2Config, n_text: int) -> str:
+    """In words, with the figures of costs.decode_step_vs_full: one query against L cached keys. A
+    1-token text has no cache to read: the figures are then a 2-token text's, and the sentence says so."""
+    n = max(n_text, 2)
     c = costs.decode_step_vs_full(cfg, n, component_tree(cfg).root.total)
     ratio = c["full"].value / c["decode"].value
-    return (f"Decoding the last of these **{n:,}** tokens runs **one query**, the new token's, against **L = {n:,}** "
+    which = (f"these **{n:,}** tokens" if n == n_text else
+             "a text of **2** tokens (this one has 1, and decoding it reads no cache: with L = 1 the step is the "
+             "full pass)")
+    earlier = "position" if n - 1 == 1 else "positions"
+    return (f"Decoding the last of {which} runs **one query**, the new token's, against **L = {n:,}** "
             f"keys and values: {n - 1:,} read from the cache and its own. That step takes "
             f"**{c['decode'].value:,} FLOPs**; a full pass over the same text takes **{c['full'].value:,}**, "
             f"{ratio:,.1f} times as many. Every matrix multiply works on 1 row instead of {n:,}, and attention "
@@ -20,7 +26,7 @@ def why_decode_is_cheap(cfg: GPT2Config, n: int) -> str:
             f"{n:,} keys each ({c['full_attention'].value:,}: the full pass computes every score and masks the "
             f"later keys' afterwards, so query i uses only the first i + 1). What the step reads instead is the cache: "
             f"**{c['cache'].value:,} bytes** ({costs.human_bytes(c['cache'].value)}, fp32) of keys and values for the "
-            f"{n - 1:,} earlier positions, beside the {c['weights'].value:,} bytes "
+            f"{n - 1:,} earlier {earlier}, beside the {c['weights'].value:,} bytes "
             f"({costs.human_bytes(c['weights'].value)}) of fp32 weights that both read.")
 
 
@@ -180,7 +186,16 @@ def checkpoint_line(path: str, total: int, expected: int, matches: bool) -> str:
     return (f"`{path}`: **{total:,}** parameters in the header, {expected:,} expected for this shape: {verdict}.")
 
 
+def generation_room(n_positions: int, n_tokens: int, room: int) -> str:
+    """Generation asked for more steps than the context holds: `room` (model/modes.py) tokens can come
+    after a text of `n_tokens`, the last one predicted by position n_positions − 1 and never read back."""
+    tokens = "token" if room == 1 else "tokens"
+    return (f"The context holds {n_positions:,} positions and this text takes {n_tokens:,}: {room:,} more {tokens} "
+            f"can be generated (the last predicted by position {n_positions - 1:,}, which no step reads back); "
+            f"generating {room:,}.")
+
+
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
              checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
              lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
-             link_cut_note, checkpoint_line, memory_note)
+             link_cut_note, checkpoint_line, memory_note, generation_room)

@@ -78,9 +78,18 @@ def heading(cat: ComponentTree, cid: str) -> str:
 
 
 def run_values(sel: Selection, mode: Mode) -> dict[str, int]:
-    """B, T, P, L (and model symbols) of this text in `mode`."""
+    """B, T, P, L (and model symbols) of this text in `mode` (a drawn diagram's shapes: training's of 2
+    tokens for a 1-token text, which `runs_in` tells the tables apart)."""
     n = max(len(sel.ids), 2 if mode is Mode.TRAINING else 1)
     return text_dims(sel.config, n, mode)
+
+
+def runs_in(sel: Selection, mode: Mode) -> bool:
+    """Whether this text runs in `mode`: training needs 2 tokens (each position predicts the next)."""
+    return mode is not Mode.TRAINING or len(sel.ids) >= 2
+
+
+TRAINING_NEEDS_TWO = "Training needs at least 2 tokens: each position predicts the next one, and this text has 1."
 
 
 def selection_trace(sel: Selection, needs: list[str] | None = None) -> Trace | None:
@@ -298,6 +307,9 @@ def shapes(c: Component, sel: Selection) -> None:
         if not every and label != shown:
             continue
         with tab:
+            if not runs_in(sel, mode):
+                st.caption(TRAINING_NEEDS_TWO)
+                continue
             values = run_values(sel, mode)
             rows = [{"role": s.role, "tensor": s.name.short, "symbolic": s.symbolic,
                      "this text": str(concrete(s.axes, values)), "dtype": s.dtype}
@@ -373,12 +385,12 @@ def tensors_download(page: ComponentPage) -> None:
     # the weights held weakly: Streamlit keeps this callable while the session lives (disconnected, a
     # while longer), and it must not keep a model the model cache evicted
     held, key, ids, mode, needs = weakref.ref(sel.weights), sel.weights.key, sel.ids, sel.mode, tuple(page.names)
-    seed = sel.weights.seed
+    seed, said = sel.weights.seed, sel.weights.label
     label = page.export_label
 
     def data() -> bytes:  # asked as the page asked: the page's own trace, while it is cached
         weights = held() or weights_again(key, models)
-        return get_trace(weights, ids, mode, seed, needs, cache=cache).to_bytes(present)
+        return get_trace(weights, ids, mode, seed, needs, cache=cache).to_bytes(present, weights=said)
 
     st.download_button(f"{label} (.safetensors, {len(present)} tensors)", data, file_name=f"{label}.safetensors",
                        mime="application/octet-stream", key=f"export-{label}", icon=":material/download:",

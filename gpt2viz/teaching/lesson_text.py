@@ -30,6 +30,12 @@ def place(i: int, n: int, page_title: str) -> str:
     return f"stop {i + 1} of {n} · {page_title}"
 
 
+def stop_refused(asked: str, n: int) -> str:
+    """A link's `stop` that is not one of the lesson's: the URL counts stops from 0, the page from 1."""
+    return (f"This link asks for stop={asked[:24]!r}, which this lesson does not have: the link counts its {n:,} "
+            f"stops from 0 to {n - 1:,} (the page says stop 1 to {n:,}). Showing stop 1.")
+
+
 def shipped_lessons(n: int) -> str:
     """The Lessons page's aside on lesson files, with the count of files in lessons/."""
     count = NUMBER_WORDS.get(n, f"{n:,}") if n else "none yet"
@@ -46,4 +52,4 @@ def link_length(n: int, until: str | None) -> str:
     return f"{n:,} characters. " + (f"It works until {until}." if until else "It works until the server's key changes.")
 
 
-SENTENCES = (missing_weights, lesson_refused, place, shipped_lessons, password_wait, link_length)
+SENTENCES = (missing_weights, lesson_refused, place, stop_refused, shipped_lessons, password_wait, link_length)

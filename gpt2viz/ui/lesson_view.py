@@ -29,13 +29,14 @@ from ..spec.pages import BY_URL, DEFAULT
 from ..spec.serving import MODEL_DIRS, model_dirs
 from ..teaching import lessons as lf
 from ..teaching.claim_text import claim_reading
-from ..teaching.lesson_text import lesson_refused, missing_weights, password_wait
+from ..teaching.lesson_text import lesson_refused, missing_weights, password_wait, stop_refused
 from ..teaching.lesson_text import place as place_text
 from . import present, visitor
 from .cache import DRAWING, cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
 from .text import plain
 
+STOP_NOTE = "_lesson_stop_note"  # a link's stop the lesson lacks, said once on the stop's page
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
 LOCAL = "_lesson_local"  # session key: a lesson opened from a file here (not signed)
 AT = "_lesson_at"  # session key: (lesson, stop) whose values were last pinned
@@ -117,13 +118,16 @@ def password_guesses() -> GuessLimit:
     return GuessLimit(guesses_allowed())
 
 
+def _is_stop(raw, n: int) -> bool:
+    try:
+        return 0 <= int(raw) < n
+    except (TypeError, ValueError):
+        return False
+
+
 def _stop_index(raw, n: int) -> int:
     """The URL's stop, from 0; a value that is not one of the lesson's stops is stop 0."""
-    try:
-        i = int(raw)
-    except (TypeError, ValueError):
-        return 0
-    return i if 0 <= i < n else 0
+    return int(raw) if _is_stop(raw, n) else 0
 
 
 def open_lesson() -> OpenLesson | None:
@@ -153,7 +157,10 @@ def open_lesson() -> OpenLesson | None:
             st.session_state[LEFT] = st.session_state.get(LESSON_VIEW)
         st.session_state.pop(LESSON_VIEW, None)
         return None
-    opened = OpenLesson(lesson, _stop_index(st.query_params.get("stop"), len(lesson.stops)), token)
+    asked, n = st.query_params.get("stop"), len(lesson.stops)
+    opened = OpenLesson(lesson, _stop_index(asked, n), token)
+    if asked is not None and not _is_stop(asked, n):  # said by the stop bar, after a switch to the stop's page
+        st.session_state[STOP_NOTE] = stop_refused(asked, n)
     _pin(opened)
     return opened
 
@@ -238,6 +245,8 @@ def stop_bar(opened: OpenLesson, url: str, presenting: bool = False) -> None:
         # (the bound presentation toggle keeps its own value and URL key: Streamlit refuses it here)
         st.switch_page(BY_URL[stop.page].file,
                        query_params=({"lesson": opened.token} if opened.token else {}) | {"stop": str(opened.i)})
+    if note := st.session_state.pop(STOP_NOTE, None):
+        st.warning(note, icon=":material/edit:")
     if presenting:
         present.chrome(("", opened.i + 1) if opened.i + 1 < n else None, back=opened.i - 1 if opened.i else None,
                        place=place(opened), note=carry_view(stop.note), link=_stop_link(opened, True))

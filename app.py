@@ -72,7 +72,14 @@ from gpt2viz.ui.anatomy import framed, source  # noqa: E402
 from gpt2viz.ui.cache import script_running  # noqa: E402
 from gpt2viz.ui.errors import hide_error_details, page_errors  # noqa: E402
 from gpt2viz.ui.links import next_stop, tour_next  # noqa: E402
-from gpt2viz.ui.state import controls, link_notes, page_may_run, selection_of_this_run, sidebar_footer  # noqa: E402
+from gpt2viz.ui.state import (  # noqa: E402
+    controls,
+    link_notes,
+    page_may_run,
+    refused_values,
+    selection_of_this_run,
+    sidebar_footer,
+)
 from gpt2viz.ui.upload import upload_limits  # noqa: E402
 
 hide_error_details()  # a server that is not local shows no traceback, whichever command started it
@@ -89,6 +96,7 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
     export.begin(page.url_path or DEFAULT, page.title, source(selection))
     export.download_page(framed, st.sidebar)  # the charts and notices page.run() draws, built when clicked
     link_notes(selection)
+    refused = st.container()  # the page's own controls' refused link values, said once the page has drawn
     if not lesson:  # on a page reached by a link out of a lesson, the way back to it
         lesson_view.back_offer()
     if lesson:  # a lesson's stop bar (its back and next; presenting, large) stands for the tour's line
@@ -107,3 +115,5 @@ with script_running(), page_errors(), selection_of_this_run(globals()):
             page.run()
         finally:  # a page that stops early (st.stop) still leaves the controls it drew
             lesson_view.remember(page.url_path or DEFAULT)
+            if not lesson:  # a lesson's values win over the link's by design
+                refused_values(refused)

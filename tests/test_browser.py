@@ -857,3 +857,25 @@ def test_the_dot_products_key_reopens_as_shown_after_the_view_changed(context, b
         leave(page)
     reopened = reopened_in_a_fresh_context(context, url, dot_heading)
     assert "block 1" in shown and reopened == shown, (before, shown, reopened, url)
+
+
+REFUSED = [("whatif?part=foo&method=bar", ["part='foo'", "method='bar'"]), ("lens?lens_pos=-3", ["lens_pos='-3'"]),
+           ("layernorm?ln=foo&ln_pos=999", ["ln='foo'", "ln_pos='999'"]), ("training?dropout=foo", ["dropout='foo'"]),
+           ("experiments?experiment=foo", ["experiment='foo'"]), ("generation?step=-1", ["step='-1'"]),
+           ("whatif?part=head&method=mean", [])]
+
+
+@pytest.mark.parametrize("path,said", REFUSED, ids=[p for p, _ in REFUSED])
+def test_a_link_value_a_pages_own_control_does_not_offer_is_said_at_the_top(context, base, path, said):
+    """The trial's links: a radio, slider, toggle or choice that did not take the link's value showed
+    its default without a word, though the docs promise the value is said at the top of the page."""
+    page = open_view(context, base, f"{path}&model=tiny", 0)
+    try:
+        page.wait_for_timeout(300)
+        warnings = " ".join(page.locator("[data-testid='stAlertContentWarning']").all_inner_texts())
+        assert exceptions(page) == []
+    finally:
+        leave(page)
+    for value in said:
+        assert f"The link asked for {value}, which this page's control does not offer" in warnings, warnings
+    assert ("does not offer" in warnings) == bool(said), warnings

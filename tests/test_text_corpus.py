@@ -108,6 +108,8 @@ def test_the_refusals_count_in_good_grammar(n):
     assert f"({n} times)" in page_text.endoftext_note("<|endoftext|>", "The text", 50256, n) or n == 1
     assert page_text.checkpoint_too_large(32768, 768, "6,600 MiB", "2,048 MiB").startswith("a context of 32,768")
     assert page_text.link_bounds_note("n_layer", "999", 1, 48, 12).endswith("showing n_layer=12.")
+    said = page_text.link_choice_note("part", "`'foo'`", "`head`")
+    assert said == "The link asked for part=`'foo'`, which this page's control does not offer; showing part=`head`."
 
 
 # texts a class types or pastes: English, Chinese, emoji (4 bytes), marks ASCII escapes, one character

@@ -180,6 +180,12 @@ def link_bounds_note(field: str, asked: str, lo: int, hi: int, shown: int) -> st
             f"{field}={shown:,}.")
 
 
+def link_choice_note(key: str, asked: str, shown: str) -> str:
+    """A link's value that a page's own control (a choice, a slider, a toggle) could not take. `asked`,
+    `shown`: as the page prints them (code spans of the link's text and of the control's value)."""
+    return f"The link asked for {key}={asked}, which this page's control does not offer; showing {key}={shown}."
+
+
 def checkpoint_line(path: str, total: int, expected: int, matches: bool) -> str:
     """A checkpoint's header count against the model's accounting."""
     verdict = "✅ matches" if matches else "❌ does not match"
@@ -197,5 +203,5 @@ def generation_room(n_positions: int, n_tokens: int, room: int) -> str:
 
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
              checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
-             lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
+             lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note, link_choice_note,
              link_cut_note, checkpoint_line, memory_note, generation_room)

@@ -61,6 +61,7 @@ LESSON_VIEW = "_lesson_view"
 # the text boxes bound to the URL, and (session key) each one's last cut to what a link carries: key -> (the text
 # kept, the characters typed, the characters the address took)
 LINK_TEXTS = ("text", "text_b")
+ASKED, SAID = "_link_asked", "_link_said"  # this run's link values from outside; the keys a control said itself
 LINK_CUTS = "_link_cuts"
 # a link out of a lesson names the stop it left (a signed lesson's `lesson` value, the stop's index), so the
 # page it leads to offers the way back; links from there keep them
@@ -253,6 +254,8 @@ def controls() -> Selection:
     first_run = not st.session_state.get("_ran")  # this session's URL came from outside: a link, a reload
     st.session_state["_ran"] = True
     raw = _raw_url()
+    st.session_state[ASKED] = raw if first_run else {}  # what the page's own controls are checked against
+    st.session_state[SAID] = set()
     # what a class changes most (text, mode, block, head) on top; the weights below them: the
     # sliders' ranges come from the weights, so those are declared first, into the lower box
     steer, sb = st.sidebar.container(), st.sidebar.container()
@@ -388,6 +391,7 @@ def number(container, label: str, lo, hi, default, key: str, follows: bool = Fal
     asked = st.query_params.get(key)
     value = container.number_input(label, float(lo), float(hi), float(default), key=key, bind="query-params", **kw)
     if asked is not None and not _same_number(asked, value):  # Streamlit put its default in its place
+        st.session_state.setdefault(SAID, set()).add(key)
         container.caption(f"The link asked for {key}={code_span(repr(asked[:40]))}, which is not available "
                           f"here ({lo:g} to {hi:g}); showing {key}={code_span(f'{type(default)(value):g}')}.")
     return type(default)(value)
@@ -400,6 +404,33 @@ def _follow_default(key: str, default) -> None:
     if before is not None and before != default and unchosen and not locked(key):
         st.session_state[key] = float(default)
     st.session_state[memo] = default
+
+
+def refused_values(container) -> None:
+    """After the page drew (from app.py, into a box at its top): each value of an outside link that a
+    page's own bound control could not take, and what it shows instead. Streamlit puts a control's
+    default in place of a value it does not offer and drops the key from the URL, without a word; the
+    sidebar's keys (url_fallbacks), the texts (their cut notes), a lesson's and number boxes (their own
+    caption) say theirs elsewhere."""
+    asked, said = st.session_state.pop(ASKED, {}), st.session_state.pop(SAID, set())
+    elsewhere = set(SELECTION_KEYS) | set(BACK_KEYS) | set(LINK_TEXTS) | said | {"lesson", "stop", "text_b"}
+    for key, value in asked.items():
+        if key in elsewhere or value is None or key not in st.session_state:
+            continue
+        shown = st.session_state[key]
+        if not _takes(value, shown):
+            url_form = str(shown).lower() if isinstance(shown, bool) else str(shown)
+            container.warning(page_text.link_choice_note(key, code_span(repr(value[:40])), code_span(url_form[:40])),
+                              icon=":material/link:")
+
+
+def _takes(value: str, shown) -> bool:
+    """Whether a control showing `shown` took the link's `value`."""
+    if isinstance(shown, bool):
+        return value.lower() == str(shown).lower()
+    if isinstance(shown, int | float):
+        return _same_number(value, float(shown))
+    return not isinstance(shown, str) or value == shown  # a list or None: not a bound choice of one value
 
 
 def choose(**values: int) -> None:

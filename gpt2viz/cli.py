@@ -582,6 +582,13 @@ def cmd_lesson(a) -> int:
         if missing:
             print(f"gpt2viz: warning: this lesson's numbers need {missing}, which this machine does not have",
                   file=sys.stderr)
+        from .spec.config import PRESETS
+        from .spec.serving import RANDOM_MODELS, random_models
+
+        built = random_models("0.0.0.0", PRESETS)  # what a class server builds for its visitors
+        if lesson.weights["source"] == "random" and lesson.weights["model"] not in built:
+            print(f"gpt2viz: warning: a class server builds random {' and '.join(built)} weights ({RANDOM_MODELS}), "
+                  f"not {lesson.weights['model']}: its students would see a refusal", file=sys.stderr)
         return 0
     key = lf.server_key(os.environ)
     if key is None:

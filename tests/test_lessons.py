@@ -47,6 +47,19 @@ def test_a_stop_visits_any_page_but_the_lesson_builder():
     (with_(stops=[{"page": "attention", "colour": 1}]), "stops[0].colour: unknown field"),
     (with_(free=["text", "seed"]), "free: 'seed' is not a list of controls"),
     (with_(expires="tomorrow"), "expires: expected a whole number"),
+    # a trial's lessons that passed the check but could not be shown as written
+    (with_(weights={"source": "demo"}, stops=[{"page": "attention", "block": 7}]),
+     "stops[0].block: 7 is not between 0 and 1"),
+    (with_(weights={"source": "demo"}, stops=[{"page": "attention", "head": -1}]),
+     "stops[0].head: -1 is not between 0 and 3"),
+    (with_(stops=[{"page": "whatif", "values": {"part": "neuron", "neuron": 10**9}}]),
+     "stops[0].values.neuron: 1000000000 is not between 0 and 255"),
+    (with_(weights={"source": "hf-cache", "checkpoint": "../../../etc/passwd"}),
+     "weights.checkpoint: '../../../etc/passwd' is not a published checkpoint (one of gpt2,"),
+    (with_(stops=[{"page": "heads", "claims": [{"text": "t", "citation": "c", "measure": "induction",
+                                                 "heads": [[99, 99]], "threshold": 0.5}]}]),
+     "stops[0].claims[0].heads (a block): 99 is not between 0 and 1"),
+    (with_(title="a\x00b"), "title: holds the control character U+0000"),
 ])
 def test_a_malformed_lesson_names_its_field_in_one_line(d, field):
     with pytest.raises(lf.LessonError) as e:
@@ -258,3 +271,12 @@ def test_a_lesson_file_that_is_not_utf8_or_too_large_says_so_in_one_line(tmp_pat
     big.write_text(" " * (4 * lf.MAX_FILE_CHARS + 1))
     p = cli("check", str(big))
     assert p.returncode == 2 and "more than a lesson's" in p.stderr, p.stderr
+
+
+def test_check_warns_of_random_weights_a_class_server_does_not_build(tmp_path):
+    xl = tmp_path / "xl.json"
+    xl.write_text(json.dumps(with_(weights={"source": "random", "model": "gpt2-xl"})))
+    p = cli("check", str(xl))
+    assert p.returncode == 0 and "a class server builds random gpt2 and tiny weights" in p.stderr, p.stderr
+    assert "not gpt2-xl: its students would see a refusal" in p.stderr
+    assert not cli("check", "lessons/attention-demo.json").stderr

@@ -12,6 +12,7 @@ Pure: dicts, bytes and strings in, a `Lesson` or a `LessonError` whose one line 
 """
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -139,6 +140,9 @@ def _str(value, where: str, cap: int, empty: bool = False) -> str:
         raise LessonError(f"{where}: is empty")
     if len(value) > cap:
         raise LessonError(f"{where}: {len(value):,} characters, at most {cap:,} (a lesson travels in a link)")
+    control = next((c for c in value if (ord(c) < 32 and c not in "\n\t") or ord(c) == 127), None)
+    if control is not None:
+        raise LessonError(f"{where}: holds the control character U+{ord(control):04X}")
     return value
 
 
@@ -165,8 +169,26 @@ def _need(d: dict, key: str, where: str):
     return d[key]
 
 
-def _weights(w) -> tuple[dict, int | None, int | None]:
-    """The weights, and the block and head counts where they are known without loading them."""
+@functools.cache
+def _demo_sizes() -> tuple[int, int, int]:
+    """(n_layer, n_head, d_mlp) of the shipped demo model, from its file's header (JSON: no torch), or
+    its recipe's defaults where the file is missing."""
+    from ..model.demo_recipe import DEMO_PATH, Recipe
+
+    recipe = {}
+    try:
+        with open(DEMO_PATH, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            recipe = json.loads(json.loads(f.read(min(n, 1 << 20)))["__metadata__"]["recipe"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    r = Recipe()
+    n_embd = recipe.get("n_embd", r.n_embd)
+    return recipe.get("n_layer", r.n_layer), recipe.get("n_head", r.n_head), 4 * n_embd
+
+
+def _weights(w) -> tuple[dict, tuple[int, int, int] | None]:
+    """The weights, and (n_layer, n_head, d_mlp) where they are known without loading them."""
     _only(w, "weights", ("source", "model", "seed", "checkpoint", "name"))
     source = _need(w, "source", "weights")
     if source not in SOURCES:
@@ -177,19 +199,24 @@ def _weights(w) -> tuple[dict, int | None, int | None]:
             raise LessonError(f"weights.model: {model!r:.40} is not one of {', '.join(PRESETS)}")
         cfg = PRESETS[model]
         seed = _int(w.get("seed", 0), "weights.seed")
-        return {"source": source, "model": model, "seed": seed}, cfg.n_layer, cfg.n_head
+        return {"source": source, "model": model, "seed": seed}, (cfg.n_layer, cfg.n_head, cfg.d_mlp)
     if source == "hf-cache":
-        return {"source": source, "checkpoint": _str(_need(w, "checkpoint", "weights"), "weights.checkpoint", 80)}, \
-            None, None
+        name = _str(_need(w, "checkpoint", "weights"), "weights.checkpoint", 80)
+        published = [n for n, cfg in PRESETS.items() if cfg.hf_repo]
+        if name not in published:
+            raise LessonError(f"weights.checkpoint: {name!r:.40} is not a published checkpoint (one of "
+                              f"{', '.join(published)})")
+        cfg = PRESETS[name]
+        return {"source": source, "checkpoint": name}, (cfg.n_layer, cfg.n_head, cfg.d_mlp)
     if source == "folder":  # a folder the server's operator lists, by its name: never a path
         name = _str(_need(w, "name", "weights"), "weights.name", 80)
         if "/" in name or "\\" in name or name in (".", ".."):
             raise LessonError(f"weights.name: {name!r:.40} is a path; name a folder of GPT2VIZ_MODEL_DIRS by its name")
-        return {"source": source, "name": name}, None, None
-    return {"source": source}, None, None
+        return {"source": source, "name": name}, None
+    return {"source": source}, _demo_sizes()
 
 
-def _value(page: str, key: str, value, where: str):
+def _value(page: str, key: str, value, where: str, d_mlp: int | None = None):
     kind = PAGE_VALUES.get(page, {}).get(key)
     if kind is None:
         known = ", ".join(PAGE_VALUES.get(page, {})) or "none"
@@ -204,6 +231,8 @@ def _value(page: str, key: str, value, where: str):
         if not isinstance(value, bool):
             raise LessonError(f"{where}.{key}: expected true or false, got {value!r:.40}")
         return value
+    if key == "neuron":  # a number box on the page, a whole neuron of the MLP's d_mlp here
+        return float(_int(value, f"{where}.{key}", 0, (d_mlp or 2**31) - 1))
     if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return _int(value, f"{where}.{key}")
@@ -216,7 +245,7 @@ PATH_FIELDS = ("sender", "receiver", "answer", "on_text", "bound", "ablation")  
 MAX_CLAIMS, MAX_CLAIM_TEXT = 4, 300
 
 
-def _claim(d, where: str) -> dict:
+def _claim(d, where: str, n_layer: int = 1024, n_head: int = 1024) -> dict:
     """A published claim, checked live: `text` and `citation` (what was published, where), `measure`
     (how it is measured here: one of CLAIM_MEASURES), `heads` ([[block, head], ...], the heads it names;
     none for logit_diff), `published` (the published number, optional), `threshold` (the measured value
@@ -236,7 +265,8 @@ def _claim(d, where: str) -> dict:
         raise LessonError(f"{where}.heads: a {measure} claim names at least one head")
     out = {"text": _str(_need(d, "text", where), f"{where}.text", MAX_CLAIM_TEXT),
            "citation": _str(_need(d, "citation", where), f"{where}.citation", 200), "measure": measure,
-           "heads": [[_int(b, f"{where}.heads"), _int(h, f"{where}.heads")] for b, h in heads],
+           "heads": [[_int(b, f"{where}.heads (a block)", 0, n_layer - 1),
+                      _int(h, f"{where}.heads (a head)", 0, n_head - 1)] for b, h in heads],
            "threshold": _number(_need(d, "threshold", where), f"{where}.threshold")}
     if d.get("published") is not None:
         out["published"] = _number(d["published"], f"{where}.published")
@@ -341,7 +371,7 @@ def question_from_builder(text: str, choices: str, answer: str, tolerance: str, 
     return out | ({"reveal": "after"} if reveal == REVEALS[1] else {})
 
 
-def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
+def _stop(d, i: int, sizes: tuple[int, int, int] | None) -> Stop:
     where = f"stops[{i}]"
     _only(d, where, STOP_FIELDS)
     page = _need(d, "page", where)
@@ -350,25 +380,26 @@ def _stop(d, i: int, n_layer: int | None, n_head: int | None) -> Stop:
     mode = d.get("mode", "full")
     if mode not in [m.value for m in Mode]:
         raise LessonError(f"{where}.mode: {mode!r:.40} is not one of {', '.join(m.value for m in Mode)}")
-    block = _int(d.get("block", 0), f"{where}.block", 0, (n_layer or 1024) - 1)
-    head = _int(d.get("head", 0), f"{where}.head", 0, (n_head or 1024) - 1)
+    n_layer, n_head, d_mlp = sizes or (1024, 1024, None)  # a folder's sizes are known once it is loaded
+    block = _int(d.get("block", 0), f"{where}.block", 0, n_layer - 1)
+    head = _int(d.get("head", 0), f"{where}.head", 0, n_head - 1)
     values = d.get("values", {})
     if not isinstance(values, dict):
         raise LessonError(f"{where}.values: expected a table of the page's controls, got {type(values).__name__}")
-    values = {k: _value(page, k, v, f"{where}.values") for k, v in values.items()}
+    values = {k: _value(page, k, v, f"{where}.values", d_mlp) for k, v in values.items()}
     claims = d.get("claims", [])
     if not isinstance(claims, list) or len(claims) > MAX_CLAIMS:
         raise LessonError(f"{where}.claims: expected a list of at most {MAX_CLAIMS} claims")
     question = _question(d["question"], f"{where}.question") if d.get("question") is not None else None
     return Stop(page, mode, block, head, values, _str(d.get("note", ""), f"{where}.note", MAX_NOTE, empty=True),
-                tuple(_claim(c, f"{where}.claims[{j}]") for j, c in enumerate(claims)), question)
+                tuple(_claim(c, f"{where}.claims[{j}]", n_layer, n_head) for j, c in enumerate(claims)), question)
 
 
 def parse(d) -> Lesson:
     """A validated Lesson from a lesson's dict (a file's, or a link's)."""
     _only(d, "", ("title", "weights", "text", "text_b", "free", "expires", "stops"))
     title = _str(_need(d, "title", ""), "title", MAX_TITLE)
-    weights, n_layer, n_head = _weights(_need(d, "weights", ""))
+    weights, sizes = _weights(_need(d, "weights", ""))
     text = _str(_need(d, "text", ""), "text", MAX_TEXT)
     text_b = _str(d["text_b"], "text_b", MAX_TEXT) if d.get("text_b") is not None else None
     free = d.get("free", [])
@@ -383,7 +414,7 @@ def parse(d) -> Lesson:
     stops = _need(d, "stops", "")
     if not isinstance(stops, list) or not 1 <= len(stops) <= MAX_STOPS:
         raise LessonError(f"stops: expected a list of 1 to {MAX_STOPS} stops")
-    return Lesson(title, weights, text, tuple(_stop(s, i, n_layer, n_head) for i, s in enumerate(stops)),
+    return Lesson(title, weights, text, tuple(_stop(s, i, sizes) for i, s in enumerate(stops)),
                   text_b, tuple(dict.fromkeys(free)), expires)
 
 
@@ -495,7 +526,7 @@ def read_draft(token: str) -> tuple[dict, list[dict], int]:
     stops = []
     for s in given[:MAX_STOPS]:
         try:
-            _stop(s, 0, None, None)
+            _stop(s, 0, None)
         except (LessonError, TypeError, ValueError):
             continue
         stops.append(s)

@@ -42,6 +42,14 @@ def test_the_handout_holds_the_pages_charts_its_source_and_key_numbers():
             if b.proto.label.startswith("Download this page")] == [True]  # built when clicked
 
 
+def test_a_page_of_text_or_forms_offers_no_empty_handout():
+    """A trial's Exercises handout: 1 KB of a heading and the source line, no exercise."""
+    for url in ("exercises", "glossary"):
+        at = open_page(url)
+        assert not at.exception
+        assert not [b for b in at.get("download_button") if b.proto.label.startswith("Download this page")], url
+
+
 def test_present_1_hides_the_page_chrome_and_offers_the_next_stop():
     at = open_page("attention", present=1)
     assert not at.exception and at.session_state["present"] is True

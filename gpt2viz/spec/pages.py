@@ -20,6 +20,7 @@ class PageRow:
     section: str
     component: str | None = None  # the catalogue component the page is about; its title is the h1
     charts: int = 0  # the charts the page draws at least, in every mode
+    handout: bool = True  # "Download this page" is offered (False: a page of text or forms, no charts to keep)
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # other components shown here, with
     # the query parameters that select them ({"block.ln2": {"ln": "ln_2"}})
 
@@ -29,7 +30,7 @@ class PageRow:
 
 
 PAGES = (
-    PageRow("start", "Start here", ":material/flag:", "Start"),
+    PageRow("start", "Start here", ":material/flag:", "Start", handout=False),
     PageRow("overview", "Overview", ":material/map:", "The model", "model", 2),
     PageRow("tokens", "Tokens and embeddings", ":material/abc:", "The model", "embed", 2),
     PageRow("block", "Transformer block", ":material/view_agenda:", "The model", "block", 2),
@@ -50,10 +51,10 @@ PAGES = (
     PageRow("patch", "Compare and patch", ":material/compare_arrows:", "Classroom", charts=4),
     PageRow("experiments", "Experiments", ":material/science:", "Classroom"),  # charts once a prediction is made
     PageRow("heads", "Head finder", ":material/manage_search:", "Classroom", charts=5),
-    PageRow("exercises", "Exercises", ":material/quiz:", "Classroom"),
-    PageRow("lesson", "Lessons", ":material/co_present:", "Classroom"),
-    PageRow("glossary", "Glossary", ":material/menu_book:", "Reference"),
-    PageRow("about", "About", ":material/info:", "Reference"),
+    PageRow("exercises", "Exercises", ":material/quiz:", "Classroom", handout=False),
+    PageRow("lesson", "Lessons", ":material/co_present:", "Classroom", handout=False),
+    PageRow("glossary", "Glossary", ":material/menu_book:", "Reference", handout=False),
+    PageRow("about", "About", ":material/info:", "Reference", handout=False),
 )
 BY_URL = {row.url: row for row in PAGES}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..spec.pages import BY_URL
 from ..teaching import handout
 
 # the picture's layout size and its scale: a 16:9 slide, 1600 x 900 px once scaled
@@ -100,7 +101,8 @@ def download_page(frame: Callable[[go.Figure, str], go.Figure], container=st) ->
     """"Download this page": the handout of what this run draws, built when clicked. `frame(fig,
     caption)`: a chart as the page shows it on a light background, its caption in the corner."""
     page = _page()
-    if page is None:
+    row = BY_URL.get(page.url) if page is not None else None
+    if page is None or row is not None and not row.handout:  # a page of text or forms: an empty handout
         return
 
     def data() -> str:

@@ -168,7 +168,7 @@ def test_each_live_check_s_hint_says_which_way_without_the_answer():
     for check, given, says in [(count, "1", "more tokens"), (p, "0.9999", "lower than that"),
                                (p, "1e-9", "higher than that"), (top, "London", "first bar"),
                                (head, "0", "the page the question names"), (writer, "1.1", "the block is right"),
-                               (writer, "0.3", "in another block"), (knock, "no", "What if page")]:
+                               (writer, "0.3", "ranks every head"), (knock, "no", "What if page")]:
         result = grade_knockout(knock, given, 12)[0] if check is knock else grade(check, given)
         assert result.ok is False, (check.kind, given)
         once = attempt(check, LiveAttempt(), result, check.worked, given)

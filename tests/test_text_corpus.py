@@ -243,13 +243,14 @@ def test_a_live_checks_tries_hint_then_say_where_to_look_never_the_answer():
     answer, and a right answer closes the check with its working."""
     from gpt2viz.teaching.live_checks import Grade, LiveAttempt, LiveCheck, attempt, nudge
 
-    def check(kind, answer):
-        return LiveCheck(kind, "?", kind, answer, "the working", "type a number")
+    def check(kind, answer, blocks=12):
+        return LiveCheck(kind, "?", kind, answer, "the working", "type a number", top=12, blocks=blocks)
 
     cases = [(check("count", 7), "9", "fewer"), (check("count", 7), "3", "more"),
              (check("probability", 0.25), "0.5", "lower"), (check("probability", 0.25), "10%", "higher"),
              (check("block.head", (3, 4)), "3.1", "the block is right"),
-             (check("block.head", (3, 4)), "2.4", "another block")]
+             (check("block.head", (3, 4)), "2.4", "another block"),
+             (check("block.head", (1, 4), blocks=2), "0.4", "ranks every head")]  # 2 blocks: "another" would tell
     for asked, given, way in cases:
         hint = nudge(asked, given)
         answer = asked.answer if asked.kind != "block.head" else "{}.{}".format(*asked.answer)

@@ -237,11 +237,13 @@ def nudge(check: LiveCheck, text: str) -> str:
         if m:
             p = float(m.group(1)) / (100 if m.group(2) else 1)
             return f"the probability is {'lower' if p > check.answer else 'higher'} than that"
-    if check.kind == "block.head":
+    if check.kind == "block.head":  # said only where it leaves at least two blocks, or two heads, to choose from
         m = re.fullmatch(r"(\d+)[.,](\d+)", given)
-        if m:
-            right_block = int(m.group(1)) == check.answer[0]
-            return "the block is right, the head is another" if right_block else "the head is in another block"
+        right_block = m is not None and int(m.group(1)) == check.answer[0]
+        if m and right_block and (check.top or 0) >= 3:
+            return "the block is right, the head is another"
+        if m and not right_block and (check.blocks or 0) >= 3:
+            return "the head is in another block"
     return WHERE.get(check.kind, "look again at the page the question names")
 
 

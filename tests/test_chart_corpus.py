@@ -83,7 +83,7 @@ def check(spec: dict) -> None:
             assert f"{printed} at" in said
         assert f.below == sum(p[1].startswith("-") for p in points), said
         if 0 < f.below < f.n:
-            assert f"{f.below} of {f.n} " in said
+            assert f"{f.below:,} of {f.n:,} " in said
         if f.rows is not None:
             check_rows(group[0], f.rows)
             assert "largest weight" in said
@@ -245,9 +245,9 @@ def test_the_scores_sentence_reads_the_unmasked_cells_alone():
     spec = attention_maps(scores, pattern, np.ones(T), list("abcdef"), list("abcdef"), "t", mask=mask).to_dict()
     said = ct.sentence(spec)
     kept = scores[~mask]
-    assert f"({(~mask).sum()} unmasked cells)" in said and "50.000" not in said, said
+    assert f"({int((~mask).sum()):,} unmasked cells)" in said and "50.000" not in said, said
     assert f"highest {kept.max():.3f}" in said and f"lowest {kept.min():.3f}" in said, said
-    assert f"{int((kept < 0).sum())} of {(~mask).sum()} are below zero" in said, said
+    assert f"{int((kept < 0).sum()):,} of {int((~mask).sum()):,} are below zero" in said, said
     check(spec)
 
 

@@ -108,6 +108,9 @@ def test_the_refusals_count_in_good_grammar(n):
     assert f"({n} times)" in page_text.endoftext_note("<|endoftext|>", "The text", 50256, n) or n == 1
     assert page_text.checkpoint_too_large(32768, 768, "6,600 MiB", "2,048 MiB").startswith("a context of 32,768")
     assert page_text.link_bounds_note("n_layer", "999", 1, 48, 12).endswith("showing n_layer=12.")
+    for P in (0, 1, 2, 1023):  # the trial's "1023 cached positions" beside "1,024" elsewhere
+        assert f"(position {P:,}) reads all **L = P + 1 = {P + 1:,}** keys: {P:,} from" in page_text.decode_reads(P)
+        assert page_text.decode_step_title(P).startswith(f"Decode step: {P:,} cached position{'' if P == 1 else 's'} +")
     said = page_text.link_choice_note("part", "`'foo'`", "`head`")
     assert said == "The link asked for part=`'foo'`, which this page's control does not offer; showing part=`head`."
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.model.gpt2 import causal_mask
-from gpt2viz.teaching import notices
+from gpt2viz.teaching import notices, page_text
 from gpt2viz.teaching.prompts import induction_cells
 from gpt2viz.ui import anatomy, dot_view, story
 from gpt2viz.ui.anatomy import axis_tokens, plot
@@ -21,8 +21,7 @@ b, h = sel.block, sel.head
 q, k, offset = axis_tokens(trace)
 T, L = trace.T, trace.L
 if trace.P:
-    st.markdown(f"Decode: the new token (position {trace.P}) reads all **L = P + 1 = {L}** keys: "
-                f"{trace.P} from the cache and its own.")
+    st.markdown(page_text.decode_reads(trace.P))
 # one head's scores and pattern, and the grid's rows of every head: derived alone from q and k
 scores, pattern = trace.get("attn.scores", b, head=h)[0], trace.get("attn.pattern", b, head=h)[0]  # [T, L]
 z = trace.get("attn.z", b)[0, h]  # [T, dh]

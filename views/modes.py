@@ -27,7 +27,7 @@ P = n - 1
 
 
 def cache_charts() -> None:
-    plot(plots.kv_cache_diagram(P, 1, cfg.n_layer, f"Decode step: {P} cached positions + 1 new, in every layer"))
+    plot(plots.kv_cache_diagram(P, 1, cfg.n_layer, page_text.decode_step_title(P)))
     L_steps, bytes_steps = costs.kv_cache_series(cfg, range(1, n + 1))  # step 1 reads 1 key
     plot(plots.cache_growth(L_steps, bytes_steps, "Decoding this text token by token: L and cache size per step"))
 

@@ -380,7 +380,7 @@ def _extreme(group: list[Series], values: list[np.ndarray], which) -> tuple[str,
 
 def _say_extreme(word: str, printed: str, count: int, where: str, unit: str) -> str:
     if count > 1:
-        return f"{word} {printed} at {count} {unit}" + (f", among them {where}" if where else "")
+        return f"{word} {printed} at {count:,} {unit}" + (f", among them {where}" if where else "")
     return f"{word} {printed}" + (f" at {where}" if where else "")
 
 
@@ -441,18 +441,18 @@ def _facts(group: list[Series]) -> Facts:
         listed = (", ".join(names[:MANY]) + (f" and {len(names) - MANY} more" if len(names) > MANY else "")) \
             if names else ""
         scope = f"{what} in {len(group)} {'panels' if s0.kind == 'map' else 'series'}" + \
-            (f" ({listed})" if listed else "") + f", {n} {_one(unit, n)} in all"
+            (f" ({listed})" if listed else "") + f", {n:,} {_one(unit, n)} in all"
     else:
         what = f"{s0.name}: {what}" if s0.name and s0.name != what else what
         if s0.kind == "map":
-            scope = f"{what} in {s0.shape[0]} {'row' if s0.shape[0] == 1 else 'rows'} by {s0.shape[1]} " \
+            scope = f"{what} in {s0.shape[0]:,} {'row' if s0.shape[0] == 1 else 'rows'} by {s0.shape[1]:,} " \
                     f"{'column' if s0.shape[1] == 1 else 'columns'}"
             if s0.kept_per_row is not None:
-                scope += f" ({n} unmasked {_one('cells', n)})"
+                scope += f" ({n:,} unmasked {_one('cells', n)})"
             elif n < s0.shape[0] * s0.shape[1]:
-                scope += f" ({n} {_one('cells', n)} drawn)"
+                scope += f" ({n:,} {_one('cells', n)} drawn)"
         else:
-            scope = f"{what} at {n} {_one(unit, n)}"
+            scope = f"{what} at {n:,} {_one(unit, n)}"
     facts = Facts(scope, n)
     if n == 0:
         return facts
@@ -470,20 +470,20 @@ def _facts(group: list[Series]) -> Facts:
 
 def _said(f: Facts, unit: str) -> str:
     if f.placed is not None:
-        return f"{f.n} bars placed by where they start ({f.placed})."
+        return f"{f.n:,} bars placed by where they start ({f.placed})."
     if f.n == 0:
         return f"{f.scope}: nothing drawn."
     if f.every is not None:
         return f"{f.scope}: {'every one is ' if f.n > 1 else ''}{f.every}."
     out = f"{f.scope}: {_say_extreme('highest', *f.highest, unit)}; {_say_extreme('lowest', *f.lowest, unit)}."
     if 0 < f.below < f.n:
-        out += f" {f.below} of {f.n} {'is' if f.below == 1 else 'are'} below zero."
+        out += f" {f.below:,} of {f.n:,} {'is' if f.below == 1 else 'are'} below zero."
     if f.rows:
         n = sum(f.rows.values())
-        parts = [f"{where} in {f.rows[where]}" for where in ROW_TARGETS if f.rows[where]]
-        said = f"Each row's largest weight falls on {', '.join(parts)} of its {n} rows" if parts else ""
+        parts = [f"{where} in {f.rows[where]:,}" for where in ROW_TARGETS if f.rows[where]]
+        said = f"Each row's largest weight falls on {', '.join(parts)} of its {n:,} rows" if parts else ""
         if k := f.rows["tie"]:
-            tied = f"{k} of the {n} rows {'has' if k == 1 else 'have'} no single largest weight at this precision"
+            tied = f"{k:,} of the {n:,} rows {'has' if k == 1 else 'have'} no single largest weight at this precision"
             said = f"{said}; {tied}" if said else tied
         out += f" {said}." if said else ""
     return out
@@ -581,7 +581,7 @@ def _table_html(s: Series, cap: str) -> str:
     shown = len(rows)
     more = []
     if shown < total:
-        more.append(f"the first {shown} of {total} rows")
+        more.append(f"the first {shown:,} of {total:,} rows")
     if s.kind == "map" and s.shape[1] > TABLE_COLUMNS:
         more.append(f"the first {TABLE_COLUMNS} of {s.shape[1]} columns")
     caption = cap + (f" ({' and '.join(more)}; the chart's hover has every value)" if more else "")

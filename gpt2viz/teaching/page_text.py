@@ -180,6 +180,17 @@ def link_bounds_note(field: str, asked: str, lo: int, hi: int, shown: int) -> st
             f"{field}={shown:,}.")
 
 
+def decode_reads(P: int) -> str:
+    """A decode step's one query: the new token at position P reads L = P + 1 keys, P of them cached."""
+    return (f"Decode: the new token (position {P:,}) reads all **L = P + 1 = {P + 1:,}** keys: {P:,} from the cache "
+            "and its own.")
+
+
+def decode_step_title(P: int) -> str:
+    """The title of the KV cache's schematic of one decode step."""
+    return f"Decode step: {P:,} cached {'position' if P == 1 else 'positions'} + 1 new, in every layer"
+
+
 def link_choice_note(key: str, asked: str, shown: str) -> str:
     """A link's value that a page's own control (a choice, a slider, a toggle) could not take. `asked`,
     `shown`: as the page prints them (code spans of the link's text and of the control's value)."""
@@ -203,5 +214,6 @@ def generation_room(n_positions: int, n_tokens: int, room: int) -> str:
 
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
              checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
-             lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note, link_choice_note,
+             lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
+             link_choice_note, decode_reads, decode_step_title,
              link_cut_note, checkpoint_line, memory_note, generation_room)

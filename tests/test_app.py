@@ -291,6 +291,7 @@ def test_a_long_text_on_a_tiny_budget_is_refused_in_one_line(monkeypatch):
     from gpt2viz.ui.cache import trace_cache
 
     monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "2")
+    monkeypatch.setenv("GPT2VIZ_RANDOM_MODELS", "tiny")  # tiny is this server's own weights, outside the budget
     trace_cache.clear()
     try:
         at = open_page("attention", text="word " * 1000, block=1)
@@ -325,7 +326,7 @@ def test_generation_at_the_end_of_the_context(words, steps, room):
     at = open_page("generation", text="word " * words, steps=steps)  # " word" is one token each
     assert not at.exception, at.exception[0].value
     token = "token" if room == 1 else "tokens"
-    assert any(f"room for {room} more {token}; generating {room}" in i.value for i in at.info)
+    assert any(f"{room} more {token} can be generated" in i.value and f"generating {room}." in i.value for i in at.info)
     rows = at.dataframe[0].value
     assert len(rows) == room and rows["L (keys)"].iloc[-1] == 1024
 

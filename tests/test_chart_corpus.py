@@ -272,3 +272,19 @@ def test_a_bar_named_by_its_place_reads_its_labels_markup():
     said = ct.sentence(spec)
     assert "x = no <b>x</b> & p < 0.5" in said and "&lt;" not in said and "<br>" not in said, said
     assert "&lt;b&gt;" in ct.figure_html(spec, "v", folded=False)  # escaped once, for the page
+
+
+def test_a_trace_named_as_its_quantity_is_said_once():
+    """The Block page's stream: "It also draws = x′ₙ (resid_mid): x′ₙ (resid_mid) at 768 bars"."""
+    import json
+
+    import torch
+
+    from gpt2viz import plots
+    from gpt2viz.teaching import chart_text
+
+    fig = plots.stacked_vectors([(label, torch.ones(4)) for label in ("xₙ (resid_pre)", "+ Δattn (attn.out)",
+                                                                      "= x′ₙ (resid_mid)")], "t")
+    said = chart_text.sentence(json.loads(fig.to_json()))
+    assert "It also draws Δattn (attn.out) at 4 bars" in said and "It also draws x′ₙ (resid_mid) at 4 bars" in said
+    assert "): " not in said.split(". ", 1)[1], said

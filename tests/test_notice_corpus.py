@@ -20,6 +20,7 @@ text runs on tiny in every mode and on gpt2 in full mode only, and is dropped on
 
 import functools
 import itertools
+import json
 import math
 import re
 from collections import Counter, defaultdict
@@ -235,7 +236,10 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
             bar = plots.top_neurons(post, q, k=10, offset=offset).data[0]
             assert f"is {bar.x[0]} ({bar.y[0]:.2f})" in lines[1], (lines[1], bar.x[0], bar.y[0])
         negative = float((pre < 0).double().mean())
-        assert lines[0].startswith(f"{negative:.0%} of the {pre.numel():,} pre-activations")
+        assert lines[0].startswith(f"{negative:.1%} of the {pre.numel():,} pre-activations")
+        if charts and b == last:  # the GELU chart's subtitle gives the same share, to the same digit
+            layout = json.dumps(plots.gelu_curve(pre, "g").layout.to_plotly_json(), ensure_ascii=False)
+            assert f"· {negative:.1%} negative" in layout
         if kind == "random":  # "symmetric around 0, so about half are negative"
             assert "about half are negative" in lines[-1] and 0.4 <= negative <= 0.6, (negative, lines[-1])
 
@@ -501,7 +505,7 @@ def attention_sentences_keep_their_quantifiers(lines: list[str], T: int, offset:
     an even split is quoted for exist. M1: no score is said of each position."""
     text = " ".join(lines)
     if offset:
-        assert lines[0].startswith("Decode computes one row") and f"the {offset} cached ones" in lines[0], lines
+        assert lines[0].startswith("Decode computes one row") and f"the {offset:,} cached ones" in lines[0], lines
     elif T == 1:
         assert "Decode" not in text and "cached" not in text and lines[0].startswith("A text of one token"), lines
     for row in re.findall(r"row (\d+)", text):

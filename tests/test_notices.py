@@ -61,7 +61,7 @@ def test_notice_says_which_case_the_reader_is_in():
 def test_gelu_and_layernorm_notices_follow_the_numbers():
     pre = torch.tensor([[-1.0, -2.0, 3.0, 0.5]])  # [T, 4d]
     lines = notices.mlp_notice(pre, torch.nn.functional.gelu(pre, approximate="tanh"), "trained")
-    assert lines[0].startswith("50% of the 4 pre-activations (1 position × 4 neurons)") and "#2" in lines[1]
+    assert lines[0].startswith("50.0% of the 4 pre-activations (1 position × 4 neurons)") and "#2" in lines[1]
     assert "GELU(0.5) = 0.35, GELU(1) = 0.84" in lines[0] and "50% of the positive ones here are below 1" in lines[0]
     x = torch.tensor([1.0, 2.0, 3.0, 6.0])
     n = (x - x.mean()) / x.std(unbiased=False)

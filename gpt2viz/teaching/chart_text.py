@@ -443,7 +443,9 @@ def _facts(group: list[Series]) -> Facts:
         scope = f"{what} in {len(group)} {'panels' if s0.kind == 'map' else 'series'}" + \
             (f" ({listed})" if listed else "") + f", {n:,} {_one(unit, n)} in all"
     else:
-        what = f"{s0.name}: {what}" if s0.name and s0.name != what else what
+        # a name that only restates the quantity ("= x′ₙ (resid_mid)" for x′ₙ (resid_mid), a sum's result) is said once
+        bare = what.lstrip("=+−- ")
+        what = f"{s0.name}: {what}" if s0.name and s0.name.lstrip("=+−- ") != bare else bare
         if s0.kind == "map":
             scope = f"{what} in {s0.shape[0]:,} {'row' if s0.shape[0] == 1 else 'rows'} by {s0.shape[1]:,} " \
                     f"{'column' if s0.shape[1] == 1 else 'columns'}"

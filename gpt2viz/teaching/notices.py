@@ -167,7 +167,7 @@ def mlp_notice(pre: torch.Tensor, post: torch.Tensor, kind: str) -> list[str]:
     mean = post.double().mean(0)  # [4d]: what "Most active neurons" ranks
     top = top_neuron(post)
     where = "at the one position computed" if T == 1 else f"on average over the {T} positions"
-    lines = [f"{neg:.0%} of the {T * n:,} pre-activations ({T} position{'s' * (T != 1)} × {n:,} neurons) are "
+    lines = [f"{neg:.1%} of the {T * n:,} pre-activations ({T} position{'s' * (T != 1)} × {n:,} neurons) are "
              "negative: GELU squashes those into the small dip between about −0.17 and 0. It keeps large positive "
              f"ones almost unchanged, but shrinks small ones: GELU(0.5) = {gelu(0.5):.2f}, GELU(1) = {gelu(1):.2f}, "
              f"and {small:.0%} of the positive ones here are below 1.",

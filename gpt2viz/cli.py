@@ -672,7 +672,7 @@ def cmd_class(a) -> int:
             if out is not sys.stdout:
                 out.close()
         if a.csv != "-":
-            print(f"{a.csv}: {len(rows)} rounds")
+            print(f"{a.csv}: {len(rows)} {'round' if len(rows) == 1 else 'rounds'}")
         return 0
     if not rows:
         print("no votes kept" + (" for this lesson" if a.lesson else ""))

@@ -241,9 +241,11 @@ class ClassServer:
             if self.proxy.poll() is not None or time.monotonic() > end:
                 raise RuntimeError(f"nginx did not start: {self.nginx_log()[-500:]}")
             time.sleep(0.1)
-        others = f" and {len(self.upstream)} of other hosts" if self.upstream else ""
-        self._say(f"gpt2viz class server: {self.n} app processes{others} behind nginx at {self.base} "
-                  f"(budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each{self._shared_said()}; uploads "
+        own = f"{self.n} app {'process' if self.n == 1 else 'processes'}" if self.n else ""
+        others = f"{len(self.upstream)} of other hosts" if self.upstream else ""
+        budget = f"budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each{self._shared_said()}; " if self.n else ""
+        self._say(f"gpt2viz class server: {' and '.join(p for p in (own, others) if p)} behind nginx at {self.base} "
+                  f"({budget}uploads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_UPLOAD'] == '1' else 'off'}, downloads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_DOWNLOAD'] == '1' else 'off'}"
                   f"{'; ' + secrets_line if self.upstream else ''}). Ctrl-C stops it.")

@@ -20,9 +20,9 @@ class PageRow:
     section: str
     component: str | None = None  # the catalogue component the page is about; its title is the h1
     charts: int = 0  # the charts the page draws at least, in every mode
-    handout: bool = True  # "Download this page" is offered (False: a page of text or forms, no charts to keep)
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # other components shown here, with
     # the query parameters that select them ({"block.ln2": {"ln": "ln_2"}})
+    handout: bool = True  # "Download this page" is offered (False: a page of text or forms, no charts to keep)
 
     @property
     def file(self) -> str:

@@ -24,6 +24,7 @@ from gpt2viz.analysis.attribution import NEEDS, attribute, compare
 from gpt2viz.analysis.dot import score_parts
 from gpt2viz.analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB
 from gpt2viz.analysis.whatif import sweep
+from gpt2viz.model import ranking
 from gpt2viz.model.demo_model import DEMO_PATH
 from gpt2viz.model.modes import run
 from gpt2viz.model.tokenizer import encode, readable
@@ -57,6 +58,7 @@ TEXTS = {
     "digits": "3.14, 2718! (42) -- 7%",
     "emoji": "🙂 🎉🙂",
     "paragraph": PARAGRAPH,
+    "English": "the cat sat on the mat",  # the demo model: 49,957 tokens tie for its top; the embedding writes 131 %
 }
 WEIGHTS = ("gpt2-0", "gpt2-3", "tiny", "demo")
 RANDOM = {"gpt2-0": True, "gpt2-3": True, "tiny": True, "demo": False}
@@ -95,7 +97,7 @@ def traced(weights: str, text: str):
 def attributed(weights: str, text: str, versus: bool = False):
     """The top prediction's attribution, or (versus) its difference with the second likeliest token."""
     trace = traced(weights, text)
-    top2 = trace["logits"][0, -1].topk(2).indices.tolist()
+    top2 = ranking.ranked(trace["logits"][0, -1], 2).tolist()  # the pages' answer: ties in token-id order
     return attribute(model(weights), trace, top2[0], top2[1] if versus else None)
 
 
@@ -154,10 +156,16 @@ def test_the_headline_says_most_only_of_half_and_shares_only_of_a_measurable_tar
         assert measurable and part / a.target >= 0.5, (name, part, a.target, said)
     if measurable and best[2] > 0:
         share = best[2] / a.target
-        assert ("writes most of L" in said) == (share >= 0.5), said
+        groups = [sum(v for _, _, v in heads), sum(v for n, v in others if n.endswith(".mlp")),
+                  *[v for n, v in others if n == "embed"], sum(v for n, v in others if n.endswith(".attn.bias")),
+                  *[v for n, v in others if n == "ln_f.bias"]]
+        heads_lead = groups[0] >= max(groups)  # a trial's: head 53 % "most", and the embedding 131 % "most"
+        assert ("writes most of L" in said) == (share >= 0.5 and heads_lead), said
         printed = re.search(rf"\(({NUMBER})%\)", said).group(1)  # the head's share, as printed
         half_unit = 0.5 * 10 ** -arithmetic.decimals_of(printed)
         assert abs(float(printed) - 100 * share) <= half_unit + 1e-9, (printed, share)
+    kinds = {"heads" if name.startswith("Head") or "heads" in name else name for name, _ in mosts}
+    assert len(kinds) <= 1, said  # most of it is written by one part (a head within the heads, at most)
     assert ("which head leads is chance" in said) == RANDOM[weights]
 
 

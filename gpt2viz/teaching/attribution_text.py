@@ -81,7 +81,11 @@ def headline(label: str, target: float, heads: list[tuple[int, int, float]], oth
                "wrote it, so shares are not measurable here.")
         return f"{lead} {why}{chance}"
     share = v / target
-    if share >= MOST:
+    parts = groups(heads, others)
+    g = max(parts, key=lambda g: g[2])
+    # "most" of a total that negative parts reduce can be said of two parts (53 % and 131 %): a head says it
+    # only where the heads are the group that writes the largest share
+    if share >= MOST and g is parts[0]:
         lead = f"**Head {b}.{h} writes most of {label} directly: {v:+.3g} of {target:.3g} ({pct(share)}).**"
     elif v > 0:
         lead = (f"**Of the heads, head {b}.{h} writes the largest direct share of {label}: {v:+.3g} of "
@@ -89,8 +93,6 @@ def headline(label: str, target: float, heads: list[tuple[int, int, float]], oth
     else:
         lead = (f"**No head adds to {label} directly**: the largest head row, head {b}.{h}'s, is {v:+.3g}, of "
                 f"{target:.3g}.")
-    parts = groups(heads, others)
-    g = max(parts, key=lambda g: g[2])
     most = g[2] / target >= MOST
     listed = "; ".join(f"{name} {verb} {x:+.3g} ({pct(x / target)})" + (", most of it" if most and (name, verb, x) == g
                                                                           else "") for name, verb, x in parts[:2])

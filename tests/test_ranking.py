@@ -74,6 +74,7 @@ def test_the_demo_model_on_english_has_one_top_token_in_every_mode_and_every_rea
         by = {c.kind: c for c in live_checks.checks(tuple(ids), logits, torch.zeros(1, len(ids), len(ids)), 0, "k")}
         assert by["token"].answer == readable(int(first)).replace("␣", " ")
         assert "49,957 tokens** tie for the top" in by["token"].worked
+        assert "Here 49,957 tokens tie for first" in by["token"].question  # asked knowing it, not only graded
         bars = [readable(int(i)).replace("␣", " ") for i in ranking.ranked(logits, 10)]
         assert all(live_checks.grade(by["token"], bar).ok for bar in bars)  # any bar the page shows counts
         assert distribution(logits.double(), 0, None)[first] == 1 and greedy(logits) == first
@@ -89,3 +90,22 @@ def test_one_top_token_is_said_as_one(demo):
     assert ranking.tied_at_top(logits) == 1
     (line, *_) = notices.output_notice(0.9, " after", 50257, "demo", 1)
     assert "The top token, ' after', gets 0.9;" in line and "tie for" not in line
+
+
+def test_a_page_that_names_the_top_token_says_the_tie():
+    """A trial's pages on the demo model's English text: Generation, Logit lens, What if, Attribution and
+    Paths named '!' without a word of the 49,957 tokens tied with it."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_links import run
+
+    for page, mode in (("generation", "full"), ("lens", "full"), ("lens", "prefill"), ("whatif", "full"),
+                       ("attribution", "full"), ("paths", "full")):
+        at = run(page, weights="demo", text="the cat sat on the mat", mode=mode)
+        assert not at.exception, (page, at.exception)
+        said = " ".join(c.value for c in at.caption)
+        assert "49,957 tokens tie for the top here, `!` first among them by token id" in said, (page, mode)
+    at = run("lens", weights="demo")  # the demo's own repeat: one top token, no tie said
+    assert "tie for the top" not in " ".join(c.value for c in at.caption)

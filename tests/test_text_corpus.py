@@ -111,6 +111,9 @@ def test_the_refusals_count_in_good_grammar(n):
     for P in (0, 1, 2, 1023):  # the trial's "1023 cached positions" beside "1,024" elsewhere
         assert f"(position {P:,}) reads all **L = P + 1 = {P + 1:,}** keys: {P:,} from" in page_text.decode_reads(P)
         assert page_text.decode_step_title(P).startswith(f"Decode step: {P:,} cached position{'' if P == 1 else 's'} +")
+    assert page_text.tie_note(49_957, "`!`", 1e-4) == ("49,957 tokens tie for the top here, `!` first among them by "
+                                                        "token id: their logits lie within 0.0001 of each other, so "
+                                                        "which one leads is not the model's preference.")
     said = page_text.link_choice_note("part", "`'foo'`", "`head`")
     assert said == "The link asked for part=`'foo'`, which this page's control does not offer; showing part=`head`."
 

@@ -11,6 +11,7 @@ from gpt2viz.ui.anatomy import axis_tokens, page_question, plot, random_note, se
 from gpt2viz.ui.cache import get_generation
 from gpt2viz.ui.classroom import distribution_label, generation_rows, step_choices
 from gpt2viz.ui.layout import wide_table
+from gpt2viz.ui.overview import say_tie
 from gpt2viz.ui.state import locked, nucleus, number
 from gpt2viz.ui.text import code_span
 from gpt2viz.ui.working import working
@@ -61,6 +62,7 @@ with cols[1]:
     probs, labels, chosen_at = step_choices(trace, chosen, temperature, top_k, top_p=top_p)
     plot(plots.topk_tokens(probs, labels, f"Step {step}: probabilities, the chosen token highlighted",
                            highlight=chosen_at, subtitle=distribution_label(temperature, top_k, top_p)), share=0.5)
+    say_tie(trace.at("logits", -1)[0])
 # the snippets draw as the page does: its steps, temperature, top-k, top-p and sampling seed
 code_panel.section("generation", sel, (("steps", steps), ("temp", temperature), ("topk", top_k or 0),
                                        ("topp", top_p or 1.0), ("gen_seed", seed)))

@@ -5,11 +5,13 @@ import streamlit as st
 from gpt2viz import plots
 from gpt2viz.analysis.lens import decompose, lens_grid, lens_window, logit_lens
 from gpt2viz.model.tokenizer import readable_tokens
+from gpt2viz.spec.schema import Mode
 from gpt2viz.teaching import page_text
 from gpt2viz.ui import code_panel, present
 from gpt2viz.ui.anatomy import axis_tokens, page_question, plot, random_note, selection, selection_trace
 from gpt2viz.ui.classroom import lens_rows, part_norms
 from gpt2viz.ui.layout import wide_table
+from gpt2viz.ui.overview import say_tie
 from gpt2viz.ui.state import locked
 from gpt2viz.ui.text import code_span
 
@@ -42,6 +44,8 @@ st.caption("Each cell: the most likely next token read at that depth and positio
            "column the prediction forms; the last row is the model's output. Hover for the rank, at that depth, of "
            "the token the model finally predicts there.")
 st.markdown(f"**Position {offset + i}, {code_span(q[i])}**: the lens at every depth.")
+if trace.mode is not Mode.PREFILL or i == trace.T - 1:  # prefill keeps the last position's logits alone
+    say_tie(trace.at("logits", i if trace.mode is not Mode.PREFILL else -1)[0])
 rows = trace.memo(("logit lens", i), lambda: lens_rows(logit_lens(sel.weights.model, trace, position=i)))
 wide_table(rows, height="content")
 n_layer = sel.config.n_layer

@@ -68,7 +68,9 @@ def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tens
     out = [
         LiveCheck(f"{key}:count", "How many tokens does your text have? (Count them on the Tokens page.)", "count",
                   len(ids), f"The model's tokenizer cuts your text into **{len(ids)}** tokens.", "a whole number"),
-        LiveCheck(f"{key}:top", "Which token does the model rank first after your text? (The Output page shows it.)",
+        LiveCheck(f"{key}:top", "Which token does the model rank first after your text? (The Output page shows it.)"
+                  + (f" Here {tied:,} tokens tie for first: any of those the Output page shows counts." if tied > 1
+                     else ""),
                   "token", token, said, "the token's text, e.g. Paris", accept=tuple(shown[1:])),
         LiveCheck(f"{key}:p", "With what probability? (Output page, the first bar.)", "probability", p,
                   f"p({token!r}) = **{p:.4g}**" + (f", about {powers_of_ten(p)}" if p < 0.01 else "") + ".",

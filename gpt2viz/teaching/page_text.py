@@ -191,6 +191,13 @@ def decode_step_title(P: int) -> str:
     return f"Decode step: {P:,} cached {'position' if P == 1 else 'positions'} + 1 new, in every layer"
 
 
+def tie_note(tied: int, token: str, tie_nats: float) -> str:
+    """Where a page names the top token and `tied` tokens tie for it (model/ranking.py): `token`, the
+    first by token id, as the page prints it."""
+    return (f"{tied:,} tokens tie for the top here, {token} first among them by token id: their logits lie within "
+            f"{tie_nats:g} of each other, so which one leads is not the model's preference.")
+
+
 def link_choice_note(key: str, asked: str, shown: str) -> str:
     """A link's value that a page's own control (a choice, a slider, a toggle) could not take. `asked`,
     `shown`: as the page prints them (code spans of the link's text and of the control's value)."""
@@ -215,5 +222,5 @@ def generation_room(n_positions: int, n_tokens: int, room: int) -> str:
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
              checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
              lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
-             link_choice_note, decode_reads, decode_step_title,
+             link_choice_note, decode_reads, decode_step_title, tie_note,
              link_cut_note, checkpoint_line, memory_note, generation_room)

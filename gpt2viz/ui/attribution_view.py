@@ -20,6 +20,7 @@ from .anatomy import plot
 from .cache import get_trace
 from .caps import sweep_refused
 from .layout import wide_table
+from .overview import say_tie
 from .state import Selection, locked
 from .text import code_span
 from .whatif_view import requested, sweep_grid
@@ -65,6 +66,7 @@ def likeliest(sel: Selection, trace: Trace, position: int, k: int = 5) -> None:
     probs, ids = logits.softmax(-1), ranking.ranked(logits, k)  # [V], [k]
     st.caption(say.likeliest(position, code_span(trace.tokens[position]),
                              [(shown(int(i)), float(probs[i])) for i in ids]))
+    say_tie(logits)
 
 
 def attribution(sel: Selection, trace: Trace, answer: int | None, versus: int | None, position: int) -> Attribution:

@@ -35,6 +35,7 @@ from . import present
 from .anatomy import plot, text_notes
 from .cache import get_trace, heavy_for, loss_bytes, records_everything, trace_cache, unembedding_run_bytes
 from .caps import sweep_refused
+from .overview import say_tie
 from .state import MAX_TEXT_CHARS, Selection, default_text_b, fit_link, link_cut_caption, locked, number
 from .text import code_span
 from .working import progress_bar, working
@@ -268,6 +269,7 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
         after = knocked.probs
         plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"), share=0.5)
     top = ids[0]
+    say_tie(clean.at("logits", -1)[0])
     new_top = ranking.top(after.log())
     cols = st.columns(3)
     cols[0].metric(f"p({readable(top)!r})", *say.probability_metric(probs[0], float(after[top])))

@@ -288,3 +288,20 @@ def test_a_trace_named_as_its_quantity_is_said_once():
     said = chart_text.sentence(json.loads(fig.to_json()))
     assert "It also draws Δattn (attn.out) at 4 bars" in said and "It also draws x′ₙ (resid_mid) at 4 bars" in said
     assert "): " not in said.split(". ", 1)[1], said
+
+
+def test_a_histograms_table_holds_every_bin_its_sentence_can_name():
+    """A trial's Output page: "highest 49,957 at [5.464, 5.579)", a bin past the table's first 64 of 80."""
+    import json
+
+    import numpy as np
+
+    from gpt2viz import plots
+    from gpt2viz.teaching import chart_text as ct
+
+    values = np.concatenate([np.linspace(0, 1, 1000), np.full(5000, 2.0)])  # the tallest bin the last
+    spec = json.loads(plots.histogram(values, "logits", "logit").to_json())
+    said = ct.sentence(spec)
+    assert "highest 5,000" in said, said
+    _, rows, total = ct._table_rows(ct.series(spec)[0])
+    assert len(rows) == total == 80, (len(rows), total)

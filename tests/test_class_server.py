@@ -385,9 +385,9 @@ def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_oth
         front.send_signal(signal.SIGINT)
         out, err = front.communicate(timeout=60)
         assert front.returncode == 0, err
-        assert "1 app processes and 1 of other hosts behind nginx" in err
+        assert "1 app process and 1 app process on other hosts behind nginx" in err
         _, backend_err = backend.communicate(timeout=10)
-        assert "backend host: 1 app processes at 127.0.0.1:" in backend_err
+        assert "backend host: 1 app process at 127.0.0.1:" in backend_err
         assert "starting it again (restart 1 of 3)" in backend_err
     finally:
         for p in (front, backend):

@@ -270,6 +270,7 @@ def test_a_shared_server_sweeps_short_texts_only(server_address):
     server_address("0.0.0.0")
     at = page("whatif", model="tiny", text=long_text(120))
     (said,) = [w.value for w in at.warning if "sweeps texts of up to 64 tokens" in w.value]
+    assert "this page runs 120." in said  # what the page runs: a trial's 1,000 tokens, cut to 256, said "has 256"
     assert not [b for b in at.button if b.key in ("sweep_heads", "sweep_mlps")]
     at = page("whatif", model="tiny", text="a short text to sweep")
     assert {b.key for b in at.button} >= {"sweep_heads", "sweep_mlps"}

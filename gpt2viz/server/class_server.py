@@ -220,7 +220,8 @@ class ClassServer:
         secrets_line = (f"cookie secret {fingerprint(self.env.get(COOKIE_SECRET))}, lesson key "
                         f"{fingerprint(self.env.get(LESSON_KEY))} (fingerprints: the same on every host)")
         if self.backends_only:
-            self._say(f"gpt2viz class server, backend host: {self.n} app processes at "
+            apps = f"{self.n} app {'process' if self.n == 1 else 'processes'}"
+            self._say(f"gpt2viz class server, backend host: {apps} at "
                       f"{' '.join(f'{url_host(self.app_address)}:{p}' for p in self.ports)}, for the front host's "
                       f"--upstream; no nginx here (budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each"
                       f"{self._shared_said()}; "
@@ -242,7 +243,8 @@ class ClassServer:
                 raise RuntimeError(f"nginx did not start: {self.nginx_log()[-500:]}")
             time.sleep(0.1)
         own = f"{self.n} app {'process' if self.n == 1 else 'processes'}" if self.n else ""
-        others = f"{len(self.upstream)} of other hosts" if self.upstream else ""
+        k = len(self.upstream)
+        others = f"{k} app {'process' if k == 1 else 'processes'} on other hosts" if k else ""
         budget = f"budget {self.env['GPT2VIZ_TRACE_BUDGET_MB']} MiB each{self._shared_said()}; " if self.n else ""
         self._say(f"gpt2viz class server: {' and '.join(p for p in (own, others) if p)} behind nginx at {self.base} "
                   f"({budget}uploads "

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TABLE_ROWS = 64  # a table shows at most this many rows (points, or a map's rows) …
+TABLE_ROWS = 64  # a map's table shows at most this many rows …
+TABLE_POINTS = 128  # … a bar or line chart's this many points (a histogram's 80 bins all: its sentence names one) …
 TABLE_COLUMNS = 32  # … and a map's table this many columns; the caption says how many of how many
 # the words and the table outside the app (the handout, the static lesson site); app.py styles them alike
 STYLE = (".gpt2viz-figure-words{font-size:.9rem;color:#5c5f6a}.gpt2viz-figtext{margin:0 0 .25rem}"
@@ -534,7 +535,7 @@ def _table_rows(s: Series) -> tuple[list[str], list[list[str]], int]:
     n = s.shape[0]
     headers = [seg.header or "value" for seg in s.segments]
     rows = []
-    for k in range(min(n, TABLE_ROWS)):
+    for k in range(min(n, TABLE_POINTS)):
         cells = []
         for seg in s.segments:
             text = s.say(seg.template, (k,))

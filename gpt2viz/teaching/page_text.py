@@ -84,7 +84,7 @@ def cap_note(title: str, cap: int, n_tokens: int) -> str:
 def sweep_refusal(limit: int, n_tokens: int) -> str:
     """A shared server does not sweep a text longer than `limit` tokens."""
     return (f"This shared server sweeps texts of up to {limit:,} tokens (a sweep runs the text once per part); this "
-            f"one has {n_tokens:,}. Shorten the text to sweep it.")
+            f"page runs {n_tokens:,}. Shorten the text to sweep it.")
 
 
 def checkpoint_too_large(n_positions: int, n_embd: int, need: str, budget: str) -> str:

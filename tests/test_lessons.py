@@ -280,3 +280,12 @@ def test_check_warns_of_random_weights_a_class_server_does_not_build(tmp_path):
     assert p.returncode == 0 and "a class server builds random gpt2 and tiny weights" in p.stderr, p.stderr
     assert "not gpt2-xl: its students would see a refusal" in p.stderr
     assert not cli("check", "lessons/attention-demo.json").stderr
+
+
+def test_brackets_in_a_toml_notes_multiline_string_are_text():
+    """The review's: a triple-quoted note with 17 half-open intervals was refused as nested 17 deep."""
+    text = ('title = "T"\ntext = "Hello world"\n[weights]\nsource = "random"\nmodel = "tiny"\n[[stops]]\n'
+            'page = "attention"\nnote = """\n' + "[0, 1) " * 17 + "\n{ and '''\n\"\"\"\n")
+    assert lf.nesting(text, toml=True) == 2
+    assert lf.loads(text, "l.toml").stops[0].note.startswith("[0, 1) ")
+    assert lf.nesting("a = '''\n[[[[\n'''\nb = [[1]]\n", toml=True) == 2

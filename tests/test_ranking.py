@@ -109,3 +109,22 @@ def test_a_page_that_names_the_top_token_says_the_tie():
         assert "49,957 tokens tie for the top here, `!` first among them by token id" in said, (page, mode)
     at = run("lens", weights="demo")  # the demo's own repeat: one top token, no tie said
     assert "tie for the top" not in " ".join(c.value for c in at.caption)
+
+
+def test_a_distribution_that_top_k_cut_ranks_each_token_once():
+    """The review's: with fewer than k finite log-probabilities the tied were taken twice, and the
+    Generation page's step chart showed the top token twice (top-k 3 of 10 bars)."""
+    inf = float("inf")
+    assert ranking.ranked(torch.tensor([0.0, -inf, -inf, -inf]), 3).tolist() == [0, 1, 2]
+    assert ranking.ranked(torch.tensor([1.0, 0.0, 0.0, 0.0]).log(), 2).tolist() == [0, 1]
+    logits = torch.randn(50257, generator=torch.Generator().manual_seed(0))
+    logits[2] = 5.0
+    shown = ranking.ranked(distribution(logits, 1.0, 3, None).log(), 10).tolist()
+    assert len(set(shown)) == 10 and shown[0] == 2
+
+
+def test_nan_ranks_last():
+    nan = float("nan")
+    x = torch.tensor([0.0, nan, 1.0, 2.0])
+    assert ranking.top(x) == 3 and ranking.tied_at_top(x) == 1 and ranking.ranked(x, 4).tolist() == [3, 2, 0, 1]
+    assert ranking.ranked(torch.tensor([[0.0, 1.0], [nan, nan]]), 2).tolist() == [[1, 0], [0, 1]]

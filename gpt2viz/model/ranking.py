@@ -27,9 +27,14 @@ def _tied(logits: torch.Tensor) -> torch.Tensor:
     return logits >= top - TIE_NATS  # [..., V]
 
 
+def _no_nan(logits: torch.Tensor) -> torch.Tensor:
+    """NaN ranks last, as −inf: a NaN would make the top NaN and every comparison false."""
+    return logits.nan_to_num(nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
+
+
 def ranked(logits: torch.Tensor, k: int) -> torch.Tensor:
     """[..., V] -> [..., k]: the ids of the k first tokens (k at most V)."""
-    rows = logits.reshape(-1, logits.shape[-1])  # [n, V]
+    rows = _no_nan(logits).reshape(-1, logits.shape[-1])  # [n, V]
     return torch.stack([_first(row, k) for row in rows]).reshape(*logits.shape[:-1], k)  # [..., k]
 
 
@@ -41,24 +46,26 @@ def _first(row: torch.Tensor, k: int) -> torch.Tensor:
         return ids[:k]
     rest = row.masked_fill(tied, float("-inf"))  # [V]
     edge = rest.topk(k - len(ids)).values[-1]  # the last value the k first reach
-    near = (rest >= edge).nonzero().squeeze(-1)  # [m], ascending: every token from there up, ties at the edge too
+    near = (~tied & (rest >= edge)).nonzero().squeeze(-1)  # [m], ascending: from there up, ties at the edge too
+    # (~tied: where fewer than k are finite, the edge is −inf, and the tied, masked to −inf, would come again)
     by_value = torch.sort(rest[near], descending=True, stable=True).indices  # [m]: equal values keep id order
     return torch.cat([ids, near[by_value][:k - len(ids)]])  # [k]
 
 
 def top(logits: torch.Tensor) -> int:
     """[V] -> the first token's id: the lowest id among those tied with the top."""
-    return int(_tied(logits).to(torch.uint8).argmax())  # argmax: the first of the equal maxima
+    return int(_tied(_no_nan(logits)).to(torch.uint8).argmax())  # argmax: the first of the equal maxima
 
 
 def tied_at_top(logits: torch.Tensor) -> int:
     """[V] -> how many tokens tie for the top (1: one token is first on its own)."""
-    return int(_tied(logits).sum())
+    return int(_tied(_no_nan(logits)).sum())
 
 
 def rank(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """logits [..., V], ids [...] -> [...]: each token's place counted from 1, as a tie counts it: one
     more than the tokens whose logits exceed its own by more than TIE_NATS (the top's tie all rank 1:
     written as x − TIE_NATS, the same rounding as the tie's edge)."""
+    logits = _no_nan(logits)
     own = logits.gather(-1, ids[..., None])  # [..., 1]
     return 1 + (logits - TIE_NATS > own).sum(-1)  # [...]

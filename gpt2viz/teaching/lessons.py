@@ -421,16 +421,23 @@ def parse(d) -> Lesson:
 def nesting(text: str, toml: bool = False) -> int:
     """How deep `text`'s arrays and tables nest, counted before a parser recurses into them (Python's
     json and tomllib raise RecursionError near 1,000 levels, past any `except ValueError`): brackets
-    and braces outside strings (JSON's "…", TOML's "…" and '…' on one line) and TOML's # comments."""
+    and braces outside strings (JSON's; TOML's one-line strings and its triple-quoted ones over several
+    lines) and TOML's # comments."""
     depth = deepest = 0
     quote, i = None, 0
     while i < len(text):
         c = text[i]
         if quote:
-            if c == "\\" and quote == '"':
+            if len(quote) == 3 and text.startswith(quote, i):
+                quote, i = None, i + 3
+                continue
+            if c == "\\" and quote[0] == '"':
                 i += 1
-            elif c == quote or c == "\n" and toml:
+            elif c == quote or c == "\n" and toml and len(quote) == 1:
                 quote = None
+        elif toml and text.startswith(('"""', "'''"), i):
+            quote, i = text[i:i + 3], i + 3
+            continue
         elif c == '"' or c == "'" and toml:
             quote = c
         elif c == "#" and toml:

@@ -171,20 +171,20 @@ def _need(d: dict, key: str, where: str):
 
 @functools.cache
 def _demo_sizes() -> tuple[int, int, int]:
-    """(n_layer, n_head, d_mlp) of the shipped demo model, from its file's header (JSON: no torch), or
-    its recipe's defaults where the file is missing."""
+    """(n_layer, n_head, d_mlp) of the shipped demo model, from its file's recipe (safetensors' header
+    reader: no torch), or the recipe's defaults where the file is missing."""
+    from safetensors import SafetensorError, safe_open
+
     from ..model.demo_recipe import DEMO_PATH, Recipe
 
     recipe = {}
     try:
-        with open(DEMO_PATH, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            recipe = json.loads(json.loads(f.read(min(n, 1 << 20)))["__metadata__"]["recipe"])
-    except (OSError, ValueError, KeyError, TypeError):
+        with safe_open(str(DEMO_PATH), framework="numpy") as f:
+            recipe = json.loads((f.metadata() or {})["recipe"])
+    except (OSError, ValueError, KeyError, SafetensorError):
         pass
     r = Recipe()
-    n_embd = recipe.get("n_embd", r.n_embd)
-    return recipe.get("n_layer", r.n_layer), recipe.get("n_head", r.n_head), 4 * n_embd
+    return recipe.get("n_layer", r.n_layer), recipe.get("n_head", r.n_head), 4 * recipe.get("n_embd", r.n_embd)
 
 
 def _weights(w) -> tuple[dict, tuple[int, int, int] | None]:

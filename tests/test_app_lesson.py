@@ -72,13 +72,13 @@ def test_a_lesson_link_opens_its_stop_and_a_value_added_by_hand_changes_nothing(
     assert nav["next →"].startswith("/output?lesson=") and nav["next →"].endswith("&stop=2")
 
 
-@pytest.mark.parametrize("stop", ["6", "-1", "abc", "9" * 20])
+@pytest.mark.parametrize("stop", ["6", "-1", "abc", "9" * 20, "[x](https://e.x)"])
 def test_a_stop_the_lesson_does_not_have_is_said_and_stop_1_shown(stop):
     """The trial's links: each landed on stop 1 without a word, and the URL counts from 0."""
     at = run("overview", lesson=token(), stop=stop)  # the link's first run, as a browser opens it
     assert not at.exception
     (said,) = [w.value for w in at.warning]
-    assert f"stop={stop[:24]!r}" in said and "Showing stop 1" in said
+    assert f"stop=`{stop[:24]!r}`" in said and "Showing stop 1" in said  # a code span: no Markdown link draws
     assert "stop 1 of 6" in shown(at)
 
 

@@ -502,8 +502,8 @@ def test_the_lessons_page_counts_the_shipped_lessons_and_a_refusal_speaks_to_the
     assert "GPT2VIZ" in lesson_text.missing_weights("folder", name="m", model_dirs_env="GPT2VIZ_MODEL_DIRS")
     assert lesson_text.place(2, 6, "Output") == "stop 3 of 6 · Output"
     for asked in ("6", "-1", "abc", "9" * 40):  # the trial's: each landed on stop 1 without a word
-        said = lesson_text.stop_refused(asked, 6)
-        assert f"stop={asked[:24]!r}" in said and "from 0 to 5 (the page says stop 1 to 6). Showing stop 1." in said
+        said = lesson_text.stop_refused(f"`{asked[:24]!r}`", 6)
+        assert f"stop=`{asked[:24]!r}`" in said and "from 0 to 5 (the page says stop 1 to 6). Showing stop 1." in said
     assert lesson_text.password_wait(59.6) == "Too many wrong passwords from here: try again in 60 s."
     assert lesson_text.link_length(1207, None).startswith("1,207 characters. It works until the server's key")
     assert lesson_text.link_length(693, "2026-12-05 10:00 UTC").endswith("It works until 2026-12-05 10:00 UTC.")

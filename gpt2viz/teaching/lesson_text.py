@@ -31,8 +31,9 @@ def place(i: int, n: int, page_title: str) -> str:
 
 
 def stop_refused(asked: str, n: int) -> str:
-    """A link's `stop` that is not one of the lesson's: the URL counts stops from 0, the page from 1."""
-    return (f"This link asks for stop={asked[:24]!r}, which this lesson does not have: the link counts its {n:,} "
+    """A link's `stop` that is not one of the lesson's: the URL counts stops from 0, the page from 1.
+    `asked`: as the page prints a visitor's text (a code span, so no Markdown in it draws)."""
+    return (f"This link asks for stop={asked}, which this lesson does not have: the link counts its {n:,} "
             f"stops from 0 to {n - 1:,} (the page says stop 1 to {n:,}). Showing stop 1.")
 
 

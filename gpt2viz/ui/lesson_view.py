@@ -34,7 +34,7 @@ from ..teaching.lesson_text import place as place_text
 from . import present, visitor
 from .cache import DRAWING, cached_checkpoints, get_trace, trace_cache
 from .state import LESSON_VIEW, LOCKED, Selection, add_to_url, carry_view, hold_controls, keep_only_url, sources_enabled
-from .text import plain
+from .text import code_span, plain
 
 STOP_NOTE = "_lesson_stop_note"  # a link's stop the lesson lacks, said once on the stop's page
 LINK_KEYS = ("lesson", "stop", "present")  # presenting is the viewer's choice, not the lesson's
@@ -160,7 +160,7 @@ def open_lesson() -> OpenLesson | None:
     asked, n = st.query_params.get("stop"), len(lesson.stops)
     opened = OpenLesson(lesson, _stop_index(asked, n), token)
     if asked is not None and not _is_stop(asked, n):  # said by the stop bar, after a switch to the stop's page
-        st.session_state[STOP_NOTE] = stop_refused(asked, n)
+        st.session_state[STOP_NOTE] = stop_refused(code_span(repr(asked[:24])), n)
     _pin(opened)
     return opened
 

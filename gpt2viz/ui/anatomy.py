@@ -522,10 +522,11 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     width_px = share * PROJECTOR_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
     spec = framed_spec(spec, caption, dark=st.context.theme.type == "dark",
                        font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
+    margin = spec["layout"].get("margin") or {}
     if fill:
         spec["layout"].pop("height", None)
     select = dict(on_select=on_click, selection_mode="points", key=key) if on_click else {}
-    with present.screen(fill):
+    with present.screen(fill, margin.get("t", 100) + margin.get("b", 80)):
         st.plotly_chart(DrawnFigure(spec), theme=None, width="stretch", height="stretch" if fill else "content",
                         config={**theme.CONFIG, "toImageButtonOptions": export.image_options(spec["layout"])},
                         **select)

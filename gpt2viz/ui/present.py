@@ -220,7 +220,18 @@ def folded(presenting: bool, label: str = "About this page"):
     return st.expander(label, icon=":material/info:") if presenting else nullcontext()
 
 
-def screen(fill: bool):
+MIN_PLOT_PX = 240  # a filled chart's plot area at least: twelve rows at the projected type, two colour bars' ticks
+
+
+def screen(fill: bool, frame_px: int = 0):
     """The box the page's first chart fills in presentation mode, the first screen below the title: the
-    chart is drawn with height="stretch" and no height of its own."""
-    return st.container(key="present-chart") if fill else nullcontext()
+    chart is drawn with height="stretch" and no height of its own. `frame_px`: the chart's own margins (its
+    titles above the plot, its tick labels below): the box is at least those and MIN_PLOT_PX tall, so that
+    on a small projector under a lesson's note the chart runs past the first screen rather than squeeze its
+    plot to a strip (a map 82 px tall, its colour bars' ticks on top of each other, at 1280 x 720)."""
+    if not fill:
+        return nullcontext()
+    if frame_px:
+        st.html(f"<style>.st-key-present-chart {{min-height: max(20rem, {int(frame_px) + MIN_PLOT_PX}px) !important}}"
+                "</style>")
+    return st.container(key="present-chart")

@@ -291,6 +291,16 @@ def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
         plots.heads_grid(np.ones((4, 6, 6)), TOKENS, TOKENS, "t")
 
 
+def test_the_mask_edge_is_the_causal_staircase_between_masked_and_kept_cells():
+    """The masked region's outline inside the map: under each row, the cells masked there and kept below; right
+    of each kept run, the masked cells beside it; nothing where nothing is masked."""
+    causal = np.triu(np.ones((3, 3), dtype=bool), k=1)
+    assert plots.heatmaps.mask_edge(causal) == "M0.5,0.5H1.5M1.5,1.5H2.5M0.5,-0.5V0.5M1.5,0.5V1.5"
+    assert plots.heatmaps.mask_edge(np.zeros((4, 4), dtype=bool)) == ""
+    # decode: one query row over 3 cached keys and itself, nothing masked; a row of a prefix mask
+    assert plots.heatmaps.mask_edge(np.array([[False, False, True, True]])) == "M1.5,-0.5V0.5"
+
+
 def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     scores = np.random.default_rng(0).normal(size=(T, T))
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)
@@ -308,8 +318,9 @@ def test_attention_maps_scores_pattern_and_output_norms_share_the_query_rows():
     assert axis.cmax == pytest.approx(np.abs(scores[~mask]).max(), rel=1e-6)
     assert (fig.layout.coloraxis2.cmin, fig.layout.coloraxis2.cmax) == (0, 1)
     assert fig.layout.coloraxis2.colorscale == colorscale(plots.SEQUENTIAL)
-    veil, grey = fig.layout.shapes
+    veil, edge, grey = fig.layout.shapes
     assert np.array_equal(covered_cells(veil, T, T), mask) and 0 < veil.opacity < 1 and veil.xref == "x"
+    assert edge.path == plots.heatmaps.mask_edge(mask) and edge.xref == "x" and edge.line.width > 0
     assert np.array_equal(covered_cells(grey, T, T), mask) and grey.fillcolor == plots.MASKED_GREY and grey.xref == "x2"
     assert "score %{z:.3f}" in s.hovertemplate and "attention %{z:.3f}" in p.hovertemplate and "‖z‖" in z.hovertemplate
     assert "−∞" in fig.layout.title.subtitle.text and "grey: masked" in fig.layout.title.subtitle.text

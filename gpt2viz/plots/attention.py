@@ -27,6 +27,7 @@ from .axes import (
     top_margin,
 )
 from .heatmaps import (
+    MASK_EDGE,
     MASK_VEIL,
     NARROWEST_PX,
     PHONE_PLOT_PX,
@@ -35,6 +36,7 @@ from .heatmaps import (
     future_zeros,
     heatmap,
     mask_cover,
+    mask_edge,
     mask_path,
 )
 
@@ -180,7 +182,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
                    title: str, query_offset: int = 0, mask=None, marks=(), marks_note: str = "",
                    clickable: bool = False) -> Figure:
     """One head, one figure, one row per query: the raw scores q·k/sqrt(dh) [T, L] (diverging,
-    centred on 0, range set by the cells `mask` keeps; masked cells veiled in white, their hover
+    centred on 0, range set by the cells `mask` keeps; masked cells faded (MASK_VEIL), their hover
     keeps the score), the softmax pattern [T, L] (0-1; masked cells, exactly 0, in grey) and the
     norm of the head's output z for each query [T] (a strip beside the pattern). One figure rather
     than three: each Plotly chart costs the browser a fixed part of a redraw. `marks`: (query
@@ -212,6 +214,8 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
         traces += [cell_markers(scores, xlabels, ylabels, "x", "score"),
                    cell_markers(pattern, xlabels, ylabels, "x2", "attention")]
     veil = mask_cover(mask_path(mask), **MASK_VEIL)
+    if veil and (edge := mask_edge(mask)):
+        veil.append(dict(type="path", path=edge, xref="x", yref="y", line=MASK_EDGE, layer="above"))
     grey = mask_cover(mask_path(future_zeros(pattern, query_offset)), "x2", fillcolor=MASKED_GREY)
     # the title, a subtitle when something is veiled, then the panels' own titles above them
     outlined = _outlines(marks, query_offset, T, L)
@@ -238,7 +242,7 @@ def attention_maps(scores, pattern, z_norms, query_tokens: Sequence[str], key_to
     layout["annotations"] = [dict(text=escape(text), x=x, xref="paper", xanchor="left", y=1.0, yref="paper",
                                   yanchor="bottom", showarrow=False, font=dict(size=SUBTITLE_PX))
                              for text, x in notes]
-    overlaid = [what for what, shown in [("white: masked, −∞ before the softmax", veil),
+    overlaid = [what for what, shown in [("faded: masked, −∞ before the softmax", veil),
                                          ("grey: masked, exactly 0", grey)] if shown]
     if outlined:
         overlaid.append(marks_note or "outlined: marked cells")

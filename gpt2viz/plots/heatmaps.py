@@ -36,7 +36,11 @@ CELL_CHAR_PX = 6.7  # width of a digit of the CELL_PX cell text
 LENS_TEXT_PX = CELL_PX  # the logit lens' tokens written in its cells
 LENS_CHAR_PX = 6.2  # width of a character of them, generously
 
-MASK_VEIL = dict(fillcolor="white", opacity=0.65)  # scores: masked cells stay visible, dimmed
+# scores: masked cells faded to near white, their raw score still faintly there, and the masked region's edge (the
+# causal staircase) drawn (mask_edge): at 0.65 and with no edge, faded cells read as scores near 0, the diverging
+# scale's white
+MASK_VEIL = dict(fillcolor="white", opacity=0.8)
+MASK_EDGE = dict(color="#5f6368", width=1.5)
 
 
 @functools.cache
@@ -81,11 +85,36 @@ def mask_path(mask: np.ndarray, row_offset: int = 0) -> str:
                    for i, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist()))
 
 
+def mask_edge(mask: np.ndarray) -> str:
+    """An SVG path of the edges between masked and kept cells of mask [T, L] (the masked region's outline inside
+    the map, in mask_path's coordinates), each straight run one segment: a causal mask's staircase."""
+    mask = np.asarray(mask, dtype=bool)
+    T, L = mask.shape
+    parts = []
+    across = mask[1:, :] != mask[:-1, :]  # [T - 1, L]: an edge under row i, between rows i and i + 1
+    for i, j0, j1 in _runs(across):
+        parts.append(f"M{j0 - 0.5},{i + 0.5}H{j1 - 0.5}")
+    down = (mask[:, 1:] != mask[:, :-1]).T  # [L - 1, T]: an edge right of column j, between columns j and j + 1
+    for j, i0, i1 in _runs(down):
+        parts.append(f"M{j + 0.5},{i0 - 0.5}V{i1 - 0.5}")
+    return "".join(parts)
+
+
+def _runs(flags: np.ndarray):
+    """(row, start, end) of every run of True in each row of a 2-D bool array, end exclusive."""
+    padded = np.zeros((flags.shape[0], flags.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = flags
+    step = np.diff(padded, axis=1)
+    rows, starts = np.nonzero(step == 1)
+    ends = np.nonzero(step == -1)[1]
+    return zip(rows.tolist(), starts.tolist(), ends.tolist())
+
+
 def mask_cover(path: str, xref: str = "x", yref: str = "y", **style) -> list[dict]:
     """The shape covering masked cells (none when the path is empty)."""
     if not path:
         return []
-    return [dict(type="path", path=path, xref=xref, yref=yref, line=dict(width=0), layer="above", **style)]
+    return [dict(dict(type="path", path=path, xref=xref, yref=yref, line=dict(width=0), layer="above"), **style)]
 
 
 def matrix_heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, value_title: str,

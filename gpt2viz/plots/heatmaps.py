@@ -75,21 +75,14 @@ def mask_path(mask: np.ndarray, row_offset: int = 0) -> str:
     """An SVG path covering the True cells of mask [T, L] in cell-index coordinates (cell (i, j)
     spans x j-0.5..j+0.5, y i-0.5..i+0.5), one rectangle per run of True cells in a row; rows are
     shifted down by row_offset. Empty when nothing is masked."""
-    mask = np.asarray(mask, dtype=bool)
-    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = mask
-    step = np.diff(padded, axis=1)  # [T, L + 1]: +1 where a run starts, -1 just after it ends
-    rows, starts = np.nonzero(step == 1)  # row-major, so the i-th start and i-th end are one run
-    ends = np.nonzero(step == -1)[1]
     return "".join(f"M{a - 0.5},{i + row_offset - 0.5}H{b - 0.5}V{i + row_offset + 0.5}H{a - 0.5}Z"
-                   for i, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist()))
+                   for i, a, b in _runs(np.asarray(mask, dtype=bool)))
 
 
 def mask_edge(mask: np.ndarray) -> str:
     """An SVG path of the edges between masked and kept cells of mask [T, L] (the masked region's outline inside
     the map, in mask_path's coordinates), each straight run one segment: a causal mask's staircase."""
     mask = np.asarray(mask, dtype=bool)
-    T, L = mask.shape
     parts = []
     across = mask[1:, :] != mask[:-1, :]  # [T - 1, L]: an edge under row i, between rows i and i + 1
     for i, j0, j1 in _runs(across):

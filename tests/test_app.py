@@ -812,6 +812,17 @@ def test_text_b_is_cut_for_a_link_as_the_sidebars_text_is():
     assert url == "🙂" * 1_000 and any(n.startswith(":material/link: Text B was cut") for n in notes), notes
 
 
+@pytest.mark.parametrize("weights,a,b", [({"model": "gpt2"}, " the", " a"), ({"weights": "demo"}, " people", " game")])
+def test_compare_and_patch_patches_two_one_token_texts(weights, a, b):
+    """A trial: on two 1-token texts the patch's grids were drawn, then a traceback ("training needs T >= 2
+    tokens") from the memory estimate of the linear estimate's backward pass."""
+    at = open_page("patch", text=a, text_b=b, **weights)
+    at.button(key="run_patch").click().run(timeout=300)
+    assert not at.exception, at.exception[0].value
+    said = " ".join(str(x.value) for x in [*at.caption, *at.warning, *at.markdown])
+    assert "m_A = " in said and "m_B = " in said, said
+
+
 def test_compare_and_patch_captions_each_chart_with_its_own_text():
     """Text B's charts carried text A's words in their corner (and in their SVG and the handout): a trial."""
     at = open_page("patch", text="Hello there", text_b="Goodbye now")

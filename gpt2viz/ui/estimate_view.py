@@ -20,7 +20,8 @@ def estimated(sel: Selection, ids_b: tuple[int, ...], answers: tuple[int, int]) 
     with working("One forward and one backward pass of B…") as progress:
         return trace_cache().get_or_compute(
             key, lambda: estimate(sel.weights.model, sel.ids, ids_b, answers), progress=progress,
-            estimate=run_bytes(sel.weights, len(ids_b), Mode.TRAINING, ("logits",), backward=True, dropout=False))
+            estimate=run_bytes(sel.weights, max(2, len(ids_b)), Mode.TRAINING, ("logits",), backward=True,
+                               dropout=False))  # a training run's bytes: its estimate asks for 2 tokens at least
 
 
 def beside(sel: Selection, ids_b: tuple[int, ...], tokens_b, answers: tuple[int, int], p: Patching) -> None:

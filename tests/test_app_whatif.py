@@ -53,6 +53,18 @@ def test_whatif_deep_link_sets_target_and_method():
     assert any("After knocking out head 1.3" in t for t in titles)
 
 
+def test_a_mean_over_one_position_says_nothing_changed_and_lists_nothing():
+    """A trial: "The knock-out changed `blocks.0.attn.z` … Below are the later values that changed most" above an
+    empty table, where a mean over the one position wrote z with its own values."""
+    at = open_page("whatif.py", text=" Hello", block=0, head=0, part="head", method="mean")
+    assert not at.exception
+    shown = text_of(at)
+    assert "nothing computed after it changed" in shown and "Below are the later values" not in shown, shown
+    assert not at.dataframe
+    at = open_page("whatif.py", text=" Hello", block=0, head=0, part="head", method="zero")
+    assert "Below are the later values" in text_of(at) and at.dataframe
+
+
 def test_whatif_after_chart_is_the_knockout():
     at = open_page("whatif.py", block=0, head=2, part="head", method="zero")
     after = next(s for s in specs(at) if s["layout"]["title"]["text"].startswith("After"))
@@ -61,6 +73,11 @@ def test_whatif_after_chart_is_the_knockout():
     want = log_probs(knockout(model, ids, Target(0, "head", 2), "zero")).exp()
     clean_top = log_probs(run(model, ids)).exp().topk(10).indices
     assert torch.allclose(torch.tensor(after["data"][0]["x"]), want[clean_top], atol=1e-6)
+    # a trial: "Before" ran to 2e-4 and "After" to 1.5e-4, so the top bar filled both and read as "no change"
+    before = next(s for s in specs(at) if s["layout"]["title"]["text"].startswith("Before"))
+    shared = max(*before["data"][0]["x"], *after["data"][0]["x"])
+    assert before["layout"]["xaxis"]["range"] == after["layout"]["xaxis"]["range"]
+    assert before["layout"]["xaxis"]["range"][1] == pytest.approx(shared * 1.03, rel=1e-6)
 
 
 def test_a_knockout_is_cached_as_what_the_page_shows_not_as_a_trace():
@@ -128,7 +145,7 @@ def test_patch_page_patches_on_request():
 def test_patch_page_says_when_lengths_differ():
     at = open_page("patch.py", text="Mary gave John a drink", text_b="John gave")
     assert not at.exception
-    assert "A has 5 tokens and B has 2" in text_of(at)
+    assert "A has 5 tokens and B has 2 tokens" in text_of(at)
     assert not at.get("button") or all(b.key != "run_patch" for b in at.get("button"))
 
 

@@ -23,7 +23,7 @@ from gpt2viz.analysis import claims
 from gpt2viz.analysis.attribution import NEEDS, attribute, compare
 from gpt2viz.analysis.dot import score_parts
 from gpt2viz.analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB
-from gpt2viz.analysis.whatif import sweep
+from gpt2viz.analysis.whatif import NOT_RANKED, Target, knockout, knockout_from, sweep
 from gpt2viz.model import ranking
 from gpt2viz.model.demo_model import DEMO_PATH
 from gpt2viz.model.modes import run
@@ -326,6 +326,46 @@ def test_a_probability_change_is_a_factor_only_where_the_probability_is_not_near
                 assert float(factor.group(1)) == pytest.approx(after / before, rel=5e-3)
             dlog = float(re.search(rf"(?:Δ log p = |change is )({NUMBER})", said).group(1))
             assert dlog == pytest.approx(math.log(after / before), abs=5e-3 * max(1, abs(math.log(after / before))))
+
+
+@pytest.mark.parametrize("weights,text", [(w, t) for w in ("gpt2-0", "demo") for t in ("1 token", "demo repeat")])
+@pytest.mark.parametrize("method", ["zero", "mean"])
+def test_the_changed_table_says_nothing_changed_exactly_where_nothing_did(weights, text, method):
+    """A trial: a mean over one position wrote z with its own values, and the page said "The knock-out changed
+    `z`… Below are the later values that changed most" above an empty table. Said now from the knock-out's own
+    comparison, and true of the whole run: where it says nothing changed, the knocked run's logits are the clean
+    run's, bit for bit. LayerNorm's means (near 0: any ratio) are never ranked."""
+    if weights == "demo" and not DEMO_PATH.is_file():
+        pytest.skip("the demo model file is not in this checkout")
+    m, ids = model(weights), ids_of(weights, text)
+    clean = run(m, ids, Mode.FULL)
+    knocked = knockout_from(m, clean, Target(0, "head", 0), method)
+    said = whatif_text.changed_caption(["`blocks.0.attn.z`"], len(knocked.changed))
+    unchanged = "nothing computed after it changed" in said
+    assert unchanged == (not knocked.changed), said
+    again = knockout(m, ids, Target(0, "head", 0), method, names=["logits"])
+    assert unchanged == torch.equal(again["logits"], clean["logits"]), (said, weights, text, method)
+    assert ("Below are the later values" in said) == (not unchanged)
+    assert unchanged == (method == "mean" and len(ids) == 1)  # a mean over one position is the value itself
+    assert not [n for n, _ in knocked.changed if NOT_RANKED.search(n)], knocked.changed
+
+
+@pytest.mark.parametrize("n_a,n_b", [(1, 12), (2, 1), (1, 1024), (1024, 1000)])
+def test_compare_and_patch_says_both_lengths_in_tokens(n_a, n_b):
+    said = whatif_text.lengths_differ(n_a, n_b)
+    assert said.startswith(f"A has {n_a:,} token{'s' * (n_a != 1)} and B has {n_b:,} token{'s' * (n_b != 1)}:"), said
+    assert " 1 tokens" not in said
+
+
+@pytest.mark.parametrize("clean,corrupt", [(0.5, 0.5), (1.731, 1.7), (-0.2, -0.2 + MEASURABLE_NATS * 0.99)])
+def test_compare_and_patch_refuses_a_fraction_of_a_margin_difference_too_small_to_measure(clean, corrupt):
+    said = whatif_text.margins_too_close(clean, corrupt)
+    gap = abs(clean - corrupt)
+    assert gap < MEASURABLE_NATS
+    if gap == 0:
+        assert "same margin" in said
+    else:
+        assert f"differ by {gap:.2g}" in said and "not measurable" in said and f"{MEASURABLE_NATS:g}" in said
 
 
 def test_what_ifs_plain_sentences_say_their_numbers():

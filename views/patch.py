@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gpt2viz.teaching import whatif_text
 from gpt2viz.ui import code_panel, present, story
 from gpt2viz.ui import whatif_view as wv
 from gpt2viz.ui.anatomy import page_question, selection, token_notes
@@ -31,9 +32,7 @@ st.caption("With trained weights, try A = a few words followed by the first of t
            "shows which heads carry the copy. If A and B predict the same token (B changed a word the copy at the "
            "end does not use), their margins barely differ and the fractions are noise.")
 if len(sel.ids) != len(ids_b):
-    st.warning(f"A has {len(sel.ids)} tokens and B has {len(ids_b)}: patching takes each position of A into the "
-               "same position of B, so it needs texts of equal length in tokens. Change one word for another "
-               "of one token.", icon=":material/straighten:")
+    st.warning(whatif_text.lengths_differ(len(sel.ids), len(ids_b)), icon=":material/straighten:")
     st.stop()
 answers = wv.patching_section(sel, a, b)
 code_panel.section("patch", sel, (("text_b", text_b), ("ids_b", ids_b), ("answers", answers)))

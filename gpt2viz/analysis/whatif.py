@@ -14,6 +14,7 @@ nothing, 1 when it gives A's answer margin back in full.
 """
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -89,6 +90,16 @@ class Knocked:
         return 4 * (self.probs.numel() + self.final.numel() + (0 if self.loss is None else self.loss.numel()))
 
 
+# LayerNorm's means (`blocks.*.ln1.mean`, ...) are not ranked by their relative change: a mean lies near 0, where a
+# ratio to its size is any number (a 1-token knock-out put `blocks.0.ln2.mean` first, at 1.87)
+NOT_RANKED = re.compile(r"(^|\.)ln(?:1|2|_f)\.mean$")
+
+
+def ranked_change(name: str) -> bool:
+    """Whether `name`'s relative change is listed among those that moved most."""
+    return not NOT_RANKED.search(name)
+
+
 class _Comparing(InterveningRecorder):
     """Keeps nothing of the run but how far each tensor the clean run stored moved from it (the
     relative change of changed_most), and the final LayerNorm's output. What comes before the first
@@ -102,7 +113,8 @@ class _Comparing(InterveningRecorder):
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
         x = super().__call__(name, x)
         before = self.clean.tensors.get(name)
-        if before is None or not self.intervened or name in self.intervened or x.shape != before.shape:
+        if before is None or not self.intervened or name in self.intervened or x.shape != before.shape \
+                or not ranked_change(name):
             return x
         if self._last is not None and self._last[0] is x and self._last[1] is before:
             change = self._last[2]
@@ -221,12 +233,13 @@ def changed_most(before: Trace, after: Trace, k: int = 10, model: GPT2 | None = 
     as (name, ‖after − before‖ / ‖before‖), largest first. Tensors computed before the intervention
     are equal bit for bit, so only later ones appear. Derived names (the attention pattern, LayerNorm
     outputs, ...) are left out: each is a function of stored ones that moved, and deriving them all for
-    two runs cost seconds on every view. But the logits, which FULL derives, are measured given the
-    `model`, from the final LayerNorm's outputs without unembedding them (logits_moved)."""
+    two runs cost seconds on every view. LayerNorm's means are left out too (NOT_RANKED). But the logits,
+    which FULL derives, are measured given the `model`, from the final LayerNorm's outputs without
+    unembedding them (logits_moved)."""
     moved = []
     for name in after.names:
         if (name in after.tensors and name in before.tensors and name not in after.intervened
-                and after[name].shape == before[name].shape):
+                and after[name].shape == before[name].shape and ranked_change(name)):
             a, b = after[name].float(), before[name].float()
             if not torch.equal(a, b):
                 moved.append((name, float((a - b).norm() / b.norm().clamp_min(1e-12))))

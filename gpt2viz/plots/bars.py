@@ -106,10 +106,11 @@ def _hbars(values, labels: list[str], text: list[str], customdata: list, hoverte
                   hovertemplate=hovertemplate + "<extra></extra>")
 
 
-def _hbar_xaxis(values, title: str, **extra) -> dict:
-    """A value axis from 0. Labels written past the ends of positive bars go into the right margin
-    (`_text_room`); past negative ones, into room kept left of the longest."""
-    lo, hi = min(0.0, float(np.min(values))), max(0.0, float(np.max(values)))
+def _hbar_xaxis(values, title: str, upto: float | None = None, **extra) -> dict:
+    """A value axis from 0 (to `upto` at least: a chart drawn beside another on the same scale). Labels written
+    past the ends of positive bars go into the right margin (`_text_room`); past negative ones, into room kept
+    left of the longest."""
+    lo, hi = min(0.0, float(np.min(values))), max(0.0, float(np.max(values)), upto or 0.0)
     span = (hi - lo) or 1.0
     return value_axis(title, range=[lo - 0.25 * span if lo < 0 else lo, hi + 0.03 * span if hi > 0 else hi], **extra)
 
@@ -122,10 +123,11 @@ def _text_room(texts: list[str]) -> int:
 
 
 def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "probability",
-                highlight: int | None = None, subtitle: str | None = None) -> go.Figure:
+                highlight: int | None = None, subtitle: str | None = None, upto: float | None = None) -> go.Figure:
     """The top-k next tokens as horizontal bars in the order given (the first on top); `highlight`
     (an index into values, e.g. the sampled token) is drawn in vermillion, the rest in blue;
-    `subtitle` says what the values are (e.g. before or after temperature and top-k)."""
+    `subtitle` says what the values are (e.g. before or after temperature and top-k); `upto`: the axis
+    reaches this value at least, so that two charts side by side (before and after) share one scale."""
     values = checks.array(values, "values", "k")
     k = values.size
     labels = [escape(s) for s in checks.labels(labels, k, "labels", f"values has k = {k} entries")]
@@ -137,7 +139,8 @@ def topk_tokens(values, labels: Sequence[str], title: str, x_title: str = "proba
                   "%{customdata[0]}<br>" + x_title + " %{x:.4g}%{customdata[1]}", colours)
     return with_layout(go.Figure(bars), title, height=clamp_height(_HBAR_PX * (k + 3)), subtitle=subtitle,
                        margin=default_margin(subtitle, l=label_px(labels, MARGIN_LEFT), r=_text_room(texts)),
-                       xaxis=_hbar_xaxis(values, x_title), yaxis=index_axis(labels, "next token", autorange="reversed"))
+                       xaxis=_hbar_xaxis(values, x_title, upto), yaxis=index_axis(labels, "next token",
+                                                                                   autorange="reversed"))
 
 
 PART_CHARS = 20  # a component's name on param_breakdown's axis: on two lines of at most this many characters

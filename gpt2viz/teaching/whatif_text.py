@@ -11,6 +11,7 @@ probability before is at least P_FLOOR; below it the change is given as Δ log p
 import math
 
 from ..analysis.claims import measurable
+from ..analysis.paths import MEASURABLE_NATS
 
 P_FLOOR = 0.01  # a probability under 1 % is near 0 for a relative change
 
@@ -76,6 +77,39 @@ def loss_metric(after_mean: float, change: float) -> tuple[str, str]:
     return f"{after_mean:.4f}", f"{change:+.4f}"
 
 
+def changed_caption(intervened: list[str], changed: int) -> str:
+    """Above the table of what moved: the tensors the knock-out wrote (code spans), and whether anything
+    computed after them changed (`changed`: how many of the ranked tensors did)."""
+    wrote = ", ".join(intervened)
+    if not changed:  # a mean over one position is the value itself: nothing moves
+        return (f"The knock-out wrote {wrote} with the values it already had, so nothing computed after it changed: "
+                "every later value is identical, bit for bit.")
+    return (f"The knock-out changed {wrote}. Everything computed before it is identical, bit for bit. Below are "
+            "the later values that changed most, relative to their size. Attention patterns are not listed: they "
+            "follow from q and k, which are. Nor are LayerNorm's means: they lie near 0, where a change relative "
+            "to their size can be any number.")
+
+
+def lengths_differ(n_a: int, n_b: int) -> str:
+    """Compare and patch, where A and B differ in length."""
+    return (f"A has {_tokens(n_a)} and B has {_tokens(n_b)}: patching takes each position of A into the same "
+            "position of B, so it needs texts of equal length in tokens. Change one word for another of one token.")
+
+
+def margins_too_close(clean: float, corrupt: float) -> str:
+    """Compare and patch, where A's and B's margins differ by less than MEASURABLE_NATS: a restored fraction
+    divides by that difference, so it would be a ratio of rounding."""
+    gap = abs(clean - corrupt)
+    if gap == 0:
+        return "A and B give this answer pair the same margin: there is nothing to restore."
+    return (f"A's and B's margins differ by {gap:.2g}, less than {MEASURABLE_NATS:g}: a restored fraction divides "
+            "by that difference, so it is not measurable here. Choose an answer pair that A and B tell apart.")
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,} token{'s' * (n != 1)}"
+
+
 def changed_rows(changed: list[tuple[str, float]]) -> list[dict]:
     return [{"tensor": name, "relative change ‖after − before‖ / ‖before‖": f"{c:.3g}"} for name, c in changed]
 
@@ -104,4 +138,5 @@ def margins(clean: float, corrupt: float) -> str:
 
 
 SENTENCES = (running, running_knocked, unembedding, sweeping, what_is_replaced, probability_metric, probability_change,
-             loss_offer, loss_metric, changed_rows, sweep_caption, sweep_buttons, patch_too_long, patch_button, margins)
+             loss_offer, loss_metric, changed_caption, changed_rows, sweep_caption, sweep_buttons, patch_too_long,
+             patch_button, margins, lengths_differ, margins_too_close)

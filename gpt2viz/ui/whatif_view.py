@@ -12,6 +12,7 @@ import streamlit as st
 import torch
 
 from .. import plots
+from ..analysis.paths import MEASURABLE_NATS
 from ..analysis.whatif import (
     Knocked,
     Patching,
@@ -263,11 +264,13 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
     label = target.label
     cols = st.columns(2)
     probs, labels, ids = top_tokens(clean)
+    after = knocked.probs
+    upto = max(*probs, *after[ids].tolist())  # one scale for both: a bar's length is compared across the two
     with cols[0]:
-        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}"), share=0.5)
+        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}", upto=upto), share=0.5)
     with cols[1]:
-        after = knocked.probs
-        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)"), share=0.5)
+        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)", upto=upto),
+             share=0.5)
     top = ids[0]
     say_tie(clean.at("logits", -1)[0])
     new_top = ranking.top(after.log())
@@ -295,11 +298,9 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
 
 
 def changed_table(knocked: Knocked) -> None:
-    st.caption("The knock-out changed " + ", ".join(code_span(n) for n in knocked.intervened) + ". Everything "
-               "computed before it is identical, bit for bit. Below are the later values that changed most, relative "
-               "to their size. Attention patterns are not listed: they follow from q and k, which are.")
-    rows = say.changed_rows(knocked.changed)
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.caption(say.changed_caption([code_span(n) for n in knocked.intervened], len(knocked.changed)))
+    if knocked.changed:
+        st.dataframe(say.changed_rows(knocked.changed), hide_index=True, width="stretch")
 
 
 def sweep_section(sel: Selection, clean: Trace, method: str) -> None:
@@ -390,8 +391,8 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> tuple[int, int]:
         return answers
     p = patching(sel, b.token_ids, answers)
     st.caption(say.margins(p.clean_diff, p.corrupt_diff))
-    if p.clean_diff == p.corrupt_diff:
-        st.warning("A and B give this answer pair the same margin: there is nothing to restore.")
+    if abs(p.clean_diff - p.corrupt_diff) < MEASURABLE_NATS:
+        st.warning(say.margins_too_close(p.clean_diff, p.corrupt_diff), icon=":material/straighten:")
         return answers
     blocks = [f"block {i}" for i in range(sel.config.n_layer)]
     positions = [f"{i}·{t}" for i, t in enumerate(b.tokens)]

@@ -78,7 +78,7 @@ def test_on_the_demo_repeat_the_page_names_the_writer_and_says_why_the_knockouts
     assert "Among the 4 heads that write most, the knock-out ranks 1.3" in text
     table = at.dataframe[0].value
     row = table[table["head"] == "1.3"].iloc[0]
-    assert abs(row["knock-out: Δ log p(␣after)"] - float(knock[1, 3])) < 1e-3
+    assert abs(row["knock-out (zeroed): Δ log p(␣after)"] - float(knock[1, 3])) < 1e-3
     assert "What this does not measure" in text and "direct effect" in text
 
 

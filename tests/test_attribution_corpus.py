@@ -187,6 +187,12 @@ def verdict_cases():
 def check_verdict(lines: list[str], direct, ko_top, indirect, random: bool):
     text = "\n".join(lines)
     knock_min = ko_top[3]
+    none_writes = sum(abs(r[2]) for r in direct) < attribution_text.TINY  # e.g. the answer against itself
+    assert ("Nothing to set beside the knock-outs" in text) == none_writes, text
+    if none_writes:  # no head leads a row of zeros: no agreement, no order (a trial: "They agree" on +0)
+        assert len(lines) == 1 and "agree" not in text and "Among" not in text and "largest direct share (" \
+            not in text, text
+        return
     assert ("They agree on the first head" in text) == (direct[0][:2] == ko_top[:2] and knock_min < 0), text
     assert ("costs most" in text) <= (knock_min < 0)
     if random:
@@ -235,6 +241,21 @@ def test_the_verdict_compares_the_whole_order_and_tells_no_mechanism_on_random_w
         check_verdict(lines, cmp.direct, cmp.knockout_top, cmp.indirect, RANDOM[weights])
 
 
+@pytest.mark.parametrize("weights,text", [("tiny", "3 tokens"), ("demo", "demo repeat"), ("gpt2-0", "1 token")])
+def test_the_verdict_on_the_answer_against_itself_sets_no_head_first(weights, text):
+    """/attribution?answer=X&versus=X: every direct share is 0; the verdict said "They agree on the first head:
+    head 0.0 writes the largest direct share (+0)", a tie broken by head number."""
+    if weights == "demo" and not DEMO_PATH.is_file():
+        pytest.skip("the demo model file is not in this checkout")
+    trace = traced(weights, text)
+    top = ranking.top(trace["logits"][0, -1])
+    a = attribute(model(weights), trace, top, top)
+    cmp = compare(a, swept(weights, text), k=4)
+    assert all(r[2] == 0 for r in cmp.direct)
+    lines = attribution_text.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(top), RANDOM[weights])
+    check_verdict(lines, cmp.direct, cmp.knockout_top, cmp.indirect, RANDOM[weights])
+
+
 @pytest.mark.parametrize("knock,shape", [
     ([-0.4, -0.3, -0.2, -0.1], "the knock-out's order is the attribution's"),
     ([-0.4, -0.1, -0.05, -0.3], "both put 1.0 first"),  # the review's W7: only the first agrees
@@ -254,7 +275,7 @@ def test_each_shape_of_the_order_is_said_as_it_is(knock, shape):
 
 def test_the_table_and_the_plain_lines_print_the_numbers_they_are_given():
     table = attribution_text.comparison_table([(1, 2, 0.123456, -0.5)], {(1, 2): 3}, "L", "␣x", 8)
-    assert table == [{"head": "1.2", "direct share of L": 0.1235, "knock-out: Δ log p(␣x)": -0.5,
+    assert table == [{"head": "1.2", "direct share of L": 0.1235, "knock-out (zeroed): Δ log p(␣x)": -0.5,
                       "knock-out rank (of 8)": 3}]
     assert [m[1] for m in attribution_text.totals("L", 9.4401, 14, 9.44011, 1e-5)] == ["9.4401", "9.44011", "1.0e-05"]
     assert attribution_text.likeliest(3, "x", [("a", 0.5), ("b", 0.123)]).endswith("a 0.5, b 0.12")

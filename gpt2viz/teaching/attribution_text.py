@@ -132,7 +132,7 @@ def comparison_table(rows: list[tuple[int, int, float, float]], ranks: dict, lab
                      n: int) -> list[dict]:
     """The table of the heads set beside their knock-outs (`ranks`: (block, head) -> knock-out rank of n)."""
     return [{"head": _head(r), f"direct share of {label}": round(r[2], 4),
-             f"knock-out: Δ log p({answer})": round(r[3], 4), f"knock-out rank (of {n})": ranks[r[:2]]}
+             f"knock-out (zeroed): Δ log p({answer})": round(r[3], 4), f"knock-out rank (of {n})": ranks[r[:2]]}
             for r in rows]
 
 
@@ -200,6 +200,11 @@ def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, rand
         return [f"*Not measurable here*: the costliest knock-out, head {_head(ko)}'s, moves log p({answer}) by "
                 f"{ko[3]:+.3g}, {why}. Which head's knock-out costs most, and in what order, is noise here, not "
                 "something to set beside the attribution."]
+    if sum(abs(r[2]) for r in direct) < TINY:  # the answer against itself: no head leads, and no order is computed
+        cost = (f"The costliest knock-out is head {_head(ko)}'s (Δ log p({answer}) {ko[3]:+.3g})." if ko[3] < 0 else
+                f"No knock-out lowers log p({answer}).")
+        return [f"**Nothing to set beside the knock-outs**: every head's direct share is 0, so no head writes the "
+                f"largest. {cost}"]
     if ko[3] >= 0:
         lines = [f"**No knock-out lowers log p({answer})**: the smallest change is head {_head(ko)}'s "
                  f"({ko[3]:+.3g}); head {_head(top)}, the largest direct share ({top[2]:+.3g}), moves it by "

@@ -283,6 +283,21 @@ def test_heads_grid_stacks_heads_in_columns_on_one_colour_scale():
     assert np.array_equal(covered_cells(covers[1], 3 * T, T), np.concatenate([future] * 2 + [0 * future]))
 
 
+@pytest.mark.parametrize("nh", [12, 8, 4, 1])
+def test_heads_grid_columns_are_equally_wide_and_named_by_their_heads(nh):
+    """A trial: the first column was 0.25 of the width and the others 0.15 (the gap taken from theirs), so a head's
+    cells changed shape between columns; and the chart's sentence called its columns "panel 1", "panel 2"."""
+    fig = plots.heads_grid(np.stack([causal_pattern(T, T)] * nh), TOKENS, TOKENS, "t")
+    axes = [fig.layout[name] for name in fig.layout if name.startswith("xaxis")]
+    domains = sorted(axis.domain for axis in axes if axis.domain)
+    widths = [d[1] - d[0] for d in domains]
+    assert max(widths) - min(widths) < 1e-9 and domains[0][0] == 0 and domains[-1][1] == pytest.approx(1)
+    assert all(a[1] < b[0] for a, b in zip(domains, domains[1:]))  # a gap between neighbours
+    rows = math.ceil(nh / min(4, nh))
+    names = [t.name for t in fig.data]
+    assert names[0] == ("head 0" if rows == 1 else f"heads 0 to {rows - 1}") and len(names) == math.ceil(nh / rows)
+
+
 def test_heads_grid_rejects_bad_shapes_and_huge_grids(monkeypatch):
     with pytest.raises(ValueError, match=r"patterns must be 3-D \[nh, T, L\], got shape \(6, 6\)"):
         plots.heads_grid(causal_pattern(T, T), TOKENS, TOKENS, "t")

@@ -146,13 +146,15 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
     masked = [future_zeros(p, query_offset) for p in patterns]
     data, layout = [], dict(shapes=[])
     gap = 0.1  # of the width, between columns: room for the next column's "h11" labels at 800 px
+    width = (1 - gap * (cols - 1)) / cols if cols > 1 else 1.0  # every column as wide: its cells the same shape
     for c in range(cols):
         heads = range(c * rows, min(nh, (c + 1) * rows))
         s = "" if c == 0 else str(c + 1)
         y = [f"head {h} · {label}" for h in heads for label in ylabels]
+        named = f"heads {heads.start} to {heads.stop - 1}" if len(heads) > 1 else f"head {heads.start}"
         data.append(heatmap(patterns[heads.start: heads.stop].reshape(-1, L), xlabels, y,
                             "%{y}<br>key %{x}<br>attention %{z:.3f}", coloraxis="coloraxis",
-                            xaxis=f"x{s}", yaxis=f"y{s}"))
+                            xaxis=f"x{s}", yaxis=f"y{s}", name=named))  # the column, as the chart's sentence calls it
         middle = [y[r * T + T // 2] for r in range(len(heads))]
         xaxis, yaxis, margin = fixed_margins(
             # the browser thins its keys: a column a quarter of the width has no room for 13 px labels of
@@ -162,7 +164,8 @@ def heads_grid(patterns, tokens_q: Sequence[str], tokens_k: Sequence[str], title
             # window and hid under the column to its left
             dict(type="category", tickmode="array", tickvals=middle, ticktext=[f"h{h}" for h in heads],
                  tickfont=dict(size=TICK_PX), range=[rows * T - 0.5, -0.5]), top_margin("subtitle"), xlabels, y)
-        layout[f"xaxis{s}"] = dict(xaxis, anchor=f"y{s}", domain=[c / cols + (gap if c else 0), (c + 1) / cols])
+        left = c * (width + gap)
+        layout[f"xaxis{s}"] = dict(xaxis, anchor=f"y{s}", domain=[left, min(1.0, left + width)])
         layout[f"yaxis{s}"] = dict(yaxis, anchor=f"x{s}")
         path = "".join(mask_path(masked[h], r * T) for r, h in enumerate(heads))
         layout["shapes"] += mask_cover(path, f"x{s}", f"y{s}", fillcolor=MASKED_GREY)

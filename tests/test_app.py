@@ -338,7 +338,7 @@ def test_glossary_explains_the_ideas_with_links_that_keep_the_view():
     shown = "\n".join(m.value for m in at.markdown)
     for idea in ("KV cache", "Prefill", "Decode", "Logit lens", "Residual stream", "GELU", "Dropout", "LayerNorm",
                  "Tied embeddings", "Causal mask", "Softmax", "Temperature", "Top-k", "Induction head"):
-        assert f"##### {idea}\n" in shown  # a heading: Streamlit gives it the anchor other pages link to
+        assert f"### {idea}\n" in shown  # a heading: Streamlit gives it the anchor other pages link to
     links = re.findall(r'<a href="([^"]+)" target="_self">([^<]+)</a>', shown)
     assert len(links) == len(ENTRIES) and '/modes?' in shown
     # a head only trained weights have opens on the demo model's, measured, on its repeat; every other

@@ -12,7 +12,7 @@ sel = selection()
 st.title("About gpt2viz")
 st.markdown("gpt2viz runs its own GPT-2, written so that every intermediate tensor can be recorded, and holds it "
             "to the reference implementation number by number.")
-st.subheader("Checked live on your text")
+st.header("Checked live on your text")
 if sel.text_error:
     st.warning(sel.text_error, icon=":material/edit:")
 else:
@@ -21,7 +21,7 @@ else:
     with working(f"Running {sel.config.name} on {len(sel.ids):,} tokens twice: full, then decode…") as progress:
         diff = decode_check(sel.weights, sel.ids, progress)
     st.markdown(page_text.decode_check_sentence(len(sel.ids), sel.config.vocab_size, diff, sel.weights.label))
-st.subheader("What the test suite proves")
+st.header("What the test suite proves")
 st.markdown("""
 Against `transformers.GPT2LMHeadModel` (eager attention) on the same random weights, loaded from the
 `model.safetensors` that transformers itself wrote (3 blocks, 4 heads, width 128):

@@ -39,13 +39,13 @@ st.title("Glossary")
 st.markdown("Every term the pages use, in our words, with the page that shows it; then every symbol, and the "
             "names you may know from nanoGPT or TransformerLens.")
 for group in GROUPS:
-    st.subheader(group, anchor=False)
-    st.markdown("\n\n".join(f"##### {e.term}\n{e.text} {where_it_shows(e)}"
+    st.header(group, anchor=False)
+    st.markdown("\n\n".join(f"### {e.term}\n{e.text} {where_it_shows(e)}"
                             for e in ENTRIES if e.group == group), unsafe_allow_html=True)
-st.subheader("Symbols", anchor="symbols")
+st.header("Symbols", anchor="symbols")
 st.markdown("The symbols every page and every shape uses, one meaning each. Shapes keep the reference "
             "implementations' layout: heads before positions, so per-head tensors are [B, nh, T, dh].")
 st.markdown(table(("symbol", "name", "meaning"), SYMBOLS))
-st.subheader("If you come from nanoGPT or TransformerLens", anchor="other-names")
+st.header("If you come from nanoGPT or TransformerLens", anchor="other-names")
 st.markdown("The same things under their names. Tensor names here are written blocks.n.…, n the block.")
 st.markdown(table(("from", "there", "here", "what differs"), ALIASES))

@@ -63,7 +63,7 @@ def open_here(lesson: lf.Lesson, key: str) -> None:
 
 
 # ---------------------------------------------------------------------------- open a file
-st.subheader("Open a lesson file")
+st.header("Open a lesson file")
 shipped = {lf.load(p).title: p for p in sorted(SHIPPED.glob("*.json"))}
 left, right = st.columns(2)
 pick = left.selectbox("Shipped with the app", list(shipped), index=None, placeholder="Choose a lesson",
@@ -87,7 +87,7 @@ if opened is not None:
 
 
 # ---------------------------------------------------------------------------- build one
-st.subheader("Build a lesson")
+st.header("Build a lesson")
 st.markdown("The lesson takes the sidebar's weights and text. For each stop, set the view in the sidebar "
             "(mode, block, head), choose the page, write a note or a question, and add it.")
 WEIGHTS = {"random": lambda: random_weights,
@@ -186,7 +186,7 @@ if built is not None:
 
 
 # ---------------------------------------------------------------------------- sign
-st.subheader("Share it: a signed link")
+st.header("Share it: a signed link")
 st.caption(":material/visibility: A link carries its lesson in the open: its texts and notes are readable by anyone "
            "who has the link (the signature stops changes, not reading). Put nothing private in a note.")
 key, problem = server_key(), key_problem()

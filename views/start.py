@@ -17,7 +17,7 @@ st.markdown("A path through GPT-2 for a class: open the pages in this order. Typ
             "first; every page then shows what the model computes on it, and every link here keeps it (and the "
             "mode, block and head). Each page also links to the next stop at its top.")
 for part in dict.fromkeys(s.part for s in TOUR):
-    st.subheader(part)
+    st.header(part, anchor=False)
     st.markdown("\n".join(f"{i}. {anchor(BY_URL[s.url].title, s.url)}: {s.sentence}"
                           + (" *(values: pick the demo model, or follow the stop's link)*" if s.demo and hint
                              else "")

@@ -24,7 +24,7 @@ def pick() -> Experiment:
 
 def ask(e: Experiment, sel: Selection) -> str | None:
     """The question and the prediction (None until one is chosen), the prediction bound to the URL."""
-    st.subheader(e.title)
+    st.header(e.title)
     st.markdown("**Predict first.** " + plain(question(e, sel.config.d_head, sel.block, sel.ids)))
     return st.radio("Your prediction", list(e.choices), index=None, horizontal=True, key=prediction_key(e),
                     bind="query-params")

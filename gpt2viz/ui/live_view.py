@@ -32,7 +32,7 @@ def run_key(sel: Selection) -> str:
 
 
 def live_checks(sel: Selection) -> None:
-    st.subheader("Live checks on your text")
+    st.header("Live checks on your text")
     st.markdown(f"These questions are about the text in the sidebar, on these weights, in block {sel.block} "
                 f"(head {sel.head} for the knock-out): look at the pages, then answer. Change the text or the "
                 "block and the questions change with it.")

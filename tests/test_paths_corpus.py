@@ -50,9 +50,12 @@ def check(p) -> str:
     paths = [(part.path_label, r.logprob) for part, r in p.rows]
     s = paths_text.route(p.sender.label, "`x`", p.clean.logprob, p.total.logprob, paths)
     change = p.total.logprob - p.clean.logprob
-    assert f"moves log p(`x`) by {change:+.3g}" in s
     was, now = f"{p.clean.logprob:.3g}", f"{p.total.logprob:.3g}"
-    assert (f"(it stays at {was})." if was == now else f"(from {was} to {now}).") in s, s  # never "from X to X"
+    if change == 0:  # a mean over one position: not "moves log p by +0" (a trial)
+        assert f"does not move log p(`x`) (it stays at {was})." in s, s
+    else:
+        assert f"moves log p(`x`) by {change:+.3g}" in s
+        assert (f"(it stays at {was})." if was == now else f"(from {was} to {now}).") in s, s  # never "from X to X"
     moved = [lp - p.clean.logprob for _, lp in paths]
     n = len(moved)
     if abs(change) < MEASURABLE_NATS or max(p.clean.prob, p.total.prob) < MEASURABLE_PROB:
@@ -65,11 +68,15 @@ def check(p) -> str:
     top = max(range(n), key=lambda i: shares[i])
     assert paths[top][0] in s
     assert f"{round(100 * shares[top])} %" in s
-    if shares[top] > 0:
+    if n == 1:  # one path is said as itself: not "Of the 1 path, X carries the largest share" (a trial)
+        assert (f"Its one path is **{paths[0][0]}**." if shares[0] > 0 else
+                f"Its one path, {paths[0][0]}, does not move it the way the total does.") in s, s
+        assert "largest share" not in s and "nearest" not in s
+    elif shares[top] > 0:
         assert f"**{paths[top][0]}** carries the largest share" in s
         assert all(shares[i] <= shares[top] for i in range(n))
     else:
-        assert f"None of the {n} path" in s and all(x <= 0 for x in shares)
+        assert f"None of the {n} paths" in s and all(x <= 0 for x in shares)
     assert f"{sum(moved):+.3g}" in s and f"{round(100 * sum(moved) / change)} % of the total" in s
     assert ("need not add up" in s) if n > 1 else ("need not carry the whole total" in s)
     assert abs(p.share(p.rows[top][0].name) - shares[top]) < 1e-9
@@ -99,7 +106,12 @@ def test_sentence_functions_are_registered_and_plain():
 
 def test_a_single_path_and_opposite_paths():
     one = paths_text.route("MLP 1", "`x`", -1.0, -2.0, [("the direct path (into the logits)", -1.5)])
-    assert "1 path," in one and "This one path's change is -0.5, 50 % of the total" in one
+    assert "Its one path is **the direct path (into the logits)**." in one and "1 path," not in one
+    assert "This one path's change is -0.5, 50 % of the total" in one
+    against = paths_text.route("MLP 1", "`x`", -1.0, -2.0, [("the direct path (into the logits)", -0.5)])
+    assert "Its one path, the direct path (into the logits), does not move it the way the total does." in against
+    still = paths_text.route("head 0.0", "`x`", -1.0, -1.0, [("a", -1.0)])
+    assert still.startswith("Knocked out everywhere, head 0.0 does not move log p(`x`) (it stays at -1).")
     opposite = paths_text.route("head 0.0", "`x`", -1.0, -2.0, [("a", -0.5), ("b", -1.0 + 0.2)])
     assert "None of the 2 paths moves it the way the total does: the nearest, b, moves it by +0.2" in opposite
     tiny = paths_text.route("head 0.0", "`x`", -1.0, -1.01, [("a", -1.3), ("b", -1.0)])

@@ -34,7 +34,8 @@ def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[
     if not paths:
         raise ValueError("a sender has at least one path (the logits)")
     change = total - clean
-    opening = (f"Knocked out everywhere, {sender} moves log p({answer}) by {change:+.3g} "
+    opening = (f"Knocked out everywhere, {sender} does not move log p({answer}) (it stays at {clean:.3g})."
+               if change == 0 else f"Knocked out everywhere, {sender} moves log p({answer}) by {change:+.3g} "
                + (f"(it stays at {clean:.3g})." if f"{clean:.3g}" == f"{total:.3g}" else
                   f"(from {clean:.3g} to {total:.3g})."))
     moved = [(name, lp - clean) for name, lp in paths]
@@ -50,11 +51,14 @@ def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[
         return f"{opening} {why}: each path's share of it is *not measurable* here. " + _sum_only(moved, summed, n)
     shares = [(name, d, d / change) for name, d in moved]
     name, d, share = max(shares, key=lambda s: s[2])
-    if share > 0:
-        best = (f"Of the {n} path{'s' * (n != 1)}, **{name}** carries the largest share of that change: "
+    if n == 1:  # "the largest share" and "the nearest" compare paths: one path is said as itself
+        best = (f"Its one path is **{name}**." if share > 0 else
+                f"Its one path, {name}, does not move it the way the total does.")
+    elif share > 0:
+        best = (f"Of the {n} paths, **{name}** carries the largest share of that change: "
                 f"{d:+.3g}, {percent(share)} of it.")
     else:
-        best = (f"None of the {n} path{'s' * (n != 1)} moves it the way the total does: the nearest, {name}, moves "
+        best = (f"None of the {n} paths moves it the way the total does: the nearest, {name}, moves "
                 f"it by {d:+.3g} ({percent(share)} of the total).")
     return f"{opening} {best} " + _sum(summed, change, n)
 

@@ -58,7 +58,7 @@ def test_on_the_demo_repeat_the_route_is_mlp_0():
     assert "paths need not add up to the total" in text and "nothing here is a mechanism" not in text
     table = at.dataframe[0].value
     assert table.iloc[0]["receiver"] == "total (everywhere)" and table.iloc[1]["receiver"] == "blocks.0.mlp"
-    assert table.iloc[1]["share of the total"] == f"{round(100 * p.share('blocks.0.mlp'))} %"
+    assert table.iloc[1]["share of the total"] == f"{round(100 * p.share('blocks.0.mlp'))}%"
 
 
 def test_random_weights_say_nothing_is_a_mechanism_and_controls_come_from_the_url():

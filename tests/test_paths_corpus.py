@@ -67,7 +67,7 @@ def check(p) -> str:
     shares = [d / change for d in moved]
     top = max(range(n), key=lambda i: shares[i])
     assert paths[top][0] in s
-    assert f"{round(100 * shares[top])} %" in s
+    assert f"{round(100 * shares[top])}%" in s
     if n == 1:  # one path is said as itself: not "Of the 1 path, X carries the largest share" (a trial)
         assert (f"Its one path is **{paths[0][0]}**." if shares[0] > 0 else
                 f"Its one path, {paths[0][0]}, does not move it the way the total does.") in s, s
@@ -77,7 +77,7 @@ def check(p) -> str:
         assert all(shares[i] <= shares[top] for i in range(n))
     else:
         assert f"None of the {n} paths" in s and all(x <= 0 for x in shares)
-    assert f"{sum(moved):+.3g}" in s and f"{round(100 * sum(moved) / change)} % of the total" in s
+    assert f"{sum(moved):+.3g}" in s and f"{round(100 * sum(moved) / change)}% of the total" in s
     assert ("need not add up" in s) if n > 1 else ("need not carry the whole total" in s)
     assert abs(p.share(p.rows[top][0].name) - shares[top]) < 1e-9
     return "measured"
@@ -98,7 +98,7 @@ def test_sentence_functions_are_registered_and_plain():
                                          paths_text.head_links_intro, paths_text.total_label}
     assert paths_text.total_label(-6.5213) == "total (everywhere): -6.52"
     assert "for the 1 head largest" in paths_text.head_links_intro(1)
-    assert paths_text.percent(-0.004) == "0 %" and paths_text.percent(0.996) == "100 %"
+    assert paths_text.percent(-0.004) == "0%" and paths_text.percent(0.996) == "100%"
     cap = paths_text.chart_caption("head 0.0", "`x`", 3, "mean")
     assert "replaced by its mean over the text's positions" in cap and "position 3" in cap
     assert "nothing here is a mechanism" in paths_text.random_note()
@@ -107,7 +107,7 @@ def test_sentence_functions_are_registered_and_plain():
 def test_a_single_path_and_opposite_paths():
     one = paths_text.route("MLP 1", "`x`", -1.0, -2.0, [("the direct path (into the logits)", -1.5)])
     assert "Its one path is **the direct path (into the logits)**." in one and "1 path," not in one
-    assert "This one path's change is -0.5, 50 % of the total" in one
+    assert "This one path's change is -0.5, 50% of the total" in one
     against = paths_text.route("MLP 1", "`x`", -1.0, -2.0, [("the direct path (into the logits)", -0.5)])
     assert "Its one path, the direct path (into the logits), does not move it the way the total does." in against
     still = paths_text.route("head 0.0", "`x`", -1.0, -1.0, [("a", -1.0)])

@@ -19,7 +19,7 @@ NUMBER_ROUNDS = [[], [768.0], [768.0, 767.0], [-1e12, 1e12], [0.5] * 3, [768.0] 
 
 
 def _shares(line: str) -> list[tuple[int, int, int]]:
-    return [(int(k), int(n), int(p)) for k, n, p in re.findall(r"(\d+) of (\d+) \((\d+) %\)", line)]
+    return [(int(k), int(n), int(p)) for k, n, p in re.findall(r"(\d+) of (\d+) \((\d+)%\)", line)]
 
 
 @pytest.mark.parametrize("answers", CHOICE_ROUNDS)

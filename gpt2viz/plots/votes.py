@@ -37,7 +37,7 @@ def choice_spread(choices: Sequence[str], rounds: Sequence[Sequence[int]], answe
     for r, counts in enumerate(rounds):
         total = sum(counts) or 1
         fig.add_bar(x=labels, y=list(counts), name=f"vote {r + 1}", marker_color=ROUND_COLOURS[r % 2],
-                    text=[f"{c} ({100 * c / total:.0f} %)" for c in counts], textposition="outside",
+                    text=[f"{c} ({100 * c / total:.0f}%)" for c in counts], textposition="outside",
                     textfont=dict(size=FONT_PX),
                     hovertemplate="%{x}: %{y} answers<extra>vote " + str(r + 1) + "</extra>")
     top = max((max(c) for c in rounds if len(c)), default=0)

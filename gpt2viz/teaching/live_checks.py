@@ -63,7 +63,7 @@ def checks(ids: tuple[int, ...], logits_last: torch.Tensor, patterns: torch.Tens
     shown = [readable(int(i)).replace("␣", " ") for i in ranking.ranked(logits_last, min(tied, BARS))]
     said = (f"The top token is **{token!r}** (id {top})." if tied == 1 else
             f"**{tied:,} tokens** tie for the top: their logits lie within {ranking.TIE_NATS:g} of each other, so "
-            f"their probabilities differ by less than 0.01 %. Any of the {len(shown)} the Output page shows counts: "
+            f"their probabilities differ by less than 0.01%. Any of the {len(shown)} the Output page shows counts: "
             + ", ".join(f"{t!r}" for t in shown) + ".")
     out = [
         LiveCheck(f"{key}:count", "How many tokens does your text have? (Count them on the Tokens page.)", "count",

@@ -192,7 +192,7 @@ def output_notice(top_prob: float, top_token: str, vocab: int, kind: str, tied: 
     """`tied`: how many tokens tie for the top (model/ranking.py), the first bar's among them."""
     top = (f"The top token, {top_token!r}, gets {top_prob:.3g}" if tied == 1 else
            f"{tied:,} tokens tie for the top, each with about {top_prob:.3g}: their logits lie within "
-           f"{ranking.TIE_NATS:g} of each other, so their probabilities differ by less than 0.01 %, and the bars "
+           f"{ranking.TIE_NATS:g} of each other, so their probabilities differ by less than 0.01%, and the bars "
            f"put them in token-id order, not in an order the model prefers")
     lines = [f"The probabilities are softmax(logits): each logit's exponential divided by the sum over all "
              f"{vocab:,} tokens, so they are positive and add to 1. {top}; a uniform guess would give each token "

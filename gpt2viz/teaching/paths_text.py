@@ -22,8 +22,8 @@ RANDOM = ("**Random weights: nothing here is a mechanism.** The bars are what re
 
 
 def percent(x: float) -> str:
-    """A share as a whole percentage ("40 %"); rounded as an int, so a small negative share is "0 %", not "-0 %"."""
-    return f"{round(100 * x)} %"
+    """A share as a whole percentage ("40%"); rounded as an int, so a small negative share is "0%", not "-0%"."""
+    return f"{round(100 * x)}%"
 
 
 def route(sender: str, answer: str, clean: float, total: float, paths: Sequence[tuple[str, float]]) -> str:

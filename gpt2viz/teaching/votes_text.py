@@ -14,7 +14,7 @@ def number(x: float) -> str:
 
 
 def _share(k: int, n: int) -> str:
-    return f"{k} of {n} ({fmt(100 * k / n, 0)} %)"
+    return f"{k} of {n} ({fmt(100 * k / n, 0)}%)"
 
 
 def answers_line(voters: int, state: str) -> str:

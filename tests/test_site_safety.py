@@ -81,6 +81,17 @@ def test_links_are_http_or_the_sites_own_and_app_links_follow_base():
     assert 'href="javascript' not in site.markdown("[x](/mlp)", base="javascript:alert(1)//")
 
 
+def test_a_picture_in_a_note_is_a_link_to_it_named_by_its_words():
+    """A lesson note's ![alt](url) showed as "!" and a link: the site fetches no picture, so it is a link named
+    "alt (picture)"; an unsafe address is no picture and no link; the words are escaped."""
+    html = site.markdown("See ![the map](https://example.org/map.png) and ![](https://example.org/b.png)")
+    assert 'See <a href="https://example.org/map.png">the map (picture)</a>' in html and "!" not in html
+    assert '<a href="https://example.org/b.png">picture</a>' in html
+    assert runs(html) == [] and "<img" not in html
+    assert "<b>" not in site.markdown("![<b>x</b>](https://example.org/x.png)")
+    assert 'href="javascript' not in site.markdown("![x](javascript:alert(1))")
+
+
 def test_an_app_link_left_unlinked_loses_leaves_the_lesson_and_a_drawing_keeps_its_boxes():
     assert site.LEAVES == state.LEAVES
     html = site.markdown(f'see <a href="/mlp?block=0" target="_self">the MLP{state.LEAVES}</a> now', html=True)

@@ -90,9 +90,18 @@ def _safe_link(url: str) -> bool:
 
 
 def _markdown_it(html: bool) -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": html}).enable("table").enable("strikethrough").disable("image")
+    md = MarkdownIt("commonmark", {"html": html}).enable("table").enable("strikethrough")
     md.validateLink = _safe_link
+    md.add_render_rule("image", _picture_as_link)
     return md
+
+
+def _picture_as_link(self, tokens, idx, options, env) -> str:
+    """A picture in a lesson's Markdown (![alt](url)): the site fetches nothing, so it is a link to the picture,
+    named by its words and "(picture)" (it was "!" and a link). Its URL passed _safe_link when parsed."""
+    token = tokens[idx]
+    words = escape(self.renderInlineAsText(token.children or [], options, env))
+    return f'<a href="{escape(token.attrs.get("src", ""))}">{f"{words} (picture)" if words else "picture"}</a>'
 
 
 _MD = _markdown_it(html=False)  # every text a lesson or a reader wrote, and every element of the app's

@@ -14,6 +14,10 @@
   // (h1, h3, h5 are read as levels 1, 2, 3) through aria-level; how they look stays.
   const levels = () => {
     const heads = [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")];
+    // an icon in a heading (the page's question: ":material/help:") is decoration: read, it put "help icon"
+    // before every question
+    for (const icon of document.querySelectorAll(":is(h1, h2, h3, h4, h5, h6) [role='img'][aria-label$=' icon']"))
+      if (icon.getAttribute("aria-hidden") !== "true") icon.setAttribute("aria-hidden", "true");
     const used = [...new Set(heads.map(h => +h.tagName[1]))].sort();
     for (const h of heads) {
       const level = used.indexOf(+h.tagName[1]) + 1;

@@ -81,6 +81,7 @@ def test_the_page_draws_whole(view):
     assert [lv for lv, _ in levels].count(1) == 1, levels
     skips = [(a, b) for a, b in zip(levels, levels[1:]) if b[0] > a[0] + 1]
     assert not skips, f"{row.url}: headings skip a level: {skips[:3]}"
+    assert page.get_by_role("heading", name=" icon ").count() == 0  # the question's icon read first: "help icon How…"
 
 
 HEADINGS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] :is(h1, h2, h3, h4, h5, h6)')]

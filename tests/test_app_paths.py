@@ -125,11 +125,18 @@ def test_a_large_view_runs_on_request():
     assert "along each of its 409 paths" in button.label and not at.get("plotly_chart")
 
 
-def test_a_shared_server_runs_the_paths_of_the_first_64_tokens():
-    """A trial: removing a head along its 409 paths on 256 tokens of gpt2 held the cores for minutes, under a
-    note that promised a quick view. The page now runs the first 64 tokens (a run per receiver, as a sweep's run
-    per head), and says so; the position it patches is within them."""
+def test_a_shared_server_removes_a_part_along_its_paths_at_the_first_64_positions_only():
+    """A trial: removing a head along its 409 paths at position 255 of gpt2 held both cores for a minute, under a
+    note that promised a quick view. The page runs the text as Who wrote the answer does (its links carry that
+    page's answer at that page's position), and a shared server refuses the paths past position 63 in one line,
+    with no button; at position 63 the button is there."""
     text = " ".join(["the cat sat on the mat"] * 30)  # 180 tokens
-    at = open_page(text=text)
     n = len(encode(text))
-    assert f"runs Which path carries it on the first 64 of this text's {n:,} tokens" in shown(at), shown(at)
+    at = open_page(model="gpt2", text=text)
+    said = shown(at)
+    assert f"on the first {n:,}" not in said and "on the first 64 of" not in said  # the text is not cut to 64
+    assert f"at the first 64 positions (each path runs the positions up to the one patched); this one is position " \
+           f"{n - 1:,}" in said, said
+    assert all(b.key != "run_paths" for b in at.get("button"))
+    at = open_page(model="gpt2", text=text, position=63)
+    assert "this one is position" not in shown(at) and any(b.key == "run_paths" for b in at.get("button"))

@@ -100,7 +100,8 @@ def test_the_tours_tally_counts_what_the_stops_add():
 @pytest.mark.parametrize("n", COUNTS)
 def test_the_refusals_count_in_good_grammar(n):
     for line in (page_text.cut_note("The text", 1024, n), page_text.cap_note("Head finder", 256, n + 256),
-                 page_text.sweep_refusal(64, n), page_text.run_too_large(n, "full", "900 MiB", "512 MiB", n, []),
+                 page_text.sweep_refusal(64, n), page_text.paths_refusal(64, n),
+                 page_text.run_too_large(n, "full", "900 MiB", "512 MiB", n, []),
                  page_text.endoftext_note("<|endoftext|>", "The text", 50256, n)):
         assert not re.search(r"\b1 tokens\b|\b1 are\b|\b(?:[02-9]|\d{2,}) token\b(?! \w*s\b)(?!')", line), line
     assert "1 token at the end is not shown" in page_text.cut_note("The text", 1024, 1)

@@ -87,6 +87,13 @@ def sweep_refusal(limit: int, n_tokens: int) -> str:
             f"page runs {n_tokens:,}. Shorten the text to sweep it.")
 
 
+def paths_refusal(limit: int, position: int) -> str:
+    """A shared server does not run path patching at a position past the first `limit` (positions from 0)."""
+    return (f"This shared server removes a part along its paths at the first {limit:,} positions (each path runs "
+            f"the positions up to the one patched); this one is position {position:,}. Choose an earlier position, "
+            "or run gpt2viz on your own machine.")
+
+
 def checkpoint_too_large(n_positions: int, n_embd: int, need: str, budget: str) -> str:
     """A checkpoint whose full context makes a page's run exceed the server's budget (`need` and
     `budget` already in MiB words)."""
@@ -220,7 +227,7 @@ def generation_room(n_positions: int, n_tokens: int, room: int) -> str:
 
 
 SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
-             checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line, decode_check_sentence,
-             lens_residual_sentence, kv_cache_line, params_headline, params_formula, link_bounds_note,
-             link_choice_note, decode_reads, decode_step_title, tie_note,
-             link_cut_note, checkpoint_line, memory_note, generation_room)
+             paths_refusal, checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line,
+             decode_check_sentence, lens_residual_sentence, kv_cache_line, params_headline, params_formula,
+             link_bounds_note, link_choice_note, decode_reads, decode_step_title, tie_note, link_cut_note,
+             checkpoint_line, memory_note, generation_room)

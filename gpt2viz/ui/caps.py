@@ -18,10 +18,12 @@ from .visitor import is_local
 # activations for the backward one; What if runs the text twice (before and after the knock-out);
 # the head finder and About run it once or twice without gradients; Who wrote the answer records
 # every tensor of the run (a full trace) and sets What if's knock-outs beside it; Which path carries it
-# runs every receiver of a sender, 410 runs on gpt2, as a sweep does: at 256 tokens it held both cores for 55 s,
-# at 64 for 13 s (a head of block 0, random gpt2, 2 threads)
+# runs the text as Who wrote the answer does (its links carry that page's answer at that page's position)
+HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512, "attribution": 256, "paths": 256}
 SWEEP_TOKENS = 64  # a sweep runs the text once per head (144 on gpt2), as patching (64) once per cell
-HEAVY_TOKENS = {"training": 256, "whatif": 256, "heads": 512, "about": 512, "attribution": 256, "paths": SWEEP_TOKENS}
+# removing a sender along each path runs every receiver (410 on gpt2) on the positions up to the one patched, as a
+# sweep does: at position 255 it held both cores for 55 s, at 63 for 13 s (a head of block 0, random gpt2, 2 threads)
+PATH_POSITIONS = SWEEP_TOKENS
 
 
 def token_cap(page: str) -> int | None:
@@ -35,6 +37,14 @@ def capped(sel: Selection, page: str) -> Selection:
         return sel
     st.info(page_text.cap_note(BY_URL[page].title, cap, len(sel.ids)), icon=":material/timer:")
     return replace(sel, ids=sel.ids[:cap])
+
+
+def paths_refused(position: int) -> bool:
+    """True (and said in one line) when this server does not remove a sender along its paths at `position`."""
+    if is_local() or position < PATH_POSITIONS:
+        return False
+    st.warning(page_text.paths_refusal(PATH_POSITIONS, position), icon=":material/timer:")
+    return True
 
 
 def sweep_refused(n_tokens: int) -> bool:

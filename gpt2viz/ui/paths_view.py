@@ -18,6 +18,7 @@ from ..spec.schema import Mode
 from ..teaching import paths_text
 from .anatomy import plot, random_note
 from .cache import get_trace, trace_cache, unembedding_run_bytes
+from .caps import paths_refused
 from .layout import wide_table
 from .links import anchor
 from .state import Selection, locked
@@ -83,6 +84,8 @@ def paths(sel: Selection, trace: Trace, sender: str, answer: int, versus: int | 
     key = ("paths", sel.weights.key, sel.ids, sender, answer, versus, position, method)
     n = len(receivers_of(sel.config, parse_sender(sender, sel.config)))
     if n * (position + 1) > AUTO_WORK:
+        if paths_refused(position):
+            return None
         pressed = st.button(f"Remove {Part(sel.block, sel.head if '.head.' in sender else None).label} along each of "
                             f"its {n} paths ({n + 1} runs of up to {sel.config.n_layer} blocks on {position + 1} "
                             "positions)", key="run_paths")

@@ -184,10 +184,10 @@ def verdict_cases():
     return small + [("gpt2-0", "3 tokens"), ("gpt2-3", "3 tokens")]
 
 
-def check_verdict(lines: list[str], direct, ko_top, indirect, random: bool):
+def check_verdict(lines: list[str], direct, ko_top, indirect, random: bool, heads_moved: float = math.nan):
     text = "\n".join(lines)
     knock_min = ko_top[3]
-    none_writes = sum(abs(r[2]) for r in direct) < attribution_text.TINY  # e.g. the answer against itself
+    none_writes = heads_moved < attribution_text.TINY  # every head, not the rows shown (e.g. the answer against itself)
     assert ("Nothing to set beside the knock-outs" in text) == none_writes, text
     if none_writes:  # no head leads a row of zeros: no agreement, no order (a trial: "They agree" on +0)
         assert len(lines) == 1 and "agree" not in text and "Among" not in text and "largest direct share (" \
@@ -252,8 +252,22 @@ def test_the_verdict_on_the_answer_against_itself_sets_no_head_first(weights, te
     a = attribute(model(weights), trace, top, top)
     cmp = compare(a, swept(weights, text), k=4)
     assert all(r[2] == 0 for r in cmp.direct)
-    lines = attribution_text.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(top), RANDOM[weights])
-    check_verdict(lines, cmp.direct, cmp.knockout_top, cmp.indirect, RANDOM[weights])
+    lines = attribution_text.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(top), RANDOM[weights],
+                                     heads_moved=cmp.heads_moved)
+    check_verdict(lines, cmp.direct, cmp.knockout_top, cmp.indirect, RANDOM[weights], cmp.heads_moved)
+    assert "Nothing to set beside the knock-outs" in lines[0]
+
+
+def test_no_head_is_said_to_write_nothing_where_a_head_below_the_rows_shown_does():
+    """A review: the rule read only the top 4 rows; with every head but one at 0 and that one negative (below the
+    zeros), it said "every head's direct share is 0". The page passes the sum over every head."""
+    direct = [(0, h, 0.0, -0.1 * (h + 1)) for h in range(1, 5)]  # the top 4 by signed share: all 0
+    lines = attribution_text.verdict(direct, direct[-1], [], "␣x", False, heads_moved=0.0066)
+    assert "Nothing to set beside" not in "\n".join(lines) and "every head's direct share is 0" not in lines[0]
+    said = attribution_text.verdict(direct, direct[-1], [], "␣x", False, heads_moved=0.0)[0]
+    assert "Nothing to set beside" in said
+    unknown = attribution_text.verdict(direct, direct[-1], [], "␣x", False)[0]  # the sum not computed: nothing said
+    assert "Nothing to set beside" not in unknown
 
 
 @pytest.mark.parametrize("knock,shape", [

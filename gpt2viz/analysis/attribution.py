@@ -186,6 +186,7 @@ class Comparison:
     direct: list[tuple[int, int, float, float]]  # the top heads by attribution: (block, head, attribution, knock-out)
     knockout_top: tuple[int, int, float, float]  # the head whose knock-out costs most (same fields)
     indirect: list[tuple[int, int, float, float]]  # heads the knock-out needs that write almost nothing directly
+    heads_moved: float = float("nan")  # the sum of every head's |attribution| (not only the top k): 0, none writes
 
     @property
     def agree(self) -> bool:
@@ -213,4 +214,4 @@ def compare(attr: Attribution, knock: torch.Tensor, k: int = 4) -> Comparison:
     costly = knock.flatten().argsort()[:k].tolist()  # [k] the costliest knock-outs
     indirect = [row(i // attr.n_head, i % attr.n_head) for i in costly]
     indirect = [r for r in indirect if r[3] < 0 and r[2] < floor and abs(r[3]) >= abs(direct[0][3])]
-    return Comparison(direct, top, indirect)
+    return Comparison(direct, top, indirect, float(grid.abs().sum()))

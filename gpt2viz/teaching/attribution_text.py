@@ -184,13 +184,15 @@ def margin_reason(first, top, answer: str, margin: tuple[str, str, float, float]
 
 
 def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, random: bool,
-            margin: tuple[str, str, float, float] | None = None, clean_logprob: float | None = None) -> list[str]:
+            margin: tuple[str, str, float, float] | None = None, clean_logprob: float | None = None,
+            heads_moved: float = math.nan) -> list[str]:
     """Whether the head with the largest direct share is the one whose knock-out costs most, and where
     not, why; then how the knock-out orders the heads that write (those of `indirect` left out).
     Rows are (block, head, direct share, knock-out Δ log p), as analysis/attribution.py `Comparison`.
     `clean_logprob`: log p(answer) before any knock-out; where the costliest knock-out's change is not
     measurable (analysis/paths.py: under MEASURABLE_NATS, or an answer under MEASURABLE_PROB in both runs),
-    the orders are noise and only that is said."""
+    the orders are noise and only that is said. `heads_moved`: the sum of every head's |direct share| (all heads,
+    not only the rows given): under TINY, no head writes, which is said; NaN (not computed), nothing is said of it."""
     top, ko = direct[0], knockout_top
     chance = " On random weights that is chance, not a mechanism." if random else ""
     if ko[3] < 0 and clean_logprob is not None and not change_measurable(clean_logprob, clean_logprob + ko[3]):
@@ -200,7 +202,7 @@ def verdict(direct: list, knockout_top: tuple, indirect: list, answer: str, rand
         return [f"*Not measurable here*: the costliest knock-out, head {_head(ko)}'s, moves log p({answer}) by "
                 f"{ko[3]:+.3g}, {why}. Which head's knock-out costs most, and in what order, is noise here, not "
                 "something to set beside the attribution."]
-    if sum(abs(r[2]) for r in direct) < TINY:  # the answer against itself: no head leads, and no order is computed
+    if heads_moved < TINY:  # the answer against itself: no head leads, and no order is computed (NaN: not computed)
         cost = (f"The costliest knock-out is head {_head(ko)}'s (Δ log p({answer}) {ko[3]:+.3g})." if ko[3] < 0 else
                 f"No knock-out lowers log p({answer}).")
         return [f"**Nothing to set beside the knock-outs**: every head's direct share is 0, so no head writes the "

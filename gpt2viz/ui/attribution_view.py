@@ -133,7 +133,8 @@ def verdict(cmp: Comparison, a: Attribution, margin: Attribution | None, random:
                  float(grid[writers[0][0], writers[0][1]]))
     logits = trace.at("logits", a.position)[0].double()  # [V]
     clean = float(logits.log_softmax(-1)[a.answer])  # log p(answer) before any knock-out
-    return say.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), random, split, clean)
+    return say.verdict(cmp.direct, cmp.knockout_top, cmp.indirect, readable(a.answer), random, split, clean,
+                       cmp.heads_moved)
 
 
 def runner_up(sel: Selection, trace: Trace, a: Attribution) -> Attribution | None:

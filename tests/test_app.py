@@ -821,6 +821,8 @@ def test_compare_and_patch_patches_two_one_token_texts(weights, a, b):
     assert not at.exception, at.exception[0].value
     said = " ".join(str(x.value) for x in [*at.caption, *at.warning, *at.markdown])
     assert "m_A = " in said and "m_B = " in said, said
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(at)]
+    assert sum(t.startswith("Linear estimate") for t in titles) == 2, titles  # past the estimate that raised
 
 
 def test_compare_and_patch_captions_each_chart_with_its_own_text():

@@ -215,3 +215,17 @@ def test_a_long_texts_loss_at_every_position_comes_on_request(local):
     got = chart["data"][0]["y"]
     got = np.frombuffer(base64.b64decode(got["bdata"]), dtype=got["dtype"]) if isinstance(got, dict) else got
     assert np.allclose(np.asarray(got, dtype=np.float64), want.numpy(), atol=1e-5)
+
+
+def test_an_answer_pair_that_a_and_b_give_the_same_margin_is_refused_before_any_run():
+    """One token against itself: both margins are 0, every restored fraction would divide by 0. The page says so
+    beside the margins and offers no patch (margins_measurable), as the analysis and the CLI give no fraction."""
+    at = open_page("patch.py", text="Mary gave John a drink", text_b="John gave Mary a drink")
+    common = [t for t in at.selectbox(key="answer_a").options if t in at.selectbox(key="answer_b").options]
+    assert common  # one of A's 10 likeliest tokens is among B's on these texts
+    at.selectbox(key="answer_a").set_value(common[0])
+    at.selectbox(key="answer_b").set_value(common[0]).run()
+    assert not at.exception
+    shown = text_of(at)
+    assert "m_A = 0 · m_B = 0" in shown and "the same margin: there is nothing to restore" in shown, shown
+    assert all(b.key != "run_patch" for b in at.get("button"))

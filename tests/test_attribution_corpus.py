@@ -23,7 +23,7 @@ from gpt2viz.analysis import claims
 from gpt2viz.analysis.attribution import NEEDS, attribute, compare
 from gpt2viz.analysis.dot import score_parts
 from gpt2viz.analysis.paths import MEASURABLE_NATS, MEASURABLE_PROB
-from gpt2viz.analysis.whatif import NOT_RANKED, Target, knockout, knockout_from, sweep
+from gpt2viz.analysis.whatif import NOT_RANKED, Target, knockout, knockout_from, margins_measurable, restored, sweep
 from gpt2viz.model import ranking
 from gpt2viz.model.demo_model import DEMO_PATH
 from gpt2viz.model.modes import run
@@ -392,15 +392,27 @@ def test_compare_and_patch_says_both_lengths_in_tokens(n_a, n_b):
     assert " 1 tokens" not in said
 
 
-@pytest.mark.parametrize("clean,corrupt", [(0.5, 0.5), (1.731, 1.7), (-0.2, -0.2 + MEASURABLE_NATS * 0.99)])
-def test_compare_and_patch_refuses_a_fraction_of_a_margin_difference_too_small_to_measure(clean, corrupt):
+@pytest.mark.parametrize("clean,corrupt", [(0.5, 0.5), (1.731, 1.73105), (1.0, 1.0000999), (1.0, 1.00009999),
+                                           (-0.2, -0.15), (1.0, 1.0002), (0.0, -3.0)])
+def test_a_restored_fraction_is_computed_and_refused_by_one_rule(clean, corrupt):
+    """A review: the page refused margins apart by less than its own limit while the analysis, the CLI and the Code
+    panel printed fractions of them, and a printed difference could round up to that limit ("differ by 0.05, less
+    than 0.05"). One rule now (margins_measurable: more apart than float32's rounding of a logit): NaN fractions
+    where it fails, the sentence there, and no number in it but the limit."""
+    m = torch.tensor([clean, corrupt, 0.3], dtype=torch.float64)
+    fractions = restored(m, clean, corrupt)
+    ok = abs(clean - corrupt) >= ranking.TIE_NATS
+    assert margins_measurable(clean, corrupt) == ok
+    assert bool(torch.isnan(fractions).all()) == (not ok) and bool(torch.isfinite(fractions).all()) == ok
+    if ok:
+        assert fractions[:2].tolist() == pytest.approx([1.0, 0.0])
+        return
     said = whatif_text.margins_too_close(clean, corrupt)
-    gap = abs(clean - corrupt)
-    assert gap < MEASURABLE_NATS
-    if gap == 0:
+    if clean == corrupt:
         assert "same margin" in said
     else:
-        assert f"differ by {gap:.2g}" in said and "not measurable" in said and f"{MEASURABLE_NATS:g}" in said
+        assert f"differ by less than {ranking.TIE_NATS:g}" in said and "not measurable" in said
+        assert re.findall(r"(?<![\w.])\d+(?:\.\d+)?", said) == [f"{ranking.TIE_NATS:f}".rstrip("0")], said
 
 
 def test_what_ifs_plain_sentences_say_their_numbers():

@@ -147,6 +147,18 @@ def test_patch_grid(tiny):
     assert float(result.heads[1, 2]) == pytest.approx(float(expect), abs=1e-4)
 
 
+def test_margins_too_close_to_measure_give_no_fraction_and_no_run(tiny, monkeypatch):
+    """A fraction of an m_A − m_B of float32's rounding is a ratio of rounding: NaN (the CLI's null), no patched run."""
+    import gpt2viz.analysis.whatif as whatif
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("a patched run was made")
+    monkeypatch.setattr(whatif, "batched", no_runs)
+    same = patch(tiny, A, B, (5, 5))  # one token against itself: both margins 0
+    assert same.clean_diff == same.corrupt_diff == 0
+    assert torch.isnan(same.resid).all() and torch.isnan(same.heads).all()
+
+
 def test_patching_texts_of_different_length_is_refused(tiny):
     with pytest.raises(ValueError, match="equal length"):
         patch(tiny, A, B[:-1])

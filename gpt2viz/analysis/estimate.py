@@ -18,7 +18,7 @@ import torch
 from ..model.gpt2 import GPT2
 from ..model.record import Recorder
 from ..spec.schema import block_name
-from .whatif import Patching, logit_diff, patch_sources
+from .whatif import Patching, logit_diff, margins_measurable, patch_sources
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def estimate(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int]) -> E
                          for g, x in zip(grads[:n], resid)])  # [n_layer, T]
         h = torch.stack([(g[0] * (source[x][0] - rec.live[x].detach()[0])).sum((-1, -2))
                          for g, x in zip(grads[n:], zs)])  # [n_layer, nh]
-        if gap == 0:
+        if not margins_measurable(m_a, m_b):
             r, h = torch.full_like(r, nan), torch.full_like(h, nan)
         else:
             r, h = r / gap, h / gap

@@ -340,10 +340,18 @@ def logit_diff(logits: torch.Tensor, answers: tuple[int, int]) -> torch.Tensor:
     return logits[..., answers[0]] - logits[..., answers[1]]
 
 
+def margins_measurable(clean: float, corrupt: float) -> bool:
+    """Whether A's and B's margins m_A, m_B differ by more than float32's rounding of a logit (ranking.TIE_NATS,
+    under which two logits tie): a restored fraction divides by m_A − m_B, and a rounding's difference gives a
+    ratio of rounding."""
+    return abs(clean - corrupt) >= ranking.TIE_NATS
+
+
 def restored(m: torch.Tensor, clean: float, corrupt: float) -> torch.Tensor:
-    """(m − m_B) / (m_A − m_B); NaN where A and B give the pair the same margin (nothing to restore)."""
-    gap = clean - corrupt
-    return (m - corrupt) / gap if gap != 0 else torch.full_like(m, float("nan"))
+    """(m − m_B) / (m_A − m_B); NaN where the margins differ by rounding alone (margins_measurable)."""
+    if not margins_measurable(clean, corrupt):
+        return torch.full_like(m, float("nan"))
+    return (m - corrupt) / (clean - corrupt)
 
 
 def default_answers(clean_logits: torch.Tensor, corrupt_logits: torch.Tensor) -> tuple[int, int]:
@@ -366,6 +374,10 @@ def patch(model: GPT2, clean_ids, corrupt_ids, answers: tuple[int, int] | None =
     corrupt_logits = last_logits(model, corrupt_ids, ())[0]  # [V]
     answers = answers or default_answers(clean_logits, corrupt_logits)
     m_a, m_b = float(logit_diff(clean_logits, answers)), float(logit_diff(corrupt_logits, answers))
+    if not margins_measurable(m_a, m_b):  # every fraction would be NaN: no run is made for them
+        nan = float("nan")
+        return Patching(answers, m_a, m_b, torch.full((cfg.n_layer, T), nan),  # [n_layer, T]
+                        torch.full((cfg.n_layer, cfg.n_head), nan))  # [n_layer, nh]
     resid = [[Intervention(block_name("resid_pre", b), "patch", position=p, source=source.get("resid_pre", b))]
              for b in range(cfg.n_layer) for p in range(T)]
     heads = [[Intervention(block_name("attn.z", b), "patch", head=h, source=source.get("attn.z", b))]

@@ -11,7 +11,7 @@ probability before is at least P_FLOOR; below it the change is given as Δ log p
 import math
 
 from ..analysis.claims import measurable
-from ..analysis.paths import MEASURABLE_NATS
+from ..model.ranking import TIE_NATS
 
 P_FLOOR = 0.01  # a probability under 1 % is near 0 for a relative change
 
@@ -97,13 +97,15 @@ def lengths_differ(n_a: int, n_b: int) -> str:
 
 
 def margins_too_close(clean: float, corrupt: float) -> str:
-    """Compare and patch, where A's and B's margins differ by less than MEASURABLE_NATS: a restored fraction
-    divides by that difference, so it would be a ratio of rounding."""
-    gap = abs(clean - corrupt)
-    if gap == 0:
+    """Compare and patch, where A's and B's margins differ by float32's rounding alone (analysis/whatif.py
+    margins_measurable, under ranking.TIE_NATS): a restored fraction divides by that difference, so it would be a
+    ratio of rounding. The margins are printed above it (margins); their difference is not printed again, where
+    rounding it could reach the limit it is under."""
+    if clean == corrupt:
         return "A and B give this answer pair the same margin: there is nothing to restore."
-    return (f"A's and B's margins differ by {gap:.2g}, less than {MEASURABLE_NATS:g}: a restored fraction divides "
-            "by that difference, so it is not measurable here. Choose an answer pair that A and B tell apart.")
+    return (f"A's and B's margins differ by less than {TIE_NATS:g}, float32's rounding of a logit: a restored "
+            "fraction divides by that difference, so it is not measurable here. Choose an answer pair that A and B "
+            "tell apart.")
 
 
 def _tokens(n: int) -> str:

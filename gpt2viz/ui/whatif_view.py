@@ -12,7 +12,6 @@ import streamlit as st
 import torch
 
 from .. import plots
-from ..analysis.paths import MEASURABLE_NATS
 from ..analysis.whatif import (
     Knocked,
     Patching,
@@ -20,8 +19,10 @@ from ..analysis.whatif import (
     default_answers,
     knockout_from,
     log_probs,
+    logit_diff,
     loss_from,
     loss_per_position,
+    margins_measurable,
     patch,
     sweep,
 )
@@ -386,12 +387,17 @@ def patching_section(sel: Selection, a: Trace, b: Trace) -> tuple[int, int]:
     if len(b.token_ids) > MAX_PATCH_TOKENS:
         st.warning(say.patch_too_long(sel.config.n_layer, len(b.token_ids), MAX_PATCH_TOKENS), icon=":material/timer:")
         return answers
+    m_a, m_b = (float(logit_diff(t.at("logits", -1)[0], answers)) for t in (a, b))
+    if not margins_measurable(m_a, m_b):  # said before any run: every fraction would divide by rounding
+        st.caption(say.margins(m_a, m_b))
+        st.warning(say.margins_too_close(m_a, m_b), icon=":material/straighten:")
+        return answers
     pressed = st.button(say.patch_button(sel.config.n_layer, len(sel.ids), sel.config.n_head), key="run_patch")
     if not requested(("patch", sel.weights.key, sel.ids, b.token_ids, answers), pressed):
         return answers
     p = patching(sel, b.token_ids, answers)
     st.caption(say.margins(p.clean_diff, p.corrupt_diff))
-    if abs(p.clean_diff - p.corrupt_diff) < MEASURABLE_NATS:
+    if not margins_measurable(p.clean_diff, p.corrupt_diff):  # the patch's own margins, as it computed them
         st.warning(say.margins_too_close(p.clean_diff, p.corrupt_diff), icon=":material/straighten:")
         return answers
     blocks = [f"block {i}" for i in range(sel.config.n_layer)]

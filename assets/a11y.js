@@ -13,7 +13,8 @@
   // level for a screen reader. The levels a page uses keep their order but are numbered without a gap
   // (h1, h3, h5 are read as levels 1, 2, 3) through aria-level; how they look stays.
   const levels = () => {
-    const heads = [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")];
+    // the headings drawn: a hidden one (presented, a lesson's note stands for the page's question) is not read
+    const heads = [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")].filter(h => h.getClientRects().length);
     // an icon in a heading (the page's question: ":material/help:") is decoration: read, it put "help icon"
     // before every question
     for (const icon of document.querySelectorAll(":is(h1, h2, h3, h4, h5, h6) [role='img'][aria-label$=' icon']"))

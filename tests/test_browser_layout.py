@@ -111,6 +111,19 @@ PHONE_JS = r"""
 """
 
 
+HEADINGS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] :is(h1, h2, h3, h4, h5, h6)')]
+  .map(h => [Number(h.tagName[1]), h.textContent.slice(0, 40)])"""
+# the outline a screen reader reads: the headings drawn, each at its aria-level where assets/a11y.js set one
+READ_HEADINGS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] :is(h1, h2, h3, h4, h5, h6)')]
+  .filter(h => h.getClientRects().length)
+  .map(h => [Number(h.getAttribute('aria-level') || h.tagName[1]), h.textContent.slice(0, 40)])"""
+
+
+def level_skips(levels: list) -> list:
+    """Pairs of neighbouring headings where the second is more than one level under the first."""
+    return [(a, b) for a, b in zip(levels, levels[1:]) if b[0] > a[0] + 1]
+
+
 DIAGRAM = "[data-testid='stMarkdown'] svg[role='figure']"  # a drawn diagram (gpt2viz/anatomy/diagram.py)
 
 
@@ -160,15 +173,16 @@ def test_presented_every_lesson_stop_shows_its_first_chart_in_the_first_screen(a
 
     def measure(page):
         page.locator(".st-key-present-note").wait_for(timeout=60_000)
+        page.wait_for_timeout(100)  # assets/a11y.js numbers the headings at the next frame
+        read = page.evaluate(READ_HEADINGS_JS)  # the question hidden under the note: no level skipped
+        assert not level_skips(read), f"{row.url} presented at a stop: {level_skips(read)[:3]}"
         return first_chart_boxes(page, f"{row.url}-lesson-present")
 
     boxes = measured(app, lf.href(row.url, lesson_token, i) + "&present=1", row.charts, measure)
     assert_in_first_screen(row.url, {size: top for size, (top, _) in boxes.items()}, f"at stop {i + 1} of a lesson")
     # under a three-line note on the smallest projector, the chart runs past the first screen rather than squeeze
-    # its plot to a strip (an attention map was 82 px tall, its colour bars' ticks on top of each other); plotly's
-    # automargin may take a few px more than the figure's own margins (233 of 240 on a bar chart)
-    least = 0.9 * present.MIN_PLOT_PX
-    squeezed = {size: plot for size, (_, plot) in boxes.items() if plot is not None and plot < least}
+    # its plot to a strip (an attention map was 82 px tall, its colour bars' ticks on top of each other)
+    squeezed = {size: plot for size, (_, plot) in boxes.items() if plot is not None and plot < present.MIN_PLOT_PX}
     assert not squeezed, f"{row.url} at stop {i + 1}: the filled chart's plot area is {squeezed} px tall"
 
 

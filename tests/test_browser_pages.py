@@ -77,15 +77,10 @@ def test_the_page_draws_whole(view):
     assert charts >= row.charts, f"{charts} charts on {row.url}"
     # a screen reader's outline: one h1, and no heading more than one level under the one before it (a trial: Start,
     # Lessons, Exercises, Experiments and About went from h1 to h3, the glossary from h3 to h5)
-    levels = page.evaluate(HEADINGS_JS)
+    levels = page.evaluate(layout.HEADINGS_JS)
     assert [lv for lv, _ in levels].count(1) == 1, levels
-    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b[0] > a[0] + 1]
-    assert not skips, f"{row.url}: headings skip a level: {skips[:3]}"
+    assert not layout.level_skips(levels), f"{row.url}: headings skip a level: {layout.level_skips(levels)[:3]}"
     assert page.get_by_role("heading", name=" icon ").count() == 0  # the question's icon read first: "help icon How…"
-
-
-HEADINGS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] :is(h1, h2, h3, h4, h5, h6)')]
-  .map(h => [Number(h.tagName[1]), h.textContent.slice(0, 40)])"""
 
 
 def test_the_page_reads_at_each_window_size(view):

@@ -43,11 +43,11 @@ with working(f"Generating {steps} token{'s' * (steps != 1)} step by step…") as
     gen = get_generation(sel.weights, sel.ids, steps, temperature, top_k, seed, progress=progress, top_p=top_p)
 random_note(sel)
 rows = generation_rows(gen, sel.config, temperature, top_k, top_p)
-with present.folded(sel.present, "The steps, as a table"):  # projected, the charts come first
-    wide_table(rows)
-    st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
 L_steps, bytes_steps = costs.kv_cache_series(sel.config, [t.L for t in gen.traces])
 plot(plots.cache_growth(L_steps, bytes_steps, "KV cache: keys read (L) and bytes per step"))
+with present.folded(sel.present, "The steps, as a table"):  # the chart first; projected, the table folded
+    st.markdown("**Continuation:** " + " ".join(code_span(row["chosen"]) for row in rows))
+    wide_table(rows)
 n = len(gen.traces)
 step = int(st.slider("Step", 1, n, 1, key="step", bind="query-params",
                      disabled=locked("step"))) if n > 1 else 1  # from 1, as table and chart

@@ -221,6 +221,7 @@ def folded(presenting: bool, label: str = "About this page"):
 
 
 MIN_PLOT_PX = 240  # a filled chart's plot area at least: twelve rows at the projected type, two colour bars' ticks
+AUTOMARGIN_PX = 48  # what plotly's automatic margins add to a figure's own, for tick labels and legends (7-46 px seen)
 
 
 def screen(fill: bool, frame_px: int = 0):
@@ -232,6 +233,6 @@ def screen(fill: bool, frame_px: int = 0):
     if not fill:
         return nullcontext()
     if frame_px:
-        st.html(f"<style>.st-key-present-chart {{min-height: max(20rem, {int(frame_px) + MIN_PLOT_PX}px) !important}}"
-                "</style>")
+        least = int(frame_px) + AUTOMARGIN_PX + MIN_PLOT_PX
+        st.html(f"<style>.st-key-present-chart {{min-height: max(20rem, {least}px) !important}}</style>")
     return st.container(key="present-chart")

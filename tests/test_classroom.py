@@ -78,7 +78,7 @@ def test_a_steps_choices_are_computed_once_and_equal_a_fresh_computation(tiny, m
         assert again == fresh and classroom.generation_rows(gen, tiny.config, 1.3, 5) == rows
     assert len(calls) == 3
     for (probs, _, at), row in zip(fresh, rows):
-        assert row["p(chosen)"] == f"{probs[at]:.4f}"
+        assert row["p(chosen)"] == f"{probs[at]:.4g}" and float(row["p(chosen)"]) > 0  # sampled: never "0.0000"
     assert classroom.step_choices(gen.traces[0], gen.ids[0], 0.0, None) != fresh[0]  # another choice: its own
     assert len(calls) == 4
 
@@ -250,3 +250,14 @@ def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
         assert grid.final_ranks[:, j].tolist() == [r.final_rank for r in rows] and rows[-1].final_rank == 0
     assert lens_window(7, 8, width=24) == (0, 7) and lens_window(100, 200, width=24) == (77, 100)
     assert lens_window(3, 200, width=24) == (0, 23)
+
+
+def test_a_sampled_tokens_probability_is_printed_in_significant_digits(tiny):
+    """A trial: at temperature 5 the table printed p(chosen) = 0.0000 for tokens the sampler drew (1.86e-05 each),
+    beside a chart that said 1.882e-05: every printed p(chosen) of a sampled step is above 0 and its value."""
+    from gpt2viz.ui import classroom
+
+    gen = generate(tiny, IDS, 4, choose=Sampler(temperature=5.0, seed=0))
+    for trace, chosen, row in zip(gen.traces, gen.ids, classroom.generation_rows(gen, tiny.config, 5.0, None)):
+        p = float(classroom.shown_distribution(trace, 5.0, None)[chosen])
+        assert p < 5e-5 and float(row["p(chosen)"]) == pytest.approx(p, rel=1e-3), (p, row["p(chosen)"])

@@ -310,7 +310,7 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
     logits = trace["logits"][0, -1].double()
     before = torch.softmax(logits, -1)
     for t in TEMPERATURES:
-        for k, p in itertools.product((None, 5), (None, 0.5, 0.999)):  # the Output page's three controls
+        for k, p in itertools.product((None, 1, 5, 305), (None, 0.5, 0.999)):  # the Output page's three controls
             after = distribution(logits, t, k, p)
             (line,) = notices.temperature_notice(before, after, t, k, p)
             said.append(line)
@@ -323,8 +323,16 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
                 assert f"the other {V - 1:,} get 0." in line and kept == 1, line
             elif p is not None:  # top-p (after top-k): the tokens it kept, the rest exactly 0, not underflow
                 assert f": {kept:,} token" in line and f"the other {V - kept:,} get exactly 0." in line, line
-                assert "float64" not in line and (k is not None) == ("Top-k keeps" in line), line
+                assert "float64" not in line and (k is not None) == ("Top-k" in line), line
                 assert abs(float(after.sum()) - 1) < 1e-12 and float(after[after > 0].sum()) >= 0
+                if k is not None:  # "of those N": what top-k alone keeps (a trial: "305 … of those, 45,067")
+                    by_k = int((logits >= logits.topk(k).values[-1]).sum())  # not masked (a tiny temperature's
+                    # softmax may still underflow some of them to 0)
+                    assert (f"of those {by_k:,}," if by_k > 1 else "of it,") in line, (by_k, line)
+                    assert kept <= by_k
+                least = before[after > 0].min()  # a cut inside a tie: which tied tokens it keeps is arbitrary
+                cut_in_tie = bool(((before == least) & (after == 0)).any())
+                assert ("the cut falls inside" in line) == cut_in_tie, line
             elif k is None or k >= V:  # W3: temperature alone, float64's underflow
                 smallest = f"{float(after[after > 0].min()):.2g}"
                 if t == 1:  # nothing cut, nothing scaled: the charts the sentence calls the same are
@@ -338,8 +346,11 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
                     assert f"the smallest stored is {smallest}." in line, line
                 else:
                     assert f"all {V:,} tokens keep one, the smallest here {smallest}." in line, line
-            else:
-                assert f"the other {zero:,} get exactly 0." in line and "top-p" not in line, (line, zero)
+            else:  # top-k alone
+                assert "top-p" not in line, line
+                assert ("cuts nothing here" in line) == (zero == 0), line  # every token ties with the k-th
+                if zero:
+                    assert f"the other {zero:,} get exactly 0." in line and "1 most likely tokens" not in line, line
 
     # Tokens: the counts are the text's; each claim about words holds for the text's bytes (M9, U5, N13)
     tok = notices.tokens_notice(ids, [readable(i) for i in ids], decode(ids))
@@ -434,9 +445,11 @@ def other_sentences(model, trace, ids, kind: str, text: str, said: list[str]) ->
     said += [intuition, notices.mlp_intuition(cfg.n_embd, 4 * cfg.n_embd)]
     labels, norms = residual_norm_series(trace)
     entering, leaving = float(norms[0].double().mean()), float(norms[-1].double().mean())
-    why = notices.layernorm_why(entering, leaving, cfg.n_embd)
+    T = norms.shape[-1]  # the positions this run computed: decode's one (a trial: "the stream's mean norm on this
+    why = notices.layernorm_why(entering, leaving, cfg.n_embd, T)  # text" of position 9 alone)
     trend = "grows" if leaving > 1.05 * entering else "shrinks" if leaving < 0.95 * entering else "stays"
-    assert f"mean norm {trend} from {entering:.2f}" in why, why
+    assert (f"{trend} from {entering:.2f} (into block 0)" in why and ("mean norm" in why) == (T > 1)
+            and (f"over its {T:,} positions" in why) == (T > 1)), why
     q = [readable(t) for t in ids]
     said += [why, notices.not_root_n(0, q), notices.not_root_n(1, q)]
     if kind == "demo":

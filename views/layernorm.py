@@ -29,7 +29,8 @@ prefix, source = prefix.format(b=sel.block), source.format(b=sel.block)
 q, _, offset = axis_tokens(trace)
 x = trace[source][0]  # [T, d]: the stream this LayerNorm reads
 # the page's answer to its question, with this run's stream, then the picture (its position slider under it)
-st.markdown(notices.layernorm_why(*(float(trace[name][0].norm(dim=-1).mean()) for name in ends), sel.config.n_embd))
+norms = [trace[name][0].norm(dim=-1) for name in ends]  # [T] each: the positions this run computed (decode: 1)
+st.markdown(notices.layernorm_why(*(float(n.mean()) for n in norms), sel.config.n_embd, len(norms[0])))
 chart = st.container()
 i = int(st.slider("Position", 0, trace.T - 1, trace.T - 1, key="ln_pos", bind="query-params",
                   disabled=locked("ln_pos"))) if trace.T > 1 else 0

@@ -133,8 +133,8 @@ SCORES = {s.key: s for s in (
           "position 2 on", True, "puts most attention on the first token"),
     Score("entropy", "entropy", "each row's entropy divided by its uniform row's, ln(i + 1), averaged: 1 spreads "
           "evenly, 0 reads one key", False, "is the most focused"),
-    Score("mean_distance", "mean attention distance", "the mean over positions i of Σⱼ a_ij (i − j): how many "
-          "positions back a head reads", True, "reads furthest back"),
+    Score("mean_distance", "mean attention distance", "the mean over positions i ≥ 1 of Σⱼ a_ij (i − j) (row 0 can "
+          "only read itself): how many positions back a head reads", True, "reads furthest back"),
 )}
 assert tuple(sorted(SCORES)) == tuple(sorted(SCORE_NAMES))
 

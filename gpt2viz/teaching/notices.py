@@ -204,6 +204,21 @@ def output_notice(top_prob: float, top_token: str, vocab: int, kind: str, tied: 
     return lines
 
 
+def _top_k_kept(top_k: int, kept: int, V: int, rest: bool = True) -> str:
+    """What top-k kept: `kept` tokens, more than k where tokens tie with the k-th, all V where that tie reaches the
+    least likely (on the demo model 49,957 untrained tokens tie: any k past the 300 above them keeps every token)."""
+    most = "the most likely token" if top_k == 1 else f"the {top_k:,} most likely tokens"
+    if kept >= V:
+        return (f"Top-k {top_k:,} cuts nothing here: the {top_k:,}th most likely token ties with every token below "
+                f"it, and top-k keeps all that tie with the {top_k:,}th, so all {V:,} are kept")
+    tie = f" (with {kept - top_k:,} more that tie with the {top_k:,}th)" if kept > top_k else ""
+    said = f"Top-k keeps {most}{tie}"
+    if not rest:
+        return said
+    return said + (" and gives it 1" if kept == 1 else " and rescales them to add to 1") + \
+        f"; the other {V - kept:,} get exactly 0."
+
+
 def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: float, top_k: int | None,
                        top_p: float | None = None) -> list[str]:
     """before, after: [V] the distribution at temperature 1 and at `temperature` with `top_k` and then `top_p`
@@ -219,15 +234,21 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
     if temperature == 0:
         line += f"Temperature 0 is greedy: the top token gets 1 and the other {V - 1:,} get 0."
     elif k_cuts and not p_cuts:
-        tie = f" (with {kept - top_k:,} more that tie with the {top_k:,}th)" if kept > top_k else ""
-        line += (f"Top-k keeps the {top_k:,} most likely tokens{tie} and rescales them to add to 1; the other "
-                 f"{V - kept:,} get exactly 0. Temperature alone never makes a probability 0.")
+        line += _top_k_kept(top_k, kept, V) + " Temperature alone never makes a probability 0."
     elif p_cuts:
-        which = (f"Top-k keeps the {top_k:,} most likely tokens; of those, top-p keeps the fewest" if k_cuts
+        # top-k's own count, from the ranking at temperature 1 (a temperature above 0 keeps it): the k-th token and
+        # every token that ties with it, as transformers' TopKLogitsWarper keeps them
+        by_k = int((before >= before.topk(top_k).values[-1]).sum()) if k_cuts else V
+        those = "it" if by_k == 1 else f"those {by_k:,}"
+        which = (f"{_top_k_kept(top_k, by_k, V, rest=False)}; of {those}, top-p keeps the fewest" if k_cuts
                  else "Top-p keeps the fewest most likely tokens")
+        at_cut = before[after > 0].min()  # the least likely token kept: a cut inside a tie of it keeps some of them
+        tied_out = int(((before == at_cut) & (after == 0)).sum())
+        arbitrary = (f" (the cut falls inside {tied_out + int(((before == at_cut) & (after > 0)).sum()):,} tokens of "
+                     "equal probability: which of them are kept is arbitrary)" if tied_out else "")
         line += (f"{which} whose probabilities together reach {top_p:g}: {kept:,} {'token' if kept == 1 else 'tokens'} "
-                 f"here, rescaled to add to 1, and the other {V - kept:,} get exactly 0. Temperature alone never "
-                 "makes a probability 0.")
+                 f"here{arbitrary}, rescaled to add to 1, and the other {V - kept:,} get exactly 0. Temperature alone "
+                 "never makes a probability 0.")
     else:
         zero = int((after == 0).sum())
         smallest = f"{float(after[after > 0].min()):.2g}"
@@ -264,11 +285,14 @@ def layernorm_notice(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tenso
     return lines
 
 
-def layernorm_why(entering: float, leaving: float, d: int) -> str:
+def layernorm_why(entering: float, leaving: float, d: int, positions: int = 2) -> str:
     """The LayerNorm page's answer to its own question, with this run's stream: `entering` and `leaving`,
-    the stream's mean norm into block 0 and out of the last block."""
+    the stream's mean norm over the run's `positions` into block 0 and out of the last block (one position:
+    decode's new one, or a 1-token text, whose norm is no mean of the text's)."""
     change = "grows" if leaving > entering * 1.05 else "shrinks" if leaving < entering * 0.95 else "stays"
-    return (f"**Why rescale?** On this text the stream's mean norm {change} from {entering:.2f} (into block 0) to "
+    whose = ("At the one position computed, the stream's norm" if positions == 1 else
+             f"On this text the stream's mean norm over its {positions:,} positions")
+    return (f"**Why rescale?** {whose} {change} from {entering:.2f} (into block 0) to "
             f"{leaving:.2f} (out of the last block), as every block adds its updates. LayerNorm hands each sublayer a "
             f"vector of mean 0 and spread 1 whatever that size (a norm of about √d = {math.sqrt(d):.1f}), so the "
             "weights reading it see inputs of one size at every depth, which keeps training stable.")

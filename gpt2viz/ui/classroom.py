@@ -30,7 +30,7 @@ def generation_rows(gen: Generation, cfg: GPT2Config, temperature: float, top_k:
                               lambda t=trace, c=chosen: float(shown_distribution(t, temperature, top_k, top_p)[c]))
         rows.append({"step": i + 1, "reads token": trace.tokens[-1], "P (cached)": trace.P, "L (keys)": trace.L,
                      "KV cache after the step (fp32)": costs.human_bytes(costs.kv_cache_bytes(cfg, 1, trace.L).value),
-                     "chosen": readable(chosen), "p(chosen)": f"{p_chosen:.4f}"})
+                     "chosen": readable(chosen), "p(chosen)": f"{p_chosen:.4g}"})  # 1.861e-05, not 0.0000
     return rows
 
 

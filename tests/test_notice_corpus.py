@@ -449,7 +449,7 @@ def other_sentences(model, trace, ids, kind: str, text: str, said: list[str]) ->
     why = notices.layernorm_why(entering, leaving, cfg.n_embd, T)  # text" of position 9 alone)
     trend = "grows" if leaving > 1.05 * entering else "shrinks" if leaving < 0.95 * entering else "stays"
     assert (f"{trend} from {entering:.2f} (into block 0)" in why and ("mean norm" in why) == (T > 1)
-            and (f"over its {T:,} positions" in why) == (T > 1)), why
+            and (f"Over this text's {T:,} positions" in why) == (T > 1)), why
     q = [readable(t) for t in ids]
     said += [why, notices.not_root_n(0, q), notices.not_root_n(1, q)]
     if kind == "demo":

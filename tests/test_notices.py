@@ -381,7 +381,8 @@ def test_the_layernorm_worked_example_says_the_scale_is_gone_only_where_var_dwar
 
 def test_the_layernorm_page_answers_why_it_rescales():
     text = notices.layernorm_why(0.78, 8.60, 768, 10)
-    assert "mean norm over its 10 positions grows from 0.78 (into block 0) to 8.60" in text and "√d = 27.7" in text
+    assert "Over this text's 10 positions, the stream's mean norm grows from 0.78 (into block 0) to 8.60" in text
+    assert "√d = 27.7" in text
     one = notices.layernorm_why(0.80, 8.11, 768, 1)  # decode: the new position alone
     assert "At the one position computed, the stream's norm grows from 0.80" in one and "mean norm" not in one
 

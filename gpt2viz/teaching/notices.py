@@ -291,7 +291,7 @@ def layernorm_why(entering: float, leaving: float, d: int, positions: int = 2) -
     decode's new one, or a 1-token text, whose norm is no mean of the text's)."""
     change = "grows" if leaving > entering * 1.05 else "shrinks" if leaving < entering * 0.95 else "stays"
     whose = ("At the one position computed, the stream's norm" if positions == 1 else
-             f"On this text the stream's mean norm over its {positions:,} positions")
+             f"Over this text's {positions:,} positions, the stream's mean norm")
     return (f"**Why rescale?** {whose} {change} from {entering:.2f} (into block 0) to "
             f"{leaving:.2f} (out of the last block), as every block adds its updates. LayerNorm hands each sublayer a "
             f"vector of mean 0 and spread 1 whatever that size (a norm of about √d = {math.sqrt(d):.1f}), so the "

@@ -50,6 +50,7 @@ else:
     st.caption("Dropout is off: no value was dropped, so this loss is the evaluation loss of the text.")
 st.subheader("Gradients")
 plot(plots.matrix_heatmap(summary.weight_grad_norms, [label for _, label in GRAD_PARTS],
-                          [str(i) for i in range(cfg.n_layer)], "‖∂loss/∂W‖ per component and block", "norm"))
+                          [str(i) for i in range(cfg.n_layer)],
+                          "‖∂loss/∂W‖ per component and block (a LayerNorm's gain g; no bias)", "norm"))
 plot(plots.depth_bars(summary.stream_grad_norms, [f"block {i} in" for i in range(cfg.n_layer)],
                       "‖∂loss/∂xₙ‖: the gradient reaching each block's input", "norm"))

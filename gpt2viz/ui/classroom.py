@@ -16,7 +16,8 @@ from ..spec.config import GPT2Config
 from ..spec.schema import block_name
 
 TRAINING_NEEDS = ("loss*", "*dropout_mask", "grad.h.*.weight", "grad.blocks.*.resid_pre")
-GRAD_PARTS = [("ln_1", "ln_1"), ("attn.c_attn", "W_QKV"), ("attn.c_proj", "W_O"), ("ln_2", "ln_2"),
+# each row: one parameter's gradient (its .weight): a matrix, or a LayerNorm's gain g (its bias b, as every bias, apart)
+GRAD_PARTS = [("ln_1", "ln_1 g"), ("attn.c_attn", "W_QKV"), ("attn.c_proj", "W_O"), ("ln_2", "ln_2 g"),
               ("mlp.c_fc", "W_fc"), ("mlp.c_proj", "W_proj")]
 DROPOUT_SITES = [("attn.pattern_dropout_mask", "attention pattern"), ("attn.out_dropout_mask", "Δattn"),
                  ("mlp.out_dropout_mask", "Δmlp")]

@@ -242,10 +242,9 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
         those = "it" if by_k == 1 else f"those {by_k:,}"
         which = (f"{_top_k_kept(top_k, by_k, V, rest=False)}; of {those}, top-p keeps the fewest" if k_cuts
                  else "Top-p keeps the fewest most likely tokens")
-        at_cut = before[after > 0].min()  # the least likely token kept: a cut inside a tie of it keeps some of them
-        tied_out = int(((before == at_cut) & (after == 0)).sum())
-        arbitrary = (f" (the cut falls inside {tied_out + int(((before == at_cut) & (after > 0)).sum()):,} tokens of "
-                     "equal probability: which of them are kept is arbitrary)" if tied_out else "")
+        tied = before == before[after > 0].min()  # [V]: the least likely kept and its equals; a cut inside them
+        arbitrary = (f" (the cut falls inside {int(tied.sum()):,} tokens of equal probability: which of them are kept "
+                     "is arbitrary)" if (tied & (after == 0)).any() else "")
         line += (f"{which} whose probabilities together reach {top_p:g}: {kept:,} {'token' if kept == 1 else 'tokens'} "
                  f"here{arbitrary}, rescaled to add to 1, and the other {V - kept:,} get exactly 0. Temperature alone "
                  "never makes a probability 0.")

@@ -381,7 +381,10 @@ def test_the_changed_table_says_nothing_changed_exactly_where_nothing_did(weight
     again = knockout(m, ids, Target(0, "head", 0), method, names=["logits"])
     assert unchanged == torch.equal(again["logits"], clean["logits"]), (said, weights, text, method)
     assert ("Below are the later values" in said) == (not unchanged)
-    assert unchanged == (method == "mean" and len(ids) == 1)  # a mean over one position is the value itself
+    if method == "mean" and len(ids) == 1:  # a mean over one position is the value itself: nothing moves, or (on
+        assert all(c < 1e-6 for _, c in knocked.changed), knocked.changed  # a machine that rounds apart) rounding
+    else:
+        assert not unchanged
     assert not [n for n, _ in knocked.changed if NOT_RANKED.search(n)], knocked.changed
 
 

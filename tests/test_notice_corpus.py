@@ -330,8 +330,8 @@ def test_the_notices_of_one_run_keep_the_rules(models, weights, text, mode):
                     # softmax may still underflow some of them to 0)
                     assert (f"of those {by_k:,}," if by_k > 1 else "of it,") in line, (by_k, line)
                     assert kept <= by_k
-                least = before[after > 0].min()  # a cut inside a tie: which tied tokens it keeps is arbitrary
-                cut_in_tie = bool(((before == least) & (after == 0)).any())
+                least = logits[after > 0].min()  # a cut inside a tie of logits: which of them it keeps is arbitrary
+                cut_in_tie = bool(((logits == least) & (after == 0)).any())
                 assert ("the cut falls inside" in line) == cut_in_tie, line
             elif k is None or k >= V:  # W3: temperature alone, float64's underflow
                 smallest = f"{float(after[after > 0].min()):.2g}"

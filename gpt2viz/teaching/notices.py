@@ -204,6 +204,11 @@ def output_notice(top_prob: float, top_token: str, vocab: int, kind: str, tied: 
     return lines
 
 
+# equal logits give probabilities equal to within a few ulps (a vectorised exp may round its last lanes apart), and
+# distinct float32 logits give probabilities apart by 1e-7 of themselves at least: this tells the two apart
+SAME_P = 1 - 1e-9
+
+
 def _top_k_kept(top_k: int, kept: int, V: int, rest: bool = True) -> str:
     """What top-k kept: `kept` tokens, more than k where tokens tie with the k-th, all V where that tie reaches the
     least likely (on the demo model 49,957 untrained tokens tie: any k past the 300 above them keeps every token)."""
@@ -238,11 +243,12 @@ def temperature_notice(before: torch.Tensor, after: torch.Tensor, temperature: f
     elif p_cuts:
         # top-k's own count, from the ranking at temperature 1 (a temperature above 0 keeps it): the k-th token and
         # every token that ties with it, as transformers' TopKLogitsWarper keeps them
-        by_k = int((before >= before.topk(top_k).values[-1]).sum()) if k_cuts else V
+        by_k = int((before >= before.topk(top_k).values[-1] * SAME_P).sum()) if k_cuts else V
         those = "it" if by_k == 1 else f"those {by_k:,}"
         which = (f"{_top_k_kept(top_k, by_k, V, rest=False)}; of {those}, top-p keeps the fewest" if k_cuts
                  else "Top-p keeps the fewest most likely tokens")
-        tied = before == before[after > 0].min()  # [V]: the least likely kept and its equals; a cut inside them
+        least = before[after > 0].min()
+        tied = (before >= least * SAME_P) & (before <= least / SAME_P)  # [V]: the least kept and its equals
         arbitrary = (f" (the cut falls inside {int(tied.sum()):,} tokens of equal probability: which of them are kept "
                      "is arbitrary)" if (tied & (after == 0)).any() else "")
         line += (f"{which} whose probabilities together reach {top_p:g}: {kept:,} {'token' if kept == 1 else 'tokens'} "

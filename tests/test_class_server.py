@@ -22,6 +22,8 @@ def test_processes_share_a_secret_split_the_budget_and_turn_off_uploads():
     env = replica_env(4, {"GPT2VIZ_TRACE_BUDGET_MB": "4096"})
     # half the budget for the runs the processes share (counted once), the rest split four ways
     assert (env["GPT2VIZ_SHARED_RUNS_MB"], env["GPT2VIZ_TRACE_BUDGET_MB"]) == ("2048", "512")
+    # each keeps mapped at most the folder over five: a fifth of it no process holds, where new runs find room
+    assert env["GPT2VIZ_SHARED_RUNS_KEEP_MB"] == "409"
     assert len(env["STREAMLIT_SERVER_COOKIE_SECRET"]) == 64
     assert (env["GPT2VIZ_ALLOW_UPLOAD"], env["GPT2VIZ_ALLOW_DOWNLOAD"], env["GPT2VIZ_THREADS"]) == ("0", "0", "1")
     assert env["STREAMLIT_CLIENT_SHOW_ERROR_DETAILS"] == "none"  # its loopback processes look local

@@ -54,10 +54,15 @@ def refuse():
 @pytest.mark.parametrize("mode", [Mode.FULL, Mode.TRAINING, Mode.PREFILL, Mode.DECODE])
 def test_a_run_one_process_wrote_another_maps_whole(tmp_path, model, mode):
     ids = encode(TEXT)
-    first = SharedRuns(tmp_path, 64 * 2**20).get_or_run(key(mode), lambda: run(model, ids, mode), model)
+    first = run(model, ids, mode)  # the run in memory
+    writer = SharedRuns(tmp_path, 64 * 2**20)
+    own = writer.get_or_run(key(mode), lambda: first, model)
+    # the writer maps its file too, its copy let go: each page of the run in memory once for the host
+    assert writer.written == 1 and own.shared_file is not None and own.ran_here
     other = SharedRuns(tmp_path, 64 * 2**20)  # another process's view of the folder
     mapped = other.get_or_run(key(mode), refuse, model)
-    assert other.read == 1 and mapped.shared_file is not None
+    assert other.read == 1 and mapped.shared_file is not None and not mapped.ran_here
+    assert other.find(key(mode), model) is not None and other.find(key(mode, "Not run."), model) is None
     assert (mapped.mode, mapped.token_ids, mapped.tokens, mapped.P, mapped.T, mapped.names) == \
         (first.mode, first.token_ids, first.tokens, first.P, first.T, first.names)
     for name in first.names:  # stored and derived alike
@@ -253,7 +258,7 @@ def many_mapped(folder: str, n: int) -> None:
     k = (("random", "tiny", 0), (n,), "full", None, None)
     last = cache.get_or_compute(k, lambda: shared.get_or_run(k, lambda: here([n]), m))
     print(json.dumps({"kept": kept, "max": most, "fds": fds, "read": shared.read, "ran": len(ran),
-                      "last": last.shared_file is None and last.token_ids == (n,)}))
+                      "last": last.token_ids == (n,)}))
 
 
 def test_a_process_asked_for_many_shared_runs_keeps_its_open_files_within_its_limit(tmp_path, model):
@@ -315,7 +320,7 @@ def test_a_process_that_cannot_map_a_run_leaves_its_file_whole(tmp_path, model, 
     held = SharedRuns(tmp_path, 64 * 2**20).get_or_run(key(Mode.FULL), refuse, model)  # another maps it
     inode = path.stat().st_ino
     other = SharedRuns(tmp_path, 64 * 2**20)
-    monkeypatch.setattr(other, "_map", lambda *args: None)
+    monkeypatch.setattr(other, "_map", lambda *args, **kwargs: None)
     ran = []
     trace = other.get_or_run(key(Mode.FULL), lambda: ran.append(1) or run(model, encode(TEXT), Mode.FULL), model)
     assert ran == [1] and other.written == 0 and trace.shared_file is None  # its own, counted whole

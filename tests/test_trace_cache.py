@@ -446,3 +446,49 @@ def test_a_cache_keeps_at_most_max_mapped_traces_mapped_from_shared_runs(monkeyp
     cache.get_or_compute(("mapped", 3), lambda: 1 / 0)  # a hit: now the most recently used
     cache.get_or_compute(("mapped", 6), lambda: mapped(6))
     assert list(cache._items) == ["own", ("mapped", 5), ("mapped", 3), ("mapped", 6)]
+
+
+def test_a_mapped_trace_s_file_counts_in_its_process_only_beyond_the_share_it_may_keep():
+    """A mapped trace's stored tensors are pages of the host's folder, counted in the folder's budget.
+    Counted whole in its process's budget as well, and the writer keeping its own copy besides, a class
+    server's process (512 MiB) let its students' runs go and ran them again (17 of 64 runs in a class on
+    two processes). Now a trace holds here only what it derived, and the files of mapped traces count in
+    the budget only beyond `mapped_budget`; least recently used goes first, of either kind."""
+    from gpt2viz.server.trace_cache import held
+
+    cache = TraceCache(100)
+    cache.mapped_budget = 2 * 400
+
+    def mapped(i):  # a trace of 400 stored bytes mapped from a file
+        return Trace("full", "tiny", (i,), ("a",), 0, 1, {"x": torch.zeros(100)}, shared_file=f"file {i}")
+    assert held(mapped(0)) == 0 and held(make(80)) == make(80).nbytes == 80
+    for i in range(2):
+        cache.get_or_compute(("mapped", i), lambda i=i: mapped(i))
+    cache.get_or_compute("own", lambda: make(80))
+    assert list(cache._items) == [("mapped", 0), ("mapped", 1), "own"] and cache.nbytes == 80  # 880 bytes kept
+    cache.get_or_compute(("mapped", 2), lambda: mapped(2))  # 400 bytes of files past the share: the oldest goes
+    assert list(cache._items) == [("mapped", 1), "own", ("mapped", 2)] and cache.nbytes == 80
+    cache.get_or_compute("own 2", lambda: make(40))  # 120 bytes of its own: the older own one goes
+    assert list(cache._items) == [("mapped", 1), ("mapped", 2), "own 2"]
+
+
+def test_a_trace_found_elsewhere_waits_for_no_turn_to_run():
+    """A run another process wrote is mapped in milliseconds: the asker does not queue behind the runs
+    computing (a class on two processes: mapped runs waited up to 0.6 s in line)."""
+    cache = TraceCache(10**9, max_runs=1)
+    started, release = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        release.wait(10)
+        return make(1)
+    t = threading.Thread(target=lambda: cache.get_or_compute("slow", slow))
+    t.start()
+    started.wait(10)
+    try:
+        got = cache.get_or_compute("found", lambda: 1 / 0, found=lambda: make(2))  # no turn free: found at once
+        assert got.nbytes == make(2).nbytes and "found" in cache._items
+    finally:
+        release.set()
+        t.join()
+    assert cache.get_or_compute("not found", lambda: make(3), found=lambda: None).nbytes == make(3).nbytes

@@ -69,6 +69,7 @@ class Trace:
     # the open file of a host's shared runs whose mapped pages the stored tensors are (server/shared_runs.py),
     # held open (and locked shared) as long as the trace lives; None: the tensors are this process's own
     shared_file: object = field(default=None, repr=False, compare=False)
+    ran_here: bool = field(default=True, repr=False, compare=False)  # False: mapped from another process's run
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode.parse(self.mode))

@@ -52,6 +52,7 @@ from .launch import config_flags
 from .received import LESSON_UPLOAD_MB, max_upload_mb
 from .shared_runs import BUDGET_ENV as SHARED_MB_ENV
 from .shared_runs import DIR_ENV as SHARED_DIR_ENV
+from .shared_runs import KEEP_ENV as SHARED_KEEP_ENV
 
 ROOT = APP_ROOT
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
@@ -104,6 +105,8 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     asked = env.get(SHARED_MB_ENV, "")
     shared = 0 if n < 2 else min(int(asked), total // 2) if asked.isdigit() else total // 2
     env[SHARED_MB_ENV] = str(shared)
+    # each keeps mapped at most the folder over N + 1: a share of it no process holds, where new runs find room
+    env[SHARED_KEEP_ENV] = str(shared // (n + 1))
     env["GPT2VIZ_TRACE_BUDGET_MB"] = str(max(1, (total - shared) // n))
     env.setdefault("GPT2VIZ_THREADS", "1")
     env.setdefault(*ONE_ARENA_ENV)  # see memory.py

@@ -15,11 +15,20 @@ and an exclusive lock on the folder's lock file from a writer's looking for room
 so two writers never both take the same room.
 
 Budget: the folder's files are bounded by their own budget (GPT2VIZ_SHARED_RUNS_MB; a class server
-gives it half the host's and splits the rest between its processes), and a mapped trace counts in its
-process's cache as any trace does. So the host holds at most the two together, each page of a shared
-run is in memory once however many processes map it, and a process lets a mapped trace go as it
-would its own (its next ask maps the file again, in milliseconds, where it ran the model before),
-and keeps at most `trace_cache.max_mapped()` of them: each holds two open files. A run whose file
+gives it half the host's and splits the rest between its processes). A run written is mapped by its
+writer too, its own copy let go, so each page of a shared run is in memory once however many
+processes map it. A mapped trace's stored tensors are the folder's pages, counted in the folder's
+budget: in its process's cache it counts what it derives, and the files of the process's mapped
+traces count only beyond `keep` bytes (GPT2VIZ_SHARED_RUNS_KEEP_MB; a class server gives each of N
+processes the folder's budget over N + 1). So the host holds at most the folder and the processes'
+own budgets together. A file some process maps is never evicted; a process keeping more than its
+share pays for it in its own budget, so it lets mapped traces go as its own runs need room, and the
+folder can evict their files. A process lets a mapped trace go as it would its own (its next ask maps
+the file again, in milliseconds, where it ran the model before), and keeps at most
+`trace_cache.max_mapped()` of them (each holds two open files). A run the folder has is mapped before
+the asker waits its turn to run (`find`). Before, a mapped trace counted whole in its process as well
+as in the folder, and a writer kept its own copy besides the file: a class on two processes
+(benchmarks/classroom.py, start) computed 63-72 runs where one process computes 46. A run whose file
 would not fit even after eviction is not written: it stays its process's own, as does one asked when
 no file can be opened (the process's open-file limit).
 
@@ -51,7 +60,7 @@ from ..model.gpt2 import GPT2
 from ..model.trace import Trace, _c_order
 from ..spec.schema import Mode
 
-DIR_ENV, BUDGET_ENV = "GPT2VIZ_SHARED_RUNS", "GPT2VIZ_SHARED_RUNS_MB"
+DIR_ENV, BUDGET_ENV, KEEP_ENV = "GPT2VIZ_SHARED_RUNS", "GPT2VIZ_SHARED_RUNS_MB", "GPT2VIZ_SHARED_RUNS_KEEP_MB"
 SUFFIX = ".safetensors"
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
@@ -75,10 +84,12 @@ def digest(key: Hashable) -> str:
 
 
 class SharedRuns:
-    """The folder of one host's shared runs, bounded by `budget_bytes`."""
+    """The folder of one host's shared runs, bounded by `budget_bytes`; `keep_bytes`: how much of it one
+    process's cache keeps mapped (default: half)."""
 
-    def __init__(self, folder: str | Path, budget_bytes: int):
+    def __init__(self, folder: str | Path, budget_bytes: int, keep_bytes: int | None = None):
         self.dir, self.budget = Path(folder), budget_bytes
+        self.keep = budget_bytes // 2 if keep_bytes is None else keep_bytes
         self.read = self.written = 0  # runs this process mapped from another's file, and wrote
 
     @classmethod
@@ -86,11 +97,23 @@ class SharedRuns:
         folder, mb = env.get(DIR_ENV, ""), env.get(BUDGET_ENV, "")
         if not folder or not mb.isdigit() or int(mb) <= 0 or not os.path.isdir(folder):
             return None
-        return cls(folder, int(mb) * 2**20)
+        keep = env.get(KEEP_ENV, "")
+        return cls(folder, int(mb) * 2**20, int(keep) * 2**20 if keep.isdigit() else None)
+
+    def find(self, key: Hashable, model: GPT2) -> Trace | None:
+        """The run of `key` mapped from its file, if the folder has it now; None otherwise (without
+        waiting for a process that runs it): a run found costs milliseconds, not a turn to run."""
+        if not plain(key):
+            return None
+        found = self._map(self.dir / f"{digest(key)}{SUFFIX}", model, ran_here=False)
+        if found is not None:
+            self.read += 1
+        return found
 
     def get_or_run(self, key: Hashable, run: Callable[[], Trace], model: GPT2) -> Trace:
-        """The run of `key` from the folder, or `run()` it here and write it there; `model` the run's,
-        whose derivations the mapped trace gets (the attention scores and pattern, ...)."""
+        """The run of `key` from the folder, or `run()` it here and write it there, then map it as the
+        others do (its own copy let go); `model` the run's, whose derivations the mapped trace gets (the
+        attention scores and pattern, ...)."""
         if not plain(key):
             return run()
         name = digest(key)
@@ -99,16 +122,17 @@ class SharedRuns:
             return run()
         with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # a process running this key: wait for its file
-            found = self._map(self.dir / f"{name}{SUFFIX}", model)
+            found = self._map(self.dir / f"{name}{SUFFIX}", model, ran_here=False)
             if found is not None:
                 self.read += 1
                 return found
             trace = run()
             if self._write(name, trace):
                 self.written += 1
+                return self._map(self.dir / f"{name}{SUFFIX}", model) or trace
             return trace
 
-    def _map(self, path: Path, model: GPT2) -> Trace | None:
+    def _map(self, path: Path, model: GPT2, ran_here: bool = True) -> Trace | None:
         try:
             f = open(path, "rb")  # noqa: SIM115 (kept open with the trace: its shared lock holds the file)
         except OSError:  # not there, or no file can be opened now (the open-file limit): run it here
@@ -123,7 +147,8 @@ class SharedRuns:
                          tokens=tuple(json.loads(meta["tokens"])), P=int(meta["P"]), T=int(meta["T"]),
                          tensors=tensors, rows=rows, derived=derivations(model, mode, tensors, rows),
                          order=tuple(json.loads(meta["order"])),
-                         derived_cache_bytes=int(meta["derived_cache_bytes"]), shared_file=f)
+                         derived_cache_bytes=int(meta["derived_cache_bytes"]), shared_file=f,
+                         ran_here=ran_here)
         except (OSError, ValueError, KeyError):  # a file cut short, or of another version: run it here
             f.close()
             return None

@@ -157,6 +157,9 @@ class TraceCache:
         self.slack = slack  # freed memory past the budget by more than this goes back after a run (None: kept)
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
+        # bytes of a host's shared runs' files kept mapped beside the budget (server/shared_runs.py): their
+        # pages are counted in the folder's budget; beyond this they count in this one too (None: all)
+        self.mapped_budget: int | None = None
 
     @property
     def reserve(self) -> int:
@@ -174,7 +177,7 @@ class TraceCache:
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Trace], estimate: int = 0,
                        evict_first: bool = False, progress: Progress | None = None,
-                       heavy: bool | None = None) -> Trace:
+                       heavy: bool | None = None, found: Callable[[], Trace | None] | None = None) -> Trace:
         """The cached trace for `key`, or compute it once and keep it, evicting least recently used
         traces beyond the budget. Concurrent askers of one key wait for the first one's run and get
         its trace, even one too large to keep; if that run fails, the next asker runs it.
@@ -183,7 +186,9 @@ class TraceCache:
         trace that serves one page, so that it does not push out traces that serve every page.
         `progress`: told when this asker waits for another asker's run (with that run's steps) or
         for its turn; `compute` reports the steps of its own run through it. `heavy`: True for a run
-        that is long whatever its bytes (a sweep of many runs); None decides by the estimate."""
+        that is long whatever its bytes (a sweep of many runs); None decides by the estimate. `found`:
+        the trace of `key` from elsewhere, or None (a host's shared runs: mapped in milliseconds, it
+        waits for no turn to run)."""
         if estimate > self.budget:
             raise RunTooLarge(estimate, self.budget)
         with self._lock:
@@ -206,12 +211,18 @@ class TraceCache:
                 with self.aside():
                     _wait_for(flight, progress)
             return flight.trace if flight.trace is not None else self.get_or_compute(key, compute, estimate,
-                                                                                       evict_first, progress, heavy)
+                                                                                       evict_first, progress, heavy,
+                                                                                       found)
         if progress is not None:
             progress._flight = flight
         try:
-            with self.aside():
-                trace, used, t0, queued = self._run(compute, estimate, progress, heavy)
+            t0 = time.perf_counter()
+            trace = found() if found is not None else None
+            if trace is not None:
+                used, queued = torch.get_num_threads(), 0.0
+            else:
+                with self.aside():
+                    trace, used, t0, queued = self._run(compute, estimate, progress, heavy)
             with self._lock:
                 self.misses += 1
                 self._items[key] = trace
@@ -221,7 +232,7 @@ class TraceCache:
                 self._note_peak()
             flight.trace = trace
             # a run another process of the host computed, mapped from their shared folder, is no run here
-            said = "mapped" if getattr(trace, "shared_file", None) is not None else "run"
+            said = "run" if getattr(trace, "ran_here", True) else "mapped"
             log.info("%s %s (%s): %.2f s, %d asker(s) waited for it, %d thread(s), %.2f s in line", said,
                      key_digest(key), key_kind(key), time.perf_counter() - t0, flight.waiting, used, queued)
         finally:  # done, or failed: the waiters go on, and nothing of the key is left in flight
@@ -289,7 +300,12 @@ class TraceCache:
             self.release()
 
     def _cached(self) -> int:
-        return sum(t.nbytes for t in self._items.values())
+        """The bytes the budget counts: what the items hold here (`held`), and the files of mapped
+        traces beyond `mapped_budget` (all of them when None)."""
+        return sum(held(t) for t in self._items.values()) + max(0, self._mapped_files() - (self.mapped_budget or 0))
+
+    def _mapped_files(self) -> int:
+        return sum(t.stored_bytes for t in self._items.values() if _mapped(t))
 
     def _reserve(self, estimate: int, progress: Progress | None = None, heavy: bool | None = None) -> bool:
         """Wait (lock held) until this run may start (`_next_in_line`), then evict until cached + in
@@ -351,15 +367,16 @@ class TraceCache:
         return self.in_flight + estimate <= self.budget or self.light_in_flight + estimate <= self.reserve
 
     def _evict(self) -> None:
-        """Drop least recently used traces until cached + in flight fits the budget, and mapped ones
-        beyond `max_mapped()` (mapping one again costs milliseconds)."""
+        """Drop least recently used traces until cached + in flight fits the budget (`_cached`), and
+        mapped ones beyond `max_mapped()` (mapping one again costs milliseconds)."""
         room = self.budget - self.in_flight
-        total = self._cached()
-        while total > room and self._items:
-            key, old = self._items.popitem(last=False)
-            total -= old.nbytes
-            self._evicted(key, old)
-        mapped = [key for key, item in self._items.items() if getattr(item, "shared_file", None) is not None]
+        while self._cached() > room:
+            over = self._mapped_files() > (self.mapped_budget or 0)  # so a mapped trace's file counts
+            key = next((k for k, item in self._items.items() if held(item) or over and _mapped(item)), None)
+            if key is None:
+                break
+            self._evicted(key, self._items.pop(key))
+        mapped = [key for key, item in self._items.items() if _mapped(item)]
         if mapped:  # (a server without shared runs has none)
             for key in mapped[:max(0, len(mapped) - max_mapped())]:  # the least recently used first
                 self._evicted(key, self._items.pop(key))
@@ -368,7 +385,7 @@ class TraceCache:
         if log.isEnabledFor(logging.INFO):
             log.info("evicted %s (%s): %s, %s in flight", key_digest(key), key_kind(key), mib(old.nbytes),
                      mib(self.in_flight))
-        self._released = self._released and old.nbytes < RELEASE_EVICTED
+        self._released = self._released and held(old) < RELEASE_EVICTED
 
     def _release_beyond_slack(self) -> None:
         """Give freed memory back now when what the allocator holds freed, with the cached traces and
@@ -411,6 +428,19 @@ def _wait_for(flight: _Flight, progress: Progress | None) -> None:
             shown = s
         if flight.done.wait(POLL_S):
             return
+
+
+def _mapped(item) -> bool:
+    return getattr(item, "shared_file", None) is not None
+
+
+def held(item) -> int:
+    """The bytes an item holds in its process: a trace mapped from a host's shared runs only what it
+    derived and cached, its stored tensors being pages of the folder's file (counted in the folder's
+    budget, once for the host: server/shared_runs.py)."""
+    if _mapped(item):
+        return item.nbytes - item.stored_bytes
+    return item.nbytes
 
 
 def key_kind(key: Hashable) -> str:

@@ -289,6 +289,8 @@ def trace_cache() -> TraceCache:
     cache = TraceCache(budget - budget // HEADROOM_SHARE, max_runs=max_runs(), threads=run_threads,
                        aside=DRAWING.aside, slack=budget // HEADROOM_SHARE // 2)
     cache.shared_runs = SharedRuns.from_env()  # a class server's folder of runs shared by its processes
+    if cache.shared_runs is not None:
+        cache.mapped_budget = cache.shared_runs.keep
     return cache
 
 
@@ -516,11 +518,13 @@ def get_trace(weights: LoadedModel, ids: tuple[int, ...], mode: Mode, seed: int,
     def here() -> Trace:
         return run(weights.model, list(ids), mode, names=names, seed=seed, dropout=dropout, progress=_steps(progress))
 
+    host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
+
     def compute() -> Trace:
-        host = getattr(cache, "shared_runs", None)  # the runs this host's processes share, if any
         return here() if host is None else host.get_or_run(key, here, weights.model)
-    trace = cache.get_or_compute(key, compute, estimate=estimate,
-                                 evict_first=not shared, progress=progress, heavy=heavy_for(len(ids)))
+    trace = cache.get_or_compute(key, compute, estimate=estimate, evict_first=not shared, progress=progress,
+                                 heavy=heavy_for(len(ids)),
+                                 found=None if host is None else lambda: host.find(key, weights.model))
     trace.bind(weights.model, weak=True)  # its logits read this view's W_U, held while the model lives
     return trace
 

@@ -32,7 +32,17 @@ from gpt2viz.model.modes import Mode, run
 from gpt2viz.model.tokenizer import encode
 from gpt2viz.model.weights import random_model
 from gpt2viz.server import shared_runs
-from gpt2viz.server.shared_runs import ALIGN, PAD, SUFFIX, SharedRuns, digest, plain, read_mapped, write_aligned
+from gpt2viz.server.shared_runs import (
+    ALIGN,
+    PAD,
+    SUFFIX,
+    SharedRuns,
+    as_stored,
+    digest,
+    plain,
+    read_mapped,
+    write_aligned,
+)
 from gpt2viz.spec.config import GPT2Config, get_config
 
 TEXT = "The cat sat on the mat because it was warm."
@@ -67,8 +77,11 @@ def test_a_run_one_process_wrote_another_maps_whole(tmp_path, model, mode):
         (first.mode, first.token_ids, first.tokens, first.P, first.T, first.names)
     for name in first.names:  # stored and derived alike
         assert torch.equal(mapped[name], first[name]), name
-    assert os.path.getsize(tmp_path / f"{digest(key(mode))}{SUFFIX}") >= sum(
+    # tensors that share memory in the run (q, k, v of a qkv) share it in the file: each page once
+    size, one_by_one = os.path.getsize(tmp_path / f"{digest(key(mode))}{SUFFIX}"), sum(
         t.numel() * t.element_size() for t in first.tensors.values())
+    assert first.stored_bytes <= size <= first.stored_bytes + ALIGN * (len(first.tensors) + 1) + 2**16
+    assert mapped.stored_bytes == first.stored_bytes and (size < one_by_one or mode is Mode.DECODE)
 
 
 def test_only_keys_alike_in_every_process_are_shared():
@@ -177,13 +190,18 @@ def test_a_mapped_run_s_tensors_sit_where_the_allocator_puts_in_memory_ones(tmp_
     # d_head 5: the heads' views of qkv start 20, 40, ... bytes into it, and a packed file 4 bytes off
     odd = random_model(GPT2Config("odd", n_layer=1, n_head=4, n_embd=20, vocab_size=50257, n_positions=64), 1)
     k = (("random", "odd", 1), tuple(encode(TEXT)), mode.value, None, None)
-    first = SharedRuns(tmp_path, 64 * 2**20).get_or_run(k, lambda: run(odd, encode(TEXT), mode), odd)
+    first = run(odd, encode(TEXT), mode)  # in memory
+    assert SharedRuns(tmp_path, 64 * 2**20).get_or_run(k, lambda: first, odd).shared_file is not None
     mapped = SharedRuns(tmp_path, 64 * 2**20).get_or_run(k, refuse, odd)
     assert mapped.shared_file is not None
-    assert {n: t.data_ptr() % ALIGN for n, t in mapped.tensors.items() if t.numel()} == \
-        {n: 0 for n, t in mapped.tensors.items() if t.numel()}
+    # each tensor where the run had it: a storage's first byte on a boundary, a view as far into it
+    def where(tensors):
+        return {n: (t.data_ptr() % ALIGN, t.storage_offset(), t.stride()) for n, t in tensors.items() if t.numel()}
+    assert where(mapped.tensors) == where(first.tensors)
+    assert any(t.storage_offset() for t in first.tensors.values())  # (the heads' views of qkv)
+    arrays, _ = as_stored(first.tensors)
     assert {n: o % ALIGN for n, o in offsets(tmp_path / f"{digest(k)}{SUFFIX}").items() if not n.startswith(PAD)} == \
-        dict.fromkeys(first.tensors, 0)
+        dict.fromkeys(arrays, 0)
     for name in first.names:  # the app's two paths: the run in memory, and the same run mapped (see the module)
         assert torch.equal(mapped[name], first[name]), name
 
@@ -201,7 +219,8 @@ def derived_bytes(folder: str, mode: str) -> None:
 @pytest.mark.parametrize("mode", [Mode.PREFILL])
 def test_another_process_derives_from_the_mapped_run_what_the_writer_derives_in_memory(tmp_path, model, mode):
     import hashlib
-    first = SharedRuns(tmp_path, 64 * 2**20).get_or_run(key(mode), lambda: run(model, encode(TEXT), mode), model)
+    first = run(model, encode(TEXT), mode)  # in memory (the writer itself maps its file from then on)
+    SharedRuns(tmp_path, 64 * 2**20).get_or_run(key(mode), lambda: first, model)
     here = str(Path(__file__).parent)
     code = f"import sys; sys.path.insert(0, {here!r}); import test_shared_runs as t; t.derived_bytes(*sys.argv[1:])"
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path), mode.value], capture_output=True, text=True,
@@ -240,6 +259,7 @@ def many_mapped(folder: str, n: int) -> None:
     """Another process of the host, at an open-file limit of 256, asked in turn for the n one-token runs
     the test wrote, with a class server's cache (512 MiB); then, at its limit, for a run no one wrote.
     Prints what it kept, its open files, and how many runs it mapped or ran."""
+    import gc
     import resource
 
     from gpt2viz.server.trace_cache import TraceCache, max_mapped
@@ -253,12 +273,22 @@ def many_mapped(folder: str, n: int) -> None:
     for i in range(n):
         k = (("random", "tiny", 0), (i,), "full", None, None)
         cache.get_or_compute(k, lambda k=k, i=i: shared.get_or_run(k, lambda: here([i]), m))
+    run(m, [n], Mode.FULL)  # the tokenizer's files read once, as a server has long done
+    gc.collect()  # the traces let go close their files now, not in the middle of the last ask
     fds, kept, most = len(os.listdir("/proc/self/fd")), len(cache), max_mapped()
+    # at its limit: the limit bounds a descriptor's number, so the numbers closed below it are taken too
     resource.setrlimit(resource.RLIMIT_NOFILE, (fds, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    filler = []
+    while True:
+        try:
+            filler.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            break
     k = (("random", "tiny", 0), (n,), "full", None, None)
-    last = cache.get_or_compute(k, lambda: shared.get_or_run(k, lambda: here([n]), m))
+    # asked of the folder itself: through the cache, the lower limit lets mapped traces go (max_mapped) first
+    last = shared.get_or_run(k, lambda: here([n]), m)
     print(json.dumps({"kept": kept, "max": most, "fds": fds, "read": shared.read, "ran": len(ran),
-                      "last": last.token_ids == (n,)}))
+                      "last": last.shared_file is None and last.token_ids == (n,) and shared.written == 0}))
 
 
 def test_a_process_asked_for_many_shared_runs_keeps_its_open_files_within_its_limit(tmp_path, model):

@@ -448,12 +448,13 @@ def test_a_cache_keeps_at_most_max_mapped_traces_mapped_from_shared_runs(monkeyp
     assert list(cache._items) == ["own", ("mapped", 5), ("mapped", 3), ("mapped", 6)]
 
 
-def test_a_mapped_trace_s_file_counts_in_its_process_only_beyond_the_share_it_may_keep():
+def test_a_mapped_trace_s_file_counts_in_the_folder_and_a_process_keeps_mapped_files_up_to_its_share():
     """A mapped trace's stored tensors are pages of the host's folder, counted in the folder's budget.
     Counted whole in its process's budget as well, and the writer keeping its own copy besides, a class
     server's process (512 MiB) let its students' runs go and ran them again (17 of 64 runs in a class on
-    two processes). Now a trace holds here only what it derived, and the files of mapped traces count in
-    the budget only beyond `mapped_budget`; least recently used goes first, of either kind."""
+    two processes). Now a trace holds here only what it derived; a process keeps mapped files up to
+    `mapped_budget` (its share of the folder), the least recently used going first, so that no process
+    holds more than its share of the folder and the rest stays free for new runs."""
     from gpt2viz.server.trace_cache import held
 
     cache = TraceCache(100)
@@ -466,10 +467,19 @@ def test_a_mapped_trace_s_file_counts_in_its_process_only_beyond_the_share_it_ma
         cache.get_or_compute(("mapped", i), lambda i=i: mapped(i))
     cache.get_or_compute("own", lambda: make(80))
     assert list(cache._items) == [("mapped", 0), ("mapped", 1), "own"] and cache.nbytes == 80  # 880 bytes kept
-    cache.get_or_compute(("mapped", 2), lambda: mapped(2))  # 400 bytes of files past the share: the oldest goes
+    cache.get_or_compute(("mapped", 2), lambda: mapped(2))  # 1,200 bytes of files past the share: the oldest goes
     assert list(cache._items) == [("mapped", 1), "own", ("mapped", 2)] and cache.nbytes == 80
-    cache.get_or_compute("own 2", lambda: make(40))  # 120 bytes of its own: the older own one goes
+    cache.get_or_compute("own 2", lambda: make(40))  # 120 bytes of its own: the older own one goes, no file
     assert list(cache._items) == [("mapped", 1), ("mapped", 2), "own 2"]
+    roomy = TraceCache(10**6)  # the share bounds the files whatever room the budget has
+    roomy.mapped_budget = 2 * 400
+    for i in range(3):
+        roomy.get_or_compute(("mapped", i), lambda i=i: mapped(i))
+    assert list(roomy._items) == [("mapped", 1), ("mapped", 2)]
+    unshared = TraceCache(1000)  # no share set: a mapped trace counts whole, as any trace
+    for i in range(3):
+        unshared.get_or_compute(("mapped", i), lambda i=i: mapped(i))
+    assert list(unshared._items) == [("mapped", 1), ("mapped", 2)]
 
 
 def test_a_trace_found_elsewhere_waits_for_no_turn_to_run():

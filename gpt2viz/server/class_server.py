@@ -106,6 +106,7 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     shared = 0 if n < 2 else min(int(asked), total // 2) if asked.isdigit() else total // 2
     env[SHARED_MB_ENV] = str(shared)
     # each keeps mapped at most the folder over N + 1: a share of it no process holds, where new runs find room
+    # (server/shared_runs.py)
     env[SHARED_KEEP_ENV] = str(shared // (n + 1))
     env["GPT2VIZ_TRACE_BUDGET_MB"] = str(max(1, (total - shared) // n))
     env.setdefault("GPT2VIZ_THREADS", "1")

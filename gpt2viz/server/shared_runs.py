@@ -18,22 +18,24 @@ Budget: the folder's files are bounded by their own budget (GPT2VIZ_SHARED_RUNS_
 gives it half the host's and splits the rest between its processes). A run written is mapped by its
 writer too, its own copy let go, so each page of a shared run is in memory once however many
 processes map it. A mapped trace's stored tensors are the folder's pages, counted in the folder's
-budget: in its process's cache it counts what it derives, and the files of the process's mapped
-traces count only beyond `keep` bytes (GPT2VIZ_SHARED_RUNS_KEEP_MB; a class server gives each of N
-processes the folder's budget over N + 1). So the host holds at most the folder and the processes'
-own budgets together. A file some process maps is never evicted; a process keeping more than its
-share pays for it in its own budget, so it lets mapped traces go as its own runs need room, and the
-folder can evict their files. A process lets a mapped trace go as it would its own (its next ask maps
-the file again, in milliseconds, where it ran the model before), and keeps at most
-`trace_cache.max_mapped()` of them (each holds two open files). A run the folder has is mapped before
-the asker waits its turn to run (`find`). Before, a mapped trace counted whole in its process as well
-as in the folder, and a writer kept its own copy besides the file: a class on two processes
-(benchmarks/classroom.py, start) computed 63-72 runs where one process computes 46. A run whose file
-would not fit even after eviction is not written: it stays its process's own, as does one asked when
-no file can be opened (the process's open-file limit).
+budget: in its process's cache it counts what it derives, and the process keeps mapped files up to
+`keep` bytes (GPT2VIZ_SHARED_RUNS_KEEP_MB; a class server gives each of N processes the folder's budget
+over N + 1), the least recently used going first, and at most `trace_cache.max_mapped()` of them (each
+holds two open files). So the host holds at most the folder and the processes' own budgets together;
+and since a file some process maps is never evicted, at least 1/(N + 1) of the folder is held by no
+process, where a new run of up to that size finds room. A process lets a mapped trace go as it would
+its own (its next ask maps the file again, in milliseconds, where it ran the model before). A run the
+folder has is mapped before the asker waits its turn to run (`find`). A run whose file would not fit
+even after eviction is not written: it stays its process's own, as does one asked when no file can be
+opened (the process's open-file limit).
 
-Bit for bit: a mapped run equals the run it stores, derived tensors too, because every tensor of the
-file starts at a 64-byte boundary, as torch's allocator places a tensor in memory (`write_aligned`). A
+Before, a mapped trace counted whole in its process as well as in the folder, a writer kept its own
+copy besides the file, and the file was 1.44 times the run (see `as_stored`): a class on two processes
+(benchmarks/classroom.py, start) computed 63-72 runs where one process computes 46; now 48-54.
+
+Bit for bit: a mapped run equals the run it stores, derived tensors too, because every array of the
+file starts at a 64-byte boundary, as torch's allocator places a storage in memory (`write_aligned`),
+and tensors that shared a storage in the run are views at the same offsets of one array (`as_stored`). A
 matrix product reads its operands' alignment: MKL rounds q @ kᵀ differently on some CPUs when an operand
 starts 4, 8 or 12 bytes past a 16-byte boundary, and `safetensors.numpy.save_file` packs tensors with no
 gap. The format accepts no gap between two tensors, so the gaps are filler tensors of bytes (named
@@ -70,6 +72,7 @@ NUMPY = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.f
          np.dtype(np.uint8): "U8", np.dtype(np.bool_): "BOOL"}
 ALIGN = 64  # bytes: where torch's CPU allocator starts every tensor, and where the file starts every one
 PAD = "__pad__."  # the filler tensors' names: bytes between two tensors, which the format has no other way to say
+STORAGE = "__storage__."  # the names of storages several tensors of a run share (as_stored)
 
 
 def plain(key: Hashable) -> bool:
@@ -139,8 +142,11 @@ class SharedRuns:
             return None
         try:
             fcntl.flock(f, fcntl.LOCK_SH)
+            if os.fstat(f.fileno()).st_ino != os.stat(path).st_ino:  # removed, and another written, meanwhile
+                raise OSError(errno.ESTALE, "the run's file was replaced", str(path))
             os.utime(path)  # read now: the last the folder evicts
-            tensors, meta = read_mapped(f)
+            stored, meta = read_mapped(f)
+            tensors = as_viewed(stored, json.loads(meta["layout"]))
             mode = Mode.parse(meta["mode"])
             rows = tuple(map(tuple, json.loads(meta["rows"])))
             return Trace(mode=mode, model=meta["model"], token_ids=tuple(json.loads(meta["token_ids"])),
@@ -156,7 +162,8 @@ class SharedRuns:
     def _write(self, name: str, trace: Trace) -> bool:
         if trace.intervened:
             return False
-        size = sum(t.numel() * t.element_size() for t in trace.tensors.values())
+        arrays, layout = as_stored(trace.tensors)
+        size = sum(a.nbytes for a in arrays.values())
         if size > self.budget:  # a run larger than the folder: no copy made
             return False
         lock = _lock_file(self.dir / "folder.lock")
@@ -171,10 +178,9 @@ class SharedRuns:
             # whole: replaced, the pages other processes map would no longer be the folder's, nor counted
             if final.exists() or not self._room(size):  # or the folder all mapped: no copy made
                 return False
-            arrays = {n: _c_order(t.numpy()) for n, t in trace.tensors.items()}
             tmp = self.dir / f"{name}.{os.getpid()}.tmp"
             try:
-                meta = trace.metadata() | {"order": json.dumps(list(trace.order)),
+                meta = trace.metadata() | {"order": json.dumps(list(trace.order)), "layout": json.dumps(layout),
                                            "derived_cache_bytes": str(trace.derived_cache_bytes)}
                 write_aligned(tmp, arrays, meta)  # every byte written and the size checked, or OSError
                 os.replace(tmp, final)
@@ -203,6 +209,40 @@ class SharedRuns:
             if _remove_unless_mapped(p):
                 used -= s
         return used + size <= self.budget
+
+
+def as_stored(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, np.ndarray], dict]:
+    """The arrays to write for a run's tensors, and its layout: the tensors' order, and where each view
+    sits. Tensors that share one storage (q, k and v of a block's qkv; a block's output and the next
+    one's input), all of it theirs, are written as that storage once (`STORAGE` i, its bytes), each a
+    view in it: [i, dtype, shape, stride, offset in elements]. A mapped run then sits in memory as the
+    run did; written one by one, a full run's file was 1.44 times its tensors' memory on gpt2, 1.6 times
+    for prefill. Any other tensor is written by its name, in C order."""
+    groups: dict[int, list[str]] = {}
+    for name, t in tensors.items():
+        if t.untyped_storage().nbytes():
+            groups.setdefault(t.untyped_storage().data_ptr(), []).append(name)
+    arrays, views, shared = {}, {}, set()
+    for names in groups.values():
+        storage = tensors[names[0]].untyped_storage()
+        if len(names) < 2 or storage.nbytes() > sum(tensors[n].numel() * tensors[n].element_size() for n in names):
+            continue  # one tensor, or views of a larger buffer: each by its name
+        i = len(arrays)
+        arrays[f"{STORAGE}{i}"] = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+        for n in names:
+            t = tensors[n]
+            views[n] = [i, NUMPY[np.dtype(t.numpy().dtype)], list(t.shape), list(t.stride()), t.storage_offset()]
+        shared.update(names)
+    arrays |= {n: _c_order(t.numpy()) for n, t in tensors.items() if n not in shared}
+    return arrays, {"order": list(tensors), "views": views}
+
+
+def as_viewed(stored: dict[str, torch.Tensor], layout: dict) -> dict[str, torch.Tensor]:
+    """The run's tensors, in the run's order, from what `as_stored` wrote (mapped): each view made again
+    in its storage."""
+    views = {name: stored[f"{STORAGE}{i}"].view(DTYPES[dtype]).as_strided(shape, stride, offset)
+             for name, (i, dtype, shape, stride, offset) in layout["views"].items()}
+    return {name: views[name] if name in views else stored[name] for name in layout["order"]}
 
 
 def _lock_file(path: Path):

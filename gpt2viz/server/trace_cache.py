@@ -2,8 +2,10 @@
 
 Traces are immutable, so one cached trace can be shared by every session that asks for the same
 (weights, tokens, mode, options). The budget counts the bytes of the recorded tensors of cached
-traces, and the estimated peak of every run in flight. Anything with an `nbytes` can be cached
-(a Generation, several traces, is one).
+traces, and the estimated peak of every run in flight; of a trace mapped from a host's shared runs,
+what it derived (its file is counted in the folder's budget, and the files a process keeps mapped are
+bounded by its share of the folder, `mapped_budget`). Anything with an `nbytes` can be cached (a
+Generation, several traces, is one).
 """
 
 import bisect
@@ -157,8 +159,8 @@ class TraceCache:
         self.slack = slack  # freed memory past the budget by more than this goes back after a run (None: kept)
         self.hits = self.misses = 0  # misses: runs computed
         self.shared = 0  # askers that waited for another asker's run of the same key
-        # bytes of a host's shared runs' files kept mapped beside the budget (server/shared_runs.py): their
-        # pages are counted in the folder's budget; beyond this they count in this one too (None: all)
+        # bytes of a host's shared runs' files kept mapped (server/shared_runs.py), counted in the folder's
+        # budget, not this one; None: no share set, they count in this budget as any trace
         self.mapped_budget: int | None = None
 
     @property
@@ -295,14 +297,14 @@ class TraceCache:
             if self.running:
                 return  # the run in progress arms the timer again when it ends
             room = self.budget - self._cached()
-        held = self.freed()
-        if held is None or held > room:
+        freed = self.freed()
+        if freed is None or freed > room:
             self.release()
 
     def _cached(self) -> int:
-        """The bytes the budget counts: what the items hold here (`held`), and the files of mapped
-        traces beyond `mapped_budget` (all of them when None)."""
-        return sum(held(t) for t in self._items.values()) + max(0, self._mapped_files() - (self.mapped_budget or 0))
+        """The bytes the budget counts: what the items hold here (`held`), and the files of mapped traces
+        when no `mapped_budget` bounds them apart."""
+        return sum(held(t) for t in self._items.values()) + (self._mapped_files() if self.mapped_budget is None else 0)
 
     def _mapped_files(self) -> int:
         return sum(t.stored_bytes for t in self._items.values() if _mapped(t))
@@ -367,15 +369,19 @@ class TraceCache:
         return self.in_flight + estimate <= self.budget or self.light_in_flight + estimate <= self.reserve
 
     def _evict(self) -> None:
-        """Drop least recently used traces until cached + in flight fits the budget (`_cached`), and
-        mapped ones beyond `max_mapped()` (mapping one again costs milliseconds)."""
-        room = self.budget - self.in_flight
-        while self._cached() > room:
-            over = self._mapped_files() > (self.mapped_budget or 0)  # so a mapped trace's file counts
-            key = next((k for k, item in self._items.items() if held(item) or over and _mapped(item)), None)
-            if key is None:
-                break
-            self._evicted(key, self._items.pop(key))
+        """Drop least recently used traces until cached + in flight fits the budget (`_cached`), mapped
+        ones until their files fit `mapped_budget`, and mapped ones beyond `max_mapped()` (mapping one
+        again costs milliseconds)."""
+        room, share = self.budget - self.in_flight, self.mapped_budget
+        own, files = sum(held(t) for t in self._items.values()), self._mapped_files()
+        for key in list(self._items):  # the least recently used first
+            item = self._items[key]
+            mapped = _mapped(item)
+            over = own + (files if share is None else 0) > room
+            if over and (held(item) or mapped and share is None) or mapped and share is not None and files > share:
+                self._evicted(key, self._items.pop(key))
+                own -= held(item)
+                files -= item.stored_bytes if mapped else 0
         mapped = [key for key, item in self._items.items() if _mapped(item)]
         if mapped:  # (a server without shared runs has none)
             for key in mapped[:max(0, len(mapped) - max_mapped())]:  # the least recently used first
@@ -400,10 +406,10 @@ class TraceCache:
             return
         with self._lock:
             room = self.budget + self.slack - self._cached() - self.in_flight
-        held = self.freed()
-        if held is not None and held > room:
+        freed = self.freed()
+        if freed is not None and freed > room:
             self.release()
-            log.info("trimmed: the allocator held %s freed, room for %s", mib(held), mib(max(room, 0)))
+            log.info("trimmed: the allocator held %s freed, room for %s", mib(freed), mib(max(room, 0)))
 
     def _release_evicted(self) -> None:
         """Give a large evicted item's memory back now (outside the lock; see RELEASE_EVICTED)."""

@@ -476,6 +476,10 @@ def test_a_mapped_trace_s_file_counts_in_the_folder_and_a_process_keeps_mapped_f
     for i in range(3):
         roomy.get_or_compute(("mapped", i), lambda i=i: mapped(i))
     assert list(roomy._items) == [("mapped", 1), ("mapped", 2)]
+    big = TraceCache(10**6)  # a file larger than the whole share: kept, and counted whole as its own would be
+    big.mapped_budget = 300
+    big.get_or_compute(("mapped", 0), lambda: mapped(0))
+    assert list(big._items) == [("mapped", 0)] and big.nbytes == 400
     unshared = TraceCache(1000)  # no share set: a mapped trace counts whole, as any trace
     for i in range(3):
         unshared.get_or_compute(("mapped", i), lambda i=i: mapped(i))

@@ -21,10 +21,11 @@ processes map it. A mapped trace's stored tensors are the folder's pages, counte
 budget: in its process's cache it counts what it derives, and the process keeps mapped files up to
 `keep` bytes (GPT2VIZ_SHARED_RUNS_KEEP_MB; a class server gives each of N processes the folder's budget
 over N + 1), the least recently used going first, and at most `trace_cache.max_mapped()` of them (each
-holds two open files). So the host holds at most the folder and the processes' own budgets together;
-and since a file some process maps is never evicted, at least 1/(N + 1) of the folder is held by no
-process, where a new run of up to that size finds room. A process lets a mapped trace go as it would
-its own (its next ask maps the file again, in milliseconds, where it ran the model before). A run the
+holds two open files); a file larger than that whole share counts in the process's budget, as its own
+run would. So the host holds at most the folder and the processes' own budgets together; and since a
+file some process maps is never evicted, at least 1/(N + 1) of the folder is held by no process's
+share, where a new run of up to that size finds room. A mapped trace let go costs its next ask
+milliseconds (its file mapped again) where a run costs seconds, as long as the folder keeps it. A run the
 folder has is mapped before the asker waits its turn to run (`find`). A run whose file would not fit
 even after eviction is not written: it stays its process's own, as does one asked when no file can be
 opened (the process's open-file limit).
@@ -155,15 +156,19 @@ class SharedRuns:
                          order=tuple(json.loads(meta["order"])),
                          derived_cache_bytes=int(meta["derived_cache_bytes"]), shared_file=f,
                          ran_here=ran_here)
-        except (OSError, ValueError, KeyError):  # a file cut short, or of another version: run it here
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError):  # a file cut short, or of
+            # another version (a layout torch cannot view): run it here
             f.close()
             return None
 
     def _write(self, name: str, trace: Trace) -> bool:
         if trace.intervened:
             return False
-        arrays, layout = as_stored(trace.tensors)
-        size = sum(a.nbytes for a in arrays.values())
+        arrays, placing = as_stored(trace.tensors)
+        meta = trace.metadata() | {"order": json.dumps(list(trace.order)), "layout": json.dumps(placing),
+                                   "derived_cache_bytes": str(trace.derived_cache_bytes)}
+        head, placed = layout(arrays, meta)
+        size = len(head) + (placed[-1][0] + placed[-1][1].nbytes if placed else 0)  # the file's, header and gaps too
         if size > self.budget:  # a run larger than the folder: no copy made
             return False
         lock = _lock_file(self.dir / "folder.lock")
@@ -180,8 +185,6 @@ class SharedRuns:
                 return False
             tmp = self.dir / f"{name}.{os.getpid()}.tmp"
             try:
-                meta = trace.metadata() | {"order": json.dumps(list(trace.order)), "layout": json.dumps(layout),
-                                           "derived_cache_bytes": str(trace.derived_cache_bytes)}
                 write_aligned(tmp, arrays, meta)  # every byte written and the size checked, or OSError
                 os.replace(tmp, final)
                 return True
@@ -237,12 +240,12 @@ def as_stored(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, np.ndarray], 
     return arrays, {"order": list(tensors), "views": views}
 
 
-def as_viewed(stored: dict[str, torch.Tensor], layout: dict) -> dict[str, torch.Tensor]:
+def as_viewed(stored: dict[str, torch.Tensor], placing: dict) -> dict[str, torch.Tensor]:
     """The run's tensors, in the run's order, from what `as_stored` wrote (mapped): each view made again
     in its storage."""
     views = {name: stored[f"{STORAGE}{i}"].view(DTYPES[dtype]).as_strided(shape, stride, offset)
-             for name, (i, dtype, shape, stride, offset) in layout["views"].items()}
-    return {name: views[name] if name in views else stored[name] for name in layout["order"]}
+             for name, (i, dtype, shape, stride, offset) in placing["views"].items()}
+    return {name: views[name] if name in views else stored[name] for name in placing["order"]}
 
 
 def _lock_file(path: Path):

@@ -2,9 +2,10 @@
 
 Traces are immutable, so one cached trace can be shared by every session that asks for the same
 (weights, tokens, mode, options). The budget counts the bytes of the recorded tensors of cached
-traces, and the estimated peak of every run in flight; of a trace mapped from a host's shared runs,
-what it derived (its file is counted in the folder's budget, and the files a process keeps mapped are
-bounded by its share of the folder, `mapped_budget`). Anything with an `nbytes` can be cached (a
+traces, and the estimated peak of every run in flight. Of a trace mapped from a host's shared runs,
+where the process has a share of the folder (`mapped_budget`), it counts what it derived: its file is
+counted in the folder's budget, and the files a process keeps mapped are bounded by that share (a file
+larger than the whole share counts here whole). Anything with an `nbytes` can be cached (a
 Generation, several traces, is one).
 """
 
@@ -304,10 +305,16 @@ class TraceCache:
     def _cached(self) -> int:
         """The bytes the budget counts: what the items hold here (`held`), and the files of mapped traces
         when no `mapped_budget` bounds them apart."""
-        return sum(held(t) for t in self._items.values()) + (self._mapped_files() if self.mapped_budget is None else 0)
+        return sum(held(t) + (t.stored_bytes if self._counted_file(t) else 0) for t in self._items.values())
+
+    def _counted_file(self, item) -> bool:
+        """Whether a mapped trace's file counts in this budget: with no share of the folder set, or
+        larger than the whole share (kept as this process's own run would be, not dropped at once)."""
+        return _mapped(item) and (self.mapped_budget is None or item.stored_bytes > self.mapped_budget)
 
     def _mapped_files(self) -> int:
-        return sum(t.stored_bytes for t in self._items.values() if _mapped(t))
+        """The files of the mapped traces the share bounds."""
+        return sum(t.stored_bytes for t in self._items.values() if _mapped(t) and not self._counted_file(t))
 
     def _reserve(self, estimate: int, progress: Progress | None = None, heavy: bool | None = None) -> bool:
         """Wait (lock held) until this run may start (`_next_in_line`), then evict until cached + in
@@ -372,16 +379,15 @@ class TraceCache:
         """Drop least recently used traces until cached + in flight fits the budget (`_cached`), mapped
         ones until their files fit `mapped_budget`, and mapped ones beyond `max_mapped()` (mapping one
         again costs milliseconds)."""
-        room, share = self.budget - self.in_flight, self.mapped_budget
-        own, files = sum(held(t) for t in self._items.values()), self._mapped_files()
+        room = self.budget - self.in_flight
+        counted, files = self._cached(), self._mapped_files()
         for key in list(self._items):  # the least recently used first
             item = self._items[key]
-            mapped = _mapped(item)
-            over = own + (files if share is None else 0) > room
-            if over and (held(item) or mapped and share is None) or mapped and share is not None and files > share:
+            here = held(item) + (item.stored_bytes if self._counted_file(item) else 0)
+            shared = item.stored_bytes if _mapped(item) and not self._counted_file(item) else 0  # in the share
+            if counted > room and here or self.mapped_budget is not None and files > self.mapped_budget and shared:
                 self._evicted(key, self._items.pop(key))
-                own -= held(item)
-                files -= item.stored_bytes if mapped else 0
+                counted, files = counted - here, files - shared
         mapped = [key for key, item in self._items.items() if _mapped(item)]
         if mapped:  # (a server without shared runs has none)
             for key in mapped[:max(0, len(mapped) - max_mapped())]:  # the least recently used first

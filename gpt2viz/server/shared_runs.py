@@ -32,7 +32,7 @@ opened (the process's open-file limit).
 
 Before, a mapped trace counted whole in its process as well as in the folder, a writer kept its own
 copy besides the file, and the file was 1.44 times the run (see `as_stored`): a class on two processes
-(benchmarks/classroom.py, start) computed 63-72 runs where one process computes 46; now 48-54.
+(benchmarks/classroom.py, start) computed 63-72 runs where one process computes 46; now 47-52.
 
 Bit for bit: a mapped run equals the run it stores, derived tensors too, because every array of the
 file starts at a 64-byte boundary, as torch's allocator places a storage in memory (`write_aligned`),

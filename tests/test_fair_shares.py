@@ -2,6 +2,7 @@
 and a third student's short view must still find a slot and room at once; on a shared server the
 heavy pages and sweeps take bounded texts, and say so."""
 
+import re
 import sys
 import threading
 import time
@@ -322,3 +323,24 @@ def test_a_tab_that_asks_again_replaces_its_own_run():
             log = server.log_tail(10**7)
     assert "(training summary)" not in log, log[-2000:]  # stopped, never completed
     assert "(full)" in log and seconds < 30
+
+
+def test_a_shared_server_runs_training_on_the_longest_start_its_memory_for_one_run_holds(server_address, monkeypatch):
+    """A class server's process (512 MiB) refused the Training page a 161-token text ("needs about 467
+    MiB, more than the 384 MiB this server gives one run"), though the page runs a long text's start:
+    it now runs the longest start that fits, and says so in one line."""
+    from gpt2viz.ui.cache import random_weights, trace_cache, training_summary_bytes
+
+    server_address("0.0.0.0")
+    monkeypatch.setenv("GPT2VIZ_TRACE_BUDGET_MB", "200")  # 150 MiB for runs: about 150 tokens of tiny
+    trace_cache.clear()
+    try:
+        at = page("training", model="tiny", mode="training", text=long_text())
+        (said,) = [i.value for i in at.info if "This shared server runs" in i.value]
+        n = int(re.search(r"first ([\d,]+) of", said).group(1).replace(",", ""))
+        weights, budget = random_weights("tiny", 0), trace_cache().budget
+        assert training_summary_bytes(weights, n, True) <= budget < training_summary_bytes(weights, n + 1, True)
+        assert "more memory than it gives one run" in said and "\n" not in said
+        assert not [w for w in at.warning if "this server gives one run" in w.value] and len(at.metric) == 3
+    finally:
+        trace_cache.clear()

@@ -100,6 +100,7 @@ def test_the_tours_tally_counts_what_the_stops_add():
 @pytest.mark.parametrize("n", COUNTS)
 def test_the_refusals_count_in_good_grammar(n):
     for line in (page_text.cut_note("The text", 1024, n), page_text.cap_note("Head finder", 256, n + 256),
+                 page_text.memory_cap_note("Training internals", n, n + 1),
                  page_text.sweep_refusal(64, n), page_text.paths_refusal(64, n),
                  page_text.run_too_large(n, "full", "900 MiB", "512 MiB", n, []),
                  page_text.endoftext_note("<|endoftext|>", "The text", 50256, n)):

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpt2viz import plots
 from gpt2viz.ui.anatomy import page_question, plot, random_note, selection, text_notes
-from gpt2viz.ui.cache import get_training_summary
+from gpt2viz.ui.cache import get_training_summary, trace_cache, training_summary_bytes
 from gpt2viz.ui.caps import capped
 from gpt2viz.ui.classroom import GRAD_PARTS
 from gpt2viz.ui.state import locked
@@ -18,11 +18,12 @@ if sel.text_error or len(sel.ids) < 2:
     st.warning(sel.text_error or "Training needs at least 2 tokens.", icon=":material/edit:")
     st.stop()
 text_notes(sel)
-sel = capped(sel, "training")
 # a model trained with p = 0 (nanoGPT's fine-tuning default) has no dropout to switch on
 dropout = st.toggle("Dropout on", value=True, key="dropout", bind="query-params",
                     disabled=locked("dropout") or cfg.dropout == 0,
                     help="off: the training loss equals the evaluation loss on the same text") and cfg.dropout > 0
+sel = capped(sel, "training", shortest=2,
+             fits=lambda n: training_summary_bytes(sel.weights, n, dropout) <= trace_cache().budget)
 with working(f"Training {sel.config.name} on {len(sel.ids):,} tokens: forward, loss, backward…") as progress:
     summary = get_training_summary(sel.weights, sel.ids, sel.weights.seed, dropout, progress=progress)
 random_note(sel)

@@ -254,7 +254,8 @@ class ClassServer:
                   f"({budget}uploads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_UPLOAD'] == '1' else 'off'}, downloads "
                   f"{'on' if self.env['GPT2VIZ_ALLOW_DOWNLOAD'] == '1' else 'off'}"
-                  f"{'; ' + secrets_line if self.upstream else ''}). Ctrl-C stops it.")
+                  f"{'; ' + secrets_line if self.upstream else ''}). Its processes' logs: "
+                  f"{Path(self.dir) / 'app-N.log'} (N from 0; removed when it stops). Ctrl-C stops it.")
         for u in self.upstream:
             if not healthy(f"http://{u}"):
                 self._say(f"upstream {u} does not answer yet: nginx sends its students to the others until it does")

@@ -81,6 +81,12 @@ def cap_note(title: str, cap: int, n_tokens: int) -> str:
             "every student's view stays quick.")
 
 
+def memory_cap_note(title: str, cap: int, n_tokens: int) -> str:
+    """A shared server runs a page on the first `cap` tokens: a run of more would not fit its memory for one run."""
+    return (f"This shared server runs {title} on the first {cap:,} of this text's {n_tokens:,} tokens: a run of "
+            f"more would need more memory than it gives one run.")
+
+
 def sweep_refusal(limit: int, n_tokens: int) -> str:
     """A shared server does not sweep a text longer than `limit` tokens."""
     return (f"This shared server sweeps texts of up to {limit:,} tokens (a sweep runs the text once per part); this "
@@ -226,7 +232,8 @@ def generation_room(n_positions: int, n_tokens: int, room: int) -> str:
             f"generating {room:,}.")
 
 
-SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, sweep_refusal,
+SENTENCES = (why_decode_is_cheap, why_decode_waits_on_memory, per_block_total, cut_note, cap_note, memory_cap_note,
+             sweep_refusal,
              paths_refusal, checkpoint_too_large, run_too_large, endoftext_note, mask_subtitle, tally_line,
              decode_check_sentence, lens_residual_sentence, kv_cache_line, params_headline, params_formula,
              link_bounds_note, link_choice_note, decode_reads, decode_step_title, tie_note, link_cut_note,

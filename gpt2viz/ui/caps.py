@@ -5,6 +5,7 @@ Only where the visitor is not local (ui/visitor.py): on the operator's own machi
 the whole text. Each cap is said on the page, in one line, where it applies.
 """
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import streamlit as st
@@ -30,10 +31,23 @@ def token_cap(page: str) -> int | None:
     return None if is_local() else HEAVY_TOKENS.get(page)
 
 
-def capped(sel: Selection, page: str) -> Selection:
-    """The selection with its tokens cut to the page's cap on this server, said in one line."""
+def capped(sel: Selection, page: str, fits: Callable[[int], bool] | None = None, shortest: int = 1) -> Selection:
+    """The selection with its tokens cut to the page's cap on this server, said in one line. `fits`:
+    whether the page's run of n tokens fits what this server gives one run; on a shared server a text
+    whose run would not is cut to the longest start that fits (of at least `shortest` tokens), said so,
+    rather than refused: a class server's process (512 MiB) refused the Training page a 161-token text."""
     cap = token_cap(page)
-    if cap is None or len(sel.ids) <= cap:
+    if cap is None:
+        return sel
+    n = min(cap, len(sel.ids))
+    if fits is not None and not fits(n) and fits(shortest):
+        lo, hi = shortest, n - 1  # the longest length that fits, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        st.info(page_text.memory_cap_note(BY_URL[page].title, lo, len(sel.ids)), icon=":material/memory:")
+        return replace(sel, ids=sel.ids[:lo])
+    if len(sel.ids) <= cap:
         return sel
     st.info(page_text.cap_note(BY_URL[page].title, cap, len(sel.ids)), icon=":material/timer:")
     return replace(sel, ids=sel.ids[:cap])

@@ -394,3 +394,28 @@ def test_two_hosts_one_lost_its_students_come_back_on_their_view_through_the_oth
     finally:
         for p in (front, backend):
             stop_all(p)
+
+
+def test_a_stopping_class_server_says_the_last_traceback_of_each_process_before_its_logs_go():
+    """A visitor's page that fails says "its log says what"; the app processes' logs live in the class
+    server's folder, removed when it stops (a trial found them gone). Stopping, it prints each one's last
+    traceback, from its first line to the exception's."""
+    from gpt2viz.server.class_server import ClassServer, last_traceback
+
+    log = ("starting\nTraceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    old()\n"
+           "KeyError: 'old'\nrun abc (full): 0.1 s\nTraceback (most recent call last):\n"
+           "  File \"views/attention.py\", line 9, in <module>\n    draw()\nValueError: the last one\n"
+           "run def (full): 0.2 s\n")
+    assert last_traceback(log).splitlines() == ["Traceback (most recent call last):",
+                                                "  File \"views/attention.py\", line 9, in <module>",
+                                                "    draw()", "ValueError: the last one"]
+    assert last_traceback("run abc (full): 0.1 s\n") == ""
+    said = []
+    cs = ClassServer(2, 8600, log=None)
+    cs._say = said.append
+    cs.apps = [type("Gone", (), {"poll": lambda self: 0})()] * 2
+    (Path(cs.dir) / "app-0.log").write_text("x" * 3_000_000 + log)  # a long class's log: its end is read
+    (Path(cs.dir) / "app-1.log").write_text("run abc (full): 0.1 s\n")
+    cs.stop()
+    assert len(said) == 1 and said[0].startswith("app process 0's log, removed now, had a traceback")
+    assert said[0].endswith("ValueError: the last one") and not Path(cs.dir).exists()

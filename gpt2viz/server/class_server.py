@@ -120,6 +120,20 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
     return env
 
 
+TRACEBACK_CHARS = 4000  # the most of one traceback a stopping class server prints
+
+
+def last_traceback(log: str) -> str:
+    """The last traceback in an app process's log (from its "Traceback" line to the exception's line,
+    at most TRACEBACK_CHARS, its end kept), or "" when there is none."""
+    at = log.rfind("Traceback (most recent call last)")
+    if at < 0:
+        return ""
+    lines = log[at:].splitlines()
+    end = next((k for k in range(1, len(lines)) if lines[k] and not lines[k].startswith((" ", "\t"))), len(lines) - 1)
+    return "\n".join(lines[:end + 1])[-TRACEBACK_CHARS:]
+
+
 COOKIE_SECRET = "STREAMLIT_SERVER_COOKIE_SECRET"
 LESSON_KEY = "GPT2VIZ_LESSON_KEY"
 def url_host(address: str) -> str:
@@ -263,9 +277,14 @@ class ClassServer:
     def _shared_said(self) -> str:
         return f", {self.env[SHARED_MB_ENV]} MiB of runs they share" if self.runs_dir else ""
 
-    def app_log(self, i: int) -> str:
+    def app_log(self, i: int, tail: int = 2**20) -> str:
+        """The end of app process i's log (at most `tail` bytes: a class's run lines add up)."""
         p = Path(self.dir) / f"app-{i}.log"
-        return p.read_text(errors="replace") if p.exists() else ""
+        if not p.exists():
+            return ""
+        with open(p, "rb") as f:
+            f.seek(max(0, p.stat().st_size - tail))
+            return f.read().decode(errors="replace")
 
     def nginx_log(self) -> str:
         return " ".join(p.read_text(errors="replace") for p in Path(self.dir).glob("*.log") if p.name == "error.log")
@@ -322,6 +341,9 @@ class ClassServer:
                     pass
         for out in self._logs:
             out.close()
+        for i in range(len(self.apps)):  # the logs go with the folder: what a visitor was told "its log says" stays
+            if said := last_traceback(self.app_log(i)):
+                self._say(f"app process {i}'s log, removed now, had a traceback; the last one:\n{said}")
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.runs_dir:
             shutil.rmtree(self.runs_dir, ignore_errors=True)

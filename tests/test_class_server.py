@@ -410,6 +410,10 @@ def test_a_stopping_class_server_says_the_last_traceback_of_each_process_before_
                                                 "  File \"views/attention.py\", line 9, in <module>",
                                                 "    draw()", "ValueError: the last one"]
     assert last_traceback("run abc (full): 0.1 s\n") == ""
+    chained = ("run x\nTraceback (most recent call last):\n  File \"b.py\", line 2\nKeyError: 'k'\n\n"
+               "The above exception was the direct cause of the following exception:\n\n"
+               "Traceback (most recent call last):\n  File \"c.py\", line 3\nRuntimeError: from k")  # no newline
+    assert last_traceback(chained) == chained[len("run x\n"):]  # the cause too, to the last line
     said = []
     cs = ClassServer(2, 8600, log=None)
     cs._say = said.append
@@ -419,3 +423,13 @@ def test_a_stopping_class_server_says_the_last_traceback_of_each_process_before_
     cs.stop()
     assert len(said) == 1 and said[0].startswith("app process 0's log, removed now, had a traceback")
     assert said[0].endswith("ValueError: the last one") and not Path(cs.dir).exists()
+    closed = ClassServer(1, 8600, log=None)  # a terminal gone (a pipe closed): the folders go all the same
+
+    def fail(line):
+        raise BrokenPipeError(line)
+    closed._say = fail
+    closed.apps = [type("Gone", (), {"poll": lambda self: 0})()]
+    (Path(closed.dir) / "app-0.log").write_text(log)
+    with pytest.raises(BrokenPipeError):
+        closed.stop()
+    assert not Path(closed.dir).exists() and (closed.runs_dir is None or not Path(closed.runs_dir).exists())

@@ -123,15 +123,24 @@ def replica_env(n: int, base: dict[str, str]) -> dict[str, str]:
 TRACEBACK_CHARS = 4000  # the most of one traceback a stopping class server prints
 
 
+HEAD = "Traceback (most recent call last)"
+CHAINED = ("The above exception was the direct cause of the following exception:",
+           "During handling of the above exception, another exception occurred:")
+
+
 def last_traceback(log: str) -> str:
-    """The last traceback in an app process's log (from its "Traceback" line to the exception's line,
-    at most TRACEBACK_CHARS, its end kept), or "" when there is none."""
-    at = log.rfind("Traceback (most recent call last)")
-    if at < 0:
+    """The last traceback in an app process's log, with the ones it was chained to (from the first's
+    "Traceback" line to the last exception's line, at most TRACEBACK_CHARS, its end kept), or "" when
+    there is none."""
+    last = log.rfind(HEAD)
+    if last < 0:
         return ""
-    lines = log[at:].splitlines()
+    at = last
+    while log[:at].rstrip().endswith(CHAINED) and (before := log.rfind(HEAD, 0, at)) >= 0:
+        at = before
+    lines = log[last:].splitlines()
     end = next((k for k in range(1, len(lines)) if lines[k] and not lines[k].startswith((" ", "\t"))), len(lines) - 1)
-    return "\n".join(lines[:end + 1])[-TRACEBACK_CHARS:]
+    return log[at:last + len("\n".join(lines[:end + 1]))][-TRACEBACK_CHARS:]
 
 
 COOKIE_SECRET = "STREAMLIT_SERVER_COOKIE_SECRET"
@@ -341,9 +350,11 @@ class ClassServer:
                     pass
         for out in self._logs:
             out.close()
-        for i in range(len(self.apps)):  # the logs go with the folder: what a visitor was told "its log says" stays
-            if said := last_traceback(self.app_log(i)):
-                self._say(f"app process {i}'s log, removed now, had a traceback; the last one:\n{said}")
-        shutil.rmtree(self.dir, ignore_errors=True)
-        if self.runs_dir:
-            shutil.rmtree(self.runs_dir, ignore_errors=True)
+        try:  # the logs go with the folder: what a visitor was told "its log says" is said here first
+            for i in range(len(self.apps)):
+                if said := last_traceback(self.app_log(i)):
+                    self._say(f"app process {i}'s log, removed now, had a traceback; the last one:\n{said}")
+        finally:  # (a closed terminal or pipe fails the saying, not the removing)
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if self.runs_dir:
+                shutil.rmtree(self.runs_dir, ignore_errors=True)

@@ -303,18 +303,19 @@ class TraceCache:
             self.release()
 
     def _cached(self) -> int:
-        """The bytes the budget counts: what the items hold here (`held`), and the files of mapped traces
-        when no `mapped_budget` bounds them apart."""
-        return sum(held(t) + (t.stored_bytes if self._counted_file(t) else 0) for t in self._items.values())
+        """The bytes the budget counts (`_counts`)."""
+        return sum(self._counts(t)[0] for t in self._items.values())
 
-    def _counted_file(self, item) -> bool:
-        """Whether a mapped trace's file counts in this budget: with no share of the folder set, or
-        larger than the whole share (kept as this process's own run would be, not dropped at once)."""
-        return _mapped(item) and (self.mapped_budget is None or item.stored_bytes > self.mapped_budget)
-
-    def _mapped_files(self) -> int:
-        """The files of the mapped traces the share bounds."""
-        return sum(t.stored_bytes for t in self._items.values() if _mapped(t) and not self._counted_file(t))
+    def _counts(self, item) -> tuple[int, int]:
+        """(the bytes an item counts in this budget, the bytes of its file that count in `mapped_budget`):
+        what it holds here (`held`); a mapped trace's file counts here when no share of the folder is set
+        or when it is larger than the whole share (kept as this process's own run would be, not dropped at
+        once), else in the share."""
+        if not _mapped(item):
+            return held(item), 0
+        if self.mapped_budget is None or item.stored_bytes > self.mapped_budget:
+            return held(item) + item.stored_bytes, 0
+        return held(item), item.stored_bytes
 
     def _reserve(self, estimate: int, progress: Progress | None = None, heavy: bool | None = None) -> bool:
         """Wait (lock held) until this run may start (`_next_in_line`), then evict until cached + in
@@ -380,11 +381,9 @@ class TraceCache:
         ones until their files fit `mapped_budget`, and mapped ones beyond `max_mapped()` (mapping one
         again costs milliseconds)."""
         room = self.budget - self.in_flight
-        counted, files = self._cached(), self._mapped_files()
-        for key in list(self._items):  # the least recently used first
-            item = self._items[key]
-            here = held(item) + (item.stored_bytes if self._counted_file(item) else 0)
-            shared = item.stored_bytes if _mapped(item) and not self._counted_file(item) else 0  # in the share
+        counts = {key: self._counts(item) for key, item in self._items.items()}
+        counted, files = sum(c for c, _ in counts.values()), sum(f for _, f in counts.values())
+        for key, (here, shared) in counts.items():  # the least recently used first
             if counted > room and here or self.mapped_budget is not None and files > self.mapped_budget and shared:
                 self._evicted(key, self._items.pop(key))
                 counted, files = counted - here, files - shared

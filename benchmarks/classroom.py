@@ -56,12 +56,16 @@ compared with GPT2VIZ_TRACE_BUDGET_MB (the whole budget, before it is split).
 Usage:  .venv/bin/python benchmarks/classroom.py [--sessions K] [--quick] [--minutes M] [--views 4]
             [--scenario all|classroom|class|start|burst|distinct|lesson-open|lesson|replicas ...]
             [--lesson lessons/attention-demo.json]
-            [--setup one|processes|both] [--processes N] [--budget-mb 2048] [--threads 0] [--server-log FILE]
+            [--setup one|processes|both] [--processes N] [--repeat N] [--budget-mb 2048] [--threads 0]
+            [--server-log FILE]
 Each scenario ends with one line, and the run ends with all of them again, one per scenario and setup:
 scenario=S setup=one|processes(N)|replicas(2) sessions=K views=N errors=N p50_s=X p95_s=X
 compute_floor_s=X load=X cpu_per_view_s=X runs=N peak_growth_mib=X budget_mib=X
 (compute_floor_s: the compute seconds of the runs the server logged, over the cores; load: the 1-minute
 load average at the end of the scenario)
+With --repeat N (N > 1) everything runs N times, each time on servers started again, and the run ends
+with one line per scenario and setup over the N runs (the median and range of p50 and p95) and, where
+both setups ran, the one server's p95 over the processes', run by run (`over_runs`).
 """
 
 import argparse
@@ -71,6 +75,7 @@ import random
 import re
 import secrets
 import signal
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -674,6 +679,37 @@ def run_scenario(name: str, args, target: Processes, k: int, pages: list[str], s
     return closing(name, target.label, views, used, wall, args.budget_mb, k)
 
 
+FINAL_LINE = re.compile(r"^scenario=(\S+) setup=(\S+) .*\bp50_s=(\S+) p95_s=(\S+)", re.MULTILINE)
+
+
+def over_runs(finals: list[str]) -> list[str]:
+    """--repeat: one line per scenario and setup, the median and range of its p50 and p95 over the runs
+    (each run on a server of its own), and, where one server and the processes ran the same scenario,
+    how many times lower the processes' p95 was than the one server's, run by run (the same run's pair).
+    A single run's p95 moves by about a second from run to run on an idle machine: judge the medians."""
+    found: dict[tuple[str, str], list[tuple[float | None, float | None]]] = {}
+    for scenario, setup, p50, p95 in FINAL_LINE.findall("\n".join(finals)):
+        found.setdefault((scenario, setup), []).append(tuple(None if x == "-" else float(x) for x in (p50, p95)))
+    lines = []
+    for (scenario, setup), runs in found.items():
+        said = []
+        for i, what in enumerate(("p50", "p95")):
+            values = [r[i] for r in runs if r[i] is not None]
+            if values:
+                said.append(f"{what} median {fmt(statistics.median(values))} s "
+                            f"({fmt(min(values))}-{fmt(max(values))} s)")
+        lines.append(f"scenario={scenario} setup={setup} runs={len(runs)}: " + ", ".join(said))
+    for (scenario, setup), runs in found.items():
+        one = found.get((scenario, "one"))
+        if not setup.startswith("processes") or one is None:
+            continue
+        ratios = [a[1] / b[1] for a, b in zip(one, runs) if a[1] and b[1]]
+        if ratios:
+            lines.append(f"scenario={scenario} one ÷ {setup}, p95 run by run: "
+                         f"{', '.join(f'{r:.2f}x' for r in ratios)} (median {statistics.median(ratios):.2f}x)")
+    return lines
+
+
 def ratio_of(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
@@ -778,6 +814,9 @@ def main() -> None:
                     help="one server, the class server (N processes behind nginx), or one then the other; "
                          "the replicas scenario has its own two servers")
     ap.add_argument("--processes", type=int, default=os.cpu_count(), help="N of the processes setup (the cores)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run everything this many times, each time on servers started again, and end with the "
+                         "median and range of each scenario's p50 and p95 (a single run's p95 moves by about a second)")
     ap.add_argument("--views", type=int, default=CLASS_VIEWS, help="views per student in class and start")
     ap.add_argument("--budget-mb", type=int, default=DEFAULT_BUDGET // MIB,
                     help=f"{BUDGET_ENV} of each server (MiB; the app's default); the processes setup splits it N ways")
@@ -790,6 +829,8 @@ def main() -> None:
                     help="append each server's log here when it stops (its runs, with the seconds each waited in "
                          "line, and the traces evicted)")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
     SERVER_LOG.extend([args.server_log] if args.server_log else [])
     k = args.sessions or (8 if args.quick else 30)
     seconds = 60 * (args.minutes or (1.0 if args.quick else 3.0))
@@ -814,11 +855,16 @@ def main() -> None:
           f"{os.environ.get(THREADS_ENV, 'unset')} · scenarios {' '.join(scenarios)} · setups {' '.join(setups)} · "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
     finals = []
-    for setup in setups if served else []:
-        finals += run_setup(args, setup, served, k, pages, seconds)
-    if "replicas" in scenarios:
-        finals.append(replicas(args, k, pages, seconds))
+    for n in range(args.repeat):
+        if args.repeat > 1:
+            print(f"\n######## run {n + 1} of {args.repeat}: every server started again")
+        for setup in setups if served else []:
+            finals += run_setup(args, setup, served, k, pages, seconds)
+        if "replicas" in scenarios:
+            finals.append(replicas(args, k, pages, seconds))
     print("\n" + "\n".join(finals))
+    if args.repeat > 1:
+        print(f"\nover {args.repeat} runs, each on servers of its own:\n" + "\n".join(over_runs(finals)))
 
 
 if __name__ == "__main__":

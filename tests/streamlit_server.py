@@ -163,10 +163,17 @@ def launch_chromium(playwright, executable: str | None = None):
     return playwright.chromium.launch(executable_path=executable or chromium_path(), args=CHROMIUM_ARGS)
 
 
+# How long an action (a click, a fill) or a wait without its own timeout may take: what a browser test
+# asserts is what appears, not how fast. Playwright's own 30 s ran out for a click in the class vote's
+# test under load (the suite on 2 cores beside a server and a browser); it passed alone.
+ACTION_TIMEOUT_MS = 120_000
+
+
 def new_context(browser, width: int = 1400, height: int = 1000):
     """A browser context whose pages note script run times (see `run_times`). Pages of one
     context share the HTTP cache, so only the first loads Streamlit's JavaScript from the server."""
     context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(ACTION_TIMEOUT_MS)
     context.add_init_script(_RUN_TIMES_JS)
     return context
 
@@ -179,6 +186,7 @@ def profile_context(playwright, directory: str | Path, width: int = 1400, height
     context = playwright.chromium.launch_persistent_context(
         str(directory), executable_path=executable or chromium_path(), args=CHROMIUM_ARGS,
         viewport={"width": width, "height": height})
+    context.set_default_timeout(ACTION_TIMEOUT_MS)
     context.add_init_script(_RUN_TIMES_JS)
     return context
 

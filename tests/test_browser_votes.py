@@ -70,7 +70,7 @@ def test_a_student_votes_the_lecturer_sees_the_spread_and_reveals(base):
         student.get_by_text("Your answer is in").wait_for(timeout=30_000)
         student.screenshot(path=str(SHOTS / "vote-student-answered.png"))
 
-        lecturer.get_by_text("1 answer so far").wait_for(timeout=10_000)  # its fragment polls: no reload
+        lecturer.get_by_text("1 answer so far").wait_for(timeout=60_000)  # its fragment polls: no reload
         lecturer.screenshot(path=str(SHOTS / "vote-lecturer-spread.png"))
         lecturer.get_by_role("button", name="Reveal the answer").click()
         lecturer.locator(CHART).nth(1).wait_for(timeout=120_000)  # the spread, then the stop's own charts

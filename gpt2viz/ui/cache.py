@@ -548,14 +548,20 @@ def refuse_unless_fits(weights: LoadedModel, n_tokens: int, mode: Mode, needs: t
         return run_bytes(weights, n, m, names) <= cache.budget
 
     shortest = 2 if mode is Mode.TRAINING else 1
-    lo, hi = shortest - 1, n_tokens - 1  # the longest length that fits, by bisection (0: none)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fits(mid, mode) else (lo, mid - 1)
+    lo = longest_that_fits(lambda n: fits(n, mode), shortest - 1, n_tokens - 1)  # shortest - 1: none fits
     others = [m.value for m in Mode if m is not mode and fits(n_tokens, m)]
     raise RunTooLarge(estimate, cache.budget,
                       page_text.run_too_large(n_tokens, mode.value, mib(estimate), mib(cache.budget),
                                               lo if lo >= shortest else None, others))
+
+
+def longest_that_fits(fits: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest n in lo..hi with fits(n), by bisection: `fits` holds at lo (or lo stands for "none
+    fits") and, once false as n grows, stays false (a run's memory grows with its tokens)."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
 
 
 def _steps(progress: Progress | None):

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ..spec.pages import BY_URL
 from ..teaching import page_text
+from .cache import longest_that_fits
 from .state import Selection
 from .visitor import is_local
 
@@ -41,10 +42,7 @@ def capped(sel: Selection, page: str, fits: Callable[[int], bool] | None = None,
         return sel
     n = min(cap, len(sel.ids))
     if fits is not None and not fits(n) and fits(shortest):
-        lo, hi = shortest, n - 1  # the longest length that fits, by bisection
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        lo = longest_that_fits(fits, shortest, n - 1)
         st.info(page_text.memory_cap_note(BY_URL[page].title, lo, len(sel.ids)), icon=":material/memory:")
         return replace(sel, ids=sel.ids[:lo])
     if len(sel.ids) <= cap:

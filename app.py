@@ -5,10 +5,11 @@ from pathlib import Path
 import streamlit as st
 
 from gpt2viz.teaching import chart_text
-from gpt2viz.ui import first_paint, keyboard
+from gpt2viz.ui import chart_element, first_paint, keyboard
 from gpt2viz.ui.layout import NARROW_SIDEBAR_PX, NARROW_WINDOW_PX
 
 A11Y_JS = "<script>" + (Path(__file__).parent / "assets" / "a11y.js").read_text() + "</script>"
+CHARTS_JS = "<script>" + (Path(__file__).parent / "assets" / "charts.js").read_text() + "</script>"
 # each st.Page gives the tab its own title. The icon is a file, not an emoji: Streamlit checks an
 # emoji with a regular expression whose compilation took 0.5 s of the first run.
 st.set_page_config(page_icon=Path(__file__).parent / "assets" / "favicon.svg", layout="wide")
@@ -59,6 +60,8 @@ early.markdown("""<style>
 # the app's own script for the keyboard (assets/a11y.js: regions that scroll sideways take the focus, headings
 # numbered without a gap), in the same hidden box: it takes no room on the page
 early.html(A11Y_JS, unsafe_allow_javascript=True)
+if chart_element.available():  # the script that draws the app's charts (assets/charts.js, ui/chart_element.py)
+    early.html(chart_element.later_script() + CHARTS_JS, unsafe_allow_javascript=True)
 # A new server's first run: the Overview's drawing (torch-free) before torch and the weights load below
 preview = first_paint.draw() if first_paint.needed() else ()
 # pandas whole, under the import lock, before any session draws a table or chart: plotly and st.dataframe look

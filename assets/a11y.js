@@ -28,7 +28,8 @@
   };
   // the chart a sentence belongs to: the nearest chart drawn before the sentence's own element
   const figures = () => {
-    const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
+    // Streamlit's chart element, and the app's own box (which names its sentence already: gpt2viz/plots/chart_box.py)
+    const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart'], .gpt2viz-chart")];
     for (const words of document.querySelectorAll(".gpt2viz-figure-words[data-figure]")) {
       const chart = charts.filter(c => c.compareDocumentPosition(words) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
       if (!chart || chart.getAttribute("aria-labelledby") === words.dataset.figure) continue;

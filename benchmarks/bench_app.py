@@ -1,8 +1,9 @@
 """How fast the app is in a real browser: cold start, and views changed in a warm app.
 
 Headless Debian chromium (playwright, never `playwright install`) drives `streamlit run app.py`.
-A view counts as rendered when the script is idle, nothing is stale, every Plotly chart is drawn
-and the expected block/head shows in a chart title (tests/streamlit_server.py, `wait_rendered`).
+A view counts as rendered when the script is idle, nothing is stale or still Streamlit's loading skeleton
+(an element whose code the tab is still fetching), every Plotly chart is drawn and the expected block/head
+shows in a chart title (tests/streamlit_server.py, `wait_rendered`).
 
 (a) Cold start: from launching `python -m streamlit run app.py` to the first page rendered, with
     random gpt2 weights and the default text (URL `/?model=gpt2`), in a fresh browser context (no

@@ -82,7 +82,7 @@ INSPECT_JS = """
     text: document.querySelector("[data-testid='stSidebar'] textarea")?.value ?? null,
     mode: document.querySelector("[data-testid='stSidebar'] input[aria-label='Mode']")?.value ?? null,
     warnings: texts("[data-testid='stSidebar'] [data-testid='stAlert']"),
-    charts: document.querySelectorAll("[data-testid='stPlotlyChart']").length,
+    charts: document.querySelectorAll("[data-testid='stPlotlyChart'], .gpt2viz-chart").length,
   };
 }
 """

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from .plots import chart_box
 from .spec.pages import BY_URL, DEFAULT
 from .spec.paths import APP_ROOT
 from .teaching import lessons as lf
@@ -75,6 +76,8 @@ def tree(node) -> tuple[site.Node, ...]:
 
 def _node(el) -> tuple[site.Node, ...]:
     kind = getattr(el, "type", "")
+    if kind == "html" and (drawn := chart_box.drawn(el.proto.body)) is not None:  # the app's chart box
+        return (site.Node("chart", data=drawn[0]),)
     if kind in _SKIP:
         return ()
     if kind in ("title", "header", "subheader"):

@@ -24,7 +24,8 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 APP_IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 EXCEPTION = "[data-testid='stException']"
-CHART = "[data-testid='stPlotlyChart']"
+# a chart: Streamlit's element (a chart that answers clicks, the projector's first) or the app's (ui/chart_element.py)
+CHART = ":is([data-testid='stPlotlyChart'], .gpt2viz-chart)"
 
 # Keeps the performance.now() at which the last script run was seen to start and to end (a run
 # too fast to render `running` is not seen); installed before any page script.
@@ -40,8 +41,8 @@ new MutationObserver(records => {
                       attributeFilter: ['data-test-script-state']});
 """
 
-# Settled: the script is idle (and, if an exception shows, nothing more), nothing is stale, every
-# chart has been drawn by Plotly, at least `minCharts` of them, `mustSee` (if any) appears in an h1
+# Settled: the script is idle (and, if an exception shows, nothing more), nothing is stale or still a
+# skeleton, every chart has been drawn by Plotly, at least `minCharts` of them, `mustSee` (if any) appears in an h1
 # or a chart title, and the first h1 is not `notH1` (if given). Returns performance.now() then.
 _SETTLED_JS = """
 ([minCharts, mustSee, notH1]) => {
@@ -49,8 +50,10 @@ _SETTLED_JS = """
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;
   if (document.querySelector("[data-testid='stException']")) return performance.now();  // an error
   if (document.querySelector("[data-testid='stElementContainer'][data-stale='true']")) return false;
-  const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
-  if (charts.length < minCharts || !charts.every(c => c.querySelector(".js-plotly-plot .main-svg"))) return false;
+  // an element whose code Streamlit still loads (each kind's chunk, the first time a tab draws one) is a skeleton
+  if (document.querySelector("[data-testid='stSkeleton']")) return false;
+  const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart'], .gpt2viz-chart")];
+  if (charts.length < minCharts || !charts.every(c => c.querySelector(".main-svg"))) return false;
   if (notH1 !== null) {
     const h1 = document.querySelector("h1");
     if (!h1 || h1.textContent === notH1) return false;

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from app_charts import charts, kind
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.anatomy.components import component_tree
@@ -13,6 +14,7 @@ from gpt2viz.model.modes import Mode
 from gpt2viz.model.trace import Trace
 from gpt2viz.spec.config import get_config
 from gpt2viz.spec.pages import BY_URL, PAGES, home
+from gpt2viz.ui.chart_element import STREAMLITS_FIRST
 from gpt2viz.ui.layout import TABLE_CLASS, table_html
 
 
@@ -44,17 +46,18 @@ def titles(at) -> list[str]:
     return [t.value for t in at.title]
 
 
-def charts(at) -> list:
-    return at.get("plotly_chart")
-
-
 @pytest.mark.parametrize("mode", [m.value for m in Mode])
 @pytest.mark.parametrize("url", [row.url for row in PAGES])
 def test_every_page_in_every_mode(url, mode):
     at = open_page(url, mode=mode)
     assert not at.exception, at.exception[0].value
     assert h1_ok(url, titles(at)[0]), titles(at)
-    assert len(charts(at)) >= BY_URL[url].charts
+    drawn = charts(at)
+    assert len(drawn) >= BY_URL[url].charts
+    # Streamlit's element draws a page's charts from its first that needs it on (one Plotly a tab), and the
+    # pages whose first chart it draws load the app's bundle late (ui/chart_element.py)
+    streamlits = [c.streamlits for c in drawn]
+    assert streamlits == sorted(streamlits, reverse=True) and streamlits[:1] in ([], [url in STREAMLITS_FIRST])
 
 
 def test_sidebar_says_which_weights_are_in_use():
@@ -66,22 +69,22 @@ def test_sidebar_says_which_weights_are_in_use():
 def test_charts_carry_their_look_and_no_template():
     at = open_page("mlp")
     for chart in charts(at):
-        layout = json.loads(chart.proto.spec)["layout"]
-        assert chart.proto.theme == "" and layout.get("template") is None  # Streamlit's theme: drawn twice
+        layout = chart.figure["layout"]
+        assert layout.get("template") is None  # Streamlit's theme: drawn twice
         assert layout["datarevision"] and layout["font"]["family"].startswith('"Source Sans"')
 
 
 def test_changing_block_changes_the_plots():
     def heads_title(block):
         at = open_page("attention", block=block)
-        return [c.proto.spec for c in charts(at)]
+        return [c.spec for c in charts(at)]
     assert heads_title(0) != heads_title(1)
 
 
 def test_changing_mode_changes_what_is_shown():
     def shown(mode):
         at = open_page("attention", mode=mode)
-        return [s.value for s in at.subheader], [c.proto.spec for c in charts(at)]
+        return [s.value for s in at.subheader], [c.spec for c in charts(at)]
     (full_heads, full_plots), (decode_heads, decode_plots) = shown("full"), shown("decode")
     assert "Intermediate states · Full sequence" in full_heads
     assert "Intermediate states · Decode (KV cache)" in decode_heads
@@ -141,13 +144,13 @@ def test_generation_says_the_kv_column_is_after_the_step_and_one_step_reads_1():
     at = open_page("generation", steps=1)
     assert not at.exception
     assert "KV cache after the step (fp32)" in at.dataframe[0].value.columns
-    growth = json.loads(charts(at)[0].proto.spec)["layout"]["xaxis"]
+    growth = charts(at)[0].figure["layout"]["xaxis"]
     assert growth["tickvals"] == [1] and growth["range"] == [0.5, 1.5]
 
 
 def test_one_position_is_not_a_mean_over_1_positions():
     mlp = open_page("mlp", mode="decode")
-    assert "mean over 1 positions" not in " ".join(c.proto.spec for c in charts(mlp))
+    assert "mean over 1 positions" not in " ".join(c.spec for c in charts(mlp))
     from gpt2viz.analysis.whatif import Target
     from gpt2viz.ui.whatif_view import what_is_replaced
 
@@ -395,13 +398,13 @@ def test_start_here_is_a_tour_with_next_links_that_keep_the_view():
 def test_layernorm_shows_one_vector_before_and_after(mode):
     at = open_page("layernorm", mode=mode, block=1)
     assert not at.exception
-    stages = [json.loads(c.proto.spec) for c in charts(at) if "One position through" in c.proto.spec]
+    stages = [c.figure for c in charts(at) if "One position through" in c.spec]
     assert len(stages) == 1
     rows = [t for t in stages[0]["data"] if t["type"] == "bar"]
     assert len(rows) == 4 and all(len(r["y"]) == 64 for r in rows)  # tiny: d = 64
     assert rows[2]["y"] == rows[3]["y"]  # a fresh model: g = 1, b = 0
     assert any("g = 1 and bias b = 0" in c.value for c in at.caption)
-    one_bar = [c for c in charts(at) if "per position" in c.proto.spec]
+    one_bar = [c for c in charts(at) if "per position" in c.spec]
     assert (len(one_bar) == 0) == (mode == "decode")
 
 
@@ -410,7 +413,7 @@ def test_decode_shows_the_positions_vectors_not_one_bar(url):
     def bars_per_position(mode):
         at = open_page(url, mode=mode)
         assert not at.exception
-        specs = [json.loads(c.proto.spec) for c in charts(at)]
+        specs = [c.figure for c in charts(at)]
         return [len(t["x"]) for s in specs for t in s["data"] if t["type"] == "bar" and "position" in str(t)], specs
     per_position, specs = bars_per_position("decode")
     assert per_position == []  # no chart of one bar for the one position
@@ -420,7 +423,7 @@ def test_decode_shows_the_positions_vectors_not_one_bar(url):
 
 def test_merge_in_decode_shows_every_heads_z_becoming_the_merged_vector():
     at = open_page("merge", mode="decode")
-    figs = [json.loads(c.proto.spec) for c in charts(at)]
+    figs = [c.figure for c in charts(at)]
     fig = next(f for f in figs if "every head → merge(H)" in f["layout"]["title"]["text"].replace(" <br>", " "))
     heat, bars = fig["data"][:2]
     assert heat["type"] == "heatmap" and heat["y"] == ["h0", "h1", "h2", "h3"] and len(bars["y"]) == 64
@@ -487,7 +490,7 @@ def test_layernorm_page_says_which_layernorm():
     for ln, title in [("ln_1", "LayerNorm 1"), ("ln_2", "LayerNorm 2"), ("ln_f", "Final LayerNorm")]:
         at = open_page("layernorm", ln=ln, block=1)
         assert not at.exception and titles(at) == [title]
-        first_chart[ln] = charts(at)[0].proto.spec
+        first_chart[ln] = charts(at)[0].spec
     assert len(set(first_chart.values())) == 3
 
 
@@ -515,7 +518,7 @@ def test_generation_counts_steps_one_way_and_says_which_probabilities(params, sa
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table["step"]) == [1, 2, 3, 4]
-    specs = [json.loads(c.proto.spec) for c in charts(at)]
+    specs = [c.figure for c in charts(at)]
     assert specs[0]["data"][1]["x"] == [1, 2, 3, 4]  # the cache chart's steps
     titles = [s["layout"]["title"] for s in specs]  # in one of two columns a subtitle may be wrapped
     heads = [(t["text"], t.get("subtitle", {}).get("text", "").replace(" <br>", " ")) for t in titles]
@@ -556,7 +559,7 @@ def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
     """A chart of depth × position with the position to read chosen, in the URL."""
     at = open_page("lens", lens_pos=3)
     assert not at.exception
-    heat = next(json.loads(c.proto.spec) for c in charts(at) if "top next token at every depth" in c.proto.spec)
+    heat = next(c.figure for c in charts(at) if "top next token at every depth" in c.spec)
     assert heat["data"][0]["type"] == "heatmap" and len(heat["data"][0]["y"]) == 3  # tiny: 2 blocks, 3 depths
     assert heat["data"][0]["x"][0] == "0·The" and len(heat["data"][0]["x"]) == 10
     assert heat["layout"]["shapes"][0]["x0"] == 2.5  # position 3 outlined
@@ -566,7 +569,7 @@ def test_the_logit_lens_charts_depth_by_position_for_the_position_in_the_url():
     assert any(m.value.startswith("**Position 6,") for m in at.markdown)
     decode = open_page("lens", mode="decode")  # one position: no choice, one column
     assert not decode.exception and [s.key for s in decode.main.get("slider")] == ["lens_depth"]
-    heat = next(json.loads(c.proto.spec) for c in charts(decode) if "top next token" in c.proto.spec)
+    heat = next(c.figure for c in charts(decode) if "top next token" in c.spec)
     assert heat["data"][0]["x"] == ["9·␣because"]
 
 
@@ -574,13 +577,13 @@ def test_the_decomposition_opens_after_the_last_block_and_its_depth_is_in_the_ur
     """Block 0's input is the embedding alone (one bar): the decomposition opens on the stream after the
     last block, every block's attention and MLP in it; a depth chosen is in the URL."""
     at = open_page("lens")
-    titled = [json.loads(c.proto.spec) for c in charts(at)]  # titles wrap to a phone's width
+    titled = [c.figure for c in charts(at)]  # titles wrap to a phone's width
     bars = next(s for s in titled if "after the last block" in s["layout"]["title"]["text"].replace(" <br>", " "))
     assert list(bars["data"][0]["y"] if bars["data"][0].get("orientation") == "h" else bars["data"][0]["x"]) == [
         "embed", "attn 0", "mlp 0", "attn 1", "mlp 1"]  # tiny: 2 blocks
     assert at.slider(key="lens_depth").proto.query_param_key == "lens_depth"
     at.slider(key="lens_depth").set_value(1).run()
-    assert any("block 1 input" in json.loads(c.proto.spec)["layout"]["title"]["text"].replace(" <br>", " ")
+    assert any("block 1 input" in c.figure["layout"]["title"]["text"].replace(" <br>", " ")
                for c in charts(at))
 
 
@@ -599,11 +602,11 @@ def test_random_weights_are_said_beside_the_values_and_the_badge_names_parameter
     under "Intermediate states" and before the first chart; the badge says what it means."""
     at = open_page(url)
     shown = in_order(at.main)
-    kinds = [e.type for e in shown]
+    kinds = [kind(e) for e in shown]
     texts = [str(getattr(e, "value", "")) for e in shown]
     states = next(i for i, t in enumerate(texts) if t.startswith("Intermediate states"))
     note = next(i for i, t in enumerate(texts) if "Random, untrained weights" in t)
-    first_chart = kinds.index("plotly_chart") if "plotly_chart" in kinds else len(shown)
+    first_chart = kinds.index("chart") if "chart" in kinds else len(shown)
     assert states < note < first_chart, (states, note, first_chart)
     assert len(texts[note]) < 130  # one short line
     breadcrumb = next(c.value for c in at.main.caption if "›" in c.value or "badge[" in c.value)
@@ -614,7 +617,7 @@ def test_random_weights_are_said_beside_the_values_and_the_badge_names_parameter
 def test_charts_show_their_toolbar_on_hover_only():
     """The toolbar covered chart titles and legends."""
     for chart in charts(open_page("generation")):
-        assert json.loads(chart.proto.config)["displayModeBar"] == "hover"
+        assert chart.config["displayModeBar"] == "hover"
 
 
 @pytest.mark.parametrize("url,tables", [("params", 1), ("modes", 2)])  # params: its second table fits
@@ -657,7 +660,7 @@ def test_the_parameters_chart_names_the_size_it_counts_not_the_sidebars_text():
     """For gpt2-xl the chart's caption named the tiny random weights and the sidebar's text it never used."""
     at = open_page("params", params_size="gpt2-xl")
     (chart,) = charts(at)
-    notes = [a["text"] for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
+    notes = [a["text"] for a in chart.figure["layout"]["annotations"]]
     assert any(n.startswith("gpt2-xl: from its sizes alone") for n in notes), notes
     assert not any("The quick" in n or "random" in n for n in notes), notes
 
@@ -671,7 +674,7 @@ def test_top_p_sits_beside_temperature_and_top_k_in_the_url_and_is_bounded(url, 
     assert not at.exception
     (box,) = [n for n in at.number_input if n.label.startswith("Top-p")]
     assert box.value == 0.5
-    said = " ".join(json.dumps(json.loads(c.proto.spec)["layout"].get("title", {})) for c in charts(at))
+    said = " ".join(json.dumps(c.figure["layout"].get("title", {})) for c in charts(at))
     assert "top-p 0.5" in said, said
     bad = open_page(url, **params, **{key: "7"})
     assert not bad.exception and [n.value for n in bad.number_input if n.label.startswith("Top-p")] == [1.0]
@@ -695,11 +698,11 @@ def test_the_attention_map_says_whether_a_click_takes_a_score_apart():
     """Up to 64 x 64 cells a click on the map selects its cell (one invisible marker a cell, its query and key);
     beyond, the map says to choose them below instead, and carries no markers."""
     short = open_page("attention")
-    spec = json.loads(charts(short)[0].proto.spec)
+    spec = charts(short)[0].figure
     assert [t["type"] for t in spec["data"]].count("scatter") == 2
     assert any("Click a cell of either map" in c.value for c in short.caption)
     long = open_page("attention", text=" ".join(f"w{i}" for i in range(70)))
-    spec = json.loads(charts(long)[0].proto.spec)
+    spec = charts(long)[0].figure
     assert [t["type"] for t in spec["data"]].count("scatter") == 0 and not long.exception
     assert any("too many to click one: choose the query and key below" in c.value for c in long.caption)
 
@@ -719,8 +722,8 @@ def test_every_charted_page_opens_with_its_question_before_its_first_chart(url):
     texts = [str(getattr(e, "value", "")) for e in shown]
     asked = [i for i, t in enumerate(texts) if t.startswith("## :material/help: ")]
     title = next(i for i, e in enumerate(shown) if e.type == "title")
-    kinds = [e.type for e in shown]
-    first_chart = kinds.index("plotly_chart") if "plotly_chart" in kinds else len(shown)
+    kinds = [kind(e) for e in shown]
+    first_chart = kinds.index("chart") if "chart" in kinds else len(shown)
     assert len(asked) == 1 and title < asked[0] < first_chart, (asked, title, first_chart)
     assert texts[asked[0]].endswith("?")
 
@@ -821,7 +824,7 @@ def test_compare_and_patch_patches_two_one_token_texts(weights, a, b):
     assert not at.exception, at.exception[0].value
     said = " ".join(str(x.value) for x in [*at.caption, *at.warning, *at.markdown])
     assert "m_A = " in said and "m_B = " in said, said
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(at)]
+    titles = [c.figure["layout"]["title"]["text"] for c in charts(at)]
     assert sum(t.startswith("Linear estimate") for t in titles) == 2, titles  # past the estimate that raised
 
 
@@ -831,7 +834,7 @@ def test_compare_and_patch_captions_each_chart_with_its_own_text():
     assert not at.exception
     captions = {}
     for chart in charts(at):
-        layout = json.loads(chart.proto.spec)["layout"]
+        layout = chart.figure["layout"]
         title = layout["title"]["text"]
         if title.startswith(("A:", "B:")):
             captions[title[0]] = " ".join(a["text"] for a in layout["annotations"])

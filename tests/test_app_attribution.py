@@ -3,13 +3,13 @@
 position come from the URL (and from a lesson, locked); the charts are the attribution's numbers."""
 
 import base64
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.analysis.attribution import NEEDS, attribute, compare, one_token
@@ -44,8 +44,8 @@ def metrics(at) -> dict[str, str]:
 
 
 def heatmap(at) -> np.ndarray:
-    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
-                if json.loads(c.proto.spec)["data"][0]["type"] == "heatmap")
+    spec = next(c.figure for c in charts(at)
+                if c.figure["data"][0]["type"] == "heatmap")
     z = spec["data"][0]["z"]
     shape = [int(n) for n in z["shape"].split(",")]
     return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
@@ -108,7 +108,7 @@ def test_a_blank_answer_is_the_top_prediction_and_the_knockouts_run_on_a_small_m
                                            ({"answer": " fox", "versus": "jumps over"}, "the second token")])
 def test_a_token_that_is_not_one_token_is_said_not_raised(params, needle):
     at = open_page(**params)
-    assert any(needle in w.value for w in at.warning) and not at.get("plotly_chart")
+    assert any(needle in w.value for w in at.warning) and not charts(at)
 
 
 def test_a_lesson_sets_the_answer_and_position_locked(monkeypatch):

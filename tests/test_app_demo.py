@@ -4,11 +4,11 @@ in generation and What if; Compare and patch gets a ready pair and a choice of t
 vocabulary said and shown, and the sentences that taught the wrong thing."""
 
 import html
-import json
 import re
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.model.demo_model import DEMO_PATH, demo_heads
@@ -61,7 +61,7 @@ def test_the_repeat_link_stays_in_the_tab_and_shows_the_stripe():
     from gpt2viz.teaching.prompts import induction_cells  # here: the other tests also run on a checkout without it
 
     view = open_page("attention.py", **query)
-    spec = json.loads(view.get("plotly_chart")[0].proto.spec)
+    spec = charts(view)[0].figure
     assert spec["layout"]["title"]["text"].startswith(f"Attention · block {block} head {head}")
     rects = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
     cells = induction_cells(encode(query["text"]))
@@ -94,7 +94,7 @@ def test_patch_offers_a_ready_pair_and_a_choice_of_tokens():
     assert (at.selectbox(key="answer_a").value, at.selectbox(key="answer_b").value) == ("␣after", "␣would")
     assert "m = logit(`␣after`) − logit(`␣would`)" in shown
     at.button(key="run_patch").click().run()
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"].replace(" <br>", " ") for c in at.get("plotly_chart")]
+    titles = [c.figure["layout"]["title"]["text"].replace(" <br>", " ") for c in charts(at)]
     assert any(t.startswith("Patching one head") for t in titles), titles  # beside the estimate's charts
     # another pair from the URL; a token not among the top ten falls back to the default
     other = open_page("patch.py", weights="demo", answer_b="␣kn", answer_a="␣nonsense")

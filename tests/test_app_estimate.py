@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from app_charts import charts
 
 from gpt2viz.analysis.estimate import agreement, estimate
 from gpt2viz.analysis.whatif import patch
@@ -33,5 +34,5 @@ def test_on_the_demo_pair_the_estimate_is_beside_the_exact_grid_with_correlation
     assert f"the estimate correlates {r.correlation:.2f} with the exact patching" in text
     assert f"The largest miss is at block {r.worst[0]}, position {r.worst[1]}·" in text
     assert f"exact {r.exact:.3g}, estimated {r.estimated:.3g}" in text
-    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    titles = [c.spec for c in charts(at)]
     assert any("Linear estimate: resid_pre" in t for t in titles) and any("the estimate against" in t for t in titles)

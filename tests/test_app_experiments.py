@@ -4,6 +4,7 @@ experiment is said plainly."""
 
 import pytest
 import torch
+from app_charts import charts
 from test_app import open_page as open_url
 from test_app_whatif import specs
 
@@ -50,7 +51,7 @@ def test_experiment_and_prediction_round_trip_through_the_url():
     assert "the run says **the same weight**" in shown(at)
     again = open_page(experiment="no positions", predict_no_positions="a different weight")
     assert not again.exception and again.radio(key="predict_no_positions").value == "a different weight"
-    assert [c.proto.spec for c in again.get("plotly_chart")] == [c.proto.spec for c in at.get("plotly_chart")]
+    assert [c.spec for c in charts(again)] == [c.spec for c in charts(at)]
     assert len(specs(again)) == 2
 
 

@@ -12,6 +12,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.teaching import lessons as lf
@@ -255,7 +256,7 @@ def test_a_checkpoint_lesson_opens_on_that_checkpoint_or_says_it_is_missing(hf_c
     at = visit("attention", lesson=lesson("gpt2-xl"), stop="0")  # its words, and what its numbers need
     (line,) = at.warning
     assert line.value.startswith("This lesson's numbers need the checkpoint gpt2-xl on the lecturer's server")
-    assert [h.value for h in at.header] == ["Real weights"] and not at.error and not at.get("plotly_chart")
+    assert [h.value for h in at.header] == ["Real weights"] and not at.error and not charts(at)
 
 
 def test_a_built_stop_takes_the_pages_own_controls_and_a_bad_one_is_named():

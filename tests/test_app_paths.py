@@ -2,13 +2,13 @@
 goes through MLP 0 and the page's bars, line, table and sentence say so with path patching's
 numbers; the sender, ablation and answer come from the URL; random weights say nothing is a mechanism."""
 
-import json
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from app_charts import charts
 
 from gpt2viz.analysis.attribution import one_token
 from gpt2viz.analysis.paths import path_patch
@@ -35,7 +35,7 @@ def shown(at) -> str:
 
 def bars(at) -> tuple[dict[str, float], float]:
     """{receiver: Δ log p} of the chart's bars, and the total line's height."""
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = charts(at)[0].figure
     out = {}
     for trace in spec["data"]:
         out.update(zip(trace["customdata"], trace["y"]))
@@ -79,7 +79,7 @@ def test_a_head_sender_lists_every_later_receiver():
 
 def test_a_multi_token_answer_is_said_not_raised():
     at = open_page(answer=" quick brown")
-    assert any("is 2 tokens" in w.value for w in at.warning) and not at.get("plotly_chart")
+    assert any("is 2 tokens" in w.value for w in at.warning) and not charts(at)
 
 
 def _paths_links(at) -> list[dict[str, str]]:
@@ -118,11 +118,11 @@ def test_what_ifs_head_sweep_links_its_largest_heads_here():
 def test_a_large_view_runs_on_request():
     at = open_page(model="gpt2", text=" one two three four five six seven eight nine ten eleven twelve thirteen "
                    "fourteen fifteen sixteen seventeen", block=10, head=0)  # 1 x 3 x 12 + 2 + 1 receivers: runs
-    assert at.get("plotly_chart")
+    assert charts(at)
     at = open_page(model="gpt2", text=" one two three four five six seven eight nine ten eleven twelve thirteen "
                    "fourteen fifteen sixteen seventeen", block=0, head=0)
     (button,) = [b for b in at.button if b.key == "run_paths"]
-    assert "along each of its 409 paths" in button.label and not at.get("plotly_chart")
+    assert "along each of its 409 paths" in button.label and not charts(at)
 
 
 def test_a_shared_server_removes_a_part_along_its_paths_at_the_first_64_positions_only():

@@ -2,11 +2,11 @@
 others): deep links, the sweep and patch buttons, the honest notes, and bad input said plainly."""
 
 import base64
-import json
 
 import numpy as np
 import pytest
 import torch
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.analysis.whatif import Target, knockout, log_probs
@@ -28,7 +28,7 @@ def open_page(file: str, **params) -> AppTest:
 
 
 def specs(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [c.figure for c in charts(at)]
 
 
 def heatmap_z(spec: dict) -> np.ndarray:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 import pytest
+from app_charts import charts
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
@@ -92,7 +93,7 @@ def test_a_link_to_random_gpt2_xl_is_refused_in_one_line_and_builds_nothing(clas
     assert "gpt2-xl" not in class_server
     said = [i.value for i in at.info if "builds random gpt2 and tiny" in i.value]
     assert len(said) == 1 and "gpt2-xl" in said[0]
-    assert not at.get("plotly_chart")  # the page itself did not run
+    assert not charts(at)  # the page itself did not run
 
 
 @pytest.mark.parametrize("url, shows", [("params", "1,557,611,200"), ("modes", "2 · 48 · 1600 · 4"), ("exercises", "")])

@@ -702,7 +702,7 @@ def test_the_page_downloads_as_an_offline_handout_with_its_charts(context, base,
 
 _TOOLBAR_JS = """
 (i) => {
-  const chart = document.querySelectorAll("[data-testid='stPlotlyChart']")[i];
+  const chart = document.querySelectorAll("[data-testid='stPlotlyChart'], .gpt2viz-chart")[i];
   const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
   return {bar: [...chart.querySelectorAll(".modebar-group")].filter(g => getComputedStyle(g).opacity > 0.5).map(box),
           text: [...chart.querySelectorAll(".gtitle, .legend")].map(e => [e.textContent, box(e)])};

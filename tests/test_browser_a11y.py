@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exported  # noqa: E402
 from browser_tabs import leave, tab  # noqa: E402
 from exported import DEMO  # noqa: E402
-from streamlit_server import EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
+from streamlit_server import CHART, EXCEPTION, StreamlitServer, chromium_for_tests, new_context, wait_rendered  # noqa: E402
 from sweep import sweep  # noqa: E402
 
 from gpt2viz.teaching import lessons as lf  # noqa: E402
@@ -97,7 +97,7 @@ CHART_WORDS_JS = r"""(selector) => [...document.querySelectorAll(selector)].map(
 })"""
 
 
-def charts_in_words(page, selector: str = "[data-testid='stPlotlyChart']") -> list[str]:
+def charts_in_words(page, selector: str = CHART) -> list[str]:
     """What is missing from any chart's box (its role, its sentence with a number, its table of numbers)."""
     missing = []
     for i, c in enumerate(page.evaluate(CHART_WORDS_JS, selector)):

@@ -166,7 +166,7 @@ def test_devtools_history_navigation_does_not_change_a_locked_lesson(context, ba
 
 
 # ---- a lesson on the projector --------------------------------------------------------------------
-CHART = "[data-testid='stPlotlyChart']"
+CHART = ":is([data-testid='stPlotlyChart'], .gpt2viz-chart)"
 
 
 def projected(page, size: tuple[int, int], place: str) -> None:

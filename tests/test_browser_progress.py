@@ -35,7 +35,7 @@ if (!window.__recording) new MutationObserver(() => {
   const t = performance.now();
   const lines = [...document.querySelectorAll("[data-testid='stSpinner'], [data-testid='stProgress']")]
     .map(e => e.innerText.trim()).filter(Boolean);
-  const charts = document.querySelectorAll("[data-testid='stPlotlyChart']").length;
+  const charts = document.querySelectorAll("[data-testid='stPlotlyChart'], .gpt2viz-chart").length;
   const fold = window.innerHeight;
   const inView = [...document.querySelectorAll("[data-testid='stSpinner'], [data-testid='stProgress']")]
     .some(e => { const r = e.getBoundingClientRect(); return r.height > 0 && r.top < fold; });

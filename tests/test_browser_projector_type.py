@@ -51,7 +51,7 @@ TYPE_JS = r"""() => {
   }
   const body = [...sizes.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
   const texts = [], wide = [];
-  document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot").forEach((chart, c) => {
+  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
     for (const t of chart.querySelectorAll("svg text")) {
       if (!t.textContent.trim() || t.closest(".hoverlayer") || !t.getBBox().width) continue;
       // as drawn: its font-size times the scale of its transforms (plotly shrinks a bar's text by a transform)

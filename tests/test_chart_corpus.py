@@ -11,8 +11,10 @@ import re
 
 import numpy as np
 import pytest
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
+from gpt2viz.plots import chart_box
 from gpt2viz.spec.pages import BY_URL, PAGES
 from gpt2viz.teaching import chart_text as ct
 from gpt2viz.teaching.prompts import DEMO_REPEAT
@@ -35,7 +37,7 @@ def figures(url: str, params: dict) -> list[dict]:
     at.switch_page(BY_URL[url].file)
     at.run()
     assert not at.exception, at.exception[0].value
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [c.figure for c in charts(at)]
 
 
 def brute(group: list[ct.Series]) -> dict:
@@ -133,6 +135,7 @@ def test_every_chart_sentence_holds(pages, params):
     seen = 0
     for url in pages:
         for spec in figures(url, params):
+            assert chart_box.draws(spec), url  # Plotly's cartesian bundle draws it (plots/chart_box.py)
             check(spec)
             check_numbers(spec)
             seen += 1
@@ -276,7 +279,6 @@ def test_a_bar_named_by_its_place_reads_its_labels_markup():
 
 def test_a_trace_named_as_its_quantity_is_said_once():
     """The Block page's stream: "It also draws = x′ₙ (resid_mid): x′ₙ (resid_mid) at 768 bars"."""
-    import json
 
     import torch
 
@@ -292,7 +294,6 @@ def test_a_trace_named_as_its_quantity_is_said_once():
 
 def test_a_histograms_table_holds_every_bin_its_sentence_can_name():
     """A trial's Output page: "highest 49,957 at [5.464, 5.579)", a bin past the table's first 64 of 80."""
-    import json
 
     import numpy as np
 

@@ -2,7 +2,6 @@
 section): its products add up to the recorded score times √dh in every mode, a masked cell says
 so, the weight is the row's softmax, and the page opens on the cell its link names."""
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz import plots
@@ -95,7 +95,7 @@ def test_the_attention_page_opens_on_the_cell_of_its_link():
     assert f"\\frac{{{s.dot:.4g}}}{{4}} = {float(f'{s.dot:.4g}') / 4:.4g}" in latex  # holds from its printed digits
     text = " ".join(m.value for m in at.markdown)
     assert f"weighs **{s.weight:.3g}**" in text and "agree in sign" in text
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    titles = [c.figure["layout"]["title"]["text"] for c in charts(at)]
     assert any("products q[c] · k[c]" in t for t in titles)
 
 

@@ -2,7 +2,6 @@
 charts whose camera button saves a slide-sized SVG, diagrams and the page as downloads. The browser
 half (the files themselves, the screen at 1280x720) is in test_browser.py."""
 
-import json
 
 from test_app import charts, open_page
 
@@ -12,7 +11,7 @@ from gpt2viz.ui.anatomy import framed
 
 
 def image_options(chart) -> dict:
-    return json.loads(chart.proto.config)["toImageButtonOptions"]
+    return chart.config["toImageButtonOptions"]
 
 
 def test_every_chart_saves_an_svg_the_size_of_a_slide_named_after_page_and_chart():
@@ -59,14 +58,14 @@ def test_present_1_hides_the_page_chrome_and_offers_the_next_stop():
     nxt = [m.value for m in at.markdown if "present-next" in m.value]
     assert len(nxt) == 1 and "Next: Merge and project →" in nxt[0]
     assert 'href="/merge?' in nxt[0] and "present=true" in nxt[0] and "model=tiny" in nxt[0]
-    first, second = (json.loads(c.proto.spec)["layout"] for c in charts(at)[:2])
+    first, second = (c.figure["layout"] for c in charts(at)[:2])
     assert first.get("height") is None and second["height"]  # the first fills the screen, the next keep theirs
     assert not [c for c in at.caption if "›" in c.value]  # no breadcrumb above the title
     at.button(key="present-exit").click().run()
     assert at.session_state["present"] is False
     assert not [m for m in at.markdown if "present-next" in m.value]
     assert [c for c in at.caption if "›" in c.value]
-    plain = json.loads(charts(at)[0].proto.spec)["layout"]
+    plain = charts(at)[0].figure["layout"]
     assert plain["height"] and first["title"]["font"]["size"] == round(plain["title"]["font"]["size"] * 1.4, 1)
 
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from app_charts import charts
 
 from gpt2viz.analysis import heads
 from gpt2viz.model import tokenizer
@@ -159,7 +160,7 @@ def page_text(at) -> str:
 def test_page_on_the_demo_model_runs_full_and_opens_its_leading_heads():
     at = open_heads(weights="demo", mode="decode")  # the demo's first prompt is its repeat
     assert not at.exception, at.exception[0].value
-    assert len(at.get("plotly_chart")) == 6  # five maps and the scatter
+    assert len(charts(at)) == 6  # five maps and the scatter
     shown = page_text(at)
     assert "always runs the full sequence" in shown
     assert "Block 0 head 0** reads the previous token most" in " ".join(n.value for n in at.info)
@@ -172,7 +173,7 @@ def test_page_offers_the_text_twice_where_nothing_repeats():
 
     at = open_heads(model="tiny", text="The quick brown fox")
     assert not at.exception, at.exception[0].value
-    assert len(at.get("plotly_chart")) == 5  # no induction map
+    assert len(charts(at)) == 5  # no induction map
     shown = page_text(at)
     assert "The text repeats no token" in shown
     assert 'href="/heads?' in shown and quote("The quick brown fox The quick brown fox") in shown

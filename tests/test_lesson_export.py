@@ -6,7 +6,6 @@ pictures said to be fixed; every page a lesson may name exported; the Lessons pa
 same files as a zip. The browser half (file://, network blocked) is in test_browser_lesson_site.py."""
 
 import io
-import json
 import math
 import re
 import sys
@@ -14,9 +13,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from app_charts import charts
 
 from gpt2viz import lesson_site
 from gpt2viz.spec.pages import BY_URL
+from gpt2viz.spec.paths import PLOTLY_BUNDLE
 from gpt2viz.teaching import lessons as lf
 from gpt2viz.teaching import site
 
@@ -140,7 +141,7 @@ def test_every_exported_figure_is_the_one_the_page_draws_at_that_stop(demo_site,
                 found = [b for b in at.get("button") if b.key == button]
                 if found:
                     found[0].click().run()
-            drawn = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+            drawn = [c.figure for c in charts(at)]
             assert len(drawn) == len(exported) >= 2, (s.page, key)
             for a, b in zip(drawn, exported):
                 assert_same_data(a["data"], b["data"])
@@ -181,7 +182,8 @@ def test_every_page_a_lesson_may_name_exports(tmp_path):
         assert "cannot be exported" not in html, (p, re.findall(r"cannot be exported: [^<]*", html))
         assert "this static page does not show" not in html, p
         assert len(figures(html)) >= BY_URL[p].charts, p
-    assert done.bytes > 4_000_000
+    assert done.bytes == sum(f.stat().st_size for f in done.files) > PLOTLY_BUNDLE.stat().st_size  # pages and bundle
+    assert (tmp_path / "every" / site.PLOTLY_JS).read_bytes() == PLOTLY_BUNDLE.read_bytes()  # Plotly's cartesian one
 
 
 def test_the_session_keys_read_back_are_the_apps():

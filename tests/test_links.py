@@ -7,6 +7,7 @@ quietly, and the URL follows. The browser half (each kind of in-app link, follow
 in a fresh context) is in test_browser.py."""
 
 import pytest
+from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
 from gpt2viz.spec.pages import BY_URL
@@ -49,13 +50,13 @@ def test_the_whole_view_survives_a_repeated_query_string():
     assert (slider(at, "block"), slider(at, "head")) == (1, 3)
     assert at.sidebar.selectbox(key="mode").value == "decode"
     assert at.sidebar.text_area(key="text").value == "One two three four"
-    assert "block 1 head 3" in " ".join(c.layout.title.text or "" for c in map(chart_fig, at.get("plotly_chart")))
+    assert "block 1 head 3" in " ".join(c.layout.title.text or "" for c in map(chart_fig, charts(at)))
 
 
 def chart_fig(chart):
     import plotly.io
 
-    return plotly.io.from_json(chart.proto.spec)
+    return plotly.io.from_json(chart.spec)
 
 
 def test_new_weights_keep_the_nearest_block_and_head_quietly():

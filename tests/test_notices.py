@@ -6,6 +6,7 @@ import re
 
 import pytest
 import torch
+from app_charts import kind
 
 from gpt2viz.analysis.heads import head_scores
 from gpt2viz.teaching import arithmetic, notices
@@ -99,8 +100,8 @@ def test_a_component_page_opens_with_its_question_then_the_picture_then_what_to_
     at.switch_page(BY_URL["attention"].file)
     at.run()
     assert not at.exception
-    kinds = [getattr(e, "type", "") for e in at.main.children.values()]
-    title, chart, info = (kinds.index(k) for k in ("title", "plotly_chart", "info"))
+    kinds = [kind(e) for e in at.main.children.values()]
+    title, chart, info = (kinds.index(k) for k in ("title", "chart", "info"))
     assert title < chart < info, kinds  # the notice under the first chart
     assert "latex" not in kinds[:chart], kinds  # the equation comes after the picture
     md = [m.value for m in at.markdown]

@@ -5,6 +5,7 @@ every equation the worked example prints holds at its printed precision. On rand
 app's default) and on the demo model, with the default text."""
 
 import pytest
+from app_charts import kind
 from page_numbers import disagree, quantities
 from test_app import open_page
 
@@ -54,9 +55,9 @@ def test_layernorm_answers_its_question_above_its_picture_with_the_stream_the_bl
     the mean norms the Block page's residual chart draws."""
     at = open_page("layernorm", model="gpt2")
     shown = list(in_order(at.main))
-    kinds, bodies = [getattr(e, "type", "") for e in shown], [getattr(e, "value", "") for e in shown]
+    kinds, bodies = [kind(e) for e in shown], [getattr(e, "value", "") for e in shown]
     why = next(i for i, b in enumerate(bodies) if isinstance(b, str) and b.startswith("**Why rescale?**"))
-    assert why < kinds.index("plotly_chart"), kinds
+    assert why < kinds.index("chart"), kinds
     block = open_page("block", model="gpt2").session_state["_page_record"]
     found = quantities("block", [bodies[why].replace("(into block 0)", "(x)")], [fig for fig, _ in block.charts])
     assert found["stream's mean norm first"][0] == ["0.78"] and found["stream's mean norm last"][0] == ["8.60"]

@@ -36,7 +36,7 @@ def test_gpt2_xl_with_any_text(monkeypatch):
     at = open_page("attention", model="gpt2-xl", block=47, head=24)
     assert not at.exception, at.exception[0].value
     assert any("random gpt2-xl weights" in c.value for c in at.sidebar.caption)
-    titles = [c.proto.spec for c in charts(at)]
+    titles = [c.spec for c in charts(at)]
     assert any("block 47 head 24" in t for t in titles)  # the last block and head exist and are shown
 
 

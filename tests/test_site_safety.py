@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from app_charts import charts
 from markdown_it import MarkdownIt
 
 from gpt2viz import lesson_site
@@ -201,7 +202,7 @@ def test_a_students_link_to_such_a_lesson_shows_its_words_as_text_and_what_it_ne
     notes = [m.value for m in at.markdown if m.value.startswith("**Stop ")]
     assert len(notes) == 4 and "\\<script\\>" in notes[0] and "\\*\\*first\\*\\*" in notes[0]
     assert len([c for c in at.caption if c.value.startswith("Published: ")]) == 4
-    assert not at.get("plotly_chart") and not at.sidebar.get("slider")  # no page of other weights
+    assert not charts(at) and not at.sidebar.get("slider")  # no page of other weights
 
 
 def test_a_base_that_is_not_http_is_refused_in_one_line(tmp_path, capsys):

@@ -17,6 +17,9 @@ def app_root() -> Path:
 
 
 APP_ROOT = app_root()
+# Plotly's cartesian bundle (plotly.js-cartesian-dist-min, MIT, licence beside it): the app's charts
+# (ui/chart_element.py) and the lesson site's (teaching/site.py)
+PLOTLY_BUNDLE = APP_ROOT / "static" / "plotly-cartesian.min.js"
 
 
 def installed() -> bool:

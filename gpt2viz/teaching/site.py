@@ -21,15 +21,15 @@ from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
-import plotly.offline
 from markdown_it import MarkdownIt
 
+from ..spec.paths import PLOTLY_BUNDLE
 from . import chart_text
 from .handout import untemplated
 from .votes_text import number
 
 MAX_VARIANTS = 16  # pre-rendered pictures of a stop's free controls; beyond, the control is fixed here
-PLOTLY_JS = "plotly.min.js"
+PLOTLY_JS = "plotly.min.js"  # the site's copy of the app's Plotly bundle (PLOTLY_BUNDLE): every trace it draws
 CHART_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -413,7 +413,7 @@ def write(site: Site, pages: Sequence[str], out: Path) -> list[Path]:
     for name, html in files.items():
         (out / name).write_text(html, encoding="utf-8")
         written.append(out / name)
-    (out / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+    (out / PLOTLY_JS).write_bytes(PLOTLY_BUNDLE.read_bytes())
     return [*written, out / PLOTLY_JS]
 
 

@@ -8,7 +8,6 @@
 block, globs allowed): the run records them (alone, when a full trace would not fit) and the export
 button downloads them."""
 
-import html
 import inspect
 import re
 import weakref
@@ -23,13 +22,13 @@ from ..anatomy.components import Component, ComponentTree, component_tree
 from ..model import gpt2 as gpt2_model
 from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
-from ..plots import theme
-from ..plots.axes import MODEBAR_PX, fit_rows
+from ..plots import chart_box, theme
+from ..plots.axes import MODEBAR_PX, escape, fit_rows
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
 from ..teaching import notices, page_text
-from . import demo, export, present, words
+from . import chart_element, demo, export, present, words
 from .cache import every_block, full_trace_bytes, get_trace, model_cache, recorded_names, trace_cache, weights_again
 from .code_panel import opened, snippets
 from .layout import NARROWEST_PAGE_PX, PHONE_PAGE_PX, PROJECTOR_PAGE_PX, table_html
@@ -474,7 +473,7 @@ def framed_spec(spec: dict, caption: str, dark: bool = False, font_scale: float 
         if layout.get("height"):
             layout["height"] += extra
     layout.setdefault("annotations", []).append(dict(
-        text=" <br>".join(html.escape(line) for line in lines), xref="paper", x=0, xanchor="left", xshift=4 - left,
+        text=" <br>".join(escape(line) for line in lines), xref="paper", x=0, xanchor="left", xshift=4 - left,
         align="left", yref="paper", y=1, yanchor="top", yshift=top, showarrow=False,
         font=dict(size=round(11 * caption_scale), color="#808495")))
     return spec
@@ -502,7 +501,9 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     alone, such as another size's parameter accounting, names that configuration and nothing of the run).
     `share`: the part of the page's width the chart gets (0.5 in one of two columns): its title is
     wrapped to fit that part of the narrowest page (NARROWEST_PAGE_PX), and a phone's (PHONE_PAGE_PX).
-    The page's handout keeps it (ui/export.py); its camera button saves an SVG. `on_click` (with a `key`):
+    The page's handout keeps it (ui/export.py); its camera button saves an SVG. It is the app's own box
+    (plots/chart_box.py, ui/chart_element.py: Plotly's smaller bundle) unless Streamlit's element is
+    needed. `on_click` (with a `key`):
     called when a click selects a point of the chart, before the next run; the chart's selection is then
     st.session_state[key].selection. `draft`: a chart shown while its values come in, which the finished
     one replaces: neither in the handout nor put in words. `text`: the text the chart's run read, where it is
@@ -525,11 +526,18 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     margin = spec["layout"].get("margin") or {}
     if fill:
         spec["layout"].pop("height", None)
-    select = dict(on_select=on_click, selection_mode="points", key=key) if on_click else {}
-    with present.screen(fill, margin.get("t", 100) + margin.get("b", 80)):
-        st.plotly_chart(DrawnFigure(spec), theme=None, width="stretch", height="stretch" if fill else "content",
-                        config={**theme.CONFIG, "toImageButtonOptions": export.image_options(spec["layout"])},
-                        **select)
+    config = {**theme.CONFIG, "toImageButtonOptions": export.image_options(spec["layout"])}
+    # the app's box, unless Streamlit's element is needed: a tab that loads Streamlit's Plotly (a chart that
+    # answers clicks, the projector's full-screen one) draws the page's other charts with it too
+    if (not fill and on_click is None and not export.streamlit_charts() and chart_element.available()
+            and chart_box.draws(spec)):
+        st.html(chart_box.element_html(spec, config, labelled_by=None if said is None else ident))
+    else:
+        export.streamlit_charts(drawn=True)
+        select = dict(on_select=on_click, selection_mode="points", key=key) if on_click else {}
+        with present.screen(fill, margin.get("t", 100) + margin.get("b", 80)):
+            st.plotly_chart(DrawnFigure(spec), theme=None, width="stretch",
+                            height="stretch" if fill else "content", config=config, **select)
     if said is not None:
         st.html(said)
 

@@ -34,6 +34,8 @@ class PageRecord:
     charts: list[tuple[go.Figure, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     diagrams: list[str] = field(default_factory=list)  # the drawn diagrams' SVG
+    # a chart of this run was Streamlit's element (ui/anatomy.plot): so are the rest, one Plotly a tab
+    streamlit_charts: bool = False
 
 
 def begin(url: str, title: str, source: str) -> None:
@@ -49,6 +51,14 @@ def record(fig: go.Figure, caption: str) -> None:
     """A chart as its page draws it (before the browser's theme), with its caption of where its numbers come from."""
     if (page := _page()) is not None:
         page.charts.append((fig, caption))
+
+
+def streamlit_charts(drawn: bool = False) -> bool:
+    """True once a chart of this run was drawn by Streamlit's element; `drawn`: one is, from now on."""
+    page = _page()
+    if page is not None and drawn:
+        page.streamlit_charts = True
+    return page is not None and page.streamlit_charts
 
 
 def charts_recorded() -> int:

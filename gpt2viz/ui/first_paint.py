@@ -27,7 +27,7 @@ from ..spec.config import PRESETS, get_config
 from ..spec.pages import DEFAULT, home
 from ..spec.schema import Mode, text_dims
 from ..spec.serving import random_models
-from . import preload
+from . import chart_element, preload
 from .visitor import server_address
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,9 @@ def _draw(main, side) -> None:
         prebuild(*weights)
     with side.container():
         st.caption(":material/hourglass_top: The controls follow once the model is loaded.")
-        if script := preload.plotly_script():  # compiled by the browser while this server imports torch
+        # Streamlit's chart chunk, compiled by the browser while this server imports torch, where Streamlit's
+        # element draws the charts (app.py's assets/charts.js fetches the app's own bundle already)
+        if not chart_element.available() and (script := preload.plotly_script()):
             st.html(script, unsafe_allow_javascript=True)
     with main.container():
         if drawn is not None:

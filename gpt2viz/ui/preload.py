@@ -1,4 +1,5 @@
-"""What the browser loads ahead of need: Streamlit's Plotly chart chunk (4.7 MB of JavaScript).
+"""What the browser loads ahead of need: Streamlit's Plotly chart chunk (4.7 MB of JavaScript), where
+Streamlit's element draws the app's charts (a server without static serving: ui/chart_element.py).
 
 Streamlit fetches and compiles that chunk only when a page's first chart arrives, and a server's first
 page waits seconds before its first chart (torch's import, the weights, the first run) with the browser

@@ -89,8 +89,9 @@ def _node(el) -> tuple[site.Node, ...]:
         return (site.Node("table", data=_table(el.value)),)
     if kind == "metric":
         return (site.Node("metric", el.label, (el.value, el.delta or "")),)
-    if kind == "plotly_chart":
-        return (site.Node("chart", data=json.loads(el.proto.spec)),)
+    if kind == "plotly_chart":  # Streamlit's element; the site draws with the app's bundle, which may lack a trace
+        spec = json.loads(el.proto.spec)
+        return (site.Node("chart", data=spec),) if chart_box.draws(spec) else (site.Node("other", "chart"),)
     if kind in _CONTROLS:
         value = el.value
         return (site.Node("control", el.label, ", ".join(map(str, value)) if isinstance(value, list) else value),)

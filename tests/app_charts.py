@@ -10,7 +10,7 @@ from gpt2viz.plots import chart_box
 
 @dataclass(frozen=True)
 class Chart:
-    spec: str  # the figure's JSON, as the browser receives it
+    spec: str  # the figure's JSON (Streamlit's as sent; a box's written again, its escapes undone)
     config: dict  # plotly's config
     streamlits: bool  # drawn by st.plotly_chart, not the app's box
 

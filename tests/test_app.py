@@ -57,7 +57,7 @@ def test_every_page_in_every_mode(url, mode):
     # Streamlit's element draws a page's charts from its first that needs it on (one Plotly a tab), and the
     # pages whose first chart it draws load the app's bundle late (ui/chart_element.py)
     streamlits = [c.streamlits for c in drawn]
-    assert streamlits == sorted(streamlits, reverse=True) and streamlits[:1] in ([], [url in STREAMLITS_FIRST])
+    assert streamlits == sorted(streamlits) and streamlits[:1] in ([], [url in STREAMLITS_FIRST])
 
 
 def test_sidebar_says_which_weights_are_in_use():

@@ -13,6 +13,7 @@ from exported import PAYLOADS
 from streamlit import config as st_config
 
 from gpt2viz.plots.chart_box import ATTRIBUTE, DEFAULT_HEIGHT_PX, TRACES, drawn, draws, element_html
+from gpt2viz.spec.paths import APP_ROOT as ROOT
 from gpt2viz.spec.paths import PLOTLY_BUNDLE as BUNDLE
 from gpt2viz.ui import chart_element
 
@@ -75,3 +76,24 @@ def test_the_box_stands_in_only_where_static_serving_is_on(static_serving):
     assert chart_element.available()
     static_serving(False)  # a server started without the project's settings
     assert not chart_element.available()
+
+
+def test_the_scripts_hold_no_text_that_streamlits_sanitiser_drops_them_for():
+    """DOMPurify (Streamlit's st.html) removes a script whose text has "<" before a letter, "/" or "!": the
+    charts would then stay blank, with no error anywhere."""
+    for name in ("charts.js", "a11y.js"):
+        script = (ROOT / "assets" / name).read_text(encoding="utf-8")
+        assert not re.search(r"<[/\w!]", script), name
+
+
+def test_no_chart_offers_to_upload_itself():
+    """plotly.js 4 shows "Share chart..." by default, which uploads the chart (a student's text in its
+    labels) to Plotly's cloud: off in the app's charts, the handout's and the lesson site's."""
+    import plotly.graph_objects as go
+
+    from gpt2viz.plots.theme import CONFIG
+    from gpt2viz.teaching import handout, site
+
+    assert CONFIG["showSendToCloud"] is False and site.CHART_CONFIG["showSendToCloud"] is False
+    page = handout.build("A page", "random tiny", [go.Figure(go.Bar(y=[1, 2]))], [])
+    assert re.search(r'"showSendToCloud":\s*false', page) and not re.search(r'"showSendToCloud":\s*true', page)

@@ -34,9 +34,9 @@ def test_plotly_serialises_with_orjson(monkeypatch):
     assert used, "plotly.io.to_json did not call orjson.dumps"
 
 
-def test_streamlit_sends_plotlys_orjson_json(monkeypatch):
-    """st.plotly_chart's spec is plotly.io.to_json's output with engine "auto" (then orjson): spied on the
-    Overview page's first run on the tiny model."""
+def test_the_charts_are_sent_as_plotlys_orjson_json(monkeypatch):
+    """A chart's JSON (the app's box, plots/chart_box.py, as st.plotly_chart's spec) is plotly.io.to_json's
+    output with engine "auto" (then orjson): spied on the Overview page's first run on the tiny model."""
     engines = []
     real = plotly.io.to_json
 

@@ -43,7 +43,6 @@ LAYOUT = {
     ("gpt2viz/ui/working.py", "seconds / 60"): "a progress bar's estimate of the time left",
     ("gpt2viz/ui/working.py", "ahead"): "a waiting run's progress line: the runs ahead of it in line",
     ("gpt2viz/ui/present.py", "lines * NOTE_LINE_REM + 1 - QUESTION_REM"): "a CSS length",
-    ("gpt2viz/ui/chart_element.py", "float(height)"): "a CSS length: a chart box's height before it is drawn",
     ("gpt2viz/ui/upload.py", "file.size / MIB"): "an uploaded file's size, not a run's number",
     ("gpt2viz/ui/upload.py", "held.size / MIB"): "an uploaded file's size, not a run's number",
     ("gpt2viz/ui/upload.py", "store.idle_seconds / 60"): "how long an upload is kept, a server setting",

@@ -6,7 +6,8 @@ templates by identity, so it drew every chart twice per change (profiled in Chro
 third of the drawing time). `themed` gives a figure no template; it fills in the same look
 (colours and sizes read from Streamlit 1.67's light and dark chart themes) wherever the figure's
 builder left a value unset, and a `datarevision` digest of the traces' data so that Plotly's second
-pass finds nothing changed. The figure is passed to `st.plotly_chart(..., theme=None)`.
+pass finds nothing changed. The figure is drawn with no theme of Streamlit's: as the app's own box
+(plots/chart_box.py) or by `st.plotly_chart(..., theme=None)`.
 
 Pure: plotly figures in and out, no streamlit import.
 """
@@ -23,13 +24,17 @@ import plotly.graph_objects as go
 from .axes import TICK_ANGLES, TICK_PX, TITLE_PX, merged  # the sizes the builders set, for what they leave unset
 
 FONT = '"Source Sans", sans-serif'
-# st.plotly_chart's config: the toolbar shows while the pointer is over the chart, and no longer
-# covers titles and legends the rest of the time; three buttons of plotly's (save, zoom, reset: a double
-# click resets too) and Streamlit's fullscreen, so that it fits the strip above the title beside the
+# a chart's Plotly config (the app's box and st.plotly_chart): the toolbar shows while the pointer is over
+# the chart, and no longer covers titles and legends the rest of the time; three buttons of plotly's (save,
+# zoom, reset: a double click resets too) and a full-screen one (Streamlit's, or assets/charts.js's in
+# Plotly's toolbar), so that it fits the strip above the title beside the
 # caption of where the numbers come from, in a phone's window too
 MODEBAR_REMOVED = ("pan2d", "zoomIn2d", "zoomOut2d", "autoScale2d", "select2d", "lasso2d")
-MODEBAR_WIDTH_PX = 130  # its width then from the chart's right edge, measured in chromium (4 buttons of 24 px, padding)
-CONFIG = {"displaylogo": False, "displayModeBar": "hover", "modeBarButtonsToRemove": list(MODEBAR_REMOVED)}
+MODEBAR_WIDTH_PX = 130  # its width from the chart's right edge, measured in chromium (4 buttons of 24 px, padding)
+# and no "Share chart..." (plotly.js 4 shows it by default: it uploads the chart, a student's text in it, to
+# Plotly's cloud)
+CONFIG = {"displaylogo": False, "displayModeBar": "hover", "modeBarButtonsToRemove": list(MODEBAR_REMOVED),
+          "showSendToCloud": False}
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
 _AXIS = re.compile(r"^[xy]axis\d*$")
 _COLORAXIS = re.compile(r"^coloraxis\d*$")

@@ -19,6 +19,11 @@ _STYLE = ("body{font-family:'Source Sans',system-ui,sans-serif;color:#262730;max
           ".chart,.diagram{margin:1.5rem 0}li{margin:.3rem 0}" + chart_text.STYLE)
 
 
+# a static page's charts: plotly.js 4's "Share chart..." button (showSendToCloud, on by default) uploads the
+# chart, a student's text in its labels, to Plotly's cloud; it is left out, here and in the app (plots/theme.py)
+OFFLINE_CONFIG = {"displaylogo": False, "responsive": True, "showSendToCloud": False}
+
+
 def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence[str],
           diagrams: Sequence[str] = ()) -> str:
     """The handout of a page: `figures` in the order drawn, each with its sentence (its accessible name)
@@ -27,7 +32,7 @@ def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence
     the app, are left out). plotly.js goes inline with the first chart only: the file is one download
     of about 4.7 MB plus the charts' data, whatever their number."""
     charts = [pio.to_html(untemplated(fig), include_plotlyjs=i == 0, full_html=False, default_width="100%",
-                          config={"displaylogo": False, "responsive": True}, validate=False)
+                          config=OFFLINE_CONFIG, validate=False)
               for i, fig in enumerate(figures)]
     key = "".join(f"<li>{escape(_plain(line))}</li>" for line in notes)
     parts = [f"<h1>{escape(title)}</h1>", f'<p class="source">{escape(source)}</p>',

@@ -25,12 +25,12 @@ from markdown_it import MarkdownIt
 
 from ..spec.paths import PLOTLY_BUNDLE
 from . import chart_text
-from .handout import untemplated
+from .handout import OFFLINE_CONFIG, untemplated
 from .votes_text import number
 
 MAX_VARIANTS = 16  # pre-rendered pictures of a stop's free controls; beyond, the control is fixed here
 PLOTLY_JS = "plotly.min.js"  # the site's copy of the app's Plotly bundle (PLOTLY_BUNDLE): every trace it draws
-CHART_CONFIG = {"displaylogo": False, "responsive": True}
+CHART_CONFIG = OFFLINE_CONFIG
 
 
 @dataclass(frozen=True)
@@ -216,8 +216,9 @@ def markdown(text: str, base: str = "", inline: bool = False, html: bool = False
 
 # ---------------------------------------------------------------------------- a tree as HTML
 def _figure_json(spec: dict) -> str:
-    """A figure's JSON, safe inside a <script> element."""
-    return json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+    """A figure's JSON, safe inside a <script> element: no "<" at all (a "<!--" would keep it open), and
+    json.dumps writes U+2028 and U+2029 escaped."""
+    return json.dumps(spec, separators=(",", ":")).replace("<", "\\u003c")
 
 
 _BOXES = {"row": '<div class="row">', "column": '<div class="col">', "tabs": '<div class="tabs">', "group": ""}

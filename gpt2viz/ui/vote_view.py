@@ -21,6 +21,7 @@ from ..server import votes
 from ..server.voter import COOKIE, check
 from ..server.votes import Refused, Store, Unavailable
 from ..teaching.votes_text import answer_line, answers_line, my_vote_line, rounds_line, spread_line
+from . import export
 from .lesson_view import PASSWORD_ENV, OpenLesson, is_lecturer, lecturer_form, server_key
 from .state import STATIC
 from .text import plain
@@ -196,6 +197,7 @@ def _lecturer_panel(opened: OpenLesson, shown: bool) -> None:
             fig = choice_spread(q["choices"], [x.counts() or [] for x in rounds], q["answer"] if revealed else None)
         else:
             fig = number_spread([list(x.answers) for x in rounds], q["number"] if revealed else None)
+        export.streamlit_charts(drawn=True)  # the page's charts with it too: one Plotly a tab (ui/anatomy.plot)
         st.plotly_chart(themed(fig, dark=st.context.theme.type == "dark"), theme=None, config=CONFIG,
                         key=f"spread-{i}-{r.number}-{r.state}")
         in_words(fig.to_dict(), f"gpt2viz-vote-{i}")

@@ -9,6 +9,7 @@ a chart that answers clicks (on_select), the projector's chart that fills the sc
 lacks, and a server whose static serving is off (started without the project's settings,
 `server.enableStaticServing`)."""
 
+import functools
 import json
 
 import streamlit as st
@@ -17,8 +18,14 @@ from ..spec.paths import PLOTLY_BUNDLE
 
 
 def available() -> bool:
-    """True where Streamlit serves the app's static/ folder and the bundle is there."""
-    return bool(st.get_option("server.enableStaticServing")) and PLOTLY_BUNDLE.is_file()
+    """True where Streamlit serves the app's static/ folder and the bundle is there (asked for every chart:
+    the option is read each time, the file looked for once)."""
+    return bool(st.get_option("server.enableStaticServing")) and _bundle_shipped()
+
+
+@functools.cache
+def _bundle_shipped() -> bool:
+    return PLOTLY_BUNDLE.is_file()
 
 
 # pages whose first chart answers clicks (drawn by Streamlit's element, and so the page's other charts:
@@ -26,6 +33,7 @@ def available() -> bool:
 STREAMLITS_FIRST = ("attention",)
 
 
+@functools.cache
 def later_script() -> str:
     """A script that names the pages whose tab needs the app's bundle late or never (their URLs; "" for the
     default page's address when it is one): the registry's pages without charts and STREAMLITS_FIRST. On

@@ -87,6 +87,39 @@ def test_a_hostile_text_is_drawn_as_text_in_the_labels_and_runs_nowhere(context)
         leave(page)
 
 
+def test_a_hostile_texts_handout_draws_with_the_bundle_offline_and_runs_nothing(context, tmp_path):
+    """"Download this page" of the same hostile text: the file carries the cartesian bundle inline (not the
+    whole plotly.js), and opened with the network cut off it draws every chart, runs no payload, spells the
+    text in the labels and offers no "Share chart..."."""
+    text = " ".join(PAYLOADS) + ' --> ]> & "done"'
+    page = open_page(context, f"tokens?model=tiny&text={quote(text)}", BY_URL["tokens"].charts)
+    try:
+        drawn = page.locator(BOX).count()
+        with page.expect_download(timeout=120_000) as download:
+            page.get_by_test_id("stSidebar").get_by_role("button", name="Download this page (.html)").click()
+        path = tmp_path / download.value.suggested_filename
+        download.value.save_as(path)
+    finally:
+        leave(page)
+    body = path.read_text(encoding="utf-8")
+    assert body.count("plotly.js (cartesian - minified) v") == 1 and "plotly.js v" not in body
+    offline = context.browser.new_context()
+    try:
+        handout = offline.new_page()
+        handout.route("**/*", lambda r: r.abort() if r.request.url.startswith("http") else r.continue_())
+        handout.goto(path.resolve().as_uri())
+        handout.wait_for_function(f"() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= {drawn}",
+                                  timeout=30_000)
+        assert handout.evaluate("() => window.__pwned === undefined")
+        labels = handout.locator(".js-plotly-plot").first.evaluate("gd => gd.data[0].x")
+        assert "".join(html.unescape(label.split("·", 1)[1]) for label in labels).replace("␣", " ") == text
+        handout.locator(".js-plotly-plot").first.hover()
+        titles = handout.eval_on_selector_all(".modebar-btn", "els => els.map(e => e.dataset.title)")
+        assert titles and "Share chart..." not in " ".join(titles), titles
+    finally:
+        offline.close()
+
+
 def test_a_replaced_chart_leaves_no_plot_and_a_narrower_window_draws_narrower(context):
     page = open_page(context, "mlp?model=tiny&block=0", BY_URL["mlp"].charts)
     try:

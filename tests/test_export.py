@@ -31,7 +31,9 @@ def test_the_handout_holds_the_pages_charts_its_source_and_key_numbers():
     drawn = charts(at)
     assert len(page.charts) == len(drawn) >= 2
     assert html.count('class="plotly-graph-div"') == len(drawn)
-    assert html.count("plotly.js v") == 1  # the library's banner: inline once, whatever the charts
+    # the app's cartesian bundle, inline once whatever the charts, not the whole plotly.js (a third of its size)
+    assert html.count("plotly.js (cartesian - minified) v") == 1 and "plotly.js v" not in html
+    assert len(html.encode()) < 2_000_000, len(html.encode())
     assert "<h1>Attention</h1>" in html and page.source in html and "block 1 head 0" in html
     assert page.notes and all(line.replace("**", "").split(":")[0][:40] in html for line in page.notes)
     assert LIGHT.heading in html  # printed on white, whatever the browser's theme
@@ -94,3 +96,30 @@ def test_the_handout_writes_emphasis_as_plain_words():
 
     assert _plain("the word that *followed* it, **bold**, *two words*") == "the word that followed it, bold, two words"
     assert _plain("2 * 3 * 4 and a*b*c") == "2 * 3 * 4 and a*b*c"
+
+
+def test_a_handout_whose_chart_the_bundle_cannot_draw_carries_the_whole_plotly_js():
+    """The cartesian bundle draws every chart the pages draw (tests/test_chart_corpus.py); a figure of
+    another trace gets plotly.py's whole library, inline once, so that its handout still draws it."""
+    import plotly.graph_objects as go
+
+    from gpt2viz.teaching import handout
+
+    bars = go.Figure(go.Bar(y=[1, 2]))
+    sunburst = go.Figure(go.Sunburst(labels=["a", "b"], parents=["", "a"]))  # a trace the bundle lacks
+    page = handout.build("A page", "random tiny", [bars, sunburst, bars], [])
+    assert page.count("plotly.js v") == 1 and "cartesian" not in page.split("plotly.js v")[0][-200:]
+    assert page.count('class="plotly-graph-div"') == 3
+    only_bars = handout.build("A page", "random tiny", [bars], [])
+    assert only_bars.count("plotly.js (cartesian - minified) v") == 1 and "plotly.js v" not in only_bars
+
+
+def test_neither_library_can_end_its_inline_script_early():
+    """The handout writes plotly.js inside <script>: "</script" would end it and "<!--" would change how
+    the browser finds its end."""
+    from plotly.offline import get_plotlyjs
+
+    from gpt2viz.spec.paths import PLOTLY_BUNDLE
+
+    for code in (PLOTLY_BUNDLE.read_text(encoding="utf-8"), get_plotlyjs()):
+        assert "</script" not in code.lower() and "<!--" not in code

@@ -2,7 +2,8 @@
 where its numbers come from, its charts (interactive, plotly.js written inline once, so the file
 opens offline in any browser) and its key numbers (the lines of what to notice).
 
-Pure: plotly figures and strings in, an HTML string out; no streamlit import."""
+Pure: plotly figures and strings in, an HTML string out (the Plotly bundle read from the package's
+file); no streamlit import."""
 
 import re
 from collections.abc import Sequence
@@ -10,7 +11,10 @@ from html import escape
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.offline import get_plotlyjs
 
+from ..plots import chart_box
+from ..spec.paths import PLOTLY_BUNDLE
 from . import chart_text
 
 # charts keep the widths they have on screen, centred; the text reads at a print size
@@ -29,20 +33,31 @@ def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence
     """The handout of a page: `figures` in the order drawn, each with its sentence (its accessible name)
     and its "Show the numbers" table (teaching.chart_text), `notes` (Markdown-ish lines, kept as text)
     under "Key numbers", then `diagrams` (gpt2viz.anatomy.diagram's SVG; their boxes' links, which lead into
-    the app, are left out). plotly.js goes inline with the first chart only: the file is one download
-    of about 4.7 MB plus the charts' data, whatever their number."""
-    charts = [pio.to_html(untemplated(fig), include_plotlyjs=i == 0, full_html=False, default_width="100%",
-                          config=OFFLINE_CONFIG, validate=False)
-              for i, fig in enumerate(figures)]
+    the app, are left out). plotly.js goes inline once, before the first chart: the app's cartesian
+    bundle (1.5 MB) when it draws every chart, as every page's does, else the whole library plotly.py
+    ships (4.7 MB); the file is that plus the charts' data, whatever their number."""
+    specs = [untemplated(fig) for fig in figures]
+    charts = [pio.to_html(spec, include_plotlyjs=False, full_html=False, default_width="100%",
+                          config=OFFLINE_CONFIG, validate=False) for spec in specs]
+    if charts:
+        charts[0] = library(specs) + charts[0]
     key = "".join(f"<li>{escape(_plain(line))}</li>" for line in notes)
     parts = [f"<h1>{escape(title)}</h1>", f'<p class="source">{escape(source)}</p>',
              *(f'<div class="chart" role="figure" aria-labelledby="chart-{i}">{c}</div>'
-               + chart_text.figure_html(untemplated(fig), f"chart-{i}")
-               for i, (c, fig) in enumerate(zip(charts, figures))),
+               + chart_text.figure_html(spec, f"chart-{i}")
+               for i, (c, spec) in enumerate(zip(charts, specs))),
              f"<h2>Key numbers</h2><ul>{key}</ul>" if notes else "",
              *(f'<div class="diagram">{unlinked(svg)}</div>' for svg in diagrams)]
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def library(specs: Sequence[dict]) -> str:
+    """plotly.js as an inline script: the cartesian bundle when it draws every one of `specs`, else the
+    whole library plotly.py ships. Neither holds "</script" or "<!--", which would end the script early
+    (tests/test_export.py)."""
+    code = PLOTLY_BUNDLE.read_text(encoding="utf-8") if all(map(chart_box.draws, specs)) else get_plotlyjs()
+    return f"<script>{code}</script>"
 
 
 def untemplated(fig: go.Figure | dict) -> dict:

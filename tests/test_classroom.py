@@ -252,6 +252,22 @@ def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
     assert lens_window(3, 200, width=24) == (0, 23)
 
 
+@pytest.mark.parametrize("rows", [1, 5, 7, 48])
+def test_the_lens_grid_is_the_same_whatever_depths_one_product_takes(tiny, monkeypatch, rows):
+    """The grid unembeds several depths in one product (LENS_ROWS rows): one depth a product (rows 5 for 5
+    positions), a depth and a part (7: still one whole depth), every depth at once (48) give the same cells."""
+    from gpt2viz.analysis import lens
+
+    t = run(tiny, IDS, Mode.FULL)
+    monkeypatch.setattr(lens, "LENS_ROWS", 5)
+    alone = lens.lens_grid(tiny, t, 2, 6)
+    monkeypatch.setattr(lens, "LENS_ROWS", rows)
+    grid = lens.lens_grid(tiny, t, 2, 6)
+    assert grid.top_ids.tolist() == alone.top_ids.tolist() and grid.final_ranks.tolist() == alone.final_ranks.tolist()
+    torch.testing.assert_close(grid.top_probs, alone.top_probs)
+    assert grid.labels == alone.labels and grid.top_ids.shape == (3, 5)
+
+
 def test_a_sampled_tokens_probability_is_printed_in_significant_digits(tiny):
     """A trial: at temperature 5 the table printed p(chosen) = 0.0000 for tokens the sampler drew (1.86e-05 each),
     beside a chart that said 1.882e-05: every printed p(chosen) of a sampled step is above 0 and its value."""

@@ -77,6 +77,9 @@ LENS_WINDOW = 12  # positions the depth × position chart shows: each cell keeps
 # with this machine's 2 cores at load 15 (24 positions: 8.5 s)
 
 
+LENS_ROWS = 48  # rows (depth × position) the grid unembeds in one product: 19 MB of float64 probabilities on gpt2
+
+
 def lens_window(position: int, T: int, width: int = LENS_WINDOW) -> tuple[int, int]:
     """(first, last) positions of the chart: `width` of them ending at `position`, or the first
     `width` when it is among them."""
@@ -96,22 +99,34 @@ class LensGrid:
 
 @torch.no_grad()
 def lens_grid(model: GPT2, trace: Trace, first: int, last: int) -> LensGrid:
-    """The logit lens over positions first..last of the trace (indices into its T), one depth at
-    a time ([n, V] at most). The model's prediction at each position is the lens at the last
+    """The logit lens over positions first..last of the trace (indices into its T), a few depths at a
+    time (LENS_ROWS rows of [V] at most). The model's prediction at each position is the lens at the last
     depth: exactly its logits, also where prefill kept only the last position's."""
     points = depth_points(trace)
     x = torch.stack([trace[name][0, first:last + 1] for _, name in points])  # [n_points, n, d]
     at_last = lens_probs(model, x[-1])  # [n, V]: the last depth's, read twice (once per depth took 1/14 more)
     final = ranking.ranked(at_last.log(), 1)[:, 0]  # [n]
     ids, probs, ranks = [], [], []
-    for i, stream in enumerate(x):  # [n, d]
-        p = at_last if i == len(x) - 1 else lens_probs(model, stream)  # [n, V]
+    for p in _depths_probs(model, x[:-1], at_last):  # [n, V] each, then the last depth's
         log_p = p.log()  # [n, V]
         leader = ranking.ranked(log_p, 1)  # [n, 1]
         ids.append(leader[:, 0])
         probs.append(p.gather(-1, leader)[:, 0])
         ranks.append(ranking.rank(log_p, final) - 1)  # [n], 0 = tied for the top
     return LensGrid([label for label, _ in points], first, torch.stack(ids), torch.stack(probs), torch.stack(ranks))
+
+
+def _depths_probs(model: GPT2, x: torch.Tensor, at_last: torch.Tensor):
+    """The lens' probabilities [n, V] of each depth of x [n_depths, n, d], then `at_last`: several depths
+    in one product of LENS_ROWS rows at most, which the matrix library computes faster a row than 12 at
+    a time: on gpt2, 13 depths × 12 positions took 0.51 s one depth at a time and 0.36 s this way (one
+    core of this project's machine; 0.31 s in one product of all 156 rows, three times the memory)."""
+    n, d = x.shape[1], x.shape[2]
+    per = max(1, LENS_ROWS // max(n, 1))  # depths a product
+    for a in range(0, len(x), per):
+        chunk = x[a:a + per]  # [k, n, d]
+        yield from lens_probs(model, chunk.reshape(-1, d)).view(len(chunk), n, -1)  # k × [n, V]
+    yield at_last
 
 
 @dataclass(frozen=True)

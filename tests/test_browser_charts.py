@@ -108,8 +108,9 @@ def test_a_hostile_texts_handout_draws_with_the_bundle_offline_and_runs_nothing(
         handout = offline.new_page()
         handout.route("**/*", lambda r: r.abort() if r.request.url.startswith("http") else r.continue_())
         handout.goto(path.resolve().as_uri())
-        handout.wait_for_function(f"() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= {drawn}",
-                                  timeout=30_000)
+        handout.wait_for_function("(n) => [...document.querySelectorAll('.plotly-graph-div')]"
+                                  ".filter(d => d.querySelector('.main-svg')).length === n", arg=drawn, timeout=30_000)
+        assert handout.locator(".plotly-graph-div").count() == drawn
         assert handout.evaluate("() => window.__pwned === undefined")
         labels = handout.locator(".js-plotly-plot").first.evaluate("gd => gd.data[0].x")
         assert "".join(html.unescape(label.split("·", 1)[1]) for label in labels).replace("␣", " ") == text

@@ -252,20 +252,27 @@ def test_the_lens_grid_agrees_with_the_lens_at_each_position(tiny, mode):
     assert lens_window(3, 200, width=24) == (0, 23)
 
 
-@pytest.mark.parametrize("rows", [1, 5, 7, 48])
-def test_the_lens_grid_is_the_same_whatever_depths_one_product_takes(tiny, monkeypatch, rows):
-    """The grid unembeds several depths in one product (LENS_ROWS rows): one depth a product (rows 5 for 5
-    positions), a depth and a part (7: still one whole depth), every depth at once (48) give the same cells."""
-    from gpt2viz.analysis import lens
+@pytest.mark.parametrize("rows", [1, 10, 15, 48])
+def test_the_lens_grid_is_each_depths_lens_whatever_depths_one_product_takes(monkeypatch, rows):
+    """The grid unembeds several depths in one product (LENS_ROWS rows): on a 4-block model at 5 positions,
+    a depth a product (1), two (10: products of 2 and 2), three (15: 3 then 1), all four (48). Each cell is
+    that depth's own lens, computed here a depth at a time, and the last row the model's prediction."""
+    from dataclasses import replace
 
-    t = run(tiny, IDS, Mode.FULL)
-    monkeypatch.setattr(lens, "LENS_ROWS", 5)
-    alone = lens.lens_grid(tiny, t, 2, 6)
+    from gpt2viz.analysis import lens
+    from gpt2viz.model.weights import random_model
+
+    model = random_model(replace(get_config("tiny"), n_layer=4), seed=1)
+    t = run(model, IDS, Mode.FULL)
     monkeypatch.setattr(lens, "LENS_ROWS", rows)
-    grid = lens.lens_grid(tiny, t, 2, 6)
-    assert grid.top_ids.tolist() == alone.top_ids.tolist() and grid.final_ranks.tolist() == alone.final_ranks.tolist()
-    torch.testing.assert_close(grid.top_probs, alone.top_probs)
-    assert grid.labels == alone.labels and grid.top_ids.shape == (3, 5)
+    grid = lens.lens_grid(model, t, 2, 6)
+    assert grid.top_ids.shape == (5, 5) and grid.labels[-1] == "block 3 out"
+    for i, (_, name) in enumerate(lens.depth_points(t)):
+        p = lens.lens_probs(model, t[name][0, 2:7])  # [5, V], this depth alone
+        top = p.argmax(-1)
+        assert grid.top_ids[i].tolist() == top.tolist(), i
+        torch.testing.assert_close(grid.top_probs[i], p.gather(-1, top[:, None])[:, 0])
+    assert grid.top_ids[-1].tolist() == t.at("logits", slice(2, 7))[0].argmax(-1).tolist()
 
 
 def test_a_sampled_tokens_probability_is_printed_in_significant_digits(tiny):

@@ -77,7 +77,8 @@ LENS_WINDOW = 12  # positions the depth × position chart shows: each cell keeps
 # with this machine's 2 cores at load 15 (24 positions: 8.5 s)
 
 
-LENS_ROWS = 48  # rows (depth × position) the grid unembeds in one product: 19 MB of float64 probabilities on gpt2
+LENS_ROWS = 48  # rows (depth × position) the grid unembeds in one product: on gpt2 about 48 MB held while they are
+# computed (their float32 logits, the float64 copy and its softmax), and 19 MB of probabilities kept a product
 
 
 def lens_window(position: int, T: int, width: int = LENS_WINDOW) -> tuple[int, int]:
@@ -100,8 +101,9 @@ class LensGrid:
 @torch.no_grad()
 def lens_grid(model: GPT2, trace: Trace, first: int, last: int) -> LensGrid:
     """The logit lens over positions first..last of the trace (indices into its T), a few depths at a
-    time (LENS_ROWS rows of [V] at most). The model's prediction at each position is the lens at the last
-    depth: exactly its logits, also where prefill kept only the last position's."""
+    time (LENS_ROWS rows of [V] a product, or one depth's positions where they are more). The model's
+    prediction at each position is the lens at the last depth: exactly its logits, also where prefill
+    kept only the last position's."""
     points = depth_points(trace)
     x = torch.stack([trace[name][0, first:last + 1] for _, name in points])  # [n_points, n, d]
     at_last = lens_probs(model, x[-1])  # [n, V]: the last depth's, read twice (once per depth took 1/14 more)
@@ -125,7 +127,7 @@ def _depths_probs(model: GPT2, x: torch.Tensor, at_last: torch.Tensor):
     per = max(1, LENS_ROWS // max(n, 1))  # depths a product
     for a in range(0, len(x), per):
         chunk = x[a:a + per]  # [k, n, d]
-        yield from lens_probs(model, chunk.reshape(-1, d)).view(len(chunk), n, -1)  # k × [n, V]
+        yield from lens_probs(model, chunk.reshape(-1, d)).unflatten(0, (len(chunk), n))  # k × [n, V]
     yield at_last
 
 

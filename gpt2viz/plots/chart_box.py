@@ -14,18 +14,12 @@ import re
 import orjson
 import plotly.io as pio
 
+from ..spec.bundle import TRACES, draws  # noqa: F401 (the box's callers ask chart_box whether it draws a figure)
+
 CLASS = "gpt2viz-chart"
 ATTRIBUTE = "data-gpt2viz-chart"
 DEFAULT_HEIGHT_PX = 450  # plotly's height for a figure whose layout sets none
-# the traces the bundle draws (its README; tests/test_chart_element.py reads them in the bundle itself)
-TRACES = frozenset({"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "image",
-                    "pie", "scatter", "scatterternary", "violin"})
 _FOUND = re.compile(rf"<div class=\"{CLASS}\"[^>]* {ATTRIBUTE}='([^']*)'")
-
-
-def draws(spec: dict) -> bool:
-    """True if the bundle draws every trace of `spec` (plotly's default type is scatter)."""
-    return all(trace.get("type", "scatter") in TRACES for trace in spec.get("data") or ())
 
 
 def element_html(spec: dict, config: dict, labelled_by: str | None = None) -> str:

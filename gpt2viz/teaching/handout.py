@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..plots import chart_box
+from ..spec.bundle import draws
 from ..spec.paths import PLOTLY_BUNDLE
 from . import chart_text
 
@@ -35,7 +35,7 @@ def build(title: str, source: str, figures: Sequence[go.Figure], notes: Sequence
     under "Key numbers", then `diagrams` (gpt2viz.anatomy.diagram's SVG; their boxes' links, which lead into
     the app, are left out). plotly.js goes inline once, before the first chart: the app's cartesian
     bundle (1.5 MB) when it draws every chart, as every page's does, else the whole library plotly.py
-    ships (4.7 MB); the file is that plus the charts' data, whatever their number."""
+    ships (4.8 MB); the file is that plus the charts' data, whatever their number."""
     specs = [untemplated(fig) for fig in figures]
     charts = [pio.to_html(spec, include_plotlyjs=False, full_html=False, default_width="100%",
                           config=OFFLINE_CONFIG, validate=False) for spec in specs]
@@ -56,7 +56,7 @@ def library(specs: Sequence[dict]) -> str:
     """plotly.js as an inline script: the cartesian bundle when it draws every one of `specs`, else the
     whole library plotly.py ships. Neither holds "</script" or "<!--", which would end the script early
     (tests/test_export.py)."""
-    code = PLOTLY_BUNDLE.read_text(encoding="utf-8") if all(map(chart_box.draws, specs)) else get_plotlyjs()
+    code = PLOTLY_BUNDLE.read_text(encoding="utf-8") if all(map(draws, specs)) else get_plotlyjs()
     return f"<script>{code}</script>"
 
 

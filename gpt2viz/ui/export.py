@@ -5,7 +5,7 @@
 - A drawn diagram downloads as the SVG the page shows (`diagram_download`).
 - "Download this page" writes one standalone HTML file (gpt2viz.teaching.handout) of the charts and notices
   this run drew. They are recorded as the page draws them (`record`, `notes`), and the file is built
-  only when the button is clicked: it is megabytes (plotly.js alone is 4.7 MB).
+  only when the button is clicked: it is over a megabyte (the Plotly bundle it carries is 1.5 MB).
 """
 
 import re
@@ -22,7 +22,7 @@ from ..teaching import handout
 IMAGE_WIDTH, IMAGE_HEIGHT, IMAGE_SCALE = 1280, 720, 1.25
 _KEY = "_page_record"
 HANDOUT_HELP = ("One HTML file with this page's charts (interactive, working offline) and its key numbers, "
-                "for a handout or a course site. Several megabytes: plotly.js is inside.")
+                "for a handout or a course site. 1.5 MB and more: the charting library is inside.")
 
 
 @dataclass

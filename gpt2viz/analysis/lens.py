@@ -77,8 +77,9 @@ LENS_WINDOW = 12  # positions the depth × position chart shows: each cell keeps
 # with this machine's 2 cores at load 15 (24 positions: 8.5 s)
 
 
-LENS_ROWS = 48  # rows (depth × position) the grid unembeds in one product: on gpt2 about 48 MB held while they are
-# computed (their float32 logits, the float64 copy and its softmax), and 19 MB of probabilities kept a product
+LENS_ROWS = 48  # rows (depth × position) the grid unembeds in one product: on gpt2, 0.17 s less than a depth a product
+# for 60-75 MiB more at the peak (261-269 against 187-202 MiB in a fresh process after a 256-token run, most of
+# both the matrix library's working copy of W_U): their float32 logits, the float64 copy and its softmax
 
 
 def lens_window(position: int, T: int, width: int = LENS_WINDOW) -> tuple[int, int]:

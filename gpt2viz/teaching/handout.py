@@ -86,4 +86,5 @@ def _plain(line: str) -> str:
 
 
 NOT_SENTENCES = (build,  # one page's figures and notices laid out as an HTML file
+                 library,  # plotly.js as an inline script
                  unlinked)  # an SVG with its links taken out

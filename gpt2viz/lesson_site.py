@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from .plots import chart_box
+from .spec import bundle
 from .spec.pages import BY_URL, DEFAULT
 from .spec.paths import APP_ROOT
 from .teaching import lessons as lf
@@ -91,7 +92,7 @@ def _node(el) -> tuple[site.Node, ...]:
         return (site.Node("metric", el.label, (el.value, el.delta or "")),)
     if kind == "plotly_chart":  # Streamlit's element; the site draws with the app's bundle, which may lack a trace
         spec = json.loads(el.proto.spec)
-        return (site.Node("chart", data=spec),) if chart_box.draws(spec) else (site.Node("other", "chart"),)
+        return (site.Node("chart", data=spec),) if bundle.draws(spec) else (site.Node("other", "chart"),)
     if kind in _CONTROLS:
         value = el.value
         return (site.Node("control", el.label, ", ".join(map(str, value)) if isinstance(value, list) else value),)

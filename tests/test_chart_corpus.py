@@ -14,7 +14,7 @@ import pytest
 from app_charts import charts
 from streamlit.testing.v1 import AppTest
 
-from gpt2viz.plots import chart_box
+from gpt2viz.spec import bundle
 from gpt2viz.spec.pages import BY_URL, PAGES
 from gpt2viz.teaching import chart_text as ct
 from gpt2viz.teaching.prompts import DEMO_REPEAT
@@ -135,7 +135,7 @@ def test_every_chart_sentence_holds(pages, params):
     seen = 0
     for url in pages:
         for spec in figures(url, params):
-            assert chart_box.draws(spec), url  # Plotly's cartesian bundle draws it (plots/chart_box.py)
+            assert bundle.draws(spec), url  # Plotly's cartesian bundle draws it (spec/bundle.py)
             check(spec)
             check_numbers(spec)
             seen += 1

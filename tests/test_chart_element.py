@@ -12,7 +12,8 @@ import pytest
 from exported import PAYLOADS
 from streamlit import config as st_config
 
-from gpt2viz.plots.chart_box import ATTRIBUTE, DEFAULT_HEIGHT_PX, TRACES, drawn, draws, element_html
+from gpt2viz.plots.chart_box import ATTRIBUTE, DEFAULT_HEIGHT_PX, drawn, element_html
+from gpt2viz.spec.bundle import TRACES, draws
 from gpt2viz.spec.paths import APP_ROOT as ROOT
 from gpt2viz.spec.paths import PLOTLY_BUNDLE as BUNDLE
 from gpt2viz.ui import chart_element

@@ -38,14 +38,14 @@ def titles(fig: go.Figure) -> tuple[str, str]:
 
 def test_package_imports_neither_streamlit_nor_torch():
     """No module of the package imports them, nor anything of gpt2viz outside it but costs (which
-    imports only the config) and bundle (the traces Plotly's cartesian bundle draws: imports nothing)."""
+    imports only the config)."""
     for path in Path(plots.__file__).parent.glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree)
                      if isinstance(node, ast.ImportFrom)}
         assert not {name.split(".")[0] for name in imported} & {"streamlit", "torch"}, path.name
-        assert {name for name in imported if name.startswith("..")} <= {"..spec.costs", "..spec.bundle"}, path.name
+        assert {name for name in imported if name.startswith("..")} <= {"..spec.costs"}, path.name
 
 
 # ---------------------------------------------------------------------------- attention

@@ -14,8 +14,6 @@ import re
 import orjson
 import plotly.io as pio
 
-from ..spec.bundle import TRACES, draws  # noqa: F401 (the box's callers ask chart_box whether it draws a figure)
-
 CLASS = "gpt2viz-chart"
 ATTRIBUTE = "data-gpt2viz-chart"
 DEFAULT_HEIGHT_PX = 450  # plotly's height for a figure whose layout sets none

@@ -24,6 +24,7 @@ from ..model.tokenizer import ENDOFTEXT, ENDOFTEXT_ID, current
 from ..model.trace import Trace
 from ..plots import chart_box, theme
 from ..plots.axes import MODEBAR_PX, escape, fit_rows
+from ..spec import bundle
 from ..spec.costs import human_bytes
 from ..spec.pages import PageRow, home
 from ..spec.schema import Mode, concrete, text_dims
@@ -530,7 +531,7 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     # the app's box, unless Streamlit's element is needed: a tab that loads Streamlit's Plotly (a chart that
     # answers clicks, the projector's full-screen one) draws the page's other charts with it too
     if (not fill and on_click is None and not export.streamlit_charts() and chart_element.available()
-            and chart_box.draws(spec)):
+            and bundle.draws(spec)):
         st.html(chart_box.element_html(spec, config, labelled_by=None if said is None else ident))
     else:
         export.streamlit_charts(drawn=True)

@@ -15,7 +15,7 @@ Each page: --rounds rounds (5), the median. `--app bare` measures benchmarks/bar
 Streamlit's floor (the same URL-bound controls, a top navigation, one small heatmap).
 
 Usage:  .venv/bin/python benchmarks/first_view.py [--pages attention,mlp] [--rounds 5] [--tokens 40]
-            [--uncached] [--app gpt2viz|bare] [--threads 0]
+            [--uncached] [--mode full] [--app gpt2viz|bare] [--threads 0]
 The last line: `first_view attention: first=X later=Y` (CPU-s, medians) for the first page.
 """
 
@@ -39,11 +39,12 @@ from streamlit_server import StreamlitServer  # noqa: E402
 from gpt2viz.spec.pages import PAGES as PAGE_ROWS  # noqa: E402
 from gpt2viz.spec.pages import href  # noqa: E402
 
+MODE = ["full"]  # the mode of every view (--mode)
 SETTLE_S = 0.3  # after a session closes, before the next mark: its teardown is not the next view's
 
 
-def query(text: str, block: int, head: int, mode: str = "full") -> str:
-    return urlencode({"model": "gpt2", "mode": mode, "text": text, "block": block, "head": head}, quote_via=quote)
+def query(text: str, block: int, head: int) -> str:
+    return urlencode({"model": "gpt2", "mode": MODE[0], "text": text, "block": block, "head": head}, quote_via=quote)
 
 
 async def one_round(base: str, pid: int, page: str, text: str) -> tuple[float, float, float, float]:
@@ -89,6 +90,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=40, help="tokens of the text")
     ap.add_argument("--uncached", action="store_true", help="a new text every round: the run is part of the view")
+    ap.add_argument("--mode", choices=["full", "training", "prefill", "decode"], default="full")
     ap.add_argument("--app", choices=["gpt2viz", "bare"], default="gpt2viz")
     ap.add_argument("--threads", type=int, default=0, help="GPT2VIZ_THREADS of the server (0, the default: unset)")
     args = ap.parse_args()
@@ -98,10 +100,11 @@ def main() -> None:
         script = "app.py"
         names = [row.url for row in PAGE_ROWS] if args.pages == "all" else args.pages.split(",")
         pages = [href(name).lstrip("/") for name in names]  # the Overview is the root: ""
+    MODE[0] = args.mode
     if args.threads > 0:
         os.environ["GPT2VIZ_THREADS"] = str(args.threads)
     print(f"first_view · {args.app} · {args.rounds} rounds · {args.tokens} tokens · "
-          f"{'uncached' if args.uncached else 'trace cached'} · load average {os.getloadavg()[0]:.2f}", flush=True)
+          f"{'uncached' if args.uncached else 'trace cached'} · {args.mode} · load average {os.getloadavg()[0]:.2f}", flush=True)
     with StreamlitServer(script, cwd=ROOT) as server:
         server.wait_healthy(timeout=180)
         pid = server.proc.pid

@@ -259,6 +259,24 @@ def test_out_of_range_link_warns_at_the_top(context, base):
         leave(page)
 
 
+def test_the_overview_under_its_own_name_opens_with_the_links_values(context, base):
+    """/overview, as a reader types the Overview's name: Streamlit serves the default page at the root,
+    and opened the root's page there under a "Page not found" box; now the Overview itself, with the
+    link's text and mode, and the address stays the one the reader gave."""
+    page = open_view(context, base, "overview?model=tiny&mode=training&text=Hello%20there",
+                     MIN_CHARTS.get("overview", 0))
+    try:
+        assert exceptions(page) == []
+        assert page.get_by_role("dialog").all_inner_texts() == []
+        assert h1_ok("overview", page.locator("h1").first.inner_text().strip())
+        assert page.get_by_test_id("stTextArea").locator("textarea").input_value() == "Hello there"
+        headings = page.locator("[data-testid='stMain'] :is(h2, h3)").all_inner_texts()
+        assert any(h.endswith("· Training") for h in headings), headings  # "Intermediate states · Training"
+        assert "/overview?" in page.url and "mode=training" in page.url
+    finally:
+        leave(page)
+
+
 @pytest.mark.parametrize("block,head", [(0, 0), (1, 2)])
 def test_url_chooses_block_and_head(context, base, block, head):
     page = open_view(context, base, f"attention?model=tiny&block={block}&head={head}", MIN_CHARTS["attention"])

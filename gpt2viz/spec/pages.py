@@ -86,9 +86,16 @@ def home(cid: str, parents: dict[str, str | None]) -> tuple[PageRow, dict]:
 
 
 def pages() -> dict[str, list]:
-    """The st.Page objects of every section, for st.navigation."""
+    """The st.Page objects of every section, for st.navigation. The Overview is the default page, which
+    Streamlit serves at the root only; under its own name too (/overview, as a reader may type it, or a
+    link may carry it), as a page hidden from the menu. Before, that address opened the Overview under
+    a "Page not found" box the reader had to close."""
     import streamlit as st
 
-    return {section: [st.Page(ROOT / f"{row.url}.py", title=row.title, url_path=row.url, icon=row.icon,
-                              default=(row.url == DEFAULT)) for row in rows]
+    def page(row: PageRow, url_path: str, **how) -> st.Page:
+        return st.Page(ROOT / f"{row.url}.py", title=row.title, url_path=url_path, icon=row.icon, **how)
+
+    made = {section: [page(row, "" if row.url == DEFAULT else row.url, default=(row.url == DEFAULT)) for row in rows]
             for section, rows in sections().items()}
+    made[BY_URL[DEFAULT].section].append(page(BY_URL[DEFAULT], DEFAULT, visibility="hidden"))
+    return made

@@ -104,7 +104,8 @@ def main() -> None:
     if args.threads > 0:
         os.environ["GPT2VIZ_THREADS"] = str(args.threads)
     print(f"first_view · {args.app} · {args.rounds} rounds · {args.tokens} tokens · "
-          f"{'uncached' if args.uncached else 'trace cached'} · {args.mode} · load average {os.getloadavg()[0]:.2f}", flush=True)
+          f"{'uncached' if args.uncached else 'trace cached'} · {args.mode} · "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     with StreamlitServer(script, cwd=ROOT) as server:
         server.wait_healthy(timeout=180)
         pid = server.proc.pid

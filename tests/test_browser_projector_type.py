@@ -30,7 +30,7 @@ from sweep import sweep  # noqa: E402
 from test_browser_layout import PHONE_JS as OVERLAPS_JS  # noqa: E402
 from test_browser_layout import assert_in_first_screen, first_chart_tops  # noqa: E402
 
-from gpt2viz.spec.pages import PAGES, href  # noqa: E402
+from gpt2viz.spec.pages import BY_URL, PAGES, href  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -74,6 +74,25 @@ TYPE_JS = r"""() => {
 }"""
 
 
+# An axis title that lies over one of its axis's tick labels: [chart, title, label] (boxes as drawn, 1 px spare).
+TITLE_OVER_LABELS_JS = r"""() => {
+  const found = [];
+  const box = e => e.getBoundingClientRect();
+  const meet = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
+    for (const title of chart.querySelectorAll("text[class$='title']")) {
+      const axis = (title.getAttribute("class").match(/^([xy]\d*)title$/) || [])[1];
+      if (!axis || !title.textContent.trim()) continue;
+      for (const label of chart.querySelectorAll(`g.${axis}tick text`)) {
+        if (label.textContent.trim() && meet(box(title), box(label)))
+          found.push([c, title.textContent.slice(0, 20), label.textContent.slice(0, 20)]);
+      }
+    }
+  });
+  return found;
+}"""
+
+
 @pytest.fixture(scope="module")
 def context():
     """The module's browser context at 1280x720, and (as `.gpt2viz_base`) the address of its server."""
@@ -81,11 +100,13 @@ def context():
         yield context
 
 
-@pytest.mark.parametrize("row", TYPED, ids=[row.url for row in TYPED])
-def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row):
+@pytest.mark.parametrize("row,mode", [(row, "full") for row in TYPED] + [(BY_URL["attention"], "decode")],
+                         ids=[row.url for row in TYPED] + ["attention-decode"])
+def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row, mode):
+    """In decode, the attention map has one row: its label as long as the text's last token, beside the axis title."""
     page = tab(context)
     try:
-        page.goto(f"{context.gpt2viz_base}{href(row.url)}?model=tiny&present=1")
+        page.goto(f"{context.gpt2viz_base}{href(row.url)}?model=tiny&present=1&mode={mode}")
         wait_rendered(page, row.charts, timeout_ms=180_000)
         page.wait_for_timeout(300)
         assert page.locator(EXCEPTION).count() == 0
@@ -103,6 +124,8 @@ def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row):
         assert wide == [], f"{row.url}: values wider than their cells (chart, value, px, cell px): {wide[:6]}"
         assert overlaps["ticks"] == [], f"{row.url}: tick labels overlap presented: {overlaps['ticks'][:6]}"
         assert overlaps["under"] == [], f"{row.url}: text under the toolbar presented: {overlaps['under'][:6]}"
+        over = page.evaluate(TITLE_OVER_LABELS_JS)
+        assert over == [], f"{row.url}: an axis title over its labels presented (chart, title, label): {over[:6]}"
         assert_in_first_screen(row.url, first_chart_tops(page, f"{row.url}-present"), "presented")
     finally:
         leave(page)

@@ -384,12 +384,14 @@ def number(container, label: str, lo, hi, default, key: str, follows: bool = Fal
     default out of the URL and keeps a widget's value when only its default changes, so a kept value
     would be out of the URL while a fresh load of that URL shows the new view's default."""
     if follows:
-        _follow_default(key, default)
+        _follow_default(key, default, lo, hi)
     if isinstance(default, int):
         kw = {"step": 1.0, "format": "%.0f", **kw}
     kw.setdefault("disabled", locked(key))
     asked = st.query_params.get(key)
     value = container.number_input(label, float(lo), float(hi), float(default), key=key, bind="query-params", **kw)
+    if follows:
+        st.session_state[_DRAWN + key] = value
     if asked is not None and not _same_number(asked, value):  # Streamlit put its default in its place
         st.session_state.setdefault(SAID, set()).add(key)
         container.caption(f"The link asked for {key}={code_span(repr(asked[:40]))}, which is not available "
@@ -397,13 +399,21 @@ def number(container, label: str, lo, hi, default, key: str, follows: bool = Fal
     return type(default)(value)
 
 
-def _follow_default(key: str, default) -> None:
-    memo = f"_default_of_{key}"
-    before = st.session_state.get(memo)
-    unchosen = key not in st.query_params and st.session_state.get(key) == (None if before is None else float(before))
-    if before is not None and before != default and unchosen and not locked(key):
-        st.session_state[key] = float(default)
-    st.session_state[memo] = default
+_DRAWN = "_drawn_"  # + a key: the value its box was last drawn with
+
+
+def _follow_default(key: str, default, lo, hi) -> None:
+    """Before the box is drawn, its value: one the URL holds stays (Streamlit gives it), and so does one the
+    reader changed since the box was last drawn; any other follows the view's default. Set on every run, so
+    that Streamlit draws the box with the value the page computes with. Two quick presses of a slider
+    overlapped two runs: the second arrived with the box's value from before the first, which an older
+    rule (the value equal to the last default = not chosen) took for a choice, and the box showed one key
+    while the page computed with another."""
+    drawn, now = st.session_state.get(_DRAWN + key), st.session_state.get(key)
+    if locked(key) or key in st.query_params or drawn is None or now is None:
+        return
+    chosen = now != drawn and lo <= now <= hi
+    st.session_state[key] = float(now if chosen else default)
 
 
 def refused_values(container) -> None:

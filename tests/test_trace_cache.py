@@ -1,11 +1,11 @@
 """The bounded trace cache: LRU by bytes, one computation per key under concurrency."""
 
-import json
 import threading
 import time
 
 import pytest
 import torch
+from own_process import inside, run_alone
 from together import together
 
 from gpt2viz.model.trace import Trace
@@ -307,58 +307,41 @@ def test_a_run_reuses_the_memory_it_freed():
     lies in the heap, and an allocation placed where a freed one was touches no fresh pages. Whether
     glibc places it there depends on the small allocations around it (a small block carved from the
     freed one moves the next large one to the heap's end), so the reuse is checked where it happens,
-    and the heap placement every time. glibc only. In a fresh process: a trace cache that an earlier
-    test made trims the heap from its timer thread (TRIM_IDLE_S after its last run), which in this
-    process could give the freed pages back between two allocations, or shrink the heap under one."""
+    and the heap placement every time. glibc only. In a process of its own: a trace cache an earlier
+    test made trims the heap from its timer thread (TRIM_IDLE_S after its last run), which in CI shrank
+    the heap under the freed block, and could give its pages back between two allocations."""
     import platform
+    import resource
+
+    from gpt2viz.model.memory import reuse_freed_memory_within_a_run
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("glibc's mallopt")
-    placed, reused = _in_a_fresh_process(_REUSE_PROBE)
-    assert placed == [True] * 8  # from the heap, not a mapping of its own, each of the 8 times
+    if not inside():
+        return run_alone(f"{__file__}::test_a_run_reuses_the_memory_it_freed", "no other test's trims")
+    assert reuse_freed_memory_within_a_run()
+
+    def heap() -> tuple[int, int]:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().endswith("[heap]"):
+                    start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                    return start, end
+        return 0, 0
+
+    seen, reused = set(), []
+    for _ in range(8):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        pattern = torch.ones(12, 1024, 1024)  # [nh, T, T] float32
+        address = pattern.data_ptr()
+        start, end = heap()  # read while the block lives
+        del pattern
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        assert start <= address < end  # from the heap, not a mapping of its own
+        if address in seen:
+            reused.append(faults)
+        seen.add(address)
     assert all(f < 100 for f in reused)  # a block placed where a freed one was is reused
-
-
-def _in_a_fresh_process(probe: str):
-    """What a probe prints as JSON, run by this interpreter in a process of its own (no other test's
-    threads), from the project's folder."""
-    import pathlib
-    import subprocess
-    import sys
-
-    root = pathlib.Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
-
-
-_REUSE_PROBE = """
-import json, resource, torch
-from gpt2viz.model.memory import reuse_freed_memory_within_a_run
-
-assert reuse_freed_memory_within_a_run()
-
-def heap():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if line.rstrip().endswith("[heap]"):
-                return tuple(int(x, 16) for x in line.split()[0].split("-"))
-    return 0, 0
-
-seen, placed, reused = set(), [], []
-for _ in range(8):
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    pattern = torch.ones(12, 1024, 1024)  # [nh, T, T] float32
-    address = pattern.data_ptr()
-    start, end = heap()  # read while the block lives: nothing can trim it away
-    placed.append(start <= address < end)
-    del pattern
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-    if address in seen:
-        reused.append(faults)
-    seen.add(address)
-print(json.dumps([placed, reused]))
-"""
 
 
 def test_freed_memory_goes_back_once_no_run_computes(monkeypatch):
@@ -417,31 +400,27 @@ def test_a_busy_cache_gives_back_freed_memory_past_its_budget_and_slack_after_ea
 
 
 def test_the_freed_memory_malloc_holds_is_read_where_glibc_tells_it():
-    """In a fresh process, as the reuse above: a trace cache's timer thread could trim the freed block
-    away between the free and the reading."""
+    """In a process of its own, as the reuse above: a trace cache's timer thread could trim the freed
+    block away between the free and the reading."""
     import platform
 
-    from gpt2viz.model.memory import freed_bytes_held
+    from gpt2viz.model.memory import freed_bytes_held, reuse_freed_memory_within_a_run
 
+    held = freed_bytes_held()
     if platform.libc_ver()[0] != "glibc":
-        assert freed_bytes_held() is None
+        assert held is None
         return
-    before, after = _in_a_fresh_process(_HELD_PROBE)
-    assert after >= before + 60 * 2**20
-
-
-# the server's setting: alone, glibc mapped the block on its own and gave it back when freed
-_HELD_PROBE = """
-import json, torch
-from gpt2viz.model.memory import freed_bytes_held, reuse_freed_memory_within_a_run
-
-assert reuse_freed_memory_within_a_run()
-block = torch.ones(64, 2**20 // 4)  # 64 MiB from the heap (one arena, large blocks from it)
-block.add_(1)
-before = freed_bytes_held()
-del block
-print(json.dumps([before, freed_bytes_held()]))
-"""
+    if not inside():
+        return run_alone(f"{__file__}::test_the_freed_memory_malloc_holds_is_read_where_glibc_tells_it",
+                         "no other test's trims")
+    # the server's setting, whichever test ran before in this process: alone, glibc mapped the block
+    # on its own and gave it back when freed, and the test failed
+    assert reuse_freed_memory_within_a_run()
+    block = torch.ones(64, 2**20 // 4)  # 64 MiB from the heap (one arena, large blocks from it)
+    block.add_(1)
+    before = freed_bytes_held()
+    del block
+    assert freed_bytes_held() >= before + 60 * 2**20
 
 
 def test_a_large_evicted_item_goes_back_to_the_system_at_once():

@@ -201,15 +201,16 @@ def scaled_spec(spec: dict, factor: float, floor: float | None = None) -> dict:
     if margin.get("t", 0) > MODEBAR_PX:
         margin["t"] = round(MODEBAR_PX + (margin["t"] - MODEBAR_PX) * factor)
     if floor:  # the tick labels' room below and left of the plot: as much more as the floor adds to them
-        grow = max(1.0, floor / (TICK_PX * factor))
+        grow = {side: max(1.0, floor / (TICK_PX * factor)) for side in ("b", "l")}
         # left of a y axis whose margin was sized from its labels (axes.fixed_margins: no automargin), as much
         # more as its labels are drawn larger: at 1.1 times for labels 1.5 times larger, the axis title lay
         # over a decode map's one row label
-        fitted = any(name.startswith("yaxis") and isinstance(axis, dict) and axis.get("automargin") is False
-                     for name, axis in layout.items())
-        for side in ("b", "l"):
+        if any(name.startswith("yaxis") and isinstance(axis, dict) and axis.get("automargin") is False
+               for name, axis in layout.items()):
+            grow["l"] = max(factor, floor / TICK_PX)
+        for side, times in grow.items():
             if margin.get(side):
-                margin[side] = round(margin[side] * (max(factor, floor / TICK_PX) if side == "l" and fitted else grow))
+                margin[side] = round(margin[side] * times)
         _upright_labels(layout)
         _room_for_rows(layout, floor)
         _fewer_ticks_on_short_panels(spec)

@@ -215,3 +215,69 @@ def test_a_click_on_a_cell_of_the_score_map_takes_its_score_apart(app):
         assert page.locator(EXCEPTION).count() == 0
     finally:
         leave(page)
+
+
+# the presentation bar's controls (the way back, back, the next stop) that lie on a menu of the top bar, each as
+# [the control's text, the menu's text]; the controls drawn past the window's right edge; the next link's width
+BAR_JS = """() => {
+  const box = e => e.getBoundingClientRect();
+  const shown = e => box(e).width > 0 && box(e).height > 0;
+  const menus = [...document.querySelectorAll("header nav *, header [data-testid^='stTopNav'] *")]
+    .filter(e => shown(e) && !e.children.length);
+  const controls = [...document.querySelectorAll(".st-key-present-bar :is(button, a)")].filter(shown);
+  const on = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const next = document.querySelector(".st-key-present-bar a.present-next");
+  return {menus: menus.length,
+          over: controls.flatMap(c => menus.filter(m => on(box(c), box(m)))
+                                           .map(m => [c.textContent.trim(), m.textContent.trim()])),
+          past: controls.filter(c => box(c).right > innerWidth).map(c => c.textContent.trim()),
+          next: next ? box(next).width : null};
+}"""
+
+
+@pytest.mark.parametrize("kind", ["tour", "lesson"])
+def test_presented_the_bar_keeps_clear_of_the_top_bars_menus(app, lesson_token, kind):
+    """From a projector down to the narrowest window that still shows the top bar's menus (768 px), the
+    presentation bar's controls lie on none of them and inside the window, and the next stop's link keeps a
+    readable width: at 800 px the attention page's "Next: Merge and project →" put the way back on the
+    "Reference" menu. The tour's longest next label and a lesson's back and next."""
+    attention = next(i for i, row in enumerate(CHARTED) if row.url == "attention")
+    path = ("/attention?model=tiny&present=1" if kind == "tour"
+            else lf.href("attention", lesson_token, attention) + "&present=1")
+
+    def measure(page):
+        page.locator(".st-key-present-bar a.present-next").wait_for(timeout=60_000)
+        found = {}
+        for width in (1280, 1100, 900, 800, 770):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(300)
+            found[width] = page.evaluate(BAR_JS)
+            if width == 800:
+                page.screenshot(path=str(SHOTS / f"present-bar-{kind}-800x900.png"))
+        return found
+
+    for width, bar in measured(app, path, 2, measure).items():
+        assert bar["menus"], f"{kind} at {width} px: the top bar's menus were not found"
+        assert bar["over"] == [], f"{kind} at {width} px: the presentation bar lies on the menus: {bar['over']}"
+        assert bar["past"] == [], f"{kind} at {width} px: past the window's right edge: {bar['past']}"
+        # "Next →" alone is 69 px at the narrow windows' type: at least "Next" shows
+        assert bar["next"] >= 60, f"{kind} at {width} px: the next link is {bar['next']} px wide"
+
+
+def test_presented_on_a_phone_a_chart_keeps_its_width_and_scrolls_sideways(app):
+    """A presented link opened on a phone (a lecturer shares it with the class): the attention map, drawn in the
+    projector's type, keeps 32rem (640 px) and scrolls sideways inside its own box, the page no wider than the
+    window. Before, squeezed into 290 px beside its 1.5x labels, its three panels were a few pixels wide and their
+    titles lay on each other."""
+    def measure(page):
+        page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullLayout?.width", timeout=60_000)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(SHOTS / "present-attention-390x844.png"))
+        return page.evaluate("""() => { const gd = document.querySelector('.js-plotly-plot');
+          const box = gd.closest("[data-testid='stElementContainer']");
+          return {width: gd._fullLayout.width, plot: gd._fullLayout._size.w, scrolls: box.scrollWidth > box.clientWidth,
+                  page: document.documentElement.scrollWidth - innerWidth}; }""")
+
+    chart = measured(app, "/attention?model=tiny&present=1", 2, measure)
+    assert chart["width"] >= 600 and chart["plot"] >= 300, chart  # the map's panels between its margins
+    assert chart["scrolls"] and chart["page"] <= 0, chart

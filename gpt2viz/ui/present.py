@@ -49,6 +49,24 @@ h1 {font-size: 2.4rem !important; padding-top: 0 !important}
     overflow: hidden; clip-path: inset(50%); white-space: nowrap}  /* its word out of sight, still its name */
   .st-key-present-bar a.present-next, .st-key-present-bar a.present-back {font-size: 1rem; padding: 0 .4rem}
 }
+/* narrower still, the top bar's four menus end at 488 px: the bar keeps right of them (before, at 800 px, the way
+   back lay over the "Reference" menu), the next stop's name cut short where it has no room */
+@media (max-width: 900px) {
+  .st-key-present-bar {max-width: calc(100vw - 25rem - 3.5rem); flex-wrap: nowrap}
+  .st-key-present-bar [data-testid='stElementContainer']:has(a.present-next) {min-width: 0; flex-shrink: 1}
+  .st-key-present-bar a.present-next {display: block; overflow: hidden; text-overflow: ellipsis}
+}
+@media (max-width: 767px) {  /* the menus folded away (into the hidden sidebar): the bar has the width */
+  .st-key-present-bar {max-width: calc(100vw - 4.5rem)}
+}
+/* a phone (a presented link shared with the class): the charts' type is the projector's, so they keep a
+   projector's narrowest width and scroll sideways, rather than squeeze their plots between their labels */
+@media (max-width: 640px) {
+  [data-testid='stMainBlockContainer'] {padding-left: 1rem; padding-right: 1rem}
+  [data-testid='stElementContainer']:has(:is([data-testid='stPlotlyChart'], .gpt2viz-chart)) {overflow-x: auto}
+  [data-testid='stElementContainer'] > [data-testid='stFullScreenFrame']:has(:is([data-testid='stPlotlyChart'],
+    .gpt2viz-chart)) {min-width: 32rem}
+}
 .st-key-present-note {margin-bottom: .6rem}
 .st-key-present-note p {font-size: 1.05rem; line-height: 1.5; margin: 0; color: var(--st-gray-color, #6b6f80)}
 </style>"""

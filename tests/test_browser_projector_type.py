@@ -93,6 +93,30 @@ TITLE_OVER_LABELS_JS = r"""() => {
 }"""
 
 
+# A panel's title or a chart's subtitle (an annotation) that lies over a tick label of the same chart by more than
+# 4 px both ways (a box is its line's height: 3 px of a colour bar's title above its top tick is no overlap), or one
+# cut at the chart's edge: [chart, text, the label or "cut"]. A decode page's merge chart had its lower panel's
+# title on the map's tick labels, and its upper one cut at 800 px.
+PANEL_TITLES_JS = r"""() => {
+  const found = [];
+  const box = e => e.getBoundingClientRect();
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 4 &&
+                         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 4;
+  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
+    const edge = box(chart.querySelector("svg.main-svg"));
+    const labels = [...chart.querySelectorAll("g[class$='tick'] text")].filter(t => t.textContent.trim());
+    for (const title of chart.querySelectorAll("g.annotation text, text.gtitle-subtitle")) {
+      if (!title.textContent.trim()) continue;
+      if (box(title).right > edge.right + 1 || box(title).left < edge.left - 1)
+        found.push([c, title.textContent.slice(0, 30), "cut"]);
+      for (const label of labels.filter(l => meet(box(title), box(l))))
+        found.push([c, title.textContent.slice(0, 30), label.textContent.slice(0, 12)]);
+    }
+  });
+  return found;
+}"""
+
+
 @pytest.fixture(scope="module")
 def context():
     """The module's browser context at 1280x720, and (as `.gpt2viz_base`) the address of its server."""
@@ -100,8 +124,11 @@ def context():
         yield context
 
 
-@pytest.mark.parametrize("row,mode", [(row, "full") for row in TYPED] + [(BY_URL["attention"], "decode")],
-                         ids=[row.url for row in TYPED] + ["attention-decode"])
+DECODE = [BY_URL["attention"], BY_URL["merge"]]  # one row of a map; a map of the heads above the vector they merge into
+
+
+@pytest.mark.parametrize("row,mode", [(row, "full") for row in TYPED] + [(row, "decode") for row in DECODE],
+                         ids=[row.url for row in TYPED] + [f"{row.url}-decode" for row in DECODE])
 def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row, mode):
     """In decode, the attention map has one row: its label as long as the text's last token, beside the axis title."""
     page = tab(context)
@@ -126,6 +153,26 @@ def test_presented_charts_type_is_no_smaller_than_the_body_text(context, row, mo
         assert overlaps["under"] == [], f"{row.url}: text under the toolbar presented: {overlaps['under'][:6]}"
         over = page.evaluate(TITLE_OVER_LABELS_JS)
         assert over == [], f"{row.url}: an axis title over its labels presented (chart, title, label): {over[:6]}"
+        panels = page.evaluate(PANEL_TITLES_JS)
+        assert panels == [], f"{row.url}: a panel title over tick labels or cut presented: {panels[:6]}"
         assert_in_first_screen(row.url, first_chart_tops(page, f"{row.url}-present"), "presented")
     finally:
+        leave(page)
+
+
+def test_in_a_narrow_window_the_decode_merge_charts_titles_are_whole_and_clear(context):
+    """At 800x900 with the sidebar open (not presented), on the decode page of Merge and project: no panel title
+    is cut at the chart's edge or lies on tick labels (its map's title was cut after "feature wit", and the bars'
+    title lay on the map's tick labels)."""
+    page = tab(context)
+    try:
+        page.set_viewport_size({"width": 800, "height": 900})
+        page.goto(f"{context.gpt2viz_base}/merge?model=tiny&mode=decode")
+        wait_rendered(page, BY_URL["merge"].charts, timeout_ms=180_000)
+        page.wait_for_timeout(300)
+        assert page.locator(EXCEPTION).count() == 0
+        panels = page.evaluate(PANEL_TITLES_JS)
+        assert panels == [], f"merge, decode, 800 px: a panel title over tick labels or cut: {panels[:6]}"
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 720})
         leave(page)

@@ -39,3 +39,29 @@ def test_a_row_chart_grows_to_give_each_label_its_room():
 def test_nothing_changes_unscaled():
     fig = figure()
     assert scaled_fonts(fig, 1.0).to_dict() == fig.to_dict()
+
+
+def test_a_chart_keeps_its_plot_area_as_its_margins_grow():
+    fig = figure(height=300, rows=2)
+    fig.update_yaxes(type=None, tickmode="array")
+    before = 300 - 90 - 60
+    spec = scaled_fonts(fig, FONT_SCALE).to_dict()["layout"]
+    assert spec["margin"]["t"] > 90 and spec["height"] - spec["margin"]["t"] - spec["margin"]["b"] == before
+
+
+def test_a_panels_rows_get_their_room_in_its_share_of_the_plot():
+    """Presented, the decode page's map of 12 heads (the upper panel of two) gives each head's label its room,
+    and the gap between the panels, a share of the plot area, is no smaller than before (the lower panel's title
+    lay on the map's tick labels)."""
+    import numpy as np
+
+    from gpt2viz.plots import heads_merged
+
+    fig = heads_merged(np.zeros((12, 64)), np.zeros(768), "t")
+    layout = fig.to_dict()["layout"]
+    spec = scaled_fonts(fig, FONT_SCALE).to_dict()["layout"]
+    plot = spec["height"] - spec["margin"]["t"] - spec["margin"]["b"]
+    low, high = spec["yaxis"]["domain"]
+    assert plot * (high - low) >= 12 * LABEL_PITCH * BODY_PX - 1
+    gap = spec["yaxis"]["domain"][0] - spec["yaxis2"]["domain"][1]
+    assert plot * gap >= (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) * gap

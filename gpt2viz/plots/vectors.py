@@ -38,6 +38,9 @@ from .checks import array
 ROW_PX = 125  # height of one vector's row
 # the first row's title sits above the plot, under the figure's title
 ROW_TITLE_MARGIN = dict(t=top_margin() + SUBTITLE_PX + 10)
+# between heads_merged's two panels, for the map's tick labels: presented, filling a 1280 x 720 screen, 50 px of it
+# stay (at 42 px on a page, a fraction of the plot's height, the bars' title above them lay on those labels)
+HEADS_GAP_PX = 60
 
 
 def _bars(v: np.ndarray, colors=BLUE, name: str = "") -> go.Bar:
@@ -95,21 +98,25 @@ def heads_merged(z, merged, title: str) -> go.Figure:
     nh, dh = z.shape
     if merged.size != nh * dh:
         raise ValueError(f"merged has {merged.size} values but z is [{nh}, {dh}]: merged must be [nh · dh]")
-    titles = [f"z: the {nh} heads' outputs, one row each, [nh, dh] = [{nh}, {dh}] (columns: feature within the head)",
-              f"merge(H): the same values in one row of d = {nh * dh}, head by head"]
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.16, subplot_titles=titles)
-    fig.add_trace(go.Heatmap(z=z, x=np.arange(dh), y=[f"h{h}" for h in range(nh)], colorscale=SEQUENTIAL,
+    height = max(380, 220 + 18 * nh) + HEADS_GAP_PX
+    margin = default_margin(**ROW_TITLE_MARGIN)
+    # the bars are named by their axis' title below them, not a title above (where it lay on the map's tick labels)
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4],
+                        subplot_titles=[f"z [nh, dh] = [{nh}, {dh}]: a row per head, a column per feature"],
+                        vertical_spacing=HEADS_GAP_PX / (height - margin["t"] - margin["b"]))
+    fig.add_trace(go.Heatmap(z=z, x=np.arange(dh), y=[f"h{h}" for h in range(nh)], colorscale=SEQUENTIAL, name="z",
                              colorbar={"title": {"text": "z"}, "len": 0.55, "y": 1, "yanchor": "top"},
                              hovertemplate="head %{y} · feature %{x}<br>z = %{z:.4g}<extra></extra>"), row=1, col=1)
     colors = [BLUE if (i // dh) % 2 == 0 else ORANGE for i in range(merged.size)]
-    fig.add_trace(_bars(merged, colors, "merged"), row=2, col=1)
+    fig.add_trace(_bars(merged, colors, "merged").update(name="merge(H)"), row=2, col=1)  # as the words name them
     heads = [f"h{h}" for h in range(nh)]
-    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=heads, ticktext=heads, row=1, col=1)
-    fig.update_xaxes(title_text=f"feature of the merged vector (head h covers h·{dh} … h·{dh} + {dh - 1})",
+    # a row per head, each labelled (a screen-filling chart leaves them to the browser: axes.fit_rows)
+    fig.update_yaxes(type="category", autorange="reversed", tickmode="array", tickvals=heads, ticktext=heads,
+                     row=1, col=1)
+    fig.update_xaxes(title_text=f"merge(H), d = {nh * dh}: head h covers features h·{dh} … h·{dh} + {dh - 1}",
                      row=2, col=1)
     fig.update_annotations(font_size=SUBTITLE_PX, x=0, xanchor="left")
-    return with_layout(fig, title, height=max(380, 220 + 18 * nh), bargap=0, yaxis2=value_axis("value"),
-                       margin=default_margin(**ROW_TITLE_MARGIN))
+    return with_layout(fig, title, height=height, bargap=0, yaxis2=value_axis("value"), margin=margin)
 
 
 def sorted_products(q, k, title: str) -> go.Figure:

@@ -148,19 +148,29 @@ def _labels_to_the_browser(layout: dict, factor: float, floor: float) -> None:
             axis.update(tickmode="auto", tickvals=None, ticktext=None)
 
 
-def _room_for_rows(layout: dict, floor: float) -> None:
-    """A figure of one plot whose rows each carry a label (bars beside their tokens) made as tall as `floor`-sized
-    labels need: LABEL_PITCH font sizes a row (axes.label_font's measure)."""
-    axes = [name for name in layout if name.startswith("yaxis")]
-    axis = layout.get("yaxis") or {}
-    rows = len(axis.get("tickvals") or ())
+def _plot_px(layout: dict) -> float | None:
+    """The height of a figure's plot area (between its top and bottom margins), or None with no height set."""
     height, margin = layout.get("height"), layout.get("margin") or {}
-    if axes != ["yaxis"] or not height or rows < 2:
+    return height - margin.get("t", 100) - margin.get("b", 80) if height else None
+
+
+def _room_for_rows(layout: dict, floor: float, plot_px: float | None) -> None:
+    """A figure drawn at its own height made as much taller as its margins grew for the larger type, so that its
+    plot area keeps `plot_px` (its height before), and taller still where a y axis whose rows each carry a label
+    (bars beside their tokens, a map's heads) has less than LABEL_PITCH `floor`-sized labels a row in its panel
+    (its domain's share of the plot area). Before, the margins took their growth from the plot: presented, a
+    decode page's map of 12 heads had 11 px a row for 20 px labels, and the bar chart under it had its title on
+    the map's tick labels."""
+    if not plot_px or plot_px <= 0:
         return
-    plot_px = height - margin.get("t", 100) - margin.get("b", 80)
-    need = rows * LABEL_PITCH * floor
-    if plot_px < need:
-        layout["height"] = round(height + need - plot_px)
+    need = plot_px
+    for name, axis in layout.items():
+        rows = len(axis.get("tickvals") or ()) if name.startswith("yaxis") and isinstance(axis, dict) else 0
+        if rows >= 2:
+            low, high = axis.get("domain") or (0, 1)
+            need = max(need, rows * LABEL_PITCH * floor / (high - low))
+    margin = layout.get("margin") or {}
+    layout["height"] = round(margin.get("t", 100) + margin.get("b", 80) + need)
 
 
 def _upright_labels(layout: dict) -> None:
@@ -213,6 +223,7 @@ def scaled_spec(spec: dict, factor: float, floor: float | None = None) -> dict:
     first tick label, and a legend above it the plot."""
     floor = (BODY_PX if factor != 1 else 0) if floor is None else floor
     layout = spec.setdefault("layout", {})
+    plot_px = _plot_px(layout)
     _labels_to_the_browser(layout, factor, floor)
     _scale_fonts(spec, factor, floor)
     margin = layout.get("margin") or {}
@@ -230,7 +241,7 @@ def scaled_spec(spec: dict, factor: float, floor: float | None = None) -> dict:
             if margin.get(side):
                 margin[side] = round(margin[side] * times)
         _upright_labels(layout)
-        _room_for_rows(layout, floor)
+        _room_for_rows(layout, floor, plot_px)
         _fewer_ticks_on_short_panels(spec)
         for trace in spec.get("data") or ():
             if trace.get("type") == "bar" and trace.get("text") is not None:

@@ -281,3 +281,17 @@ def test_presented_on_a_phone_a_chart_keeps_its_width_and_scrolls_sideways(app):
     chart = measured(app, "/attention?model=tiny&present=1", 2, measure)
     assert chart["width"] >= 600 and chart["plot"] >= 300, chart  # the map's panels between its margins
     assert chart["scrolls"] and chart["page"] <= 0, chart
+
+
+def test_on_a_phone_the_drawn_model_keeps_a_readable_width_and_scrolls_sideways(app):
+    """The Overview's drawn model on a phone keeps 40rem (640 px) and scrolls sideways in its own box, the page no
+    wider than the window: shrunk to the phone's 358 px, its labels were 5 px tall."""
+    def measure(page):
+        page.locator(DIAGRAM).first.wait_for(timeout=60_000)
+        return page.evaluate(f"""() => {{ const svg = document.querySelector(`{DIAGRAM}`);
+          const box = svg.parentElement.parentElement;
+          return {{width: svg.getBoundingClientRect().width, scrolls: box.scrollWidth > box.clientWidth,
+                  page: document.documentElement.scrollWidth - innerWidth}}; }}""")
+
+    drawn = measured(app, "/?model=tiny", 1, measure)
+    assert drawn["width"] >= 600 and drawn["scrolls"] and drawn["page"] <= 0, drawn

@@ -50,14 +50,15 @@ h1 {font-size: 2.4rem !important; padding-top: 0 !important}
   .st-key-present-bar a.present-next, .st-key-present-bar a.present-back {font-size: 1rem; padding: 0 .4rem}
 }
 /* narrower still, the top bar's four menus end at 488 px: the bar keeps right of them (before, at 800 px, the way
-   back lay over the "Reference" menu), the next stop's name cut short where it has no room */
+   back lay over the "Reference" menu), as far right as the window goes, the next stop's name cut short where it has
+   no room */
 @media (max-width: 900px) {
-  .st-key-present-bar {max-width: calc(100vw - 25rem - 3.5rem); flex-wrap: nowrap}
+  .st-key-present-bar {right: 1rem; max-width: calc(100vw - 25rem - 1rem); flex-wrap: nowrap}
   .st-key-present-bar [data-testid='stElementContainer']:has(a.present-next) {min-width: 0; flex-shrink: 1}
   .st-key-present-bar a.present-next {display: block; overflow: hidden; text-overflow: ellipsis}
 }
 @media (max-width: 767px) {  /* the menus folded away (into the hidden sidebar): the bar has the width */
-  .st-key-present-bar {max-width: calc(100vw - 4.5rem)}
+  .st-key-present-bar {max-width: calc(100vw - 2rem)}
 }
 /* a phone (a presented link shared with the class): the charts' type is the projector's, so they keep a
    projector's narrowest width and scroll sideways, rather than squeeze their plots between their labels */

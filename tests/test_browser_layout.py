@@ -111,6 +111,30 @@ PHONE_JS = r"""
 """
 
 
+# A panel's title or a chart's subtitle (an annotation) that lies over a tick label of the same chart by more than
+# 4 px both ways (a box is its line's height: 3 px of a colour bar's title above its top tick is no overlap), or one
+# cut at the chart's edge: [chart, text, the label or "cut"]. A decode page's merge chart had its lower panel's
+# title on the map's tick labels, and its upper one cut at 800 px; on a phone, LayerNorm's stages lost their ends.
+PANEL_TITLES_JS = r"""() => {
+  const found = [];
+  const box = e => e.getBoundingClientRect();
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 4 &&
+                         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 4;
+  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
+    const edge = box(chart.querySelector("svg.main-svg"));
+    const labels = [...chart.querySelectorAll("g[class$='tick'] text")].filter(t => t.textContent.trim());
+    for (const title of chart.querySelectorAll("g.annotation text, text.gtitle-subtitle")) {
+      if (!title.textContent.trim()) continue;
+      if (box(title).right > edge.right + 1 || box(title).left < edge.left - 1)
+        found.push([c, title.textContent.slice(0, 30), "cut"]);
+      for (const label of labels.filter(l => meet(box(title), box(l))))
+        found.push([c, title.textContent.slice(0, 30), label.textContent.slice(0, 12)]);
+    }
+  });
+  return found;
+}"""
+
+
 HEADINGS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] :is(h1, h2, h3, h4, h5, h6)')]
   .map(h => [Number(h.tagName[1]), h.textContent.slice(0, 40)])"""
 # the outline a screen reader reads: the headings drawn, each at its aria-level where assets/a11y.js set one
@@ -295,3 +319,11 @@ def test_on_a_phone_the_drawn_model_keeps_a_readable_width_and_scrolls_sideways(
 
     drawn = measured(app, "/?model=tiny", 1, measure)
     assert drawn["width"] >= 600 and drawn["scrolls"] and drawn["page"] <= 0, drawn
+
+
+@pytest.mark.parametrize("path", ["/layernorm?model=tiny", "/merge?model=tiny&mode=decode"])
+def test_on_a_phone_every_panel_title_is_whole(app, path):
+    """Panel titles on a phone: none cut at the chart's edge or lying on tick labels (a panel's title is set smaller,
+    down to 10 px, where its room is short: LayerNorm's stages and the merged heads' map lost their ends)."""
+    found = measured(app, path, 1, lambda page: page.evaluate(PANEL_TITLES_JS))
+    assert found == [], f"{path} at 390x844: a panel title cut or over tick labels: {found[:6]}"

@@ -27,8 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser_tabs import app_context, leave, tab  # noqa: E402
 from streamlit_server import EXCEPTION, wait_rendered  # noqa: E402
 from sweep import sweep  # noqa: E402
+from test_browser_layout import (  # noqa: E402
+    PANEL_TITLES_JS,
+    assert_in_first_screen,
+    first_chart_tops,
+)
 from test_browser_layout import PHONE_JS as OVERLAPS_JS  # noqa: E402
-from test_browser_layout import assert_in_first_screen, first_chart_tops  # noqa: E402
 
 from gpt2viz.spec.pages import BY_URL, PAGES, href  # noqa: E402
 
@@ -87,30 +91,6 @@ TITLE_OVER_LABELS_JS = r"""() => {
         if (label.textContent.trim() && meet(box(title), box(label)))
           found.push([c, title.textContent.slice(0, 20), label.textContent.slice(0, 20)]);
       }
-    }
-  });
-  return found;
-}"""
-
-
-# A panel's title or a chart's subtitle (an annotation) that lies over a tick label of the same chart by more than
-# 4 px both ways (a box is its line's height: 3 px of a colour bar's title above its top tick is no overlap), or one
-# cut at the chart's edge: [chart, text, the label or "cut"]. A decode page's merge chart had its lower panel's
-# title on the map's tick labels, and its upper one cut at 800 px.
-PANEL_TITLES_JS = r"""() => {
-  const found = [];
-  const box = e => e.getBoundingClientRect();
-  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 4 &&
-                         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 4;
-  document.querySelectorAll(".js-plotly-plot").forEach((chart, c) => {
-    const edge = box(chart.querySelector("svg.main-svg"));
-    const labels = [...chart.querySelectorAll("g[class$='tick'] text")].filter(t => t.textContent.trim());
-    for (const title of chart.querySelectorAll("g.annotation text, text.gtitle-subtitle")) {
-      if (!title.textContent.trim()) continue;
-      if (box(title).right > edge.right + 1 || box(title).left < edge.left - 1)
-        found.push([c, title.textContent.slice(0, 30), "cut"]);
-      for (const label of labels.filter(l => meet(box(title), box(l))))
-        found.push([c, title.textContent.slice(0, 30), label.textContent.slice(0, 12)]);
     }
   });
   return found;

@@ -85,8 +85,8 @@ def layernorm_stages(x, normalized, out, eps: float, title: str) -> go.Figure:
     mu, var = float(x.mean()), float(x.var())
     rows = [(f"entering: x   (μ = {mu:.3g}, σ² = {var:.3g})", x),
             (f"centred: x − μ   (mean 0, σ² = {var:.3g})", x - mu),
-            (f"scaled: (x − μ) / √(σ² + ε), ε = {eps:g}   (mean 0, variance ≈ 1)", normalized),
-            ("out: g ⊙ scaled + b   (the learned gain and bias)", out)]
+            (f"scaled: (x − μ)/√(σ² + ε), ε = {eps:g}   (variance ≈ 1)", normalized),
+            ("out: g ⊙ scaled + b   (learned gain g, bias b)", out)]
     return stacked_vectors(rows, title)
 
 

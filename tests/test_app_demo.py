@@ -33,7 +33,7 @@ def texts(at, *kinds: str) -> list[str]:
 def repeat_link(at) -> tuple[str, dict[str, str]]:
     """The Attention page's link to a text that repeats: (its Markdown or HTML, its query values)."""
     for value in texts(at, "info", "markdown"):
-        if value.startswith("<svg"):  # the drawn diagram's boxes link to pages too
+        if "<svg" in value:  # the drawn diagram's boxes link to pages too
             continue
         found = re.search(r'(?:\]\(|href=")(/attention\?[^)"]+)', value)
         if found:

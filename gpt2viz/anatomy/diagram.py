@@ -135,6 +135,12 @@ def _svg(width: int, height: int, label: str, parts: list[str]) -> str:
             f'aria-label="{escape(label)}">{marker}{"".join(parts)}</svg>')
 
 
+def scroll_box(svg: str) -> str:
+    """A drawing as a page shows it: on a phone it keeps the width of a page's column, 40rem at most, and scrolls
+    sideways in its own box (shrunk to the phone's 358 px, its labels were 5 px tall); wider, it is as before."""
+    return f'<div style="overflow-x: auto"><div style="min-width: min({WIDTH}px, 40rem)">{svg}</div></div>'
+
+
 # ---------------------------------------------------------------------------- shapes and counts
 def shape(short: str, mode: Mode | str, values: Mapping[str, int]) -> str:
     """The schema's symbolic shape of a recorded name, evaluated with the run's dims: "[1, 10, 768]"."""

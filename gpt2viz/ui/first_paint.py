@@ -150,7 +150,7 @@ def _draw(main, side) -> None:
         st.caption(":material/hourglass_top: Starting: loading PyTorch and the model's weights (the first view "
                    "of this server waits for them once); this page's values follow.")
         if drawn is not None:
-            st.markdown(drawn[1], unsafe_allow_html=True)
+            st.markdown(diagram.scroll_box(drawn[1]), unsafe_allow_html=True)
 
 
 def clear(boxes: tuple) -> None:

@@ -47,10 +47,7 @@ def draw_diagram(kind: str, sel: Selection, current: str, container=st) -> None:
     extra = {"head": sel.head} if kind == "attention" else {}
     svg = getattr(diagram, kind)(cat_of(sel), sel.mode, run_values(sel, sel.mode), diagram_links(sel, current),
                                  **extra)
-    # on a phone it keeps the width of a page's column, 40rem at most, and scrolls sideways in its own box: shrunk
-    # to the phone's 358 px, its labels were 5 px tall
-    container.markdown(f'<div style="overflow-x: auto"><div style="min-width: min({diagram.WIDTH}px, 40rem)">{svg}'
-                       '</div></div>', unsafe_allow_html=True)
+    container.markdown(diagram.scroll_box(svg), unsafe_allow_html=True)
     if link_label(""):  # a box cannot say it on its label
         container.caption("The boxes open their pages outside the lesson, on the lesson's weights and text.")
     export.diagram_download(svg, kind, container)

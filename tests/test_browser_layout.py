@@ -327,3 +327,20 @@ def test_on_a_phone_every_panel_title_is_whole(app, path):
     down to 10 px, where its room is short: LayerNorm's stages and the merged heads' map lost their ends)."""
     found = measured(app, path, 1, lambda page: page.evaluate(PANEL_TITLES_JS))
     assert found == [], f"{path} at 390x844: a panel title cut or over tick labels: {found[:6]}"
+
+
+@pytest.mark.parametrize("present_", [True, False], ids=["presented", "page"])
+def test_charts_side_by_side_have_their_plots_level(app, present_):
+    """What if's "Before" and "After" bars, side by side at 1280x720: their plot areas start and end level, whichever
+    title takes more lines (presented, "After knocking out head 0.0 (same tokens)" took a second line, and only the
+    first chart of the row filled the screen: the "After" bars ended 35 px higher)."""
+    def measure(page):
+        page.set_viewport_size({"width": 1280, "height": 720})
+        page.wait_for_timeout(500)
+        return page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].slice(0, 2).map(gd => {
+          const top = gd.getBoundingClientRect().top + gd._fullLayout._size.t;
+          return [Math.round(top), Math.round(top + gd._fullLayout._size.h)]; })""")
+
+    path = "/whatif?model=tiny" + ("&present=1" if present_ else "")
+    (top_a, end_a), (top_b, end_b) = measured(app, path, 2, measure)
+    assert abs(top_a - top_b) <= 2 and abs(end_a - end_b) <= 2, ((top_a, end_a), (top_b, end_b))

@@ -165,23 +165,32 @@ def title_lines(text: str, max_chars: int) -> list[str]:
     return lines
 
 
-def _wrap_title(layout: dict, width_px: float) -> None:
+def _wrap_title(layout: dict, width_px: float, lines: int = 0) -> None:
     """The title and its subtitle on as many lines as a chart `width_px` wide needs, the plot moved
-    down for them. Tokens in titles are escaped: the <br> added here is their only markup."""
+    down for them, and for as many more as make `lines` lines beyond one each (figures side by side take the
+    most any of them needs: `added_lines`, so that their plots start level). Tokens in titles are escaped: the
+    <br> added here is their only markup."""
     title = layout.get("title") or {}
-    extra = 0
+    added = 0
     for part, char_px in ((title, TITLE_CHAR_PX), (title.get("subtitle") or {}, SUBTITLE_CHAR_PX)):
-        lines = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
-        if len(lines) > 1:
-            part["text"] = " <br>".join(lines)  # the space: the title's text reads as its words, not "head0"
-            extra += TITLE_LINE_PX * (len(lines) - 1)
+        wrapped = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
+        if len(wrapped) > 1:
+            part["text"] = " <br>".join(wrapped)  # the space: the title's text reads as its words, not "head0"
+            added += len(wrapped) - 1
             if part is title and "pad" in title:  # plotly raises a title's extra lines above its anchor
-                title["pad"]["t"] = title["pad"].get("t", 0) + round(0.7 * TITLE_LINE_PX * (len(lines) - 1))
+                title["pad"]["t"] = title["pad"].get("t", 0) + round(0.7 * TITLE_LINE_PX * (len(wrapped) - 1))
+    extra = TITLE_LINE_PX * max(added, lines)
     if extra:
         margin = layout.setdefault("margin", {})
         margin["t"] = margin.get("t", 100) + extra
         if "height" in layout:
             layout["height"] += extra
+
+
+def added_lines(title: str, subtitle: str, width_px: float) -> int:
+    """The lines a title and its subtitle take beyond one each in a chart `width_px` wide (`_wrap_title`)."""
+    return sum(max(0, len(title_lines(text, max(12, int(0.97 * width_px / char_px)))) - 1)
+               for text, char_px in ((title, TITLE_CHAR_PX), (subtitle, SUBTITLE_CHAR_PX)) if text)
 
 
 MIN_PANEL_TITLE_PX = 10  # a panel's title is set no smaller than this to fit its panel
@@ -210,17 +219,18 @@ def _fit_panel_titles(layout: dict, width_px: float) -> None:
             note.setdefault("font", {})["size"] = max(MIN_PANEL_TITLE_PX, int(size * room / need))
 
 
-def themed_spec(spec: dict, dark: bool = False, width_px: float | None = None) -> dict:
+def themed_spec(spec: dict, dark: bool = False, width_px: float | None = None, lines: int = 0) -> dict:
     """`spec` (a figure's plotly JSON dict: `fig.to_dict()`), changed in place and returned: no template,
     the app's look wherever its builder set nothing, and layout.datarevision = data_digest of its
     traces. `width_px`: the narrowest the chart is drawn, if known; a title longer than that is
-    wrapped onto more lines. Works on the JSON dict: plotly.py's own updates validate every nested
-    value (40 ms for the attention maps at T = 256, against 2 ms here)."""
+    wrapped onto more lines (and room made for `lines` beyond one each at least: `_wrap_title`). Works on the
+    JSON dict: plotly.py's own updates validate every nested value (40 ms for the attention maps at T = 256,
+    against 2 ms here)."""
     look, xaxis, yaxis, colorbar = LOOKS[bool(dark)]
     data, layout = spec.setdefault("data", []), spec.setdefault("layout", {})
     layout["template"] = None  # "template": null, not plotly.py's default: plotly.js has none to rebuild
     if width_px:
-        _wrap_title(layout, width_px)
+        _wrap_title(layout, width_px, lines)
         _fit_panel_titles(layout, width_px)
     # every trace of gpt2viz.plots is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
     axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy"}

@@ -405,11 +405,14 @@ def axis_tokens(trace: Trace) -> tuple[list[str], list[str], int]:
     return keys[trace.P: trace.P + trace.T], keys, trace.P
 
 
-def side_by_side(*figs) -> None:
-    """Figures in columns of equal width, left to right."""
-    for col, fig in zip(st.columns(len(figs)), figs):
+def side_by_side(*figs, columns=None) -> None:
+    """Figures in columns of equal width (`columns`, or new ones), left to right, their plots level: as many title
+    lines each (`row_lines`), and none filling the projector's screen, which only the first of a row did (presented,
+    What if's "After" bars ended 35 px above the "Before" bars beside them)."""
+    lines = row_lines(figs, 1 / len(figs))
+    for col, fig in zip(columns or st.columns(len(figs)), figs):
         with col:
-            plot(fig, share=1 / len(figs))
+            plot(fig, share=1 / len(figs), lines=lines, fill=False)
 
 
 def source(sel: Selection, where: str = "") -> str:
@@ -448,13 +451,14 @@ def framed(fig, caption: str, dark: bool = False, font_scale: float = 1.0, width
 
 
 def framed_spec(spec: dict, caption: str, dark: bool = False, font_scale: float = 1.0,
-                width_px: float | None = None) -> dict:
+                width_px: float | None = None, lines: int = 0) -> dict:
     """`spec` (a figure's plotly JSON dict, changed in place and returned) in the app's look (light or dark),
     with `caption`, where its numbers come from, written in its top-left corner, beside the toolbar's place;
     `font_scale`: its type that much larger (presentation mode); `width_px`: the narrowest width it is drawn
-    at, which its title is wrapped to."""
+    at, which its title is wrapped to; `lines`: the title lines beyond one each it makes room for at least (a
+    row's charts, `row`)."""
     # its title's type is font_scale times larger: as many characters on a line as in a chart that much narrower
-    theme.themed_spec(spec, dark=dark, width_px=width_px / font_scale if width_px else None)
+    theme.themed_spec(spec, dark=dark, width_px=width_px / font_scale if width_px else None, lines=lines)
     if font_scale != 1:
         present.scaled_spec(spec, font_scale)
     layout = spec["layout"]
@@ -494,8 +498,25 @@ class DrawnFigure(go.Figure):
         return self._spec
 
 
+def wrap_width(sel: Selection, share: float) -> float:
+    """The width (px) a chart's title is wrapped to, in `share` of the page: projected, the narrowest window is a
+    projector's (its type FONT_SCALE larger); else a phone's, where columns stack."""
+    return share * PROJECTOR_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
+
+
+def row_lines(figs, share: float) -> int:
+    """The title lines beyond one each that the most wrapped of `figs`, side by side in `share` of the page each,
+    takes: each of them is drawn with room for that many (`plot`'s `lines`), so that their plots start level. Before,
+    What if's "After knocking out …" took a second line that "Before: …" did not, and their bars sat a line apart."""
+    sel = selection()
+    width = wrap_width(sel, share) / (present.FONT_SCALE if sel.present else 1.0)
+    return max((theme.added_lines(fig.layout.title.text or "", fig.layout.title.subtitle.text or "", width)
+                for fig in figs), default=0)
+
+
 def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: str | None = None,
-         on_click=None, key: str | None = None, draft: bool = False, text: str | None = None):
+         on_click=None, key: str | None = None, draft: bool = False, text: str | None = None, lines: int = 0,
+         fill: bool | None = None):
     """A figure in the app's look (light or dark as the browser reports), drawn once per view, with
     where its numbers come from written in its top-right corner (`where`: the block, head…;
     `run=False`: a figure of the model alone names only it; `sizes_of`: a figure of a configuration's sizes
@@ -508,11 +529,14 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     called when a click selects a point of the chart, before the next run; the chart's selection is then
     st.session_state[key].selection. `draft`: a chart shown while its values come in, which the finished
     one replaces: neither in the handout nor put in words. `text`: the text the chart's run read, where it is
-    not the sidebar's (Compare and patch's text B)."""
+    not the sidebar's (Compare and patch's text B). `lines`: room for that many title lines beyond one each at
+    least (charts side by side: `row_lines`). `fill`: presented, whether it fills the first screen (None: where it
+    is the page's first chart)."""
     sel = selection()
     caption = (f"{sizes_of}: from its sizes alone" if sizes_of
                else source(sel if text is None else replace(sel, text=text), where) if run else sel.weights.label)
-    fill = sel.present and export.charts_recorded() == 0  # projected, the first chart fills the first screen
+    # projected, the first chart fills the first screen
+    fill = sel.present and (export.charts_recorded() == 0 if fill is None else fill)
     if not draft:
         export.record(fig, caption)
     spec = fig.to_dict()  # what the chart draws: its words and numbers are read from it before it is framed
@@ -520,10 +544,9 @@ def plot(fig, where: str = "", run: bool = True, share: float = 1.0, sizes_of: s
     said = None if draft else words.figure_html(spec, ident, folded=sel.present)
     if fill:  # drawn as tall as the screen leaves it: its rows' labels as many as that height has room for
         spec = fit_rows(go.Figure(spec, _validate=False)).to_dict()
-    # projected, the narrowest window is a projector's; else a phone's, where columns stack
-    width_px = share * PROJECTOR_PAGE_PX if sel.present else min(share * NARROWEST_PAGE_PX, PHONE_PAGE_PX)
     spec = framed_spec(spec, caption, dark=st.context.theme.type == "dark",
-                       font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=width_px)
+                       font_scale=present.FONT_SCALE if sel.present else 1.0, width_px=wrap_width(sel, share),
+                       lines=lines)
     margin = spec["layout"].get("margin") or {}
     if fill:
         spec["layout"].pop("height", None)

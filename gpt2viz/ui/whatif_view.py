@@ -35,6 +35,7 @@ from ..teaching import whatif_text as say
 from ..teaching.prompts import DEMO_REPEAT
 from . import present
 from .anatomy import plot, text_notes
+from .anatomy import side_by_side as level_row
 from .cache import get_trace, heavy_for, loss_bytes, records_everything, trace_cache, unembedding_run_bytes
 from .caps import sweep_refused
 from .overview import say_tie
@@ -267,11 +268,9 @@ def before_after(sel: Selection, clean: Trace, knocked: Knocked, target: Target,
     probs, labels, ids = top_tokens(clean)
     after = knocked.probs
     upto = max(*probs, *after[ids].tolist())  # one scale for both: a bar's length is compared across the two
-    with cols[0]:
-        plot(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}", upto=upto), share=0.5)
-    with cols[1]:
-        plot(plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)", upto=upto),
-             share=0.5)
+    level_row(plots.topk_tokens(probs, labels, f"Before: next token after {clean.tokens[-1]!r}", upto=upto),
+              plots.topk_tokens(after[ids].tolist(), labels, f"After knocking out {label} (same tokens)", upto=upto),
+              columns=cols)
     top = ids[0]
     say_tie(clean.at("logits", -1)[0])
     new_top = ranking.top(after.log())

@@ -456,7 +456,7 @@ def framed_spec(spec: dict, caption: str, dark: bool = False, font_scale: float 
     with `caption`, where its numbers come from, written in its top-left corner, beside the toolbar's place;
     `font_scale`: its type that much larger (presentation mode); `width_px`: the narrowest width it is drawn
     at, which its title is wrapped to; `lines`: the title lines beyond one each it makes room for at least (a
-    row's charts, `row`)."""
+    row's charts: `row_lines`)."""
     # its title's type is font_scale times larger: as many characters on a line as in a chart that much narrower
     theme.themed_spec(spec, dark=dark, width_px=width_px / font_scale if width_px else None, lines=lines)
     if font_scale != 1:

@@ -159,9 +159,9 @@ def _room_for_rows(layout: dict, floor: float, plot_px: float | None) -> None:
     """A figure drawn at its own height made as much taller as its margins grew for the larger type, so that its
     plot area keeps `plot_px` (its height before), and taller still where a y axis whose rows each carry a label
     (bars beside their tokens, a map's heads) has less than LABEL_PITCH `floor`-sized labels a row in its panel
-    (its domain's share of the plot area). Before, the margins took their growth from the plot: presented, a
-    decode page's map of 12 heads had 11 px a row for 20 px labels, and the bar chart under it had its title on
-    the map's tick labels."""
+    (its domain's share of the plot area). Before, the margins took their growth from the plot, and only a figure
+    of one plot was made taller for its rows: presented, a decode page's map of 12 heads had 11 px a row for 20 px
+    labels."""
     if not plot_px or plot_px <= 0:
         return
     need = plot_px

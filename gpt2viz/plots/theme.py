@@ -21,8 +21,7 @@ import numpy as np
 import orjson
 import plotly.graph_objects as go
 
-# the sizes the builders set, for what they leave unset
-from .axes import SUBTITLE_PX, TICK_ANGLES, TICK_PX, TITLE_PX, merged
+from .axes import TICK_ANGLES, TICK_PX, TITLE_PX, merged  # the sizes the builders set, for what they leave unset
 
 FONT = '"Source Sans", sans-serif'
 # a chart's Plotly config (the app's box and st.plotly_chart): the toolbar shows while the pointer is over
@@ -193,32 +192,6 @@ def added_lines(title: str, subtitle: str, width_px: float) -> int:
                for text, char_px in ((title, TITLE_CHAR_PX), (subtitle, SUBTITLE_CHAR_PX)) if text)
 
 
-MIN_PANEL_TITLE_PX = 10  # a panel's title is set no smaller than this to fit its panel
-_MARKUP = re.compile(r"<[^>]+>")
-
-
-def _fit_panel_titles(layout: dict, width_px: float) -> None:
-    """Each panel's title (make_subplots' annotations above the panels) set smaller where, at its size, it is wider
-    than its room in a chart `width_px` wide: from its left end to the chart's right edge where it starts at its
-    panel's left, else its panel's width; no smaller than MIN_PANEL_TITLE_PX. Plotly cuts it at the figure's edge:
-    on a phone, LayerNorm's stages and the merged heads lost the ends of theirs."""
-    margin = layout.get("margin") or {}
-    plot = width_px - margin.get("l", 80) - margin.get("r", 80)
-    spans = [axis.get("domain") or (0, 1) for name, axis in layout.items() if name.startswith("xaxis")
-             and isinstance(axis, dict)] or [(0, 1)]
-    for note in layout.get("annotations") or ():
-        if not (note.get("yanchor") == "bottom" and note.get("xref") == "paper" and not note.get("yshift")):
-            continue
-        x = note.get("x", 0.5)
-        room = (plot * (1 - x) + margin.get("r", 80) if note.get("xanchor") == "left" else
-                plot * next((hi - lo for lo, hi in spans if lo - 1e-9 <= x <= hi + 1e-9), 1))
-        size = (note.get("font") or {}).get("size") or SUBTITLE_PX
-        chars = max((len(line) for line in _MARKUP.sub("\n", note.get("text") or "").split("\n")), default=0)
-        need = chars * SUBTITLE_CHAR_PX * size / SUBTITLE_PX
-        if need > room:
-            note.setdefault("font", {})["size"] = max(MIN_PANEL_TITLE_PX, int(size * room / need))
-
-
 def themed_spec(spec: dict, dark: bool = False, width_px: float | None = None, lines: int = 0) -> dict:
     """`spec` (a figure's plotly JSON dict: `fig.to_dict()`), changed in place and returned: no template,
     the app's look wherever its builder set nothing, and layout.datarevision = data_digest of its
@@ -231,7 +204,6 @@ def themed_spec(spec: dict, dark: bool = False, width_px: float | None = None, l
     layout["template"] = None  # "template": null, not plotly.py's default: plotly.js has none to rebuild
     if width_px:
         _wrap_title(layout, width_px, lines)
-        _fit_panel_titles(layout, width_px)
     # every trace of gpt2viz.plots is on x/y axes (bars, lines, heatmaps): the axes they name, or x and y
     axes = {f"{a}axis{(trace.get(a + 'axis') or a)[1:]}" for trace in data for a in "xy"}
     axes |= {name for name in layout if _AXIS.match(name)}

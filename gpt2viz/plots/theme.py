@@ -164,6 +164,11 @@ def title_lines(text: str, max_chars: int) -> list[str]:
     return lines
 
 
+def _line_chars(width_px: float, char_px: float) -> int:
+    """The characters of a title's line in a chart `width_px` wide, at `char_px` a character (12 at least)."""
+    return max(12, int(0.97 * width_px / char_px))
+
+
 def _wrap_title(layout: dict, width_px: float, lines: int = 0) -> None:
     """The title and its subtitle on as many lines as a chart `width_px` wide needs, the plot moved
     down for them, and for as many more as make `lines` lines beyond one each (figures side by side take the
@@ -172,7 +177,7 @@ def _wrap_title(layout: dict, width_px: float, lines: int = 0) -> None:
     title = layout.get("title") or {}
     added = 0
     for part, char_px in ((title, TITLE_CHAR_PX), (title.get("subtitle") or {}, SUBTITLE_CHAR_PX)):
-        wrapped = title_lines(part.get("text") or "", max(12, int(0.97 * width_px / char_px)))
+        wrapped = title_lines(part.get("text") or "", _line_chars(width_px, char_px))
         if len(wrapped) > 1:
             part["text"] = " <br>".join(wrapped)  # the space: the title's text reads as its words, not "head0"
             added += len(wrapped) - 1
@@ -188,7 +193,7 @@ def _wrap_title(layout: dict, width_px: float, lines: int = 0) -> None:
 
 def added_lines(title: str, subtitle: str, width_px: float) -> int:
     """The lines a title and its subtitle take beyond one each in a chart `width_px` wide (`_wrap_title`)."""
-    return sum(max(0, len(title_lines(text, max(12, int(0.97 * width_px / char_px)))) - 1)
+    return sum(max(0, len(title_lines(text, _line_chars(width_px, char_px))) - 1)
                for text, char_px in ((title, TITLE_CHAR_PX), (subtitle, SUBTITLE_CHAR_PX)) if text)
 
 
